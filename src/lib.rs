@@ -1,0 +1,8 @@
+//! netctl: the administration CLI of a Calico-compatible container network.
+//!
+//! The modules follow the flow of a command (see `docs/architecture.md`):
+//! `cli` parses → `config` resolves settings → `resource` validates → `plan` builds steps →
+//! `exec` runs them against a `datastore` → `output` prints.
+
+pub mod datastore;
+pub mod resource;

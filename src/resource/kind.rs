@@ -1,0 +1,244 @@
+//! The resource kinds of `projectcalico.org/v3` that netctl knows: their names, plurals, the aliases a
+//! user may type, and whether they are namespaced.
+//!
+//! Aliases follow upstream calicoctl v3.29 (`reference/calicoctl.md` §4.1) so existing scripts keep
+//! working. This module only names kinds; what a kind's spec may contain lives in `spec.rs`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The API group and version of every resource netctl manages.
+pub const API_VERSION: &str = "projectcalico.org/v3";
+
+/// A resource kind, exhaustively. Adding a kind means adding it to every table below, which the
+/// compiler enforces through the `match` statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    BgpConfiguration,
+    BgpPeer,
+    ClusterInformation,
+    FelixConfiguration,
+    GlobalNetworkPolicy,
+    GlobalNetworkSet,
+    HostEndpoint,
+    IpPool,
+    IpReservation,
+    KubeControllersConfiguration,
+    NetworkPolicy,
+    NetworkSet,
+    Node,
+    Profile,
+    Tier,
+    WorkloadEndpoint,
+}
+
+impl Kind {
+    /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
+    pub const ALL: [Kind; 16] = [
+        Kind::BgpConfiguration,
+        Kind::BgpPeer,
+        Kind::ClusterInformation,
+        Kind::FelixConfiguration,
+        Kind::GlobalNetworkPolicy,
+        Kind::GlobalNetworkSet,
+        Kind::HostEndpoint,
+        Kind::IpPool,
+        Kind::IpReservation,
+        Kind::KubeControllersConfiguration,
+        Kind::NetworkPolicy,
+        Kind::NetworkSet,
+        Kind::Node,
+        Kind::Profile,
+        Kind::Tier,
+        Kind::WorkloadEndpoint,
+    ];
+
+    /// The `kind:` value in documents, e.g. `HostEndpoint`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::BgpConfiguration => "BGPConfiguration",
+            Kind::BgpPeer => "BGPPeer",
+            Kind::ClusterInformation => "ClusterInformation",
+            Kind::FelixConfiguration => "FelixConfiguration",
+            Kind::GlobalNetworkPolicy => "GlobalNetworkPolicy",
+            Kind::GlobalNetworkSet => "GlobalNetworkSet",
+            Kind::HostEndpoint => "HostEndpoint",
+            Kind::IpPool => "IPPool",
+            Kind::IpReservation => "IPReservation",
+            Kind::KubeControllersConfiguration => "KubeControllersConfiguration",
+            Kind::NetworkPolicy => "NetworkPolicy",
+            Kind::NetworkSet => "NetworkSet",
+            Kind::Node => "Node",
+            Kind::Profile => "Profile",
+            Kind::Tier => "Tier",
+            Kind::WorkloadEndpoint => "WorkloadEndpoint",
+        }
+    }
+
+    /// The lower-case plural used in etcd keys and Kubernetes CRD resource names.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::BgpConfiguration => "bgpconfigurations",
+            Kind::BgpPeer => "bgppeers",
+            Kind::ClusterInformation => "clusterinformations",
+            Kind::FelixConfiguration => "felixconfigurations",
+            Kind::GlobalNetworkPolicy => "globalnetworkpolicies",
+            Kind::GlobalNetworkSet => "globalnetworksets",
+            Kind::HostEndpoint => "hostendpoints",
+            Kind::IpPool => "ippools",
+            Kind::IpReservation => "ipreservations",
+            Kind::KubeControllersConfiguration => "kubecontrollersconfigurations",
+            Kind::NetworkPolicy => "networkpolicies",
+            Kind::NetworkSet => "networksets",
+            Kind::Node => "nodes",
+            Kind::Profile => "profiles",
+            Kind::Tier => "tiers",
+            Kind::WorkloadEndpoint => "workloadendpoints",
+        }
+    }
+
+    /// Names a user may type on the command line (lower-case; matching is case-insensitive).
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Kind::BgpConfiguration => {
+                &["bgpconfiguration", "bgpconfigurations", "bgpconfig", "bgpconfigs"]
+            }
+            Kind::BgpPeer => &["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"],
+            Kind::ClusterInformation => &[
+                "clusterinformation",
+                "clusterinformations",
+                "clusterinfo",
+                "clusterinfos",
+            ],
+            Kind::FelixConfiguration => &[
+                "felixconfiguration",
+                "felixconfigurations",
+                "felixconfig",
+                "felixconfigs",
+            ],
+            Kind::GlobalNetworkPolicy => {
+                &["globalnetworkpolicy", "globalnetworkpolicies", "gnp", "gnps"]
+            }
+            Kind::GlobalNetworkSet => &["globalnetworkset", "globalnetworksets", "gnetsets"],
+            Kind::HostEndpoint => &["hostendpoint", "hostendpoints", "hep", "heps"],
+            Kind::IpPool => &["ippool", "ippools", "ipp", "ipps", "pool", "pools"],
+            Kind::IpReservation => &[
+                "ipreservation",
+                "ipreservations",
+                "reservation",
+                "reservations",
+            ],
+            Kind::KubeControllersConfiguration => &[
+                "kubecontrollersconfiguration",
+                "kubecontrollersconfigurations",
+                "kubecontrollersconfig",
+                "kubecontrollersconfigs",
+            ],
+            Kind::NetworkPolicy => &[
+                "networkpolicy",
+                "networkpolicies",
+                "policy",
+                "np",
+                "policies",
+                "pol",
+                "pols",
+            ],
+            Kind::NetworkSet => &["networkset", "networksets", "netsets"],
+            Kind::Node => &["node", "nodes", "no", "nos"],
+            Kind::Profile => &["profile", "profiles", "pro", "pros"],
+            Kind::Tier => &["tier", "tiers"],
+            Kind::WorkloadEndpoint => {
+                &["workloadendpoint", "workloadendpoints", "wep", "weps"]
+            }
+        }
+    }
+
+    /// Whether resources of this kind live in a namespace.
+    pub fn is_namespaced(self) -> bool {
+        matches!(
+            self,
+            Kind::NetworkPolicy | Kind::NetworkSet | Kind::WorkloadEndpoint
+        )
+    }
+
+    /// Looks a kind up by what a user typed: any alias, case-insensitively, or the exact `kind:` value.
+    pub fn from_user_input(input: &str) -> Option<Kind> {
+        let lower = input.to_ascii_lowercase();
+        Kind::ALL
+            .into_iter()
+            .find(|kind| kind.aliases().contains(&lower.as_str()))
+    }
+
+    /// Looks a kind up by its document `kind:` value, exactly (as upstream's GVK lookup).
+    pub fn from_document_kind(kind: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    /// Looks a kind up by its plural, as found in an etcd key.
+    pub fn from_plural(plural: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.plural() == plural)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error for a kind a user typed that netctl does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource type `{0}` is not supported")]
+pub struct UnknownKind(pub String);
+
+impl FromStr for Kind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::from_user_input(s).ok_or_else(|| UnknownKind(s.to_string()))
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Kind::from_document_kind(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown resource kind `{text}` for apiVersion `{API_VERSION}`"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_alias_resolves_to_its_own_kind_only() {
+        for kind in Kind::ALL {
+            for alias in kind.aliases() {
+                assert_eq!(Kind::from_user_input(alias), Some(kind), "{alias}");
+                assert_eq!(Kind::from_user_input(&alias.to_uppercase()), Some(kind));
+            }
+            assert_eq!(Kind::from_plural(kind.plural()), Some(kind));
+            assert_eq!(Kind::from_document_kind(kind.as_str()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn unknown_kind_is_refused() {
+        assert_eq!(
+            "gns".parse::<Kind>().unwrap_err().to_string(),
+            "resource type `gns` is not supported"
+        );
+    }
+}
