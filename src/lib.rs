@@ -2,7 +2,11 @@
 //!
 //! The modules follow the flow of a command (see `docs/architecture.md`):
 //! `cli` parses → `config` resolves settings → `resource` validates → `plan` builds steps →
-//! `exec` runs them against a `datastore` → `output` prints.
+//! `exec` runs them against a `datastore` → `output` prints; `terminal` is how netctl talks on stderr.
 
+pub mod cli;
+pub mod config;
 pub mod datastore;
+pub mod errors;
 pub mod resource;
+pub mod terminal;

@@ -62,7 +62,9 @@ pub enum StoreError {
     NotFound(ResourceKey),
     #[error("resource already exists: {0}")]
     AlreadyExists(ResourceKey),
-    #[error("update conflict: {key} was changed by someone else (stored revision {current}, expected {expected})")]
+    #[error(
+        "update conflict: {key} was changed by someone else (stored revision {current}, expected {expected})"
+    )]
     Conflict {
         key: ResourceKey,
         expected: String,
@@ -92,8 +94,35 @@ pub enum StoreError {
     },
     #[error("invalid resource version `{0}`: must be a decimal revision")]
     InvalidResourceVersion(String),
+    #[error("failed to discover etcd endpoints through SRV records `{name}`: {detail}")]
+    Discovery { name: String, detail: String },
     #[error("datastore request failed: {0}")]
     Other(String),
+}
+
+impl StoreError {
+    /// Advice for the user, printed on its own `hint:` line.
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            StoreError::AuthenticationFailed { .. } => {
+                "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
+            }
+            StoreError::PermissionDenied { .. } => {
+                "grant the etcd user's role readwrite on the `/calico/` prefix"
+            }
+            StoreError::Tls { .. } => {
+                "check etcdCACertFile (the CA that issued the server certificate) and the client certificate and key"
+            }
+            StoreError::Unavailable { .. } | StoreError::Timeout { .. } => {
+                "check that etcd is running and that the endpoints (etcdEndpoints / ETCD_ENDPOINTS) are right"
+            }
+            StoreError::Discovery { .. } => {
+                "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
+            }
+            StoreError::Conflict { .. } => "read the resource again and retry the change",
+            _ => return None,
+        })
+    }
 }
 
 /// A resource store. Implementations are cheap to share (`&self` everywhere) and safe to call concurrently.
@@ -131,7 +160,17 @@ pub trait Datastore: Send + Sync {
 }
 
 /// The datastore types of the client configuration (`datastoreType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum DatastoreType {
     #[serde(rename = "kubernetes")]
     Kubernetes,

@@ -1,0 +1,22 @@
+//! `netctl completion SHELL`: prints a completion script generated from the clap definitions.
+
+use std::process::ExitCode;
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  netctl completion bash > /etc/bash_completion.d/netctl\n  netctl completion zsh > \"${fpath[1]}/_netctl\""
+)]
+pub struct CompletionArgs {
+    /// The shell to generate the script for
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+pub fn run(args: CompletionArgs) -> anyhow::Result<ExitCode> {
+    let mut command = super::Cli::command();
+    clap_complete::generate(args.shell, &mut command, "netctl", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,153 @@
+//! `netctl config view`: the effective client configuration, where each value came from, secrets
+//! redacted. Useful at 3 a.m. to answer "which endpoints is this shell actually pointed at?".
+
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+
+use super::Context;
+use crate::config::{
+    ClientConfig, ConfigOption, ConfigSource, NetApiConfigDocument, NetApiConfigSpec,
+};
+
+const REDACTED: &str = "<redacted>";
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration and the origin of each value (secrets redacted)
+    #[command(
+        after_help = "Examples:\n  netctl config view\n  NET_ETCD_ENDPOINTS=https://[fd00::1]:2379 netctl config view\n  netctl -c /etc/netctl/netctl.cfg config view -o yaml"
+    )]
+    View {
+        /// `table` shows origins; `yaml`/`json` print a NetAPIConfig document
+        #[arg(short, long, value_enum, default_value_t = ViewFormat::Table)]
+        output: ViewFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewFormat {
+    Table,
+    Yaml,
+    Json,
+}
+
+pub fn run(context: &Context, command: ConfigCommand) -> anyhow::Result<ExitCode> {
+    let ConfigCommand::View { output } = command;
+    let config = context.client_config()?;
+    let text = match output {
+        ViewFormat::Table => table(config),
+        ViewFormat::Yaml => serde_yaml::to_string(&document(config))?,
+        ViewFormat::Json => format!("{}\n", serde_json::to_string_pretty(&document(config))?),
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shown_value(option: ConfigOption, value: &str) -> String {
+    if option.is_secret() {
+        REDACTED.to_string()
+    } else if matches!(option, ConfigOption::EtcdCert | ConfigOption::EtcdCaCert) {
+        let blocks = value.matches("-----BEGIN ").count();
+        format!("<inline PEM, {blocks} block(s)>")
+    } else {
+        value.to_string()
+    }
+}
+
+fn table(config: &ClientConfig) -> String {
+    let source = match &config.source {
+        ConfigSource::File(path) => format!("file `{}`", path.display()),
+        ConfigSource::Environment => "environment".to_string(),
+    };
+    let mut rows = vec![[
+        "OPTION".to_string(),
+        "VALUE".to_string(),
+        "ORIGIN".to_string(),
+    ]];
+    rows.push([
+        "datastoreType".into(),
+        config.datastore_type.value.to_string(),
+        config.datastore_type.origin.to_string(),
+    ]);
+    for (option, value) in &config.options {
+        rows.push([
+            option.file_name().to_string(),
+            shown_value(*option, &value.value),
+            value.origin.to_string(),
+        ]);
+    }
+    if let Some(resolver) = &config.resolver {
+        rows.push([
+            "(SRV resolver)".into(),
+            resolver.value.to_string(),
+            resolver.origin.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..3)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = format!("Configuration source: {source}\n\n");
+    for row in rows {
+        let line = format!(
+            "{:<w0$}   {:<w1$}   {}",
+            row[0],
+            row[1],
+            row[2],
+            w0 = widths[0],
+            w1 = widths[1]
+        );
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+fn document(config: &ClientConfig) -> NetApiConfigDocument {
+    let mut spec = NetApiConfigSpec {
+        datastore_type: Some(config.datastore_type.value.to_string()),
+        ..NetApiConfigSpec::default()
+    };
+    for (option, value) in &config.options {
+        let shown = if option.is_secret() {
+            REDACTED.to_string()
+        } else {
+            value.value.clone()
+        };
+        let slot = match option {
+            ConfigOption::EtcdEndpoints => &mut spec.etcd_endpoints,
+            ConfigOption::EtcdDiscoverySrv => &mut spec.etcd_discovery_srv,
+            ConfigOption::EtcdUsername => &mut spec.etcd_username,
+            ConfigOption::EtcdPassword => &mut spec.etcd_password,
+            ConfigOption::EtcdKeyFile => &mut spec.etcd_key_file,
+            ConfigOption::EtcdCertFile => &mut spec.etcd_cert_file,
+            ConfigOption::EtcdCaCertFile => &mut spec.etcd_ca_cert_file,
+            ConfigOption::EtcdKey => &mut spec.etcd_key,
+            ConfigOption::EtcdCert => &mut spec.etcd_cert,
+            ConfigOption::EtcdCaCert => &mut spec.etcd_ca_cert,
+            ConfigOption::Kubeconfig => &mut spec.kubeconfig,
+            ConfigOption::K8sApiEndpoint => &mut spec.k8s_api_endpoint,
+            ConfigOption::K8sCertFile => &mut spec.k8s_cert_file,
+            ConfigOption::K8sKeyFile => &mut spec.k8s_key_file,
+            ConfigOption::K8sCaFile => &mut spec.k8s_ca_file,
+            ConfigOption::K8sApiToken => &mut spec.k8s_api_token,
+            ConfigOption::K8sCurrentContext => &mut spec.k8s_current_context,
+            ConfigOption::K8sInsecureSkipTlsVerify => {
+                spec.k8s_insecure_skip_tls_verify = Some(value.value == "true");
+                continue;
+            }
+        };
+        *slot = Some(shown);
+    }
+    NetApiConfigDocument {
+        api_version: crate::resource::API_VERSION.to_string(),
+        kind: crate::config::file::KIND.to_string(),
+        metadata: serde_json::Map::new(),
+        spec,
+    }
+}

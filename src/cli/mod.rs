@@ -1,0 +1,147 @@
+//! The command line: clap types and one thin file per command.
+//!
+//! A command translates flags into a typed request and calls one entry point; it does no domain work
+//! (`STYLE.md` habit 2). Settings are resolved once, in [`Context`], before any connection is opened.
+
+mod completion;
+mod config;
+mod get;
+mod version;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::config::{ClientConfig, Environment};
+use crate::datastore::etcd::{EtcdStore, Timeouts};
+use crate::datastore::{Datastore, DatastoreType};
+use crate::terminal::{self, LogLevel};
+
+const AFTER_HELP: &str = "\
+Configuration: `-c FILE` (a NetAPIConfig document), else /etc/netctl/netctl.cfg if it exists, else the
+environment (DATASTORE_TYPE, ETCD_ENDPOINTS, ... each also as NET_<NAME>). See `netctl config view`.
+
+Examples:
+  DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
+  netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
+  netctl config view";
+
+/// Administer a Calico-compatible container network: resources, safe upgrades, the node agent.
+#[derive(Debug, Parser)]
+#[command(name = "netctl", version, about, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalOptions {
+    /// Client configuration file (a NetAPIConfig document)
+    #[arg(short = 'c', long = "config", global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How much to say on stderr
+    #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
+    pub log_level: LogLevel,
+    /// Allow writes to a cluster running a newer release than netctl knows
+    #[arg(long, global = true)]
+    pub allow_version_mismatch: bool,
+    /// Time limit for connecting and for each datastore request (e.g. 10s, 1m)
+    #[arg(long, global = true, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show resources
+    Get(get::GetArgs),
+    /// Show or check the client configuration
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Show the client version and the version of the cluster
+    Version(version::VersionArgs),
+    /// Print a shell completion script
+    Completion(completion::CompletionArgs),
+}
+
+/// Parses a duration such as `10s`, `1m30s` or `500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|error| format!("`{text}`: {error}"))
+}
+
+/// What every command may need, created once: the environment, the configuration and the datastore.
+pub struct Context {
+    pub global: GlobalOptions,
+    pub environment: Environment,
+    client_config: OnceLock<ClientConfig>,
+}
+
+impl Context {
+    pub fn new(global: GlobalOptions, environment: Environment) -> Context {
+        Context {
+            global,
+            environment,
+            client_config: OnceLock::new(),
+        }
+    }
+
+    /// The client configuration, loaded on first use; its warnings are printed once.
+    pub fn client_config(&self) -> anyhow::Result<&ClientConfig> {
+        if let Some(config) = self.client_config.get() {
+            return Ok(config);
+        }
+        let config = crate::config::load(self.global.config.as_deref(), &self.environment)?;
+        for warning in &config.warnings {
+            terminal::warn(warning);
+        }
+        Ok(self.client_config.get_or_init(|| config))
+    }
+
+    /// Connects to the configured datastore and proves the connection works.
+    pub async fn datastore(&self) -> anyhow::Result<Box<dyn Datastore>> {
+        let config = self.client_config()?;
+        match config.datastore_type.value {
+            DatastoreType::EtcdV3 => {
+                let settings = config.etcd()?;
+                let timeouts = Timeouts {
+                    connect: self.global.request_timeout,
+                    request: self.global.request_timeout,
+                };
+                let store = EtcdStore::connect(&settings, timeouts)
+                    .await
+                    .context("cannot connect to the etcd datastore")?;
+                terminal::debug(format!("connected to etcd at {}", store.endpoints()));
+                Ok(Box::new(store))
+            }
+            DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
+        }
+    }
+}
+
+/// The Kubernetes datastore is not part of this build yet; say so instead of failing obscurely.
+#[derive(Debug, thiserror::Error)]
+#[error("the `kubernetes` datastore is not supported by this build of netctl yet")]
+pub struct KubernetesNotAvailable;
+
+impl KubernetesNotAvailable {
+    pub fn hint(&self) -> &'static str {
+        "for etcd, set `DATASTORE_TYPE=etcdv3` and `ETCD_ENDPOINTS` (or `datastoreType: etcdv3` in the config file)"
+    }
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {
+    let context = Context::new(cli.global, environment);
+    match cli.command {
+        Command::Get(args) => get::run(&context, args).await,
+        Command::Config(command) => config::run(&context, command),
+        Command::Version(args) => version::run(&context, args).await,
+        Command::Completion(args) => completion::run(args),
+    }
+}
