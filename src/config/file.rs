@@ -20,8 +20,10 @@ pub const KIND: &str = "NetAPIConfig";
 #[schemars(title = "NetAPIConfig")]
 pub struct NetApiConfigDocument {
     /// Must be `projectcalico.org/v3`.
+    #[schemars(extend("const" = "projectcalico.org/v3"))]
     pub api_version: String,
     /// Must be `NetAPIConfig`.
+    #[schemars(extend("const" = "NetAPIConfig"))]
     pub kind: String,
     /// Present and empty; accepted for compatibility with resource documents.
     #[serde(default)]
@@ -37,6 +39,7 @@ pub struct NetApiConfigDocument {
 pub struct NetApiConfigSpec {
     /// `kubernetes` (default) or `etcdv3`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["kubernetes", "etcdv3"]))]
     pub datastore_type: Option<String>,
     /// Comma-separated etcd endpoint URLs; IPv6 addresses in brackets (`https://[fd00::1]:2379`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,4 +162,35 @@ pub fn parse(text: &str, path: &Path) -> Result<NetApiConfigDocument, ConfigErro
         });
     }
     Ok(document)
+}
+
+/// The JSON Schema of the configuration file, as checked in at `schemas/netapiconfig.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(NetApiConfigDocument);
+    // A schema is plain JSON data; serializing it cannot fail.
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails when the checked-in schema no longer matches the types. To update it after a deliberate
+    /// change: `NETCTL_UPDATE_SCHEMAS=1 cargo test --lib schema_is_up_to_date`.
+    #[test]
+    fn schema_is_up_to_date() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/netapiconfig.schema.json");
+        let generated = json_schema();
+        if std::env::var_os("NETCTL_UPDATE_SCHEMAS").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            checked_in == generated,
+            "`{}` is out of date: run `NETCTL_UPDATE_SCHEMAS=1 cargo test --lib schema_is_up_to_date`",
+            path.display()
+        );
+    }
 }
