@@ -5,4 +5,5 @@
 //! `exec` runs them against a `datastore` → `output` prints.
 
 pub mod datastore;
+pub mod output;
 pub mod resource;
