@@ -9,7 +9,9 @@
 //! Key order mirrors upstream's encoders. JSON keeps struct order (`kind`, `apiVersion`, `metadata`,
 //! then `spec` as stored), indented by two spaces. YAML is produced from JSON with every mapping's keys
 //! sorted, as go-yaml-wrapper does, so a List's keys come out `apiVersion`, `items`, `kind`,
-//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Encoding is
+//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Scalars are
+//! quoted as serde_yaml quotes them (`'40'` where go-yaml writes `"40"`): the same YAML values, not
+//! always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
 //! here; choosing a writer for a command is `mod.rs`'s job.
 
 use std::io::Write;

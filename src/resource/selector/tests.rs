@@ -466,6 +466,8 @@ fn selector_like_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
     #[test]
     fn printing_then_parsing_is_a_fixed_point_that_keeps_meaning(
         expression in expression_strategy(),
