@@ -6,6 +6,7 @@
 //! before anything is written. This module never imports `datastore/`.
 
 mod kind;
+pub mod selector;
 
 use std::collections::BTreeMap;
 use std::fmt;

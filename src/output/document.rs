@@ -1,0 +1,284 @@
+//! `-o json` and `-o yaml`: resources as documents, written one at a time.
+//!
+//! Shapes follow upstream (`reference/calicoctl.md` §8.1): a list prints one List object
+//! (`kind: <Kind>List`, `items`, `metadata.resourceVersion`); named gets print the object itself when
+//! there is exactly one result and an array otherwise. Both writers stream: a list writes its
+//! envelope around items as they come, and the named writer holds at most the first item (it cannot
+//! know whether to print an object or an array until a second one arrives or the results end).
+//!
+//! Key order mirrors upstream's encoders. JSON keeps struct order (`kind`, `apiVersion`, `metadata`,
+//! then `spec` as stored), indented by two spaces. YAML is produced from JSON with every mapping's keys
+//! sorted, as go-yaml-wrapper does, so a List's keys come out `apiVersion`, `items`, `kind`,
+//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Scalars are
+//! quoted as serde_yaml quotes them (`'40'` where go-yaml writes `"40"`): the same YAML values, not
+//! always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
+//! here; choosing a writer for a command is `mod.rs`'s job.
+
+use std::io::Write;
+
+use serde_json::{Map, Value};
+
+use crate::resource::{API_VERSION, Kind, Resource};
+
+use super::OutputError;
+
+/// The two document formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentFormat {
+    Json,
+    Yaml,
+}
+
+impl DocumentFormat {
+    fn name(self) -> &'static str {
+        match self {
+            DocumentFormat::Json => "JSON",
+            DocumentFormat::Yaml => "YAML",
+        }
+    }
+}
+
+/// A resource as a JSON value with upstream's top-level key order.
+fn resource_value(resource: &Resource, format: DocumentFormat) -> Result<Value, OutputError> {
+    let value = serde_json::to_value(resource).map_err(|source| OutputError::Encode {
+        what: resource.key().to_string(),
+        format: format.name(),
+        source: Box::new(source),
+    })?;
+    let Value::Object(mut fields) = value else {
+        return Ok(value);
+    };
+    let mut ordered = Map::new();
+    for key in ["kind", "apiVersion", "metadata", "spec"] {
+        if let Some(field) = fields.remove(key) {
+            ordered.insert(key.to_string(), field);
+        }
+    }
+    ordered.extend(fields);
+    Ok(Value::Object(ordered))
+}
+
+/// The same value with the keys of every mapping sorted (what go-yaml does with JSON input).
+pub fn sort_keys(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|left, right| left.0.cmp(&right.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key, sort_keys(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sort_keys).collect()),
+        other => other,
+    }
+}
+
+/// One resource as text in the format: pretty JSON without a trailing newline, or YAML with one.
+fn encode(resource: &Resource, format: DocumentFormat) -> Result<String, OutputError> {
+    let value = resource_value(resource, format)?;
+    encode_value(&value, format, &resource.key().to_string())
+}
+
+fn encode_value(value: &Value, format: DocumentFormat, what: &str) -> Result<String, OutputError> {
+    let encoded = match format {
+        DocumentFormat::Json => serde_json::to_string_pretty(value)
+            .map_err(|source| Box::new(source) as Box<dyn std::error::Error + Send + Sync>),
+        DocumentFormat::Yaml => serde_yaml::to_string(&sort_keys(value.clone()))
+            .map_err(|source| Box::new(source) as Box<dyn std::error::Error + Send + Sync>),
+    };
+    encoded.map_err(|source| OutputError::Encode {
+        what: what.to_string(),
+        format: format.name(),
+        source,
+    })
+}
+
+/// Prefixes every line of `text` with `indent` (JSON strings hold no raw newlines, so this is safe).
+fn indent(text: &str, indent: &str) -> String {
+    text.lines()
+        .map(|line| format!("{indent}{line}\n"))
+        .collect()
+}
+
+/// A YAML document as an entry of a block sequence: `- ` before the first line, two spaces before
+/// the rest (block scalars stay valid: their indentation is relative to the shifted parent).
+fn yaml_sequence_entry(text: &str) -> String {
+    let mut entry = String::new();
+    for (index, line) in text.lines().enumerate() {
+        entry.push_str(if index == 0 { "- " } else { "  " });
+        entry.push_str(line);
+        entry.push('\n');
+    }
+    entry
+}
+
+/// Streams a List object: envelope first, items as they come, the rest at the end.
+pub struct ListDocumentWriter<W: Write> {
+    out: W,
+    format: DocumentFormat,
+    kind: Kind,
+    revision: String,
+    items: usize,
+}
+
+impl<W: Write> ListDocumentWriter<W> {
+    /// Writes what precedes the items. `revision` is the list's resource version (empty when the
+    /// datastore gave none, which prints `metadata: {}` as upstream's `omitempty` does).
+    pub fn begin(
+        mut out: W,
+        format: DocumentFormat,
+        kind: Kind,
+        revision: &str,
+    ) -> Result<ListDocumentWriter<W>, OutputError> {
+        match format {
+            DocumentFormat::Json => {
+                let head = serde_json::json!({
+                    "kind": format!("{kind}List"),
+                    "apiVersion": API_VERSION,
+                    "metadata": list_metadata(revision),
+                });
+                let text = encode_value(&head, format, &format!("{kind}List"))?;
+                // Reopen the envelope's closing brace to append `items`.
+                let open = text.strip_suffix("\n}").unwrap_or(&text);
+                write!(out, "{open},\n  \"items\": [")?;
+            }
+            DocumentFormat::Yaml => {
+                let head = serde_json::json!({ "apiVersion": API_VERSION });
+                out.write_all(encode_value(&head, format, &format!("{kind}List"))?.as_bytes())?;
+            }
+        }
+        Ok(ListDocumentWriter {
+            out,
+            format,
+            kind,
+            revision: revision.to_string(),
+            items: 0,
+        })
+    }
+
+    pub fn push(&mut self, resource: &Resource) -> Result<(), OutputError> {
+        let text = encode(resource, self.format)?;
+        match self.format {
+            DocumentFormat::Json => {
+                self.out
+                    .write_all(if self.items == 0 { b"\n" } else { b",\n" })?;
+                let indented = indent(&text, "    ");
+                self.out
+                    .write_all(indented.trim_end_matches('\n').as_bytes())?;
+            }
+            DocumentFormat::Yaml => {
+                if self.items == 0 {
+                    self.out.write_all(b"items:\n")?;
+                }
+                self.out.write_all(yaml_sequence_entry(&text).as_bytes())?;
+            }
+        }
+        self.items += 1;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<W, OutputError> {
+        let list_kind = format!("{}List", self.kind);
+        match self.format {
+            DocumentFormat::Json => {
+                if self.items == 0 {
+                    self.out.write_all(b"]\n}\n")?;
+                } else {
+                    self.out.write_all(b"\n  ]\n}\n")?;
+                }
+            }
+            DocumentFormat::Yaml => {
+                if self.items == 0 {
+                    self.out.write_all(b"items: []\n")?;
+                }
+                let tail = serde_json::json!({
+                    "kind": list_kind,
+                    "metadata": list_metadata(&self.revision),
+                });
+                self.out
+                    .write_all(encode_value(&tail, self.format, &list_kind)?.as_bytes())?;
+            }
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+fn list_metadata(revision: &str) -> Value {
+    if revision.is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::json!({ "resourceVersion": revision })
+    }
+}
+
+/// Streams the results of a get by name: one object alone, several as an array.
+pub struct NamedDocumentWriter<W: Write> {
+    out: W,
+    format: DocumentFormat,
+    /// The first result, encoded, until a second shows whether to print an array.
+    first: Option<String>,
+    items: usize,
+}
+
+impl<W: Write> NamedDocumentWriter<W> {
+    pub fn new(out: W, format: DocumentFormat) -> NamedDocumentWriter<W> {
+        NamedDocumentWriter {
+            out,
+            format,
+            first: None,
+            items: 0,
+        }
+    }
+
+    pub fn push(&mut self, resource: &Resource) -> Result<(), OutputError> {
+        let text = encode(resource, self.format)?;
+        self.items += 1;
+        if self.items == 1 {
+            self.first = Some(text);
+            return Ok(());
+        }
+        if let Some(first) = self.first.take() {
+            if self.format == DocumentFormat::Json {
+                self.out.write_all(b"[\n")?;
+            }
+            self.write_entry(&first, true)?;
+        }
+        self.write_entry(&text, false)
+    }
+
+    fn write_entry(&mut self, text: &str, first: bool) -> Result<(), OutputError> {
+        match self.format {
+            DocumentFormat::Json => {
+                if !first {
+                    self.out.write_all(b",\n")?;
+                }
+                let indented = indent(text, "  ");
+                self.out
+                    .write_all(indented.trim_end_matches('\n').as_bytes())?;
+            }
+            DocumentFormat::Yaml => self.out.write_all(yaml_sequence_entry(text).as_bytes())?,
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<W, OutputError> {
+        match (self.items, self.format) {
+            (0, _) => self.out.write_all(b"[]\n")?,
+            (1, format) => {
+                let first = self.first.take().unwrap_or_default();
+                self.out.write_all(first.as_bytes())?;
+                if format == DocumentFormat::Json {
+                    self.out.write_all(b"\n")?;
+                }
+            }
+            (_, DocumentFormat::Json) => self.out.write_all(b"\n]\n")?,
+            (_, DocumentFormat::Yaml) => {}
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}

@@ -1,0 +1,694 @@
+//! What users see from `netctl get`: every kind's `ps` and `wide` tables (snapshots under
+//! `snapshots/`), custom columns, the documents and their shapes, `-o name`, and the errors.
+
+use serde_json::json;
+
+use super::*;
+use crate::resource::Resource;
+
+fn resource(kind: Kind, name: &str, spec: serde_json::Value) -> Resource {
+    let mut resource = Resource::new(kind, name);
+    resource.spec = spec;
+    resource
+}
+
+fn namespaced(kind: Kind, namespace: &str, name: &str, spec: serde_json::Value) -> Resource {
+    let mut resource = resource(kind, name, spec);
+    resource.metadata.namespace = Some(namespace.to_string());
+    resource
+}
+
+fn print_all(resources: &[Resource], shape: Shape, options: &PrintOptions) -> String {
+    let kind = resources
+        .first()
+        .map_or(Kind::Node, |resource| resource.kind);
+    let mut printer = Printer::new(Vec::new(), kind, shape, options).expect("printer");
+    for resource in resources {
+        printer.print(resource).expect("prints");
+    }
+    String::from_utf8(printer.finish().expect("finishes")).expect("utf-8")
+}
+
+fn list(resources: &[Resource], format: OutputFormat) -> String {
+    let options = PrintOptions {
+        format,
+        ..PrintOptions::default()
+    };
+    print_all(
+        resources,
+        Shape::List {
+            revision: "42".to_string(),
+        },
+        &options,
+    )
+}
+
+/// `ps` then `wide`, as one snapshot per kind. Lines end where the terminal would show them, trailing
+/// padding included; the closing marker line keeps insta (which trims the end of a snapshot) from
+/// dropping the last table's padding and blank line.
+fn tables(resources: &[Resource]) -> String {
+    format!(
+        "--- ps\n{}--- wide\n{}--- end\n",
+        list(resources, OutputFormat::Ps),
+        list(resources, OutputFormat::Wide)
+    )
+}
+
+fn custom(headings: &[&str]) -> OutputFormat {
+    OutputFormat::CustomColumns(headings.iter().map(|heading| heading.to_string()).collect())
+}
+
+#[test]
+fn node_tables() {
+    let nodes = [
+        resource(
+            Kind::Node,
+            "node-1",
+            json!({"bgp": {"asNumber": 64513, "ipv4Address": "10.0.0.1/24", "ipv6Address": "fd00::1/64"}}),
+        ),
+        resource(
+            Kind::Node,
+            "node-2",
+            json!({"bgp": {"ipv4Address": "10.0.0.2/24"}}),
+        ),
+        resource(Kind::Node, "node-3", json!({})),
+    ];
+    insta::assert_snapshot!("node", tables(&nodes));
+    let unreadable = PrintOptions {
+        format: OutputFormat::Wide,
+        cells: CellContext {
+            global_as_number: GlobalAsNumber::Unreadable,
+        },
+        ..PrintOptions::default()
+    };
+    let output = print_all(
+        &nodes[1..2],
+        Shape::List {
+            revision: String::new(),
+        },
+        &unreadable,
+    );
+    assert!(
+        output.contains("node-2   (unknown)   10.0.0.2/24"),
+        "{output}"
+    );
+    let configured = PrintOptions {
+        format: OutputFormat::Wide,
+        cells: CellContext {
+            global_as_number: GlobalAsNumber::Known(65001),
+        },
+        ..PrintOptions::default()
+    };
+    let output = print_all(
+        &nodes[1..2],
+        Shape::List {
+            revision: String::new(),
+        },
+        &configured,
+    );
+    assert!(output.contains("(65001)"), "{output}");
+}
+
+#[test]
+fn bgp_peer_tables() {
+    insta::assert_snapshot!(
+        "bgppeer",
+        tables(&[
+            resource(
+                Kind::BgpPeer,
+                "peer-node",
+                json!({"peerIP": "192.0.2.1", "node": "node-1", "asNumber": 64514}),
+            ),
+            resource(
+                Kind::BgpPeer,
+                "peer-rack",
+                json!({"peerIP": "192.0.2.2", "nodeSelector": "rack == 'a'", "asNumber": 65000}),
+            ),
+            resource(
+                Kind::BgpPeer,
+                "peer-global",
+                json!({"peerSelector": "route-reflector == 'true'"}),
+            ),
+        ])
+    );
+}
+
+#[test]
+fn host_endpoint_tables() {
+    insta::assert_snapshot!(
+        "hostendpoint",
+        tables(&[
+            resource(
+                Kind::HostEndpoint,
+                "node-1-eth0",
+                json!({"node": "node-1", "interfaceName": "eth0",
+                       "expectedIPs": ["10.0.0.1", "10.0.0.2"], "profiles": ["edge", "web"]}),
+            ),
+            resource(
+                Kind::HostEndpoint,
+                "node-2-all",
+                json!({"node": "node-2", "interfaceName": "*"}),
+            ),
+        ])
+    );
+}
+
+#[test]
+fn global_network_policy_tables() {
+    insta::assert_snapshot!(
+        "globalnetworkpolicy",
+        tables(&[
+            resource(
+                Kind::GlobalNetworkPolicy,
+                "default.allow-dns",
+                json!({"tier": "default", "order": 100, "selector": "all()"}),
+            ),
+            resource(
+                Kind::GlobalNetworkPolicy,
+                "security.deny-db",
+                json!({"tier": "security", "order": 1000000.0, "selector": "role == 'db'"}),
+            ),
+            resource(
+                Kind::GlobalNetworkPolicy,
+                "untiered",
+                json!({"order": 10.5})
+            ),
+        ])
+    );
+}
+
+#[test]
+fn network_policy_tables_with_and_without_namespace() {
+    let policies = [
+        namespaced(
+            Kind::NetworkPolicy,
+            "prod",
+            "default.allow-web",
+            json!({"tier": "default", "order": 200, "selector": "app == 'web'"}),
+        ),
+        namespaced(
+            Kind::NetworkPolicy,
+            "staging-long-namespace",
+            "deny",
+            json!({"selector": "has(app)"}),
+        ),
+    ];
+    let with_namespace = PrintOptions {
+        format: OutputFormat::Wide,
+        namespace_column: NamespaceColumn::Show,
+        ..PrintOptions::default()
+    };
+    insta::assert_snapshot!(
+        "networkpolicy",
+        format!(
+            "{}--- wide -A\n{}--- end\n",
+            tables(&policies),
+            print_all(
+                &policies,
+                Shape::List {
+                    revision: "7".to_string()
+                },
+                &with_namespace
+            )
+        )
+    );
+}
+
+#[test]
+fn ip_pool_tables() {
+    insta::assert_snapshot!(
+        "ippool",
+        tables(&[
+            resource(
+                Kind::IpPool,
+                "default-ipv4-ippool",
+                json!({"cidr": "10.244.0.0/16", "natOutgoing": true, "ipipMode": "Always",
+                       "nodeSelector": "all()"}),
+            ),
+            resource(
+                Kind::IpPool,
+                "ipv6-pool",
+                json!({"cidr": "fd00:10::/64", "vxlanMode": "CrossSubnet", "disabled": true,
+                       "disableBGPExport": true, "nodeSelector": "zone == 'a'"}),
+            ),
+        ])
+    );
+}
+
+#[test]
+fn bgp_configuration_tables() {
+    insta::assert_snapshot!(
+        "bgpconfiguration",
+        tables(&[
+            resource(
+                Kind::BgpConfiguration,
+                "default",
+                json!({"logSeverityScreen": "Info", "nodeToNodeMeshEnabled": false, "asNumber": 64512}),
+            ),
+            resource(Kind::BgpConfiguration, "node.node-1", json!({})),
+        ])
+    );
+}
+
+#[test]
+fn cluster_information_tables() {
+    insta::assert_snapshot!(
+        "clusterinformation",
+        tables(&[resource(
+            Kind::ClusterInformation,
+            "default",
+            json!({"clusterGUID": "2b5a5c1f6c4e4c6f9f3f0c2a1d7e8b90", "clusterType": "k8s,bgp",
+                   "calicoVersion": "v3.29.7", "datastoreReady": true}),
+        )])
+    );
+}
+
+#[test]
+fn name_only_kinds_tables() {
+    let output = format!(
+        "{}{}",
+        tables(&[resource(
+            Kind::FelixConfiguration,
+            "default",
+            json!({"logSeverityScreen": "Info"})
+        )]),
+        tables(&[resource(
+            Kind::KubeControllersConfiguration,
+            "default",
+            json!({})
+        )])
+    );
+    insta::assert_snapshot!("felix_and_kubecontrollers_configuration", output);
+}
+
+fn many_networks() -> serde_json::Value {
+    json!(
+        (1..=12)
+            .map(|index| format!("198.51.100.{index}/32"))
+            .collect::<Vec<_>>()
+    )
+}
+
+#[test]
+fn network_set_tables_cut_long_lists() {
+    let global = [
+        resource(
+            Kind::GlobalNetworkSet,
+            "many",
+            json!({"nets": many_networks()}),
+        ),
+        resource(
+            Kind::GlobalNetworkSet,
+            "few",
+            json!({"nets": ["192.0.2.0/24", "2001:db8::/32"]}),
+        ),
+    ];
+    let namespaced_set = [namespaced(
+        Kind::NetworkSet,
+        "prod",
+        "external",
+        json!({"nets": many_networks()}),
+    )];
+    let reservations = [resource(
+        Kind::IpReservation,
+        "reserved",
+        json!({"reservedCIDRs": many_networks()}),
+    )];
+    let output = format!(
+        "{}{}{}",
+        tables(&global),
+        tables(&namespaced_set),
+        tables(&reservations)
+    );
+    for line in output
+        .lines()
+        .filter(|line| line.contains("198.51.100.1/32"))
+    {
+        let cell = line.split("   ").find(|cell| cell.contains("/32")).unwrap();
+        assert_eq!(cell.trim_end().chars().count(), 80, "{line}");
+        assert!(cell.trim_end().ends_with("..."), "{line}");
+    }
+    insta::assert_snapshot!("networkset_globalnetworkset_ipreservation", output);
+}
+
+#[test]
+fn profile_tables_sort_labels() {
+    insta::assert_snapshot!(
+        "profile",
+        tables(&[
+            resource(
+                Kind::Profile,
+                "web",
+                json!({"labelsToApply": {"tier": "frontend", "app": "web", "env": "prod"}}),
+            ),
+            resource(Kind::Profile, "empty", json!({})),
+        ])
+    );
+}
+
+#[test]
+fn tier_tables_in_order() {
+    let mut tiers = vec![
+        resource(Kind::Tier, "unordered", json!({})),
+        resource(Kind::Tier, "default", json!({"order": 1000000})),
+        resource(Kind::Tier, "security", json!({"order": 100})),
+        resource(Kind::Tier, "platform", json!({"order": 100})),
+    ];
+    sort_tiers_by_order(&mut tiers);
+    insta::assert_snapshot!("tier", tables(&tiers));
+}
+
+#[test]
+fn workload_endpoint_tables() {
+    let endpoints = [
+        namespaced(
+            Kind::WorkloadEndpoint,
+            "prod",
+            "node--1-k8s-web--0-eth0",
+            json!({"orchestrator": "k8s", "node": "node-1", "pod": "web-0",
+                   "ipNetworks": ["10.244.1.5/32", "fd00:10::5/128"], "interfaceName": "cali1234",
+                   "profiles": ["kns.prod", "ksa.prod.default"],
+                   "ipNATs": [{"internalIP": "10.244.1.5", "externalIP": "192.0.2.10"}]}),
+        ),
+        namespaced(
+            Kind::WorkloadEndpoint,
+            "prod",
+            "vm-1",
+            json!({"orchestrator": "openstack", "workload": "instance-0001", "node": "node-2",
+                   "ipNetworks": ["10.0.5.2/32"], "interfaceName": "tap1"}),
+        ),
+    ];
+    let with_namespace = PrintOptions {
+        namespace_column: NamespaceColumn::Show,
+        ..PrintOptions::default()
+    };
+    let output = format!(
+        "{}--- ps -n prod\n{}--- custom-columns=NAME,ORCHESTRATOR\n{}--- end\n",
+        tables(&endpoints),
+        print_all(
+            &endpoints,
+            Shape::List {
+                revision: String::new()
+            },
+            &with_namespace
+        ),
+        list(&endpoints, custom(&["NAME", "ORCHESTRATOR"])),
+    );
+    insta::assert_snapshot!("workloadendpoint", output);
+}
+
+#[test]
+fn custom_columns_follow_the_given_order_and_never_add_namespace() {
+    let policy = [namespaced(
+        Kind::NetworkPolicy,
+        "prod",
+        "allow",
+        json!({"selector": "all()", "order": 5}),
+    )];
+    let options = PrintOptions {
+        format: custom(&["SELECTOR", "NAME"]),
+        namespace_column: NamespaceColumn::Show,
+        ..PrintOptions::default()
+    };
+    assert_eq!(
+        print_all(
+            &policy,
+            Shape::List {
+                revision: String::new()
+            },
+            &options
+        ),
+        "SELECTOR   NAME    \nall()      allow   \n\n"
+    );
+    let explicit = PrintOptions {
+        format: custom(&["NAMESPACE", "NAME"]),
+        ..PrintOptions::default()
+    };
+    assert_eq!(
+        print_all(
+            &policy,
+            Shape::List {
+                revision: String::new()
+            },
+            &explicit
+        ),
+        "NAMESPACE   NAME    \nprod        allow   \n\n"
+    );
+}
+
+#[test]
+fn unknown_custom_column_lists_the_valid_ones() {
+    let options = PrintOptions {
+        format: custom(&["NAME", "BOGUS"]),
+        ..PrintOptions::default()
+    };
+    let error = Printer::new(Vec::new(), Kind::HostEndpoint, Shape::Named, &options)
+        .err()
+        .expect("refused");
+    insta::assert_snapshot!(error.to_string(), @"unknown heading `BOGUS` for HostEndpoint, valid values are: INTERFACE, IPS, NAME, NODE, PROFILES");
+    let namespace = TableColumns::new(
+        Kind::Node,
+        ColumnSet::Custom(&["NAMESPACE".to_string()]),
+        NamespaceColumn::Hide,
+    )
+    .unwrap_err();
+    assert_eq!(
+        namespace.to_string(),
+        "unknown heading `NAMESPACE` for Node, valid values are: ASN, IPV4, IPV6, NAME"
+    );
+}
+
+#[test]
+fn every_kind_has_a_table_for_every_format() {
+    for kind in Kind::ALL {
+        for set in [ColumnSet::Ps, ColumnSet::Wide] {
+            for namespace in [NamespaceColumn::Hide, NamespaceColumn::Show] {
+                let columns = TableColumns::new(kind, set, namespace).expect("defined");
+                let headings = columns.headings();
+                assert!(!headings.is_empty(), "{kind}");
+                assert_eq!(
+                    headings.first() == Some(&"NAMESPACE"),
+                    namespace == NamespaceColumn::Show && kind.is_namespaced(),
+                    "{kind}"
+                );
+            }
+        }
+        let all: Vec<String> = headings_for(kind).into_iter().map(String::from).collect();
+        assert!(TableColumns::new(kind, ColumnSet::Custom(&all), NamespaceColumn::Hide).is_ok());
+    }
+}
+
+#[test]
+fn the_global_as_number_is_needed_only_for_node_asn() {
+    assert!(OutputFormat::Wide.needs_global_as_number(Kind::Node));
+    assert!(!OutputFormat::Ps.needs_global_as_number(Kind::Node));
+    assert!(custom(&["ASN"]).needs_global_as_number(Kind::Node));
+    assert!(!OutputFormat::Wide.needs_global_as_number(Kind::BgpPeer));
+    assert!(!OutputFormat::Yaml.needs_global_as_number(Kind::Node));
+}
+
+#[test]
+fn named_gets_print_one_table_per_object() {
+    let pools = [
+        resource(Kind::IpPool, "pool-a", json!({"cidr": "10.0.0.0/24"})),
+        resource(Kind::IpPool, "pool-bb", json!({"cidr": "10.1.0.0/16"})),
+    ];
+    assert_eq!(
+        print_all(&pools, Shape::Named, &PrintOptions::default()),
+        "NAME     CIDR          SELECTOR   \n\
+         pool-a   10.0.0.0/24              \n\
+         \n\
+         NAME      CIDR          SELECTOR   \n\
+         pool-bb   10.1.0.0/16              \n\
+         \n"
+    );
+}
+
+#[test]
+fn output_formats_parse() {
+    let cases = [
+        ("ps", OutputFormat::Ps),
+        ("wide", OutputFormat::Wide),
+        ("yaml", OutputFormat::Yaml),
+        ("yml", OutputFormat::Yaml),
+        ("json", OutputFormat::Json),
+        ("name", OutputFormat::Name),
+        ("custom-columns=NAME,NODE", custom(&["NAME", "NODE"])),
+        ("custom-columns=NAME, NODE,", custom(&["NAME", "NODE"])),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(text.parse::<OutputFormat>(), Ok(expected), "{text}");
+    }
+    assert_eq!(
+        custom(&["NAME", "NODE"]).to_string(),
+        "custom-columns=NAME,NODE"
+    );
+    assert_eq!(
+        "custom-columns=".parse::<OutputFormat>(),
+        Err(OutputFormatError::NoColumns)
+    );
+    assert_eq!(
+        "custom-columns".parse::<OutputFormat>(),
+        Err(OutputFormatError::NoColumns)
+    );
+    assert_eq!(
+        "custom-columns=,".parse::<OutputFormat>(),
+        Err(OutputFormatError::NoColumns)
+    );
+    insta::assert_snapshot!(
+        "go-template={{.}}".parse::<OutputFormat>().unwrap_err().to_string(),
+        @r"
+    unrecognized output format `go-template={{.}}`
+    hint: use one of ps, wide, yaml, json, name or custom-columns=HEADING,...
+    "
+    );
+    insta::assert_snapshot!(
+        OutputFormatError::NoColumns.to_string(),
+        @r"
+    need to specify at least one column
+    hint: list headings after the `=`, e.g. `custom-columns=NAME,NODE`
+    "
+    );
+}
+
+fn sample_pools() -> Vec<Resource> {
+    let mut first = resource(
+        Kind::IpPool,
+        "pool-a",
+        json!({"cidr": "10.0.0.0/24", "ipipMode": "Never", "blockSize": 26}),
+    );
+    first.metadata.resource_version = Some("40".to_string());
+    first
+        .metadata
+        .labels
+        .insert("zone".to_string(), "a".to_string());
+    let second = resource(Kind::IpPool, "pool-b", json!({"cidr": "10.1.0.0/16"}));
+    vec![first, second]
+}
+
+#[test]
+fn json_list_is_one_list_object() {
+    let output = list(&sample_pools(), OutputFormat::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&output).expect("valid JSON");
+    assert_eq!(parsed["kind"], "IPPoolList");
+    assert_eq!(parsed["items"].as_array().map(Vec::len), Some(2));
+    insta::assert_snapshot!("json_list", output);
+    let empty = print_all(
+        &[],
+        Shape::List {
+            revision: "3".to_string(),
+        },
+        &PrintOptions {
+            format: OutputFormat::Json,
+            ..PrintOptions::default()
+        },
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&empty).expect("valid JSON");
+    assert_eq!(parsed["items"], json!([]));
+    assert_eq!(parsed["metadata"]["resourceVersion"], "3");
+}
+
+#[test]
+fn yaml_list_is_one_list_object_with_sorted_keys() {
+    let output = list(&sample_pools(), OutputFormat::Yaml);
+    let parsed: serde_json::Value = serde_yaml::from_str(&output).expect("valid YAML");
+    assert_eq!(parsed["kind"], "IPPoolList");
+    assert_eq!(parsed["metadata"]["resourceVersion"], "42");
+    assert_eq!(parsed["items"][1]["metadata"]["name"], "pool-b");
+    insta::assert_snapshot!("yaml_list", output);
+    let options = PrintOptions {
+        format: OutputFormat::Yaml,
+        ..PrintOptions::default()
+    };
+    let empty = print_all(
+        &[],
+        Shape::List {
+            revision: String::new(),
+        },
+        &options,
+    );
+    assert_eq!(
+        empty,
+        "apiVersion: projectcalico.org/v3\nitems: []\nkind: NodeList\nmetadata: {}\n"
+    );
+}
+
+#[test]
+fn named_documents_are_an_object_alone_or_an_array() {
+    let pools = sample_pools();
+    for format in [OutputFormat::Json, OutputFormat::Yaml] {
+        let options = PrintOptions {
+            format: format.clone(),
+            ..PrintOptions::default()
+        };
+        let one = print_all(&pools[..1], Shape::Named, &options);
+        let two = print_all(&pools, Shape::Named, &options);
+        let none = print_all(&[], Shape::Named, &options);
+        let (one, two, none): (serde_json::Value, serde_json::Value, serde_json::Value) =
+            if format == OutputFormat::Json {
+                (
+                    serde_json::from_str(&one).unwrap(),
+                    serde_json::from_str(&two).unwrap(),
+                    serde_json::from_str(&none).unwrap(),
+                )
+            } else {
+                (
+                    serde_yaml::from_str(&one).unwrap(),
+                    serde_yaml::from_str(&two).unwrap(),
+                    serde_yaml::from_str(&none).unwrap(),
+                )
+            };
+        assert_eq!(one["metadata"]["name"], "pool-a", "{format}");
+        assert_eq!(two[1]["metadata"]["name"], "pool-b", "{format}");
+        assert_eq!(none, json!([]), "{format}");
+    }
+    let options = PrintOptions {
+        format: OutputFormat::Json,
+        ..PrintOptions::default()
+    };
+    insta::assert_snapshot!(
+        "json_named_one",
+        print_all(&pools[..1], Shape::Named, &options)
+    );
+    insta::assert_snapshot!("json_named_two", print_all(&pools, Shape::Named, &options));
+    let options = PrintOptions {
+        format: OutputFormat::Yaml,
+        ..PrintOptions::default()
+    };
+    insta::assert_snapshot!("yaml_named_two", print_all(&pools, Shape::Named, &options));
+}
+
+#[test]
+fn yaml_keeps_multi_line_values_inside_list_items() {
+    let mut annotated = resource(Kind::GlobalNetworkSet, "notes", json!({"nets": []}));
+    annotated.metadata.annotations.insert(
+        "description".to_string(),
+        "line one\n  indented line two\n".to_string(),
+    );
+    let output = list(&[annotated.clone(), annotated], OutputFormat::Yaml);
+    let parsed: serde_json::Value = serde_yaml::from_str(&output).expect("valid YAML");
+    assert_eq!(
+        parsed["items"][1]["metadata"]["annotations"]["description"],
+        "line one\n  indented line two\n"
+    );
+}
+
+#[test]
+fn names_are_lower_case_kind_slash_name() {
+    let resources = [
+        resource(Kind::HostEndpoint, "node-1-eth0", json!({})),
+        namespaced(Kind::NetworkPolicy, "prod", "allow", json!({})),
+    ];
+    let options = PrintOptions {
+        format: OutputFormat::Name,
+        ..PrintOptions::default()
+    };
+    assert_eq!(
+        print_all(&resources, Shape::Named, &options),
+        "hostendpoint/node-1-eth0\nnetworkpolicy/allow\n"
+    );
+    for kind in Kind::ALL {
+        let printed_kind = kind.as_str().to_ascii_lowercase();
+        assert_eq!(Kind::from_user_input(&printed_kind), Some(kind));
+    }
+}
