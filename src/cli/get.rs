@@ -1,77 +1,246 @@
-//! `netctl get KIND [NAME...]`: reads resources and prints them. A list is streamed page by page from
-//! the datastore to the printer, so memory stays flat however many resources there are.
+//! `netctl get KIND [NAME...]`: reads resources and prints them.
+//!
+//! A list is streamed page by page from the datastore into the printer, so memory stays bounded by a
+//! page however many resources there are; `-l` filters with the selector language as pages arrive. A get
+//! by name prints what it found and then reports every name that does not exist (exit 1), as upstream.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use super::Context;
-use crate::datastore::{self, ListOptions, StoreError};
+use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::output::{
+    CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
+    Printer, Shape, sort_tiers_by_order,
+};
+use crate::resource::selector::Selector;
 use crate::resource::{Kind, Resource, ResourceKey};
 
+const EXAMPLES: &str = "\
+Examples:
+  netctl get nodes
+  netctl get hostendpoints -o wide                 # INTERFACE shows all-interfaces endpoints (`*`)
+  netctl get hep -l 'has(host-endpoint-upgrade)'   # filter by the selector language
+  netctl get ippool default-ipv4-ippool -o yaml
+  netctl get networkpolicies -A -o custom-columns=NAMESPACE,NAME,ORDER
+  netctl get gnp -o json | jq '.items[].metadata.name'";
+
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  netctl get nodes\n  netctl get hostendpoints -o wide\n  netctl get ippool default-ipv4-ippool -o yaml\n  netctl get networkpolicies -A"
-)]
+#[command(after_help = EXAMPLES)]
 pub struct GetArgs {
     /// Resource kind: a name, plural or short name (e.g. `nodes`, `hep`, `gnp`)
     kind: String,
     /// Names to get; all resources of the kind when none is given
     names: Vec<String>,
-    /// Output format: ps, wide, yaml, json, name
+    /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,...
     #[arg(short, long, default_value = "ps")]
     output: String,
     /// Namespace (namespaced kinds only); `default` when not given
     #[arg(short, long)]
     namespace: Option<String>,
     /// List across all namespaces (namespaced kinds only)
-    #[arg(short = 'A', long)]
+    #[arg(short = 'A', long, visible_short_alias = 'a')]
     all_namespaces: bool,
+    /// Only resources whose labels match this selector, e.g. `has(role) && zone == "a"`
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    selector: Option<String>,
+}
+
+/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (`reference/calicoctl.md` §4.1).
+pub fn namespace_scope(
+    kind: Kind,
+    namespace: Option<&str>,
+    all_namespaces: bool,
+) -> anyhow::Result<Option<String>> {
+    if !kind.is_namespaced() {
+        if namespace.is_some() || all_namespaces {
+            anyhow::bail!("`{kind}` is not namespaced: leave out `-n/--namespace` and `-A`");
+        }
+        return Ok(None);
+    }
+    match (namespace, all_namespaces) {
+        (Some(_), true) => {
+            anyhow::bail!("cannot use both `--namespace` and `--all-namespaces`")
+        }
+        (Some(namespace), false) => Ok(Some(namespace.to_string())),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some("default".to_string())),
+    }
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     let kind: Kind = args.kind.parse()?;
-    let namespace = if kind.is_namespaced() {
-        if args.all_namespaces {
-            None
-        } else {
-            Some(args.namespace.clone().unwrap_or_else(|| "default".into()))
-        }
-    } else {
-        if args.namespace.is_some() || args.all_namespaces {
-            anyhow::bail!("`{kind}` is not namespaced: leave out `-n`/`-A`");
-        }
-        None
-    };
+    let format: OutputFormat = args.output.parse()?;
+    let selector = args
+        .selector
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .context("invalid `--selector`")?;
+    let namespace = namespace_scope(kind, args.namespace.as_deref(), args.all_namespaces)?;
+    if !args.names.is_empty() && args.all_namespaces {
+        anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
+    }
+    if let Some(empty) = args.names.iter().find(|name| name.is_empty()) {
+        anyhow::bail!("resource name may not be empty{empty}");
+    }
+
     let store = context.datastore().await?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let cells = CellContext {
+        global_as_number: if format.needs_global_as_number(kind) {
+            global_as_number(store.as_ref()).await
+        } else {
+            GlobalAsNumber::Known(DEFAULT_AS_NUMBER)
+        },
+    };
+    let options = PrintOptions {
+        format,
+        namespace_column: if kind.is_namespaced()
+            && (args.namespace.is_some() || args.all_namespaces)
+        {
+            NamespaceColumn::Show
+        } else {
+            NamespaceColumn::Hide
+        },
+        cells,
+        ..PrintOptions::default()
+    };
+    let keep = |resource: &Resource| {
+        selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
+    };
+    let stdout = std::io::stdout().lock();
+
     if args.names.is_empty() {
-        writeln!(out, "NAME")?;
-        datastore::for_each(
-            store.as_ref(),
-            &ListOptions::new(kind).in_namespace(namespace),
-            |resource: Resource| -> anyhow::Result<()> {
-                writeln!(out, "{}", resource.metadata.name)?;
-                Ok(())
-            },
-        )
-        .await?;
-        writeln!(out)?;
+        list(store.as_ref(), kind, namespace, stdout, &options, keep).await?;
         return Ok(ExitCode::SUCCESS);
     }
+
+    let mut printer = Printer::new(stdout, kind, Shape::Named, &options)?;
     let mut missing = Vec::new();
     for name in &args.names {
         match store
             .get(&ResourceKey::new(kind, namespace.clone(), name))
             .await
         {
-            Ok(resource) => writeln!(out, "NAME\n{}\n", resource.metadata.name)?,
+            Ok(resource) if keep(&resource) => printer.print(&resource)?,
+            Ok(_) => {}
             Err(StoreError::NotFound(key)) => missing.push(key),
             Err(error) => return Err(error.into()),
         }
     }
-    if let Some(first) = missing.first() {
-        return Err(StoreError::NotFound(first.clone()).into());
+    printer.finish()?.flush()?;
+    match missing.as_slice() {
+        [] => Ok(ExitCode::SUCCESS),
+        [key] => Err(StoreError::NotFound(key.clone()).into()),
+        keys => {
+            let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
+            anyhow::bail!("resources do not exist: {}", names.join(", "))
+        }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Streams a list into the printer, page by page.
+async fn list<W: Write>(
+    store: &dyn Datastore,
+    kind: Kind,
+    namespace: Option<String>,
+    out: W,
+    options: &PrintOptions,
+    keep: impl Fn(&Resource) -> bool,
+) -> anyhow::Result<()> {
+    let list_options = ListOptions::new(kind).in_namespace(namespace);
+    let mut page = store.list_page(&list_options, None).await?;
+    let shape = Shape::List {
+        revision: page.revision.clone(),
+    };
+    let mut printer = Printer::new(out, kind, shape, options)?;
+    if kind == Kind::Tier {
+        // Tiers print in policy-evaluation order; there are few of them, so holding them all is fine.
+        let mut tiers = Vec::new();
+        loop {
+            tiers.extend(page.items.into_iter().filter(|tier| keep(tier)));
+            let Some(token) = page.continue_token else {
+                break;
+            };
+            page = store.list_page(&list_options, Some(&token)).await?;
+        }
+        sort_tiers_by_order(&mut tiers);
+        for tier in &tiers {
+            printer.print(tier)?;
+        }
+    } else {
+        loop {
+            for resource in page.items.iter().filter(|resource| keep(resource)) {
+                printer.print(resource)?;
+            }
+            let Some(token) = page.continue_token else {
+                break;
+            };
+            page = store.list_page(&list_options, Some(&token)).await?;
+        }
+    }
+    printer.finish()?.flush()?;
+    Ok(())
+}
+
+/// The cluster-wide AS number from BGPConfiguration `default`, for nodes without their own
+/// (`reference/calicoctl.md` §8.2). Not found means the default; other failures show as unknown.
+async fn global_as_number(store: &dyn Datastore) -> GlobalAsNumber {
+    let key = ResourceKey::new(Kind::BgpConfiguration, None, "default");
+    match store.get(&key).await {
+        Ok(configuration) => match configuration.spec.get("asNumber") {
+            None | Some(serde_json::Value::Null) => GlobalAsNumber::Known(DEFAULT_AS_NUMBER),
+            Some(value) => parse_as_number(value)
+                .map(GlobalAsNumber::Known)
+                .unwrap_or(GlobalAsNumber::Unreadable),
+        },
+        Err(StoreError::NotFound(_)) => GlobalAsNumber::Known(DEFAULT_AS_NUMBER),
+        Err(_) => GlobalAsNumber::Unreadable,
+    }
+}
+
+/// A plain (`64512`) or dotted (`1.10`, meaning `(1 << 16) + 10`) AS number.
+fn parse_as_number(value: &serde_json::Value) -> Option<u32> {
+    match value {
+        serde_json::Value::Number(number) => number.as_u64().and_then(|n| u32::try_from(n).ok()),
+        serde_json::Value::String(text) => match text.split_once('.') {
+            Some((high, low)) => Some(
+                (u32::from(high.parse::<u16>().ok()?) << 16) + u32::from(low.parse::<u16>().ok()?),
+            ),
+            None => text.parse().ok(),
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_numbers_parse_plain_and_dotted() {
+        assert_eq!(parse_as_number(&serde_json::json!(64512)), Some(64512));
+        assert_eq!(parse_as_number(&serde_json::json!("1.10")), Some(65546));
+        assert_eq!(parse_as_number(&serde_json::json!("x")), None);
+    }
+
+    #[test]
+    fn namespace_rules_follow_upstream() {
+        assert_eq!(
+            namespace_scope(Kind::NetworkPolicy, None, false)
+                .unwrap()
+                .as_deref(),
+            Some("default")
+        );
+        assert_eq!(
+            namespace_scope(Kind::NetworkPolicy, None, true).unwrap(),
+            None
+        );
+        assert!(namespace_scope(Kind::NetworkPolicy, Some("a"), true).is_err());
+        assert!(namespace_scope(Kind::Node, Some("a"), false).is_err());
+    }
 }
