@@ -228,7 +228,14 @@ fn regex_list(argument: &str) -> Result<Vec<String>, String> {
             }
             regex::Regex::new(pattern)
                 .map(|_| pattern.to_string())
-                .map_err(|error| format!("`{pattern}` is not a valid regular expression: {error}"))
+                .map_err(|error| {
+                    // The parser's message draws a caret diagram over several lines; its last line
+                    // names the problem, which is all a one-line error needs.
+                    let text = error.to_string();
+                    let problem = text.lines().last().unwrap_or_default();
+                    let problem = problem.strip_prefix("error: ").unwrap_or(problem);
+                    format!("`{pattern}` is not a valid regular expression ({problem})")
+                })
         })
         .collect()
 }
@@ -524,7 +531,7 @@ mod tests {
             assert!(
                 error
                     .to_string()
-                    .contains("`eth(0` is not a valid regular expression")
+                    .contains("`eth(0` is not a valid regular expression (unclosed group)")
             );
         }
     }
