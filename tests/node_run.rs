@@ -459,6 +459,54 @@ fn secrets_never_reach_the_command_line() {
     assert!(!command.contains("ETCD_PASSWORD") && !command.contains("ETCD_USERNAME"));
 }
 
+#[test]
+fn relative_paths_are_mounted_by_their_absolute_path() {
+    let scene = Scene::new();
+    scene.install_engine("docker");
+    scene.write("ca.pem", CA_PEM);
+    std::fs::create_dir(scene.root().join("logs")).unwrap();
+    let output = scene
+        .netctl(&[
+            ("DATASTORE_TYPE", "etcdv3"),
+            ("ETCD_ENDPOINTS", "https://10.0.0.1:2379"),
+            ("ETCD_CA_CERT_FILE", "ca.pem"),
+        ])
+        .current_dir(scene.root())
+        .args([
+            "node",
+            "run",
+            "--dry-run",
+            "--name",
+            "node-1",
+            "--log-dir",
+            "logs",
+        ])
+        .args(IMAGE)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let command = scene.redact(&stdout(&output));
+    assert!(
+        command.contains(" -v [TEMP]/logs:/var/log/calico "),
+        "{command}"
+    );
+    assert!(
+        command.contains(" -v [TEMP]/ca.pem:/etc/calico/certs/ca_cert.crt:ro "),
+        "{command}"
+    );
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let scene = Scene::new();
+    let output = scene
+        .netctl(&[("COLUMNS", "100")])
+        .args(["node", "run", "--help"])
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(scene.transcript(&output));
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Validation: a clear message, exit 1, and no container touched.
 
@@ -483,6 +531,7 @@ fn validation_errors_touch_no_container() {
         &["--ip6-autodetection-method", "cidr=fd00::/129"],
         &["--felix-config", "/nonexistent/felix.cfg"],
         &["--name", "two words"],
+        &["--log-dir", "/var/log/calico:rw"],
     ];
     let mut transcript = String::new();
     for arguments in cases {

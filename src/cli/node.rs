@@ -39,6 +39,7 @@ pub enum NodeCommand {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Node options")]
 pub struct RunArgs {
     /// Node name [default: the host name, trimmed and lower-cased]
     #[arg(long, value_name = "NAME")]

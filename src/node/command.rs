@@ -71,6 +71,9 @@ pub struct ContainerCommand {
     pub arguments: Vec<String>,
     /// Files the arguments refer to that netctl must write first.
     pub private_files: Vec<PrivateFile>,
+    /// Host directories the container writes to. Docker creates a missing `-v` source, podman refuses
+    /// it, so host preparation creates them.
+    pub host_directories: Vec<PathBuf>,
     pub lifecycle: Lifecycle,
 }
 
@@ -224,6 +227,11 @@ impl ContainerCommand {
             engine,
             arguments,
             private_files,
+            host_directories: vec![
+                request.log_dir.clone(),
+                PathBuf::from("/var/run/calico"),
+                PathBuf::from("/var/lib/calico"),
+            ],
             lifecycle: request.lifecycle,
         }
     }

@@ -79,6 +79,8 @@ pub enum NodeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot mount `{}` into the container: the path contains `:` or `,`", path.display())]
+    UnmountablePath { path: PathBuf },
     #[error("the etcd {what} contains a line break, which an engine environment file cannot carry")]
     UnsafeCredential { what: &'static str },
     #[error("no container engine found on PATH (looked for `docker`, then `podman`)")]
@@ -89,7 +91,7 @@ pub enum NodeError {
     NotRoot,
     #[error("cannot {what}")]
     HostPreparation {
-        what: &'static str,
+        what: String,
         #[source]
         source: std::io::Error,
     },
@@ -143,6 +145,9 @@ impl NodeError {
             }
             NodeError::UnsupportedDatastore { .. } => {
                 "with the `kubernetes` datastore the node agent runs as a DaemonSet managed by the cluster; for etcd set `DATASTORE_TYPE=etcdv3` and `ETCD_ENDPOINTS` (or `datastoreType: etcdv3` in the config file)".into()
+            }
+            NodeError::UnmountablePath { .. } => {
+                "move the file or directory to a path without `:` or `,`".into()
             }
             NodeError::FelixConfig { .. } => "check the path given to `--felix-config`".into(),
             NodeError::UnsafeCredential { .. } => {

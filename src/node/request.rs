@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::NodeError;
 use super::engine::Engine;
-use crate::config::{EtcdSettings, Pem};
+use crate::config::{EtcdSettings, PemOrigin};
 
 /// IPv4 or IPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,6 +398,19 @@ impl NodeRunOptions {
             }
             None => None,
         };
+        // Certificate files are mounted by path, so they need an absolute one too.
+        let mut etcd = etcd;
+        if let Some(tls) = &mut etcd.tls {
+            let identity = tls.identity.iter_mut();
+            let pems = tls.ca.iter_mut().chain(
+                identity.flat_map(|identity| [&mut identity.certificate, &mut identity.key]),
+            );
+            for pem in pems {
+                if let PemOrigin::File(path) = &pem.origin {
+                    pem.origin = PemOrigin::File(absolute(path)?);
+                }
+            }
+        }
         if let Some(credentials) = &etcd.credentials {
             if credentials.username.contains(['\n', '\r']) {
                 return Err(NodeError::UnsafeCredential { what: "user name" });
@@ -425,24 +438,24 @@ impl NodeRunOptions {
     }
 }
 
-impl NodeRunRequest {
-    /// Whether any private file must be written before the command can run.
-    pub fn inline_pems(&self) -> impl Iterator<Item = &Pem> {
-        let tls = self.etcd.tls.as_ref();
-        let ca = tls.and_then(|tls| tls.ca.as_ref());
-        let identity = tls.and_then(|tls| tls.identity.as_ref());
-        ca.into_iter()
-            .chain(identity.map(|identity| &identity.certificate))
-            .chain(identity.map(|identity| &identity.key))
-            .filter(|pem| pem.origin == crate::config::PemOrigin::Inline)
-    }
-}
-
+/// The absolute form of a host path that will appear in a `-v HOST:CONTAINER` argument. A `:` or `,`
+/// in it would be read as a separator by the engine, so such paths are refused here.
 fn absolute(path: &Path) -> Result<PathBuf, NodeError> {
-    std::path::absolute(path).map_err(|source| NodeError::Path {
+    let absolute = std::path::absolute(path).map_err(|source| NodeError::Path {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    mountable(&absolute)?;
+    Ok(absolute)
+}
+
+fn mountable(path: &Path) -> Result<(), NodeError> {
+    if path.to_string_lossy().contains([':', ',']) {
+        return Err(NodeError::UnmountablePath {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// The host name as the kernel reports it (upstream's default node name, trimmed and lower-cased by

@@ -58,7 +58,7 @@ pub async fn execute(
         return Err(NodeError::NotRoot);
     }
     if host == HostPreparation::Prepare {
-        prepare_host().await?;
+        prepare_host(&command.host_directories).await?;
     }
     write_private_files(&command.private_files)?;
 
@@ -152,8 +152,15 @@ fn failure(program: &str, arguments: &[&str], output: &Output) -> NodeError {
     }
 }
 
-/// Loads the kernel modules the agent needs, enables forwarding and raises the conntrack limit.
-async fn prepare_host() -> Result<(), NodeError> {
+/// Loads the kernel modules the agent needs, enables forwarding, raises the conntrack limit and
+/// creates the directories the container mounts.
+async fn prepare_host(directories: &[std::path::PathBuf]) -> Result<(), NodeError> {
+    for directory in directories {
+        std::fs::create_dir_all(directory).map_err(|source| NodeError::HostPreparation {
+            what: format!("create directory `{}`", directory.display()),
+            source,
+        })?;
+    }
     // Best effort, as upstream: the modules may be built in, or loaded by the distribution.
     match Command::new("modprobe")
         .args(["-a", "xt_set", "ip6_tables"])
@@ -172,14 +179,14 @@ async fn prepare_host() -> Result<(), NodeError> {
     }
     std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").map_err(|source| {
         NodeError::HostPreparation {
-            what: "enable IPv4 forwarding (`/proc/sys/net/ipv4/ip_forward`)",
+            what: "enable IPv4 forwarding (`/proc/sys/net/ipv4/ip_forward`)".into(),
             source,
         }
     })?;
     if Path::new("/proc/sys/net/ipv6").exists() {
         std::fs::write("/proc/sys/net/ipv6/conf/all/forwarding", "1").map_err(|source| {
             NodeError::HostPreparation {
-                what: "enable IPv6 forwarding (`/proc/sys/net/ipv6/conf/all/forwarding`)",
+                what: "enable IPv6 forwarding (`/proc/sys/net/ipv6/conf/all/forwarding`)".into(),
                 source,
             }
         })?;
