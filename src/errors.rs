@@ -5,6 +5,7 @@
 use crate::cli::KubernetesNotAvailable;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
+use crate::node::NodeError;
 
 /// The advice for the first error in the chain that has some.
 pub fn hint_for(error: &anyhow::Error) -> Option<String> {
@@ -14,6 +15,9 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
         }
         if let Some(store) = cause.downcast_ref::<StoreError>() {
             return store.hint().map(str::to_string);
+        }
+        if let Some(node) = cause.downcast_ref::<NodeError>() {
+            return node.hint();
         }
         if let Some(kubernetes) = cause.downcast_ref::<KubernetesNotAvailable>() {
             return Some(kubernetes.hint().to_string());

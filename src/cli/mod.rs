@@ -6,6 +6,7 @@
 mod completion;
 mod config;
 mod get;
+mod node;
 mod version;
 
 use std::path::PathBuf;
@@ -68,6 +69,9 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
+    /// Run the node agent container
+    #[command(subcommand)]
+    Node(node::NodeCommand),
 }
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -143,5 +147,6 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Config(command) => config::run(&context, command),
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
+        Command::Node(command) => node::run(&context, command).await,
     }
 }
