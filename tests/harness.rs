@@ -451,3 +451,58 @@ fn netctl_runs_in_a_sandbox() {
 fn a_missing_program_fails_with_an_install_hint() {
     support::find_program("no-such-program-netctl", "apt-get install x");
 }
+
+#[test]
+fn servers_are_killed_when_a_test_panics() {
+    let pid = std::thread::spawn(|| {
+        let etcd = EtcdServer::start();
+        let pid = etcd.pid().unwrap();
+        std::panic::panic_any(pid);
+    })
+    .join()
+    .expect_err("the thread panicked");
+    let pid = *pid.downcast::<u32>().unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "etcd {pid} outlived the panicking test"
+    );
+}
+
+#[test]
+fn servers_of_dead_test_processes_are_reaped() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    let dir = tempfile::Builder::new()
+        .prefix("netctl-test-orphan-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let mut owner = Command::new("true").spawn().unwrap();
+    owner.wait().unwrap();
+    std::fs::write(dir.join("owner.pid"), owner.id().to_string()).unwrap();
+    // A stand-in server whose command line names its directory, as etcd's and dnsmasq's do.
+    std::fs::write(dir.join("log"), "").unwrap();
+    let mut server = Command::new("tail")
+        .arg("-f")
+        .arg(dir.join("log"))
+        .spawn()
+        .unwrap();
+    std::fs::write(dir.join("server.pid"), server.id().to_string()).unwrap();
+    // Wait until tail has exec'd, so its command line is the one checked.
+    let cmdline = format!("/proc/{}/cmdline", server.id());
+    while !std::fs::read_to_string(&cmdline)
+        .unwrap_or_default()
+        .starts_with("tail")
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    support::reap::reap_orphans();
+    assert_eq!(
+        server.wait().unwrap().signal(),
+        Some(9),
+        "the orphan was killed"
+    );
+    assert!(!dir.exists(), "the orphan's directory was removed");
+}

@@ -96,36 +96,22 @@ impl AuthSetup {
 
     /// Creates the users and role and enables auth, talking as `admin` (no user yet).
     fn apply(&self, admin: &Etcdctl) {
-        let grant_root = ["user", "grant-role", "root", "root"];
+        let root_password = format!("--new-user-password={}", self.root_password);
+        let password = format!("--new-user-password={}", self.password);
+        let readwrite = [
+            "role",
+            "grant-permission",
+            &self.role,
+            "--prefix=true",
+            "readwrite",
+        ];
         let steps: [Vec<&str>; 7] = [
-            vec![
-                "user",
-                "add",
-                "root",
-                "--interactive=false",
-                "--new-user-password",
-                &self.root_password,
-            ],
+            vec!["user", "add", "root", "--interactive=false", &root_password],
             // Before `auth enable`, so etcd does not warn that root lacks the root role (G9).
-            grant_root.to_vec(),
+            vec!["user", "grant-role", "root", "root"],
             vec!["role", "add", &self.role],
-            vec![
-                "role",
-                "grant-permission",
-                &self.role,
-                "--prefix=true",
-                "readwrite",
-                "--",
-                &self.prefix,
-            ],
-            vec![
-                "user",
-                "add",
-                &self.user,
-                "--interactive=false",
-                "--new-user-password",
-                &self.password,
-            ],
+            [&readwrite[..], &["--", &self.prefix]].concat(),
+            vec!["user", "add", &self.user, "--interactive=false", &password],
             vec!["user", "grant-role", &self.user, &self.role],
             vec!["auth", "enable"],
         ];
