@@ -434,15 +434,56 @@ async fn dns_server_answers_hickory_resolver_on_a_custom_port() {
 
 #[test]
 fn netctl_runs_in_a_sandbox() {
-    let mut netctl = Netctl::new();
-    netctl
-        .config_file("datastoreType: etcdv3\n")
-        .env("NET_LOG_LEVEL", "debug");
-    assert!(netctl.home().join("netctl.cfg").is_file());
-    let output = netctl.output();
+    let output = Netctl::new().arg("--help").output();
     assert!(
         output.status.code().is_some(),
         "netctl was killed by a signal: {output:?}"
+    );
+
+    // The sandbox, seen by `env`: only PATH, HOME, NO_COLOR and what the test sets.
+    let mut env = Netctl::with_program("/usr/bin/env");
+    env.env("NET_LOG_LEVEL", "debug");
+    let output = env.assert().success().get_output().stdout.clone();
+    let mut names: Vec<String> = String::from_utf8(output)
+        .unwrap()
+        .lines()
+        .map(|line| line.split('=').next().unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["HOME", "NET_LOG_LEVEL", "NO_COLOR", "PATH"]);
+
+    // The config file comes first as `-c <file>`, whatever the call order.
+    let mut echo = Netctl::with_program("/bin/echo");
+    echo.args(["get", "nodes"]).config_file("x: 1\n");
+    let config = echo.home().join("netctl.cfg");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "x: 1\n");
+    echo.assert()
+        .success()
+        .stdout(format!("-c {} get nodes\n", config.display()));
+}
+
+#[test]
+fn netctl_config_yaml_describes_the_server() {
+    let pki = Pki::generate();
+    let etcd = EtcdServer::builder()
+        .tls(&pki)
+        .auth(AuthSetup::default())
+        .start();
+    let yaml = etcd.netctl_config_yaml();
+    let config: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(config["kind"], "NetAPIConfig");
+    assert_eq!(config["spec"]["etcdEndpoints"], etcd.endpoint());
+    assert_eq!(config["spec"]["etcdUsername"], "netctl");
+    assert_eq!(config["spec"]["etcdPassword"], "netctl-pw");
+    let ca = config["spec"]["etcdCACertFile"].as_str().unwrap();
+    assert_eq!(std::path::Path::new(ca), pki.ca_bundle());
+    let plain = EtcdCluster::builder()
+        .members(1)
+        .start()
+        .netctl_config_yaml();
+    assert!(
+        !plain.contains("etcdCACertFile") && !plain.contains("etcdUsername"),
+        "{plain}"
     );
 }
 

@@ -753,6 +753,38 @@ fn launch(options: &Options, count: usize) -> (Vec<Member>, Etcdctl) {
     panic!("etcd lost a port race {START_ATTEMPTS} times in a row; is the machine out of ports?");
 }
 
+fn netctl_config_yaml(endpoints: &[String], options: &Options) -> String {
+    // JSON strings are valid YAML scalars, and quote whatever a path or password holds.
+    let quote = |value: &str| serde_json::to_string(value).expect("a string serializes");
+    let mut yaml = String::from(
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata: {}\nspec:\n  datastoreType: etcdv3\n",
+    );
+    let _ = writeln!(yaml, "  etcdEndpoints: {}", quote(&endpoints.join(",")));
+    if let Some(pki) = &options.pki {
+        let client = pki.client(Ca::A);
+        let _ = writeln!(
+            yaml,
+            "  etcdCACertFile: {}",
+            quote(&pki.ca_bundle().to_string_lossy())
+        );
+        let _ = writeln!(
+            yaml,
+            "  etcdCertFile: {}",
+            quote(&client.cert.to_string_lossy())
+        );
+        let _ = writeln!(
+            yaml,
+            "  etcdKeyFile: {}",
+            quote(&client.key.to_string_lossy())
+        );
+    }
+    if let Some(auth) = &options.auth {
+        let _ = writeln!(yaml, "  etcdUsername: {}", quote(&auth.user));
+        let _ = writeln!(yaml, "  etcdPassword: {}", quote(&auth.password));
+    }
+    yaml
+}
+
 /// Generates the key-value helper methods of a server type, delegating to its admin `Etcdctl`.
 macro_rules! kv_helpers {
     () => {
@@ -816,6 +848,13 @@ macro_rules! kv_helpers {
 
         pub fn delete_prefix(&self, prefix: &str) -> u64 {
             self.admin.delete_prefix(prefix)
+        }
+
+        /// A netctl client config file (`NetAPIConfig`, calicoctl's field names) for these
+        /// endpoints: the CA bundle and CA A client certificate with TLS, the limited user of the
+        /// [`AuthSetup`] with auth. Feed it to [`super::Netctl::config_file`].
+        pub fn netctl_config_yaml(&self) -> String {
+            netctl_config_yaml(&self.endpoints(), &self.options)
         }
 
         /// The PKI whose certificates the server uses, if TLS.

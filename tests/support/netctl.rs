@@ -25,6 +25,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// ```
 #[derive(Debug)]
 pub struct Netctl {
+    program: PathBuf,
     home: TempDir,
     envs: Vec<(OsString, OsString)>,
     config: Option<PathBuf>,
@@ -47,6 +48,7 @@ impl Netctl {
             .tempdir()
             .expect("create a temporary HOME");
         Netctl {
+            program: env!("CARGO_BIN_EXE_netctl").into(),
             home,
             envs: Vec::new(),
             config: None,
@@ -60,6 +62,15 @@ impl Netctl {
     /// The path of the netctl binary cargo built for these tests.
     pub fn program() -> &'static Path {
         Path::new(env!("CARGO_BIN_EXE_netctl"))
+    }
+
+    /// Runs `program` instead of netctl in the same sandbox (to test the sandbox itself, or a
+    /// wrapper script).
+    pub fn with_program(program: impl AsRef<Path>) -> Netctl {
+        Netctl {
+            program: program.as_ref().to_owned(),
+            ..Netctl::new()
+        }
     }
 
     /// The temporary `HOME` (also a good place for test files; removed with this value).
@@ -131,7 +142,7 @@ impl Netctl {
 
     /// The assembled command, for anything the methods above do not cover.
     pub fn command(&self) -> assert_cmd::Command {
-        let mut command = assert_cmd::Command::new(Netctl::program());
+        let mut command = assert_cmd::Command::new(&self.program);
         command
             .env_clear()
             .env(
