@@ -330,13 +330,15 @@ fn query(
         .map_err(|error| error.to_string())?;
     static NEXT_ID: AtomicU16 = AtomicU16::new(1);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    // Connected, so a closed port fails at once (ICMP port unreachable) instead of timing out.
+    socket.connect(server).map_err(|error| error.to_string())?;
     socket
-        .send_to(&encode_query(id, name, record_type), server)
+        .send(&encode_query(id, name, record_type))
         .map_err(|error| error.to_string())?;
     let mut buffer = [0u8; 4096];
     loop {
-        let (length, _) = socket
-            .recv_from(&mut buffer)
+        let length = socket
+            .recv(&mut buffer)
             .map_err(|error| error.to_string())?;
         let packet = &buffer[..length];
         if packet.len() >= 2 && u16::from_be_bytes([packet[0], packet[1]]) == id {

@@ -13,7 +13,6 @@
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,6 +27,10 @@ const INSTALL_HINT: &str = "apt-get install etcd-server etcd-client";
 
 /// How long a server or member may take to become healthy before the test fails.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What etcd 3.4 logs (with `--logger zap`) when a client listener starts serving: "serving
+/// client traffic securely" or "... insecurely; this is strongly discouraged!".
+const READY_MESSAGE: &str = "serving client traffic";
 
 /// How many times a start is retried after losing a port race.
 const START_ATTEMPTS: usize = 5;
@@ -519,6 +522,7 @@ struct Member {
     advertise_url: String,
     args: Vec<OsString>,
     log: PathBuf,
+    log_offset: u64,
     dir: TempDir,
 }
 
@@ -528,6 +532,8 @@ impl Member {
     }
 
     fn spawn(&mut self) {
+        // A restart appends to the same log: remember where this run's lines begin.
+        self.log_offset = std::fs::metadata(&self.log).map_or(0, |meta| meta.len());
         let mut command = Command::new(etcd_program());
         command.env_clear().args(&self.args);
         self.child = Some(OwnedChild::spawn(command, self.dir.path(), &self.log));
@@ -547,6 +553,15 @@ impl Member {
 
     fn log_tail(&self) -> String {
         process::log_tail(&self.log, process::LOG_TAIL_LINES)
+    }
+
+    /// What the current run of etcd has logged so far.
+    fn log_since_spawn(&self) -> String {
+        let bytes = std::fs::read(&self.log).unwrap_or_default();
+        let start = usize::try_from(self.log_offset)
+            .unwrap_or(0)
+            .min(bytes.len());
+        String::from_utf8_lossy(&bytes[start..]).into_owned()
     }
 }
 
@@ -648,6 +663,7 @@ fn plan_members(options: &Options, count: usize) -> Vec<Member> {
                 advertise_url,
                 args,
                 log,
+                log_offset: 0,
                 dir,
             }
         })
@@ -683,9 +699,16 @@ fn wait_healthy(
                     member.name
                 )));
             }
+            // etcd logs this once its client listeners serve. Probing before would make etcdctl
+            // sit in gRPC's dial backoff (about 1 s) after etcd is already up.
+            if !member.log_since_spawn().contains(READY_MESSAGE) {
+                still_pending.push(i);
+                continue;
+            }
             let probe = admin
                 .clone()
-                .with_endpoints(vec![member.advertise_url.clone()]);
+                .with_endpoints(vec![member.advertise_url.clone()])
+                .with_timeouts(Duration::from_secs(1), Duration::from_secs(3));
             if probe.try_run(&["endpoint", "health"]).is_err() {
                 still_pending.push(i);
                 continue;
@@ -916,7 +939,11 @@ impl EtcdServerBuilder {
 
     /// Starts etcd and waits until it is healthy (and auth is set up); panics with the log tail
     /// otherwise.
-    pub fn start(self) -> EtcdServer {
+    pub fn start(mut self) -> EtcdServer {
+        // A lone member has nobody to disagree with, so short raft timeouts cost nothing, and
+        // etcd's defaults (100 ms / 1 s) would make it wait up to a second to elect itself.
+        self.options.heartbeat_interval = Some(Duration::from_millis(20));
+        self.options.election_timeout = Some(Duration::from_millis(200));
         let (mut members, admin) = launch(&self.options, 1);
         EtcdServer {
             member: members.pop().expect("one member"),
