@@ -347,6 +347,39 @@ fn cluster_keeps_serving_with_one_member_killed() {
 }
 
 #[test]
+fn tls_cluster_with_auth_survives_a_member_restart() {
+    let pki = Pki::generate();
+    let started = Instant::now();
+    let mut cluster = EtcdCluster::builder()
+        .tls(&pki)
+        .auth(AuthSetup::default())
+        .start();
+    eprintln!(
+        "3-member TLS + auth cluster started in {:?}",
+        started.elapsed()
+    );
+    assert!(
+        cluster
+            .endpoints()
+            .iter()
+            .all(|url| url.starts_with("https://127.0.0.1:"))
+    );
+    let user = cluster.as_limited_user();
+    user.put("/calico/a", "1");
+
+    cluster.kill_member(2);
+    user.put("/calico/b", "2");
+    // The restart probes health as root: auth is already enabled by then.
+    cluster.restart_member(2);
+    let member = cluster.member_etcdctl(2).with_user("netctl", "netctl-pw");
+    assert_eq!(member.get("/calico/b").as_deref(), Some("2"));
+    let denied = member
+        .try_put("/other", "x")
+        .expect_err("outside the prefix");
+    assert!(denied.contains("permission denied"), "{denied}");
+}
+
+#[test]
 fn dns_server_serves_srv_records_for_both_services() {
     let started = Instant::now();
     let dns = DnsServer::builder()

@@ -17,7 +17,27 @@
 //!   directories whose owning test process is gone, kills the server recorded in them (only after
 //!   checking that the pid's command line names that directory) and removes them. See [`reap`].
 //!
+//! - do not keep a server in a `static` (`OnceLock`, `LazyLock`): statics are never dropped, so its
+//!   process would outlive the test binary until the next run reaps it. A server starts in about
+//!   0.2 s; start one per test.
+//!
 //! A missing program is a test failure with an install hint, never a silent skip.
+//!
+//! ```ignore
+//! mod support;
+//! use support::{AuthSetup, EtcdServer, Netctl, Pki};
+//!
+//! let pki = Pki::generate();
+//! let etcd = EtcdServer::builder().tls(&pki).auth(AuthSetup::default()).start();
+//! etcd.put("/calico/resources/v3/projectcalico.org/ippools/pool1", r#"{"kind":"IPPool"}"#);
+//! let before = etcd.dump_prefix_bytes("/calico/");
+//! Netctl::new()
+//!     .config_file(&etcd.netctl_config_yaml())
+//!     .args(["apply", "--dry-run", "-f", "pool.yaml"])
+//!     .assert()
+//!     .success();
+//! assert_eq!(before, etcd.dump_prefix_bytes("/calico/"));
+//! ```
 
 // Each integration-test binary compiles this module but uses only part of it; without this, every
 // unused helper or re-export would be a warning (an error under `-D warnings`) in some test binary.
