@@ -371,6 +371,7 @@ impl Etcdctl {
     }
 
     /// The store's current revision (from a response header); it moves on every write anywhere.
+    /// It reads the key `netctl-test/revision-probe`, so it needs a user allowed to (root).
     pub fn revision(&self) -> i64 {
         let (revision, _) = self
             .try_range("netctl-test/revision-probe", false)
