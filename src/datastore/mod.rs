@@ -76,7 +76,7 @@ pub enum StoreError {
         kind: Kind,
         reason: &'static str,
     },
-    #[error("the datastore rejected the user name or password")]
+    #[error("{detail}")]
     AuthenticationFailed { detail: String },
     #[error("permission denied by the datastore for {operation}")]
     PermissionDenied { operation: String, detail: String },

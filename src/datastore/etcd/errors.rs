@@ -48,7 +48,7 @@ pub fn classify(
 
     if lower.contains("authentication failed") || lower.contains("invalid user id or password") {
         return StoreError::AuthenticationFailed {
-            detail: "invalid user name or password".into(),
+            detail: "etcd rejected the user name or password".into(),
         };
     }
     if lower.contains("user name is empty") {
@@ -58,7 +58,7 @@ pub fn classify(
     }
     if lower.contains("invalid auth token") || lower.contains("auth token is expired") {
         return StoreError::AuthenticationFailed {
-            detail: "the authentication token expired and could not be renewed".into(),
+            detail: "the etcd authentication token expired and could not be renewed".into(),
         };
     }
     if status_code == Some(tonic_code::PERMISSION_DENIED) || lower.contains("permission denied") {
@@ -82,7 +82,8 @@ pub fn classify(
         || lower.contains("certificaterequired")
         || lower.contains("unknownca")
         || lower.contains("unknown ca")
-        || (lower.contains("broken pipe") && endpoints.contains("https://"))
+        || (endpoints.contains("https://")
+            && (lower.contains("broken pipe") || lower.contains("connection closed")))
     {
         return tls(
             "the server rejected the client certificate (missing, or not issued by a CA it trusts)",
@@ -93,6 +94,8 @@ pub fn classify(
     }
     if status_code == Some(tonic_code::DEADLINE_EXCEEDED)
         || lower.contains("timed out")
+        || lower.contains("timeout expired")
+        || lower.contains("timeoutexpired")
         || lower.contains("deadline")
     {
         return StoreError::Timeout {
@@ -110,6 +113,20 @@ pub fn classify(
         return unavailable(&text);
     }
     StoreError::Other(text)
+}
+
+/// Whether the request failed while establishing a connection, so it never reached a server and may
+/// be sent again (to another endpoint) without risk of applying twice.
+pub fn is_connect_failure(error: &etcd_client::Error) -> bool {
+    let lower = chain_text(error).to_ascii_lowercase();
+    [
+        "connection refused",
+        "tcp connect error",
+        "error trying to connect",
+        "connection reset",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
 }
 
 /// tonic's status codes under names that read well in a `match` guard.

@@ -24,6 +24,7 @@ pub use conversion::{RESOURCE_ROOT, key_path, list_prefix};
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
 use crate::config::{EndpointSource, EtcdSettings};
 use crate::resource::{Resource, ResourceKey};
+use crate::terminal;
 
 /// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
 const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -55,6 +56,8 @@ pub struct EtcdStore {
     kv: KvClient,
     endpoints: String,
     timeouts: Timeouts,
+    /// How often a request that failed to connect is sent again: twice per endpoint, plus one.
+    max_attempts: u32,
 }
 
 impl EtcdStore {
@@ -108,6 +111,7 @@ impl EtcdStore {
             kv,
             endpoints: shown,
             timeouts,
+            max_attempts: 2 * urls.len() as u32 + 1,
         };
         store.check().await?;
         Ok(store)
@@ -123,20 +127,45 @@ impl EtcdStore {
         &self.endpoints
     }
 
-    /// Runs one request with the request timeout, classifying failures.
-    async fn request<T>(
-        &self,
-        operation: &str,
-        future: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeouts.request, future).await {
-            Ok(result) => result.map_err(|error| {
-                errors::classify(error, &self.endpoints, operation, self.timeouts.request)
-            }),
-            Err(_) => Err(StoreError::Timeout {
-                endpoints: self.endpoints.clone(),
-                seconds: self.timeouts.request.as_secs(),
-            }),
+    /// Runs one request within the request timeout, classifying failures.
+    ///
+    /// A request that failed while connecting never reached a server, so it is sent again (the
+    /// balancer drops the dead endpoint and picks another): this is what keeps a command working when
+    /// one member of a cluster is down. Any other failure is returned at once.
+    async fn request<T, F, Fut>(&self, operation: &str, mut call: F) -> Result<T, StoreError>
+    where
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.timeouts.request;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            match tokio::time::timeout_at(deadline, call(self.kv.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(error))
+                    if errors::is_connect_failure(&error) && attempt < self.max_attempts =>
+                {
+                    terminal::debug(format!(
+                        "etcd {operation} failed to connect, retrying: {error}"
+                    ));
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                }
+                Ok(Err(error)) => {
+                    return Err(errors::classify(
+                        error,
+                        &self.endpoints,
+                        operation,
+                        self.timeouts.request,
+                    ));
+                }
+                Err(_) => {
+                    return Err(StoreError::Timeout {
+                        endpoints: self.endpoints.clone(),
+                        seconds: self.timeouts.request.as_secs(),
+                    });
+                }
+            }
         }
     }
 }
@@ -203,20 +232,26 @@ impl Datastore for EtcdStore {
     }
 
     async fn check(&self) -> Result<(), StoreError> {
-        let mut kv = self.kv.clone();
         let probe = format!("{RESOURCE_ROOT}clusterinformations/default");
-        self.request(
-            "a read of `/calico/`",
-            kv.get(probe, Some(GetOptions::new().with_keys_only())),
-        )
+        self.request("a read of `/calico/`", |mut kv| {
+            let probe = probe.clone();
+            async move {
+                kv.get(probe, Some(GetOptions::new().with_keys_only()))
+                    .await
+            }
+        })
         .await
         .map(|_| ())
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
         let path = key_path(key);
-        let mut kv = self.kv.clone();
-        let response = self.request("get", kv.get(path.as_str(), None)).await?;
+        let response = self
+            .request("get", |mut kv| {
+                let path = path.clone();
+                async move { kv.get(path, None).await }
+            })
+            .await?;
         let found = response
             .kvs()
             .first()
@@ -248,9 +283,11 @@ impl Datastore for EtcdStore {
         if let Some(revision) = pinned {
             get_options = get_options.with_revision(revision);
         }
-        let mut kv = self.kv.clone();
         let response = self
-            .request("list", kv.get(start, Some(get_options)))
+            .request("list", |mut kv| {
+                let (start, get_options) = (start.clone(), get_options.clone());
+                async move { kv.get(start, Some(get_options)).await }
+            })
             .await?;
         let revision = pinned.unwrap_or_else(|| {
             response
@@ -298,8 +335,12 @@ impl Datastore for EtcdStore {
         let txn = Txn::new()
             .when([Compare::version(path.as_str(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(path.as_str(), conversion::encode(&stored), None)]);
-        let mut kv = self.kv.clone();
-        let response = self.request("create", kv.txn(txn)).await?;
+        let response = self
+            .request("create", |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
         if !response.succeeded() {
             return Err(StoreError::AlreadyExists(key));
         }
@@ -332,8 +373,12 @@ impl Datastore for EtcdStore {
                 None,
             )])
             .or_else([TxnOp::get(path.as_str(), None)]);
-        let mut kv = self.kv.clone();
-        let response = self.request("update", kv.txn(txn)).await?;
+        let response = self
+            .request("update", |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
         if !response.succeeded() {
             return Err(conflict_or_missing(key, expected, response.op_responses()));
         }
@@ -366,8 +411,12 @@ impl Datastore for EtcdStore {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(path.as_str(), None)]);
-        let mut kv = self.kv.clone();
-        let response = self.request("delete", kv.txn(txn)).await?;
+        let response = self
+            .request("delete", |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
         if !response.succeeded() {
             return Err(conflict_or_missing(
                 key.clone(),
