@@ -204,7 +204,18 @@ pub(super) fn resolve(config: &ClientConfig) -> Result<EtcdSettings, ConfigError
             .filter(|value| !value.value.is_empty())
     };
 
-    let tls = tls_material(config)?;
+    // Structure first (which options are set, URL shapes), file contents last, so the first error a
+    // user sees is about what they wrote rather than about a file they may not need at all.
+    let tls_requested = [
+        ConfigOption::EtcdCaCert,
+        ConfigOption::EtcdCert,
+        ConfigOption::EtcdKey,
+        ConfigOption::EtcdCaCertFile,
+        ConfigOption::EtcdCertFile,
+        ConfigOption::EtcdKeyFile,
+    ]
+    .into_iter()
+    .any(|option| get(option).is_some());
     let endpoints = match (
         get(ConfigOption::EtcdEndpoints),
         get(ConfigOption::EtcdDiscoverySrv),
@@ -221,7 +232,7 @@ pub(super) fn resolve(config: &ClientConfig) -> Result<EtcdSettings, ConfigError
         },
         (None, None) => return Err(ConfigError::NoEndpoints),
     };
-    if tls.is_some()
+    if tls_requested
         && let EndpointSource::Static(list) = &endpoints
         && let Some(plain) = list.iter().find(|endpoint| endpoint.scheme == Scheme::Http)
     {
@@ -253,6 +264,7 @@ pub(super) fn resolve(config: &ClientConfig) -> Result<EtcdSettings, ConfigError
         }
     };
 
+    let tls = tls_material(config)?;
     Ok(EtcdSettings {
         endpoints,
         credentials,
