@@ -8,4 +8,4 @@ scripts/prerequisites.sh
 export PATH="$PATH:/usr/sbin:/sbin"
 # Backtraces make expected-error output unreadable; tests that want one set it themselves.
 unset RUST_BACKTRACE
-cargo test --all-targets "$@"
+cargo test --lib --bins --tests "$@"
