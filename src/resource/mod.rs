@@ -6,6 +6,9 @@
 //! before anything is written. This module never imports `datastore/`.
 
 mod kind;
+pub mod load;
+pub mod spec;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +16,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use kind::{API_VERSION, Kind, UnknownKind};
+pub use load::{LoadError, load_and_validate, load_path, parse_documents};
+pub use validate::{FieldError, ValidationError, validate_and_default};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.
 ///
