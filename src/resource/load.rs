@@ -59,7 +59,7 @@ pub enum LoadError {
     Invalid {
         location: Location,
         #[source]
-        error: ValidationError,
+        error: Box<ValidationError>,
     },
     #[error("`-` (standard input) cannot be loaded as a path: read it and call `parse_documents`")]
     StandardInputAsPath,
@@ -226,7 +226,10 @@ pub fn load_and_validate(inputs: &[Input]) -> Result<Vec<(String, Vec<Resource>)
         {
             match validate_and_default(&mut resource) {
                 Ok(()) => resources.push(resource),
-                Err(error) => problems.push(LoadError::Invalid { location, error }),
+                Err(error) => problems.push(LoadError::Invalid {
+                    location,
+                    error: Box::new(error),
+                }),
             }
         }
         validated.push((origin, resources));

@@ -17,9 +17,8 @@ pub mod node;
 pub mod numorstring;
 pub mod policy;
 pub mod rule;
+pub mod schema;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Kind;
@@ -33,6 +32,7 @@ pub use misc::{ClusterInformationSpec, NetworkSetSpec, ProfileSpec, TierSpec};
 pub use node::NodeSpec;
 pub use policy::{GlobalNetworkPolicySpec, NetworkPolicySpec};
 pub use rule::{EntityRule, Rule};
+pub use schema::document_schema;
 
 /// A decoded spec of any kind.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,78 +173,6 @@ fn edit_distance(left: &str, right: &str) -> usize {
         previous = current;
     }
     previous[right.len()]
-}
-
-/// The JSON Schema of a whole resource document of `kind` (envelope, metadata and typed spec).
-pub fn document_schema(kind: Kind) -> serde_json::Value {
-    match kind {
-        Kind::BgpConfiguration => document_schema_for::<BgpConfigurationSpec>(kind),
-        Kind::BgpPeer => document_schema_for::<BgpPeerSpec>(kind),
-        Kind::ClusterInformation => document_schema_for::<ClusterInformationSpec>(kind),
-        Kind::FelixConfiguration => document_schema_for::<FelixConfigurationSpec>(kind),
-        Kind::GlobalNetworkPolicy => document_schema_for::<GlobalNetworkPolicySpec>(kind),
-        Kind::GlobalNetworkSet | Kind::NetworkSet => document_schema_for::<NetworkSetSpec>(kind),
-        Kind::HostEndpoint => document_schema_for::<HostEndpointSpec>(kind),
-        Kind::IpPool => document_schema_for::<IpPoolSpec>(kind),
-        Kind::IpReservation => document_schema_for::<IpReservationSpec>(kind),
-        Kind::KubeControllersConfiguration => {
-            document_schema_for::<KubeControllersConfigurationSpec>(kind)
-        }
-        Kind::NetworkPolicy => document_schema_for::<NetworkPolicySpec>(kind),
-        Kind::Node => document_schema_for::<NodeSpec>(kind),
-        Kind::Profile => document_schema_for::<ProfileSpec>(kind),
-        Kind::Tier => document_schema_for::<TierSpec>(kind),
-        Kind::WorkloadEndpoint => document_schema_for::<WorkloadEndpointSpec>(kind),
-    }
-}
-
-fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Value {
-    let mut spec = schemars::schema_for!(T).to_value();
-    let definitions = spec
-        .as_object_mut()
-        .and_then(|object| {
-            object.remove("$schema");
-            object.remove("$defs")
-        })
-        .unwrap_or_else(|| serde_json::json!({}));
-    let string_map = serde_json::json!({
-        "type": "object",
-        "additionalProperties": { "type": "string" }
-    });
-    let mut metadata_properties = serde_json::json!({
-        "name": { "type": "string", "maxLength": 253 },
-        "labels": string_map,
-        "annotations": string_map,
-        "uid": { "type": "string" },
-        "creationTimestamp": { "type": "string" },
-        "resourceVersion": { "type": "string" }
-    });
-    if kind.is_namespaced() {
-        metadata_properties["namespace"] = serde_json::json!({ "type": "string" });
-    }
-    let mut metadata = serde_json::json!({
-        "type": "object",
-        "properties": metadata_properties,
-        "required": ["name"]
-    });
-    if !kind.is_namespaced() {
-        metadata["not"] = serde_json::json!({ "required": ["namespace"] });
-    }
-    serde_json::json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": kind.as_str(),
-        "description": format!("A `{}` resource of `{}`.", kind.as_str(), super::API_VERSION),
-        "type": "object",
-        "properties": {
-            "apiVersion": { "const": super::API_VERSION },
-            "kind": { "const": kind.as_str() },
-            "metadata": metadata,
-            "spec": spec
-        },
-        "required": ["apiVersion", "kind", "metadata"],
-        "additionalProperties": kind == Kind::Node,
-        "$defs": definitions
-    })
 }
 
 /// Serializes a float without a fraction as an integer (`order: 100`, not `100.0`), as upstream's Go
