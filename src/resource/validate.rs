@@ -167,12 +167,22 @@ fn check_metadata(checker: &mut Checker, kind: Kind, metadata: &ObjectMeta) {
         (None, false) => {}
     }
     checker.labels("metadata.labels", &metadata.labels);
+    annotations(checker, "metadata.annotations", &metadata.annotations);
+}
+
+/// Annotation keys are qualified names (checked lower-cased, as upstream) and all annotations
+/// together stay within the size limit.
+fn annotations(
+    checker: &mut Checker,
+    path: &str,
+    annotations: &std::collections::BTreeMap<String, String>,
+) {
     let mut annotations_size = 0;
-    for (key, value) in &metadata.annotations {
+    for (key, value) in annotations {
         annotations_size += key.len() + value.len();
         if let Err(reason) = syntax::check_qualified_name(&key.to_lowercase()) {
             checker.fail(
-                format!("metadata.annotations[{key}]"),
+                format!("{path}[{key}]"),
                 None,
                 format!("invalid annotation key: {reason}"),
             );
@@ -180,9 +190,12 @@ fn check_metadata(checker: &mut Checker, kind: Kind, metadata: &ObjectMeta) {
     }
     if annotations_size > ANNOTATIONS_SIZE_LIMIT {
         checker.fail(
-            "metadata.annotations",
+            path,
             None,
-            format!("annotations are {annotations_size} bytes in total, more than the limit of {ANNOTATIONS_SIZE_LIMIT}"),
+            format!(
+                "annotations are too large by {} bytes (at most {ANNOTATIONS_SIZE_LIMIT} in total)",
+                annotations_size - ANNOTATIONS_SIZE_LIMIT
+            ),
         );
     }
 }
@@ -386,6 +399,24 @@ impl Checker {
                 );
                 None
             }
+        }
+    }
+
+    /// An address or a strictly masked network (upstream's `net`). Returns the parsed network.
+    pub(crate) fn network(&mut self, path: &str, value: &str, family: Family) -> Option<Cidr> {
+        let cidr = self.address_or_cidr(path, value, family)?;
+        if cidr.is_strictly_masked() {
+            Some(cidr)
+        } else {
+            self.fail(
+                path,
+                Some(value),
+                format!(
+                    "CIDR is not strictly masked (did you mean `{}`?)",
+                    cidr.network()
+                ),
+            );
+            None
         }
     }
 

@@ -26,17 +26,9 @@ pub struct BgpPeerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_address: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_detection_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_restart_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bird_gateway_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_original_next_hop: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keepalive_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_allowed_local_as_numbers: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,10 +37,6 @@ pub struct BgpPeerSpec {
     pub reachable_by: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local_workload_selector: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_hop_mode: Option<String>,
 }
 
 /// Where a BGP password comes from.
@@ -113,18 +101,6 @@ pub struct BgpConfigurationSpec {
     pub bind_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_interfaces: Vec<String>,
-    #[serde(
-        default,
-        rename = "localWorkloadPeeringIPV4",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub local_workload_peering_ipv4: Option<String>,
-    #[serde(
-        default,
-        rename = "localWorkloadPeeringIPV6",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub local_workload_peering_ipv6: Option<String>,
 }
 
 /// A CIDR of service addresses to advertise.

@@ -1,16 +1,17 @@
 //! The spec of FelixConfiguration (upstream v3.29 `FelixConfigurationSpec`): the dataplane agent's
 //! settings, cluster-wide (`default`) or per node (`node.<name>`).
 //!
-//! Every field upstream v3.29 documents that netctl knows with confidence is typed here, so that an
-//! unknown field is an error (a misspelt setting would otherwise be silently ignored by the agent).
-//! Durations are kept as written (Go duration syntax) and checked in `validate.rs`.
+//! Every field of upstream v3.29's spec is typed here, so that an unknown field is an error (a
+//! misspelt setting would otherwise be silently ignored by the agent).
+//! The field list is upstream v3.29's. Durations are kept as written (Go duration syntax) and checked
+//! in `validate.rs`.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::numorstring::{Port, Protocol};
+use super::numorstring::Port;
 
 /// Dataplane agent settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -202,7 +203,7 @@ pub struct FelixConfigurationSpec {
     pub remove_external_routes: Option<bool>,
     #[serde(
         default,
-        rename = "externalNodesCIDRList",
+        rename = "externalNodesList",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub external_nodes_cidr_list: Vec<String>,
@@ -290,8 +291,6 @@ pub struct FelixConfigurationSpec {
     pub bpf_map_size_route: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_map_size_conntrack: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bpf_map_size_per_cpu_conntrack: Option<i64>,
     #[serde(
         default,
         rename = "bpfMapSizeIPSets",
@@ -326,20 +325,6 @@ pub struct FelixConfigurationSpec {
     pub bpf_exclude_cidrs_from_nat: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_redirect_to_peer: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bpf_attach_type: Option<String>,
-    #[serde(
-        default,
-        rename = "bpfExportBufferSizeMB",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bpf_export_buffer_size_mb: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bpf_conntrack_log_level: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bpf_conntrack_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub bpf_conntrack_timeouts: serde_json::Map<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -408,12 +393,6 @@ pub struct FelixConfigurationSpec {
     pub ip_forwarding: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_sync_path_prefix: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tproxy_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tproxy_port: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tproxy_upstream_conn_mark: Option<i64>,
     #[serde(
         default,
         rename = "goGCThreshold",
@@ -428,27 +407,16 @@ pub struct FelixConfigurationSpec {
     pub go_memory_limit_mb: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub go_max_procs: Option<i64>,
-    #[serde(
-        default,
-        rename = "requireMTUFile",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub require_mtu_file: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows_manage_firewall_rules: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_logs_flush_interval: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_logs_collector_debug_trace: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nf_netlink_buf_size: Option<String>,
 }
 
 /// A protocol and port (optionally limited to a network) that is always allowed on host endpoints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProtocolPort {
-    pub protocol: Protocol,
+    /// `TCP`, `UDP` or `SCTP` (a name only, unlike rule protocols).
+    pub protocol: String,
     pub port: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<String>,

@@ -1,7 +1,7 @@
 //! Specs of IPPool and IPReservation (upstream v3.29 `IPPoolSpec`, `IPReservationSpec`).
 //!
 //! The v1-era fields `ipip` and `nat-outgoing` are accepted by the decoder only so that validation can
-//! say they must not be set, as upstream does.
+//! say they must not be used, as upstream does.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -37,19 +37,16 @@ pub struct IpPoolSpec {
     /// `Workload` and/or `Tunnel`; defaults to both.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_uses: Vec<String>,
-    /// `Automatic` or `Manual`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assignment_mode: Option<String>,
     /// The v1 IPIP setting; must not be set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipip: Option<serde_json::Value>,
-    /// The v1 NAT setting; must not be set.
+    /// The v1 NAT setting; must not be true.
     #[serde(
         default,
         rename = "nat-outgoing",
         skip_serializing_if = "Option::is_none"
     )]
-    pub nat_outgoing_v1: Option<serde_json::Value>,
+    pub nat_outgoing_v1: Option<bool>,
 }
 
 /// Addresses that IPAM must never hand out.

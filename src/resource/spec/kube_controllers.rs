@@ -43,8 +43,6 @@ pub struct ControllersConfiguration {
     pub service_account: Option<ReconcilerConfiguration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<ReconcilerConfiguration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_balancer: Option<LoadBalancerControllerConfiguration>,
 }
 
 /// The node controller.
@@ -70,9 +68,6 @@ pub struct AutoHostEndpointConfiguration {
     /// `Enabled` or `Disabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create: Option<String>,
-    /// `Enabled` or `Disabled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub create_default_host_endpoint: Option<String>,
 }
 
 /// A controller whose only setting is how often it reconciles.
@@ -81,13 +76,4 @@ pub struct AutoHostEndpointConfiguration {
 pub struct ReconcilerConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciler_period: Option<String>,
-}
-
-/// The load-balancer IP allocation controller.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LoadBalancerControllerConfiguration {
-    /// `AllServices` or `RequestedServicesOnly`.
-    #[serde(default, rename = "assignIPs", skip_serializing_if = "Option::is_none")]
-    pub assign_ips: Option<String>,
 }

@@ -5,16 +5,20 @@
 //! FelixConfiguration's enum values and duration fields are checked here; the free-form
 //! `bpfConntrackTimeouts` map is passed through unchecked (its keys change between releases).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::{Checker, Family};
 use crate::resource::ObjectMeta;
-use crate::resource::spec::felix::RouteTableRange;
-use crate::resource::spec::numorstring::{NumberOrString, PortMeaning, check_protocol, parse_port};
+use crate::resource::spec::numorstring::{NumberOrString, PortMeaning, parse_port};
 use crate::resource::spec::{FelixConfigurationSpec, KubeControllersConfigurationSpec, TierSpec};
 
 const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
 const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
 
-/// Upstream's limit on `kubeNodePortRanges` (the dataplane has room for seven ranges).
+/// Upstream's limit on `kubeNodePortRanges` (an iptables multiport match holds 15 ports; each range
+/// takes two).
 const MAXIMUM_NODE_PORT_RANGES: usize = 7;
 
 /// An OpenStack region becomes part of a namespace name `openstack-region-<region>`, which must stay
@@ -23,12 +27,17 @@ const MAXIMUM_OPENSTACK_REGION_LENGTH: usize = 63 - "openstack-region-".len();
 
 pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigurationSpec) {
     default_felix(spec);
-    let enums: [(&str, Option<&String>, &[&str]); 25] = [
+    let enums: [(&str, Option<&String>, &[&str]); 24] = [
         ("floatingIPs", spec.floating_ips.as_ref(), &ENABLED_DISABLED),
         (
             "iptablesBackend",
             spec.iptables_backend.as_ref(),
             &["Legacy", "NFT", "Auto"],
+        ),
+        (
+            "defaultEndpointToHostAction",
+            spec.default_endpoint_to_host_action.as_ref(),
+            &["Drop", "Accept", "Return"],
         ),
         (
             "logSeverityFile",
@@ -106,11 +115,6 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             &["Disabled", "Strict", "Loose"],
         ),
         (
-            "bpfAttachType",
-            spec.bpf_attach_type.as_ref(),
-            &["TC", "TCX"],
-        ),
-        (
             "routeSource",
             spec.route_source.as_ref(),
             &["WorkloadIPs", "CalicoIPAM"],
@@ -136,41 +140,18 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             &ENABLED_DISABLED,
         ),
         (
-            "tproxyMode",
-            spec.tproxy_mode.as_ref(),
-            &["Disabled", "Enabled"],
-        ),
-        (
             "windowsManageFirewallRules",
             spec.windows_manage_firewall_rules.as_ref(),
             &ENABLED_DISABLED,
         ),
     ];
     for (field, value, allowed) in enums {
-        checker.one_of(&format!("spec.{field}"), value, allowed);
-    }
-    // Upstream matches these two case-insensitively.
-    for (field, value, allowed) in [
-        (
-            "chainInsertMode",
-            spec.chain_insert_mode.as_ref(),
-            &["Insert", "Append"][..],
-        ),
-        (
-            "defaultEndpointToHostAction",
-            spec.default_endpoint_to_host_action.as_ref(),
-            &["Drop", "Accept", "Return"][..],
-        ),
-    ] {
-        if let Some(value) = value {
-            if !allowed.iter().any(|name| name.eq_ignore_ascii_case(value)) {
-                checker.fail(
-                    format!("spec.{field}"),
-                    Some(value),
-                    format!("must be one of {}", super::quote_list(allowed)),
-                );
-            }
-        }
+        // Upstream treats an empty string as unset for these.
+        checker.one_of(
+            &format!("spec.{field}"),
+            value.filter(|value| !value.is_empty()),
+            allowed,
+        );
     }
     let durations = [
         ("dataplaneWatchdogTimeout", &spec.dataplane_watchdog_timeout),
@@ -215,30 +196,125 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             &spec.bpf_kube_proxy_min_sync_period,
         ),
         ("wireguardKeepAlive", &spec.wireguard_keep_alive),
-        ("flowLogsFlushInterval", &spec.flow_logs_flush_interval),
     ];
     for (field, value) in durations {
         checker.duration(&format!("spec.{field}"), value.as_ref());
     }
+    for (field, value) in [
+        ("featureDetectOverride", &spec.feature_detect_override),
+        ("featureGates", &spec.feature_gates),
+    ] {
+        if let Some(value) = value {
+            if !is_key_value_list(value) {
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(value),
+                    "must be a comma-separated list of `key=value` pairs",
+                );
+            }
+        }
+    }
+    for (field, value) in [
+        ("logDebugFilenameRegex", &spec.log_debug_filename_regex),
+        ("bpfDataIfacePattern", &spec.bpf_data_iface_pattern),
+        ("bpfL3IfacePattern", &spec.bpf_l3_iface_pattern),
+        ("bpfDisableGROForIfaces", &spec.bpf_disable_gro_for_ifaces),
+        ("mtuIfacePattern", &spec.mtu_iface_pattern),
+    ] {
+        if let Some(value) = value {
+            if let Err(error) = regex::Regex::new(value) {
+                let reason = error
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .to_string();
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(value),
+                    format!("must be a valid regular expression: {}", reason.trim()),
+                );
+            }
+        }
+    }
+    if let Some(host) = &spec.prometheus_metrics_host {
+        if !PROMETHEUS_HOST.is_match(host) {
+            checker.fail(
+                "spec.prometheusMetricsHost",
+                Some(host),
+                "must be 1-64 of a-z, A-Z, 0-9, `:`, `.`, `_`, `+` or `-`",
+            );
+        }
+    }
+    if let Some(filter) = &spec.iptables_nat_outgoing_interface_filter {
+        interface_filter(checker, "spec.iptablesNATOutgoingInterfaceFilter", filter);
+    }
+    for (index, filter) in spec.bpf_force_track_packets_from_ifaces.iter().enumerate() {
+        interface_filter(
+            checker,
+            &format!("spec.bpfForceTrackPacketsFromIfaces[{index}]"),
+            filter,
+        );
+    }
+    for interface in spec.bpf_log_filters.keys() {
+        if !INTERFACE_NAME.is_match(interface) {
+            checker.fail(
+                format!("spec.bpfLogFilters[{interface}]"),
+                None,
+                "key must be an interface name: 1-15 of a-z, A-Z, 0-9, `_`, `.` or `-`",
+            );
+        }
+    }
+    for (field, value) in [
+        ("wireguardInterfaceName", &spec.wireguard_interface_name),
+        (
+            "wireguardInterfaceNameV6",
+            &spec.wireguard_interface_name_v6,
+        ),
+    ] {
+        if let Some(name) = value.as_ref().filter(|name| !name.is_empty()) {
+            if !INTERFACE_NAME.is_match(name) {
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(name),
+                    "interface name must be 1-15 of a-z, A-Z, 0-9, `_`, `.` or `-`",
+                );
+            }
+        }
+    }
     for (index, timeout_override) in spec.health_timeout_overrides.iter().enumerate() {
         let path = format!("spec.healthTimeoutOverrides[{index}]");
-        if timeout_override.name.is_empty() {
-            checker.fail(format!("{path}.name"), None, "name is required");
+        if !HEALTH_REPORTER_NAME.is_match(&timeout_override.name) {
+            checker.fail(
+                format!("{path}.name"),
+                Some(&timeout_override.name),
+                "name must be letters, digits, `_`, `-` or spaces",
+            );
         }
         checker.duration(&format!("{path}.timeout"), Some(&timeout_override.timeout));
+        if timeout_override.timeout.starts_with('-') {
+            checker.fail(
+                format!("{path}.timeout"),
+                Some(&timeout_override.timeout),
+                "timeout must not be negative",
+            );
+        }
     }
     let ports = [
-        ("metadataPort", spec.metadata_port),
-        ("healthPort", spec.health_port),
-        ("prometheusMetricsPort", spec.prometheus_metrics_port),
-        ("debugPort", spec.debug_port),
-        ("vxlanPort", spec.vxlan_port),
-        ("wireguardListeningPort", spec.wireguard_listening_port),
-        ("wireguardListeningPortV6", spec.wireguard_listening_port_v6),
-        ("tproxyPort", spec.tproxy_port),
+        ("metadataPort", spec.metadata_port, 0),
+        ("healthPort", spec.health_port, 0),
+        ("prometheusMetricsPort", spec.prometheus_metrics_port, 0),
+        ("debugPort", spec.debug_port, 0),
+        ("vxlanPort", spec.vxlan_port, 0),
+        ("wireguardListeningPort", spec.wireguard_listening_port, 1),
+        (
+            "wireguardListeningPortV6",
+            spec.wireguard_listening_port_v6,
+            1,
+        ),
     ];
-    for (field, value) in ports {
-        checker.in_range(&format!("spec.{field}"), value, 1, 65535);
+    for (field, value, minimum) in ports {
+        checker.in_range(&format!("spec.{field}"), value, minimum, 65535);
     }
     for (field, value) in [
         ("ipipMTU", spec.ipip_mtu),
@@ -249,18 +325,38 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
     ] {
         checker.in_range(&format!("spec.{field}"), value, 0, 65535);
     }
+    let unsigned_32 = i64::from(u32::MAX);
     checker.in_range(
         "spec.iptablesMarkMask",
         spec.iptables_mark_mask,
         0,
-        i64::from(u32::MAX),
+        unsigned_32,
     );
     checker.in_range(
         "spec.nftablesMarkMask",
         spec.nftables_mark_mask,
         0,
-        i64::from(u32::MAX),
+        unsigned_32,
     );
+    checker.in_range(
+        "spec.bpfExtToServiceConnmark",
+        spec.bpf_ext_to_service_connmark,
+        0,
+        unsigned_32,
+    );
+    checker.in_range(
+        "spec.wireguardRoutingRulePriority",
+        spec.wireguard_routing_rule_priority,
+        1,
+        32765,
+    );
+    for (field, value) in [
+        ("goGCThreshold", spec.go_gc_threshold),
+        ("goMemoryLimitMB", spec.go_memory_limit_mb),
+        ("goMaxProcs", spec.go_max_procs),
+    ] {
+        checker.in_range(&format!("spec.{field}"), value, -1, i64::MAX);
+    }
     for (field, ports) in [
         (
             "failsafeInboundHostPorts",
@@ -273,15 +369,13 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
     ] {
         for (index, entry) in ports.iter().enumerate() {
             let path = format!("spec.{field}[{index}]");
-            if let Err(reason) = check_protocol(&entry.protocol) {
-                checker.fail(
-                    format!("{path}.protocol"),
-                    Some(&entry.protocol.to_string()),
-                    reason,
-                );
-            }
+            checker.one_of(
+                &format!("{path}.protocol"),
+                Some(&entry.protocol),
+                &["TCP", "UDP", "SCTP"],
+            );
             checker.in_range(&format!("{path}.port"), Some(entry.port), 0, 65535);
-            if let Some(net) = &entry.net {
+            if let Some(net) = entry.net.as_ref().filter(|net| !net.is_empty()) {
                 checker.address_or_cidr(&format!("{path}.net"), net, Family::Any);
             }
         }
@@ -291,7 +385,7 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             "spec.kubeNodePortRanges",
             None,
             format!(
-                "at most {MAXIMUM_NODE_PORT_RANGES} ranges are allowed, found {}",
+                "node port ranges list is too long: at most {MAXIMUM_NODE_PORT_RANGES} ranges, found {}",
                 spec.kube_node_port_ranges.len()
             ),
         );
@@ -307,7 +401,7 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
     }
     for (index, cidr) in spec.external_nodes_cidr_list.iter().enumerate() {
         checker.address_or_cidr(
-            &format!("spec.externalNodesCIDRList[{index}]"),
+            &format!("spec.externalNodesList[{index}]"),
             cidr,
             Family::V4,
         );
@@ -339,29 +433,108 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
     }
     if spec.route_table_range.is_some() && !spec.route_table_ranges.is_empty() {
         checker.fail(
-            "spec.routeTableRanges",
+            "spec.routeTableRange",
             None,
-            "routeTableRange and routeTableRanges cannot both be set (use routeTableRanges)",
+            "routeTableRange cannot be set when routeTableRanges is also set",
         );
     }
     if let Some(range) = &spec.route_table_range {
-        route_table_range(checker, "spec.routeTableRange", range);
+        if range.min < 1 || range.max < range.min || range.max > MAXIMUM_ROUTE_TABLE_RANGE_INDEX {
+            checker.fail(
+                "spec.routeTableRange",
+                Some(&format!("{}-{}", range.min, range.max)),
+                format!("must be a range of route table indices within 1..{MAXIMUM_ROUTE_TABLE_RANGE_INDEX}"),
+            );
+        }
     }
+    let mut designated_tables: i64 = 0;
     for (index, range) in spec.route_table_ranges.iter().enumerate() {
-        route_table_range(checker, &format!("spec.routeTableRanges[{index}]"), range);
+        let path = format!("spec.routeTableRanges[{index}]");
+        let value = format!("{}-{}", range.min, range.max);
+        if range.min > range.max {
+            checker.fail(&path, Some(&value), "min cannot be greater than max");
+        }
+        if range.min < 1 {
+            checker.fail(&path, Some(&value), "cannot target indices below 1");
+        }
+        if range.max > i64::from(u32::MAX) {
+            checker.fail(
+                &path,
+                Some(&value),
+                format!("max index is too high (at most {})", u32::MAX),
+            );
+        }
+        designated_tables += (range.max - range.min + 1).max(0);
     }
-    if let Some(region) = &spec.openstack_region {
-        if !super::syntax::is_dns_label(region) || region.len() > MAXIMUM_OPENSTACK_REGION_LENGTH {
+    if designated_tables > MAXIMUM_DESIGNATED_ROUTE_TABLES {
+        checker.fail(
+            "spec.routeTableRanges",
+            None,
+            format!("targets too many tables: {designated_tables}, at most {MAXIMUM_DESIGNATED_ROUTE_TABLES}"),
+        );
+    }
+    if let Some(region) = spec
+        .openstack_region
+        .as_ref()
+        .filter(|region| !region.is_empty())
+    {
+        if region.len() > MAXIMUM_OPENSTACK_REGION_LENGTH {
             checker.fail(
                 "spec.openstackRegion",
                 Some(region),
                 format!(
-                    "must be a DNS label of at most {MAXIMUM_OPENSTACK_REGION_LENGTH} characters \
-                     (it becomes part of a namespace name)"
+                    "is too long: at most {MAXIMUM_OPENSTACK_REGION_LENGTH} characters (it becomes part \
+                     of a namespace name)"
                 ),
+            );
+        } else if !super::syntax::is_dns_label(region) {
+            checker.fail(
+                "spec.openstackRegion",
+                Some(region),
+                "must be a valid DNS label",
             );
         }
     }
+}
+
+/// Upstream's `routeTableRange` (the single, older field) is limited to the indices below the kernel's
+/// reserved tables.
+const MAXIMUM_ROUTE_TABLE_RANGE_INDEX: i64 = 250;
+/// Upstream caps the tables `routeTableRanges` may designate in total.
+const MAXIMUM_DESIGNATED_ROUTE_TABLES: i64 = 0xffff;
+
+static INTERFACE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_.-]{1,15}$").expect("the interface name pattern is a valid regex")
+});
+static INTERFACE_FILTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9:._+-]{1,15}$").expect("the interface filter pattern is a valid regex")
+});
+static PROMETHEUS_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9:._+-]{1,64}$").expect("the prometheus host pattern is a valid regex")
+});
+static HEALTH_REPORTER_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_ -]+$").expect("the health reporter name pattern is a valid regex")
+});
+static KEY_VALUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*\w+=.*$").expect("the key=value pattern is a valid regex"));
+
+/// An interface name or a prefix wildcard such as `docker+`.
+fn interface_filter(checker: &mut Checker, path: &str, value: &str) {
+    if !INTERFACE_FILTER.is_match(value) {
+        checker.fail(
+            path,
+            Some(value),
+            "must be 1-15 of a-z, A-Z, 0-9, `:`, `.`, `_`, `+` or `-`",
+        );
+    }
+}
+
+/// A comma-separated `key=value` list; empty items (a trailing comma) are allowed.
+fn is_key_value_list(value: &str) -> bool {
+    value
+        .split(',')
+        .filter(|item| !item.is_empty())
+        .all(|item| KEY_VALUE.is_match(item))
 }
 
 /// Upstream's FelixConfiguration defaulting, including the mapping of the deprecated
@@ -392,16 +565,6 @@ fn numeric_port_range(checker: &mut Checker, path: &str, range: &NumberOrString)
             "named ports are not allowed here (use a number or `min:max`)",
         ),
         Err(reason) => checker.fail(path, Some(&range.to_string()), reason),
-    }
-}
-
-fn route_table_range(checker: &mut Checker, path: &str, range: &RouteTableRange) {
-    if range.min < 1 || range.max > i64::from(u32::MAX) || range.min > range.max {
-        checker.fail(
-            path,
-            Some(&format!("{}-{}", range.min, range.max)),
-            "route table range must have 1 <= min <= max <= 4294967295",
-        );
     }
 }
 
@@ -471,11 +634,6 @@ pub(super) fn kube_controllers_configuration(
                 host_endpoint.auto_create.as_ref(),
                 &ENABLED_DISABLED,
             );
-            checker.one_of(
-                "spec.controllers.node.hostEndpoint.createDefaultHostEndpoint",
-                host_endpoint.create_default_host_endpoint.as_ref(),
-                &ENABLED_DISABLED,
-            );
         }
     }
     for (name, reconciler) in [
@@ -490,13 +648,6 @@ pub(super) fn kube_controllers_configuration(
                 reconciler.reconciler_period.as_ref(),
             );
         }
-    }
-    if let Some(load_balancer) = &controllers.load_balancer {
-        checker.one_of(
-            "spec.controllers.loadBalancer.assignIPs",
-            load_balancer.assign_ips.as_ref(),
-            &["AllServices", "RequestedServicesOnly"],
-        );
     }
 }
 
@@ -513,7 +664,9 @@ pub(super) fn tier(checker: &mut Checker, spec: &mut TierSpec, metadata: &Object
         _ => None,
     };
     if spec.order.is_none() {
-        spec.order = Some(fixed_order.unwrap_or(DEFAULT_TIER_ORDER));
+        // Upstream defaults every tier to the default tier's order, including `adminnetworkpolicy`
+        // (which then fails the fixed-order check below, as upstream).
+        spec.order = Some(DEFAULT_TIER_ORDER);
     }
     if spec.default_action.is_none() {
         spec.default_action = Some("Deny".to_string());

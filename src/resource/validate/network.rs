@@ -50,24 +50,68 @@ pub(super) fn host_endpoint(checker: &mut Checker, spec: &mut HostEndpointSpec) 
     }
 }
 
+static CONTAINER_ID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
+        .expect("the container ID pattern is a valid regex")
+});
+
 pub(super) fn workload_endpoint(checker: &mut Checker, spec: &mut WorkloadEndpointSpec) {
-    if !spec.node.is_empty() {
-        checker.name("spec.node", &spec.node);
+    for (field, value) in [
+        ("orchestrator", &spec.orchestrator),
+        ("workload", &spec.workload),
+        ("node", &spec.node),
+        ("pod", &spec.pod),
+        ("endpoint", &spec.endpoint),
+        ("serviceAccountName", &spec.service_account_name),
+    ] {
+        if !value.is_empty() {
+            checker.name(&format!("spec.{field}"), value);
+        }
     }
+    if !spec.container_id.is_empty() && !CONTAINER_ID.is_match(&spec.container_id) {
+        checker.fail(
+            "spec.containerID",
+            Some(&spec.container_id),
+            "container ID must be alphanumerics or `-`, starting and ending with an alphanumeric",
+        );
+    }
+    let mut networks = Vec::new();
     for (index, network) in spec.ip_networks.iter().enumerate() {
-        checker.address_or_cidr(&format!("spec.ipNetworks[{index}]"), network, Family::Any);
+        let path = format!("spec.ipNetworks[{index}]");
+        if let Some(cidr) = checker.network(&path, network, Family::Any) {
+            let single_address = if cidr.is_ipv4() { 32 } else { 128 };
+            if cidr.prefix != single_address {
+                checker.fail(
+                    &path,
+                    Some(network),
+                    "IP network contains multiple addresses (use a /32 or /128)",
+                );
+            }
+            networks.push(cidr);
+        }
     }
     for (index, nat) in spec.ip_nats.iter().enumerate() {
-        checker.ip(
-            &format!("spec.ipNATs[{index}].internalIP"),
-            &nat.internal_ip,
-            Family::Any,
-        );
-        checker.ip(
-            &format!("spec.ipNATs[{index}].externalIP"),
-            &nat.external_ip,
-            Family::Any,
-        );
+        let path = format!("spec.ipNATs[{index}]");
+        let internal = checker.ip(&format!("{path}.internalIP"), &nat.internal_ip, Family::Any);
+        let external = checker.ip(&format!("{path}.externalIP"), &nat.external_ip, Family::Any);
+        if let (Some(internal), Some(external)) = (internal, external) {
+            if internal != external {
+                checker.fail(
+                    format!("{path}.externalIP"),
+                    Some(&nat.external_ip),
+                    "internal and external IPs must be of the same IP version",
+                );
+            }
+        }
+        let inside = Cidr::parse_address_or_cidr(&nat.internal_ip)
+            .is_some_and(|address| networks.iter().any(|network| network.overlaps(&address)));
+        if internal.is_some() && !inside {
+            checker.fail(
+                format!("{path}.internalIP"),
+                Some(&nat.internal_ip),
+                "NAT internal IP is not in the endpoint's ipNetworks",
+            );
+        }
     }
     if !spec.ipv4_gateway.is_empty() {
         checker.ip("spec.ipv4Gateway", &spec.ipv4_gateway, Family::V4);
@@ -78,18 +122,31 @@ pub(super) fn workload_endpoint(checker: &mut Checker, spec: &mut WorkloadEndpoi
     for (index, profile) in spec.profiles.iter().enumerate() {
         checker.name(&format!("spec.profiles[{index}]"), profile);
     }
+    if spec.interface_name.is_empty() {
+        checker.fail("spec.interfaceName", None, "interface name is required");
+    }
     interface_name(checker, "spec.interfaceName", &spec.interface_name, false);
     if !spec.mac.is_empty() && !syntax::is_mac_address(&spec.mac) {
         checker.fail("spec.mac", Some(&spec.mac), "must be a valid MAC address");
     }
     for (index, port) in spec.ports.iter().enumerate() {
         let path = format!("spec.ports[{index}]");
-        endpoint_port(checker, &path, &port.name, &port.protocol, port.port);
-        checker.in_range(&format!("{path}.hostPort"), port.host_port, 0, 65535);
-        if let Some(host_ip) = &port.host_ip {
-            if !host_ip.is_empty() {
-                checker.ip(&format!("{path}.hostIP"), host_ip, Family::Any);
+        let host_port = port.host_port.unwrap_or_default();
+        if port.name.is_empty() {
+            if host_port == 0 {
+                checker.fail(
+                    format!("{path}.name"),
+                    None,
+                    "port name must not be empty when no hostPort is specified",
+                );
             }
+        } else {
+            port_name(checker, &path, &port.name);
+        }
+        port_protocol_and_number(checker, &path, &port.protocol, port.port);
+        checker.in_range(&format!("{path}.hostPort"), port.host_port, 0, 65535);
+        if let Some(host_ip) = port.host_ip.as_ref().filter(|host_ip| !host_ip.is_empty()) {
+            checker.network(&format!("{path}.hostIP"), host_ip, Family::Any);
         }
     }
     for (index, prefix) in spec.allow_spoofed_source_prefixes.iter().enumerate() {
@@ -116,6 +173,11 @@ fn interface_name(checker: &mut Checker, path: &str, name: &str, allow_wildcard:
 }
 
 fn endpoint_port(checker: &mut Checker, path: &str, name: &str, protocol: &Protocol, port: i64) {
+    port_name(checker, path, name);
+    port_protocol_and_number(checker, path, protocol, port);
+}
+
+fn port_name(checker: &mut Checker, path: &str, name: &str) {
     if !syntax::is_port_name(name) {
         checker.fail(
             format!("{path}.name"),
@@ -123,6 +185,9 @@ fn endpoint_port(checker: &mut Checker, path: &str, name: &str, protocol: &Proto
             "port name must be at most 15 lower case alphanumerics or `-`, with at least one letter",
         );
     }
+}
+
+fn port_protocol_and_number(checker: &mut Checker, path: &str, protocol: &Protocol, port: i64) {
     if let Err(reason) = check_protocol(protocol) {
         checker.fail(
             format!("{path}.protocol"),
@@ -156,11 +221,14 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         spec.allowed_uses = vec!["Workload".to_string(), "Tunnel".to_string()];
     }
 
+    // Messages show the CIDR as written; the normalised form is only stored.
+    let written = spec.cidr.clone();
     let cidr = if spec.cidr.is_empty() {
-        checker.fail("spec.cidr", None, "IPPool CIDR is required");
+        checker.fail("spec.cidr", None, "IPPool CIDR must be specified");
         None
     } else {
-        match Cidr::parse(&spec.cidr) {
+        // As upstream, a bare address is accepted as a one-address network.
+        match Cidr::parse_address_or_cidr(&spec.cidr) {
             None => {
                 checker.fail(
                     "spec.cidr",
@@ -201,7 +269,7 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         } else if !spec.disabled && i64::from(cidr.prefix) > block_size {
             checker.fail(
                 "spec.cidr",
-                Some(&spec.cidr),
+                Some(&written),
                 format!(
                     "IP pool size is too small for use with Calico IPAM: the prefix length must be \
                      at most the block size ({block_size})"
@@ -216,7 +284,7 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         if Cidr::parse(link_local).is_some_and(|link_local| cidr.overlaps(&link_local)) {
             checker.fail(
                 "spec.cidr",
-                Some(&spec.cidr),
+                Some(&written),
                 format!("IPPool CIDR overlaps with the link-local range `{link_local}`"),
             );
         }
@@ -254,11 +322,6 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
             &["Workload", "Tunnel"],
         );
     }
-    checker.one_of(
-        "spec.assignmentMode",
-        spec.assignment_mode.as_ref(),
-        &["Automatic", "Manual"],
-    );
     checker.selector(
         "spec.nodeSelector",
         spec.node_selector.as_ref(),
@@ -271,11 +334,11 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
             "the v1 field `ipip` must not be set (use `ipipMode`)",
         );
     }
-    if spec.nat_outgoing_v1.is_some() {
+    if spec.nat_outgoing_v1 == Some(true) {
         checker.fail(
             "spec.nat-outgoing",
-            None,
-            "the v1 field `nat-outgoing` must not be set (use `natOutgoing`)",
+            Some("true"),
+            "the v1 field `nat-outgoing` must not be true (use `natOutgoing`)",
         );
     }
 }

@@ -3,12 +3,20 @@
 //!
 //! Whether the BGPFilters a peer names exist needs the datastore and is left to the caller.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::{Checker, Family, SelectorContext};
 use crate::resource::ObjectMeta;
 use crate::resource::spec::numorstring::{AsNumber, parse_as_number};
 use crate::resource::spec::{BgpConfigurationSpec, BgpPeerSpec, NodeSpec};
 
 const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
+
+static IGNORED_INTERFACE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_.*-]{1,15}$").expect("the ignored interface pattern is a valid regex")
+});
 
 fn as_number(checker: &mut Checker, path: &str, value: Option<&AsNumber>) {
     if let Some(value) = value {
@@ -110,7 +118,7 @@ pub(super) fn node(checker: &mut Checker, spec: &mut NodeSpec) {
     }
     for (index, address) in spec.addresses.iter().enumerate() {
         let path = format!("spec.addresses[{index}]");
-        checker.address_or_cidr(&format!("{path}.address"), &address.address, Family::Any);
+        checker.network(&format!("{path}.address"), &address.address, Family::Any);
         if !address.address_type.is_empty() {
             checker.one_of(
                 &format!("{path}.type"),
@@ -153,11 +161,6 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
         spec.peer_selector.as_ref(),
         SelectorContext::Plain,
     );
-    checker.selector(
-        "spec.localWorkloadSelector",
-        spec.local_workload_selector.as_ref(),
-        SelectorContext::Plain,
-    );
     let peer_family = if spec.peer_ip.is_empty() {
         None
     } else {
@@ -177,34 +180,13 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
         spec.source_address.as_ref(),
         &["UseNodeIP", "None"],
     );
-    checker.one_of(
-        "spec.failureDetectionMode",
-        spec.failure_detection_mode.as_ref(),
-        &["None", "BFDIfDirectlyConnected"],
-    );
-    checker.one_of(
-        "spec.restartMode",
-        spec.restart_mode.as_ref(),
-        &["GracefulRestart", "LongLivedGracefulRestart"],
-    );
-    checker.one_of(
-        "spec.birdGatewayMode",
-        spec.bird_gateway_mode.as_ref(),
-        &["Recursive", "DirectIfDirectlyConnected"],
-    );
-    checker.one_of(
-        "spec.nextHopMode",
-        spec.next_hop_mode.as_ref(),
-        &["Auto", "Self", "Keep"],
-    );
     checker.duration("spec.maxRestartTime", spec.max_restart_time.as_ref());
-    checker.duration("spec.keepaliveTime", spec.keepalive_time.as_ref());
     checker.in_range("spec.ttlSecurity", spec.ttl_security, 0, 255);
     checker.in_range(
         "spec.numAllowedLocalASNumbers",
         spec.num_allowed_local_as_numbers,
         0,
-        i64::from(u32::MAX),
+        i64::from(i32::MAX),
     );
     if let Some(reference) = spec
         .password
@@ -312,6 +294,8 @@ pub(super) fn bgp_configuration(
         let path = format!("spec.communities[{index}]");
         if community.name.is_empty() {
             checker.fail(format!("{path}.name"), None, "community name is required");
+        } else {
+            checker.name(&format!("{path}.name"), &community.name);
         }
         if !is_community_value(&community.value) {
             checker.fail(
@@ -347,11 +331,37 @@ pub(super) fn bgp_configuration(
         spec.bind_mode.as_ref(),
         &["None", "NodeIP"],
     );
-    if let Some(address) = &spec.local_workload_peering_ipv4 {
-        checker.ip("spec.localWorkloadPeeringIPV4", address, Family::V4);
+    for (index, interface) in spec.ignored_interfaces.iter().enumerate() {
+        if interface == "*" || !IGNORED_INTERFACE.is_match(interface) {
+            checker.fail(
+                format!("spec.ignoredInterfaces[{index}]"),
+                Some(interface),
+                "must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
+            );
+        }
     }
-    if let Some(address) = &spec.local_workload_peering_ipv6 {
-        checker.ip("spec.localWorkloadPeeringIPV6", address, Family::V6);
+    if !spec.communities.is_empty() && spec.prefix_advertisements.is_empty() {
+        checker.fail(
+            "spec.communities",
+            None,
+            "communities are defined but not used in spec.prefixAdvertisements",
+        );
+    }
+    if spec.node_to_node_mesh_enabled == Some(false) {
+        if spec.node_mesh_password.is_some() {
+            checker.fail(
+                "spec.nodeMeshPassword",
+                None,
+                "nodeMeshPassword cannot be set when nodeToNodeMeshEnabled is false",
+            );
+        }
+        if spec.node_mesh_max_restart_time.is_some() {
+            checker.fail(
+                "spec.nodeMeshMaxRestartTime",
+                None,
+                "nodeMeshMaxRestartTime cannot be set when nodeToNodeMeshEnabled is false",
+            );
+        }
     }
     if metadata.name != "default" {
         let restricted = [
@@ -365,6 +375,12 @@ pub(super) fn bgp_configuration(
                 !spec.service_load_balancer_ips.is_empty(),
             ),
             ("serviceExternalIPs", !spec.service_external_ips.is_empty()),
+            ("serviceClusterIPs", !spec.service_cluster_ips.is_empty()),
+            ("nodeMeshPassword", spec.node_mesh_password.is_some()),
+            (
+                "nodeMeshMaxRestartTime",
+                spec.node_mesh_max_restart_time.is_some(),
+            ),
         ];
         for (field, set) in restricted {
             if set {

@@ -331,7 +331,9 @@ fn rule(checker: &mut Checker, path: &str, rule: &Rule, direction: Direction, ow
         }
     }
     let icmp_protocol = rule.protocol.as_ref().and_then(icmp_family);
-    match (icmp_protocol, rule.ip_version) {
+    // Upstream checks the ICMP family against ipVersion for `notProtocol` too.
+    let icmp_family_named = icmp_protocol.or(rule.not_protocol.as_ref().and_then(icmp_family));
+    match (icmp_family_named, rule.ip_version) {
         (Some(Family::V4), Some(6)) => checker.fail(
             format!("{path}.ipVersion"),
             Some("6"),
@@ -367,7 +369,7 @@ fn rule(checker: &mut Checker, path: &str, rule: &Rule, direction: Direction, ow
         }
         for (field, nets) in [("nets", &entity.nets), ("notNets", &entity.not_nets)] {
             for (index, net) in nets.iter().enumerate() {
-                let Some(cidr) = Cidr::parse_address_or_cidr(net) else {
+                let Some(cidr) = Cidr::parse(net) else {
                     continue;
                 };
                 families.insert(cidr.is_ipv4());
@@ -395,6 +397,13 @@ fn rule(checker: &mut Checker, path: &str, rule: &Rule, direction: Direction, ow
     if let Some(http) = &rule.http {
         http_match(checker, path, http, rule, direction);
     }
+    if let Some(metadata) = &rule.metadata {
+        super::annotations(
+            checker,
+            &format!("{path}.metadata.annotations"),
+            &metadata.annotations,
+        );
+    }
 }
 
 fn icmp_fields(checker: &mut Checker, path: &str, icmp: &IcmpFields, protocol: Option<Family>) {
@@ -416,6 +425,33 @@ fn icmp_fields(checker: &mut Checker, path: &str, icmp: &IcmpFields, protocol: O
     }
 }
 
+/// A rule's `nets`/`notNets` entry: upstream parses these as CIDRs (a prefix length is required) and
+/// requires them strictly masked.
+fn rule_net(checker: &mut Checker, path: &str, value: &str) -> Option<Cidr> {
+    match Cidr::parse(value) {
+        None => {
+            checker.fail(
+                path,
+                Some(value),
+                "must be a CIDR with a prefix length, e.g. `10.0.0.0/8` or `10.0.0.1/32`",
+            );
+            None
+        }
+        Some(cidr) if !cidr.is_strictly_masked() => {
+            checker.fail(
+                path,
+                Some(value),
+                format!(
+                    "CIDR is not strictly masked (did you mean `{}`?)",
+                    cidr.network()
+                ),
+            );
+            None
+        }
+        Some(cidr) => Some(cidr),
+    }
+}
+
 fn entity_rule(
     checker: &mut Checker,
     path: &str,
@@ -425,11 +461,11 @@ fn entity_rule(
     owner: RuleOwner,
 ) {
     for (index, net) in entity.nets.iter().enumerate() {
-        checker.address_or_cidr(&format!("{path}.nets[{index}]"), net, Family::Any);
+        rule_net(checker, &format!("{path}.nets[{index}]"), net);
     }
     for (index, net) in entity.not_nets.iter().enumerate() {
         let net_path = format!("{path}.notNets[{index}]");
-        if let Some(cidr) = checker.address_or_cidr(&net_path, net, Family::Any) {
+        if let Some(cidr) = rule_net(checker, &net_path, net) {
             if cidr.is_catch_all() {
                 checker.fail(
                     net_path,
@@ -501,8 +537,12 @@ fn entity_rule(
     } else {
         checker.name(&format!("{services_path}.name"), &services.name);
     }
+    let position_allowed = matches!(
+        (side, direction),
+        ("destination", Direction::Egress) | ("source", Direction::Ingress)
+    );
     if services.namespace.is_empty() {
-        if owner == RuleOwner::GlobalNetworkPolicy {
+        if owner == RuleOwner::GlobalNetworkPolicy && position_allowed {
             checker.fail(
                 format!("{services_path}.namespace"),
                 None,
@@ -582,13 +622,7 @@ fn http_match(
     let mut seen = BTreeSet::new();
     for (index, method) in http.methods.iter().enumerate() {
         let method_path = format!("{http_path}.methods[{index}]");
-        if method.is_empty() || !method.chars().all(|c| c.is_ascii_uppercase()) {
-            checker.fail(
-                method_path,
-                Some(method),
-                "HTTP method must be upper case letters, e.g. `GET`",
-            );
-        } else if !seen.insert(method) {
+        if !seen.insert(method) {
             checker.fail(
                 method_path,
                 Some(method),
@@ -610,11 +644,11 @@ fn http_match(
                 } else {
                     "prefix"
                 };
-                if !value.starts_with('/') || value.contains(['?', '#']) {
+                if !value.starts_with('/') || value.contains(['?', '#', ' ']) {
                     checker.fail(
                         format!("{match_path}.{field}"),
                         Some(value),
-                        "HTTP path must start with `/` and contain no `?` or `#`",
+                        "HTTP path must start with `/` and contain no `?`, `#` or space",
                     );
                 }
             }

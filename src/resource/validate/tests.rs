@@ -179,7 +179,7 @@ spec:
   bpfEnabled: false
   kubeNodePortRanges: [30000:32767]
   failsafeInboundHostPorts: [{protocol: TCP, port: 22}]
-  externalNodesCIDRList: [192.0.2.0/24]
+  externalNodesList: [192.0.2.0/24]
   routeTableRanges: [{min: 1, max: 250}]
   healthTimeoutOverrides: [{name: InternalDataplaneMainLoop, timeout: 30s}]
 "#,
@@ -384,7 +384,7 @@ spec:
             &[
                 "spec.ingress[0].source.notNets[0] = '::/0': a catch-all CIDR cannot be negated (the rule would never match)",
                 "spec.ingress[0]: rule contains both IPv4 and IPv6 CIDRs",
-                "spec.ingress[1].destination.nets[1] = '10.0.0.0/33': must be a valid address or CIDR",
+                "spec.ingress[1].destination.nets[1] = '10.0.0.0/33': must be a CIDR with a prefix length, e.g. `10.0.0.0/8` or `10.0.0.1/32`",
                 "spec.ingress[1].destination.nets[0] = '2001:db8::/32': CIDR family does not match the rule's ipVersion 4",
             ],
         ),
@@ -486,17 +486,36 @@ spec:
 "#,
             &[
                 "spec.ingress[0].destination.services: a destination services match is only allowed in egress rules",
-                "spec.ingress[0].destination.services.namespace: must specify a namespace for a services match in a GlobalNetworkPolicy",
                 "spec.ingress[0].http: an HTTP match is only allowed in rules with action `Allow`",
                 "spec.ingress[0].protocol = 'UDP': rules with an HTTP match must use protocol `TCP`",
-                "spec.ingress[0].http.methods[0] = 'get': HTTP method must be upper case letters, e.g. `GET`",
                 "spec.ingress[0].http.methods[2] = 'GET': HTTP method listed more than once",
                 "spec.ingress[0].http.paths[0]: exactly one of `exact` or `prefix` must be set",
-                "spec.ingress[0].http.paths[1].prefix = 'api': HTTP path must start with `/` and contain no `?` or `#`",
+                "spec.ingress[0].http.paths[1].prefix = 'api': HTTP path must start with `/` and contain no `?`, `#` or space",
                 "spec.egress[0].destination.services: a services match cannot be combined with `selector`",
                 "spec.egress[0].destination.services: a destination services match cannot be combined with ports (the service's ports are used)",
                 "spec.egress[0].destination.ports: rules that specify ports must set protocol to `TCP`, `UDP` or `SCTP`",
                 "spec.egress[0].http: an HTTP match is not allowed in egress rules",
+            ],
+        ),
+        (
+            "rule nets must be strictly masked CIDRs; notProtocol ICMPv6 needs ipVersion 6",
+            r#"
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: strict}
+spec:
+  ingress:
+    - action: Allow
+      ipVersion: 4
+      notProtocol: ICMPv6
+      source: {nets: [10.1.2.3/16, 10.0.0.1]}
+      metadata: {annotations: {"bad key": x}}
+"#,
+            &[
+                "spec.ingress[0].ipVersion = '4': protocol `ICMPv6` requires ipVersion 6 (use `ICMP` for IPv4)",
+                "spec.ingress[0].source.nets[0] = '10.1.2.3/16': CIDR is not strictly masked (did you mean `10.1.0.0/16`?)",
+                "spec.ingress[0].source.nets[1] = '10.0.0.1': must be a CIDR with a prefix length, e.g. `10.0.0.0/8` or `10.0.0.1/32`",
+                "spec.ingress[0].metadata.annotations[bad key]: invalid annotation key: key name must consist of alphanumerics, `-`, `_` or `.`, and start and end with an alphanumeric character",
             ],
         ),
         (
@@ -669,12 +688,11 @@ spec: {cidr: 169.254.0.0/20}
 apiVersion: projectcalico.org/v3
 kind: IPPool
 metadata: {name: pool}
-spec: {cidr: 10.0.0.0/16, ipipMode: Always, vxlanMode: CrossSubnet, allowedUses: [Workload, LoadBalancer], assignmentMode: Sometimes}
+spec: {cidr: 10.0.0.0/16, ipipMode: Always, vxlanMode: CrossSubnet, allowedUses: [Workload, LoadBalancer]}
 "#,
             &[
                 "spec.vxlanMode = 'CrossSubnet': IPIP and VXLAN cannot both be enabled on one pool",
                 "spec.allowedUses[1] = 'LoadBalancer': must be one of `Workload` or `Tunnel`",
-                "spec.assignmentMode = 'Sometimes': must be one of `Automatic` or `Manual`",
             ],
         ),
         (
@@ -686,11 +704,11 @@ metadata: {name: pool}
 spec: {ipipMode: always, nodeSelector: "a == (", ipip: {enabled: true}, nat-outgoing: true}
 "#,
             &[
-                "spec.cidr: IPPool CIDR is required",
+                "spec.cidr: IPPool CIDR must be specified",
                 "spec.ipipMode = 'always': must be one of `Always`, `CrossSubnet` or `Never`",
                 "spec.nodeSelector = 'a == (': invalid selector: unbalanced brackets",
                 "spec.ipip: the v1 field `ipip` must not be set (use `ipipMode`)",
-                "spec.nat-outgoing: the v1 field `nat-outgoing` must not be set (use `natOutgoing`)",
+                "spec.nat-outgoing = 'true': the v1 field `nat-outgoing` must not be true (use `natOutgoing`)",
             ],
         ),
         (
@@ -699,9 +717,23 @@ spec: {ipipMode: always, nodeSelector: "a == (", ipip: {enabled: true}, nat-outg
 apiVersion: projectcalico.org/v3
 kind: IPPool
 metadata: {name: pool}
-spec: {cidr: 10.0.0.0}
+spec: {cidr: 10.0.0.0/8/8}
 "#,
-            &["spec.cidr = '10.0.0.0': IPPool CIDR must be a valid subnet (address/prefix length)"],
+            &[
+                "spec.cidr = '10.0.0.0/8/8': IPPool CIDR must be a valid subnet (address/prefix length)",
+            ],
+        ),
+        (
+            "a bare address is a one-address pool, too small",
+            r#"
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: pool}
+spec: {cidr: 10.0.0.1}
+"#,
+            &[
+                "spec.cidr = '10.0.0.1': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)",
+            ],
         ),
     ];
     check_table(table);
@@ -774,9 +806,9 @@ spec: {peerIP: "10.0.0.1:179", reachableBy: "2001:db8::1"}
 apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: peer}
-spec: {peerIP: 10.0.0.1, sourceAddress: NodeIP, keepaliveTime: 30, filters: [Bad]}
+spec: {peerIP: 10.0.0.1, sourceAddress: NodeIP, maxRestartTime: 30, filters: [Bad]}
 "#,
-            &["spec.keepaliveTime: invalid type: integer `30`, expected a string"],
+            &["spec.maxRestartTime: invalid type: integer `30`, expected a string"],
         ),
     ];
     check_table(table);
@@ -789,14 +821,14 @@ fn invalid_bgp_peer_fields_are_all_reported() {
 apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: peer}
-spec: {peerIP: 10.0.0.1, sourceAddress: NodeIP, keepaliveTime: 30s0, filters: [Bad]}
+spec: {peerIP: 10.0.0.1, sourceAddress: NodeIP, maxRestartTime: 30s0, filters: [Bad]}
 "#,
     );
     assert_eq!(
         errors,
         [
             "spec.sourceAddress = 'NodeIP': must be one of `UseNodeIP` or `None`",
-            "spec.keepaliveTime = '30s0': duration is missing a unit (one of ns, us, ms, s, m, h)",
+            "spec.maxRestartTime = '30s0': duration is missing a unit (one of ns, us, ms, s, m, h)",
             "spec.filters[0] = 'Bad': name must consist of lower case alphanumeric characters, `-` or `.`, and start and end with an alphanumeric character",
         ]
     );
@@ -948,14 +980,12 @@ spec:
   prometheusMetricsPort: 70000
   controllers:
     node: {reconcilerPeriod: 5 minutes, leakGracePeriod: 1d, syncLabels: "yes"}
-    loadBalancer: {assignIPs: Some}
 "#,
             &[
                 "spec.prometheusMetricsPort = '70000': must be between 0 and 65535",
                 "spec.controllers.node.reconcilerPeriod = '5 minutes': duration has an unknown unit ` minutes` (one of ns, us, ms, s, m, h)",
                 "spec.controllers.node.leakGracePeriod = '1d': duration has an unknown unit `d` (one of ns, us, ms, s, m, h)",
                 "spec.controllers.node.syncLabels = 'yes': must be one of `Enabled` or `Disabled`",
-                "spec.controllers.loadBalancer.assignIPs = 'Some': must be one of `AllServices` or `RequestedServicesOnly`",
             ],
         ),
         (
@@ -985,11 +1015,7 @@ spec:
   logSeverityScreen: info
   reportingInterval: 30
   kubeNodePortRanges: [http, 1:2, 3:4, 5:6, 7:8, 9:10, 11:12, 13:14]
-  externalNodesCIDRList: ["2001:db8::/32"]
-  natOutgoingAddress: "::1"
-  routeTableRange: {min: 1, max: 250}
-  routeTableRanges: [{min: 300, max: 200}]
-  openstackRegion: Region_One
+  externalNodesList: ["2001:db8::/32"]
 "#,
             &["spec.reportingInterval: invalid type: integer `30`, expected a string"],
         ),
@@ -1003,22 +1029,34 @@ spec:
   logSeverityScreen: info
   reportingInterval: 30x
   kubeNodePortRanges: [http, 1:2, 3:4, 5:6, 7:8, 9:10, 11:12, 13:14]
-  externalNodesCIDRList: ["2001:db8::/32"]
+  externalNodesList: ["2001:db8::/32"]
   natOutgoingAddress: "::1"
-  routeTableRange: {min: 1, max: 250}
-  routeTableRanges: [{min: 300, max: 200}]
+  routeTableRange: {min: 1, max: 251}
+  routeTableRanges: [{min: 300, max: 200}, {min: 0, max: 70000}]
   openstackRegion: Region_One
+  featureGates: "a=true,b"
+  mtuIfacePattern: "^(eth"
+  failsafeInboundHostPorts: [{protocol: ICMP, port: 0}]
+  healthTimeoutOverrides: [{name: "x/y", timeout: -5s}]
 "#,
             &[
                 "spec.logSeverityScreen = 'info': must be one of `Debug`, `Info`, `Warning`, `Error` or `Fatal`",
                 "spec.reportingInterval = '30x': duration has an unknown unit `x` (one of ns, us, ms, s, m, h)",
-                "spec.kubeNodePortRanges: at most 7 ranges are allowed, found 8",
+                "spec.featureGates = 'a=true,b': must be a comma-separated list of `key=value` pairs",
+                "spec.mtuIfacePattern = '^(eth': must be a valid regular expression: error: unclosed group",
+                "spec.healthTimeoutOverrides[0].name = 'x/y': name must be letters, digits, `_`, `-` or spaces",
+                "spec.healthTimeoutOverrides[0].timeout = '-5s': timeout must not be negative",
+                "spec.failsafeInboundHostPorts[0].protocol = 'ICMP': must be one of `TCP`, `UDP` or `SCTP`",
+                "spec.kubeNodePortRanges: node port ranges list is too long: at most 7 ranges, found 8",
                 "spec.kubeNodePortRanges[0] = 'http': named ports are not allowed here (use a number or `min:max`)",
-                "spec.externalNodesCIDRList[0] = '2001:db8::/32': must be a valid IPv4 address or CIDR",
+                "spec.externalNodesList[0] = '2001:db8::/32': must be a valid IPv4 address or CIDR",
                 "spec.natOutgoingAddress = '::1': must be a valid IPv4 address",
-                "spec.routeTableRanges: routeTableRange and routeTableRanges cannot both be set (use routeTableRanges)",
-                "spec.routeTableRanges[0] = '300-200': route table range must have 1 <= min <= max <= 4294967295",
-                "spec.openstackRegion = 'Region_One': must be a DNS label of at most 46 characters (it becomes part of a namespace name)",
+                "spec.routeTableRange: routeTableRange cannot be set when routeTableRanges is also set",
+                "spec.routeTableRange = '1-251': must be a range of route table indices within 1..250",
+                "spec.routeTableRanges[0] = '300-200': min cannot be greater than max",
+                "spec.routeTableRanges[1] = '0-70000': cannot target indices below 1",
+                "spec.routeTableRanges: targets too many tables: 70001, at most 65535",
+                "spec.openstackRegion = 'Region_One': must be a valid DNS label",
             ],
         ),
         (
@@ -1037,9 +1075,48 @@ spec:
             &[
                 "spec.listenPort = '0': must be between 1 and 65535",
                 "spec.communities[0].value = '70000:1': community value must be `aa:nn` (16-bit numbers) or `aa:nn:mm` (32-bit numbers)",
+                "spec.communities: communities are defined but not used in spec.prefixAdvertisements",
                 "spec.nodeToNodeMeshEnabled: cannot set nodeToNodeMeshEnabled on a non default BGP Configuration (only on `default`)",
                 "spec.asNumber: cannot set asNumber on a non default BGP Configuration (only on `default`)",
                 "spec.serviceExternalIPs: cannot set serviceExternalIPs on a non default BGP Configuration (only on `default`)",
+            ],
+        ),
+        (
+            "bgp configuration with the mesh disabled",
+            r#"
+apiVersion: projectcalico.org/v3
+kind: BGPConfiguration
+metadata: {name: default}
+spec:
+  nodeToNodeMeshEnabled: false
+  nodeMeshMaxRestartTime: 120s
+  ignoredInterfaces: ["*", "eth*", a-very-long-interface-name]
+  prefixAdvertisements: [{cidr: 10.0.0.0/8, communities: [unknown]}]
+"#,
+            &[
+                "spec.prefixAdvertisements[0].communities[0] = 'unknown': must name a community of spec.communities or be a community value `aa:nn` / `aa:nn:mm`",
+                "spec.ignoredInterfaces[0] = '*': must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
+                "spec.ignoredInterfaces[2] = 'a-very-long-interface-name': must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
+                "spec.nodeMeshMaxRestartTime: nodeMeshMaxRestartTime cannot be set when nodeToNodeMeshEnabled is false",
+            ],
+        ),
+        (
+            "workload endpoint networks and NATs",
+            r#"
+apiVersion: projectcalico.org/v3
+kind: WorkloadEndpoint
+metadata: {name: wep, namespace: prod}
+spec:
+  interfaceName: cali0
+  ipNetworks: [10.0.0.0/24, 10.0.1.5/32]
+  ipNATs: [{internalIP: 10.9.9.9, externalIP: "2001:db8::1"}]
+  ports: [{protocol: UDP, port: 53}]
+"#,
+            &[
+                "spec.ipNetworks[0] = '10.0.0.0/24': IP network contains multiple addresses (use a /32 or /128)",
+                "spec.ipNATs[0].externalIP = '2001:db8::1': internal and external IPs must be of the same IP version",
+                "spec.ipNATs[0].internalIP = '10.9.9.9': NAT internal IP is not in the endpoint's ipNetworks",
+                "spec.ports[0].name: port name must not be empty when no hostPort is specified",
             ],
         ),
         (
@@ -1113,6 +1190,7 @@ spec: {ipNetworks: [10.0.0.300/32], ipv4Gateway: "::1", mac: nope, ports: [{name
             &[
                 "spec.ipNetworks[0] = '10.0.0.300/32': must be a valid address or CIDR",
                 "spec.ipv4Gateway = '::1': must be a valid IPv4 address",
+                "spec.interfaceName: interface name is required",
                 "spec.mac = 'nope': must be a valid MAC address",
                 "spec.ports[0].hostPort = '70000': must be between 0 and 65535",
             ],
