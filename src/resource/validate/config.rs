@@ -537,22 +537,19 @@ fn is_key_value_list(value: &str) -> bool {
         .all(|item| KEY_VALUE.is_match(item))
 }
 
-/// Upstream's FelixConfiguration defaulting, including the mapping of the deprecated
-/// `bpfConnectTimeLoadBalancingEnabled` onto its two replacements.
+/// Upstream's FelixConfiguration defaulting. The deprecated `bpfConnectTimeLoadBalancingEnabled`,
+/// when set, overrides both of its replacements (whatever they say), as upstream does.
 fn default_felix(spec: &mut FelixConfigurationSpec) {
-    if spec.floating_ips.is_none() {
-        spec.floating_ips = Some("Disabled".to_string());
-    }
-    let (load_balancing, host_nat) = match spec.bpf_connect_time_load_balancing_enabled {
-        Some(true) => ("Enabled", "Disabled"),
-        Some(false) => ("Disabled", "Enabled"),
-        None => ("TCP", "Enabled"),
-    };
-    if spec.bpf_connect_time_load_balancing.is_none() {
+    spec.floating_ips
+        .get_or_insert_with(|| "Disabled".to_string());
+    spec.bpf_connect_time_load_balancing
+        .get_or_insert_with(|| "TCP".to_string());
+    spec.bpf_host_networked_nat_without_ctlb
+        .get_or_insert_with(|| "Enabled".to_string());
+    if let Some(enabled) = spec.bpf_connect_time_load_balancing_enabled {
+        let load_balancing = if enabled { "Enabled" } else { "Disabled" };
         spec.bpf_connect_time_load_balancing = Some(load_balancing.to_string());
-    }
-    if spec.bpf_host_networked_nat_without_ctlb.is_none() {
-        spec.bpf_host_networked_nat_without_ctlb = Some(host_nat.to_string());
+        spec.bpf_host_networked_nat_without_ctlb = Some("Disabled".to_string());
     }
 }
 

@@ -227,8 +227,7 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         checker.fail("spec.cidr", None, "IPPool CIDR must be specified");
         None
     } else {
-        // As upstream, a bare address is accepted as a one-address network.
-        match Cidr::parse_address_or_cidr(&spec.cidr) {
+        match Cidr::parse(&spec.cidr) {
             None => {
                 checker.fail(
                     "spec.cidr",

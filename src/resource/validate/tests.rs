@@ -724,16 +724,14 @@ spec: {cidr: 10.0.0.0/8/8}
             ],
         ),
         (
-            "a bare address is a one-address pool, too small",
+            "a bare address is not a subnet",
             r#"
 apiVersion: projectcalico.org/v3
 kind: IPPool
 metadata: {name: pool}
 spec: {cidr: 10.0.0.1}
 "#,
-            &[
-                "spec.cidr = '10.0.0.1': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)",
-            ],
+            &["spec.cidr = '10.0.0.1': IPPool CIDR must be a valid subnet (address/prefix length)"],
         ),
     ];
     check_table(table);
