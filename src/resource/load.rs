@@ -123,6 +123,9 @@ pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, L
 
 /// Reads a file, or every `.yaml`/`.yml`/`.json` file (any case) of a directory in sorted order,
 /// descending into sub-directories when `recursive`. Returns each file's origin and resources.
+///
+/// An empty file or directory gives an empty list: whether that is an error (upstream's "no
+/// resources specified", unless `--skip-empty`) is the caller's decision.
 pub fn load_path(path: &Path, recursive: bool) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
     load_path_located(path, recursive).map(|files| {
         files
@@ -175,8 +178,8 @@ fn collect_files(
     for entry in std::fs::read_dir(directory).map_err(read_error)? {
         let entry = entry.map_err(read_error)?;
         let path = entry.path();
-        let file_type = entry.file_type().map_err(read_error)?;
-        if path.is_dir() || (file_type.is_symlink() && path.is_dir()) {
+        // `is_dir` follows symbolic links, as upstream's directory walk does.
+        if path.is_dir() {
             if recursive {
                 collect_files(&path, recursive, files)?;
             }

@@ -16,7 +16,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use kind::{API_VERSION, Kind, UnknownKind};
-pub use load::{LoadError, load_and_validate, load_path, parse_documents};
+pub use load::{
+    Input, LoadError, LocatedResource, Location, load_and_validate, load_path, parse_documents,
+    parse_located,
+};
 pub use validate::{FieldError, ValidationError, validate_and_default};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.

@@ -225,3 +225,38 @@ fn load_and_validate_returns_defaulted_resources() {
     assert_eq!(files[0].0, "<stdin>");
     assert_eq!(files[0].1[0].spec["blockSize"], 26);
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The loader reports bad input as errors; it never panics, whatever the bytes.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse_documents(&text, "<fuzz>");
+        }
+
+        /// Every resource of a generated stream comes back, in order, whatever empty documents
+        /// and comments sit between them.
+        #[test]
+        fn generated_streams_load_every_document(
+            names in proptest::collection::vec("[a-z][a-z0-9-]{0,20}[a-z0-9]", 0..8),
+            padding in proptest::collection::vec(0usize..3, 8),
+        ) {
+            let mut text = String::new();
+            for (index, name) in names.iter().enumerate() {
+                for _ in 0..padding[index] {
+                    text.push_str("---\n# nothing here\n");
+                }
+                text.push_str(&format!(
+                    "---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata:\n  name: {name}\n"
+                ));
+            }
+            let resources = parse_documents(&text, "<generated>").unwrap();
+            let loaded: Vec<String> = resources.into_iter().map(|r| r.metadata.name).collect();
+            prop_assert_eq!(loaded, names);
+        }
+    }
+}

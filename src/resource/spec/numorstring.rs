@@ -9,14 +9,51 @@
 use std::fmt;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, Unexpected, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// A number or a string, exactly as written in the document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum NumberOrString {
     Number(i64),
     Text(String),
+}
+
+/// Hand-written rather than `#[serde(untagged)]` so that a wrong type says what was expected
+/// instead of "data did not match any variant".
+impl<'de> Deserialize<'de> for NumberOrString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NumberOrStringVisitor;
+
+        impl Visitor<'_> for NumberOrStringVisitor {
+            type Value = NumberOrString;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a whole number or a string")
+            }
+
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Self::Value, E> {
+                Ok(NumberOrString::Number(value))
+            }
+
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Self::Value, E> {
+                i64::try_from(value)
+                    .map(NumberOrString::Number)
+                    .map_err(|_| E::invalid_value(Unexpected::Unsigned(value), &self))
+            }
+
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Self::Value, E> {
+                Ok(NumberOrString::Text(value.to_string()))
+            }
+
+            fn visit_string<E: de::Error>(self, value: String) -> Result<Self::Value, E> {
+                Ok(NumberOrString::Text(value))
+            }
+        }
+
+        deserializer.deserialize_any(NumberOrStringVisitor)
+    }
 }
 
 impl fmt::Display for NumberOrString {
@@ -214,6 +251,20 @@ mod tests {
         assert!(check_protocol(&NumberOrString::Number(0)).is_err());
         assert!(protocol_supports_ports(&NumberOrString::Number(132)));
         assert!(!protocol_supports_ports(&text("ICMP")));
+    }
+
+    #[test]
+    fn wrong_types_say_what_was_expected() {
+        let error = serde_json::from_value::<NumberOrString>(serde_json::json!({})).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid type: map, expected a whole number or a string"
+        );
+        let error = serde_json::from_value::<NumberOrString>(serde_json::json!(1.5)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid type: floating point `1.5`, expected a whole number or a string"
+        );
     }
 
     #[test]

@@ -1306,3 +1306,38 @@ fn defaulting_snapshots() {
         insta::assert_yaml_snapshot!(format!("defaulted_{name}"), defaulted(text));
     }
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use crate::resource::Resource;
+    use crate::resource::validate::{SelectorContext, check_selector, validate_and_default};
+
+    proptest! {
+        /// Validation of arbitrary specs reports errors and never panics.
+        #[test]
+        fn arbitrary_specs_never_panic(
+            kind_index in 0usize..16,
+            cidr in "[0-9a-f:./]{0,24}",
+            port in proptest::num::i64::ANY,
+            text in "\\PC{0,30}",
+        ) {
+            let kind = crate::resource::Kind::ALL[kind_index];
+            let mut resource = Resource::new(kind, "fuzz");
+            if kind.is_namespaced() {
+                resource.metadata.namespace = Some("default".to_string());
+            }
+            resource.spec = serde_json::json!({
+                "cidr": cidr,
+                "ingress": [{"action": "Allow", "protocol": "TCP", "destination": {"ports": [port, text]}}],
+            });
+            let _ = validate_and_default(&mut resource);
+        }
+
+        #[test]
+        fn arbitrary_selectors_never_panic(text in "\\PC{0,60}") {
+            let _ = check_selector("spec.selector", &text, SelectorContext::Plain);
+            let _ = check_selector("spec.selector", &text, SelectorContext::EntityRuleNamespace);
+        }
+    }
+}
