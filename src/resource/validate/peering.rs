@@ -282,7 +282,7 @@ pub(super) fn bgp_configuration(
         ("serviceClusterIPs", &spec.service_cluster_ips),
     ] {
         for (index, block) in blocks.iter().enumerate() {
-            checker.address_or_cidr(
+            checker.network(
                 &format!("spec.{field}[{index}].cidr"),
                 &block.cidr,
                 Family::Any,
@@ -307,7 +307,7 @@ pub(super) fn bgp_configuration(
     }
     for (index, advertisement) in spec.prefix_advertisements.iter().enumerate() {
         let path = format!("spec.prefixAdvertisements[{index}]");
-        checker.address_or_cidr(&format!("{path}.cidr"), &advertisement.cidr, Family::Any);
+        checker.network(&format!("{path}.cidr"), &advertisement.cidr, Family::Any);
         for (community_index, community) in advertisement.communities.iter().enumerate() {
             let known = spec
                 .communities

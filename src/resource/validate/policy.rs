@@ -549,12 +549,8 @@ fn entity_rule(
                 "must specify a namespace for a services match in a GlobalNetworkPolicy",
             );
         }
-    } else if !syntax::is_dns_label(&services.namespace) {
-        checker.fail(
-            format!("{services_path}.namespace"),
-            Some(&services.namespace),
-            "namespace must be a DNS label",
-        );
+    } else {
+        checker.name(&format!("{services_path}.namespace"), &services.namespace);
     }
     let combined: Vec<&str> = [
         ("selector", entity.selector.is_some()),

@@ -1088,10 +1088,12 @@ metadata: {name: default}
 spec:
   nodeToNodeMeshEnabled: false
   nodeMeshMaxRestartTime: 120s
+  serviceClusterIPs: [{cidr: 10.96.0.1/12}]
   ignoredInterfaces: ["*", "eth*", a-very-long-interface-name]
   prefixAdvertisements: [{cidr: 10.0.0.0/8, communities: [unknown]}]
 "#,
             &[
+                "spec.serviceClusterIPs[0].cidr = '10.96.0.1/12': CIDR is not strictly masked (did you mean `10.96.0.0/12`?)",
                 "spec.prefixAdvertisements[0].communities[0] = 'unknown': must name a community of spec.communities or be a community value `aa:nn` / `aa:nn:mm`",
                 "spec.ignoredInterfaces[0] = '*': must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
                 "spec.ignoredInterfaces[2] = 'a-very-long-interface-name': must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
