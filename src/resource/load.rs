@@ -55,10 +55,11 @@ pub enum LoadError {
     },
     #[error("{location}: {reason}")]
     Document { location: Location, reason: String },
+    /// A resource that parsed but is invalid. The validation error is the content of this error,
+    /// not a cause, so it is rendered here and not chained as a source.
     #[error("{location}: {error}")]
     Invalid {
         location: Location,
-        #[source]
         error: Box<ValidationError>,
     },
     #[error("`-` (standard input) cannot be loaded as a path: read it and call `parse_documents`")]
