@@ -249,30 +249,56 @@ static PARSER_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r" at line \d+ column \d+").expect("the parser location pattern is a valid regex")
 });
 
-/// Splits `text` into documents as JSON values: a JSON stream when the text starts like JSON, a
-/// YAML stream otherwise.
+/// Splits `text` into documents as JSON values: a JSON stream (concatenated values) when the text is
+/// JSON, a YAML stream otherwise.
 fn split_documents(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
-    let trimmed = text.trim_start();
-    let mut documents = Vec::new();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-        for (index, document) in stream.enumerate() {
-            let document = document.map_err(|error| LoadError::Document {
-                location: Location {
-                    origin: origin.to_string(),
-                    document: index + 1,
-                    item: None,
-                    line: Some(error.line()),
-                },
-                reason: format!(
-                    "invalid JSON: {}",
-                    PARSER_LOCATION.replace_all(&error.to_string(), "")
-                ),
-            })?;
-            documents.push(document);
-        }
-        return Ok(documents);
+    if looks_like_json(text) {
+        split_json(text, origin)
+    } else {
+        split_yaml(text, origin)
     }
+}
+
+/// Whether text is JSON rather than YAML. A YAML flow collection (`[{kind: Tier, ...}]`) starts
+/// with the same brackets, so look past them: JSON's first key or value is quoted (or a number or
+/// a closing bracket), YAML's is usually a bare word.
+fn looks_like_json(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return false;
+    }
+    let first_token = trimmed
+        .chars()
+        .find(|c| !(c.is_whitespace() || *c == '{' || *c == '['));
+    match first_token {
+        None => true,
+        Some(c) => c == '"' || c == '-' || c == '}' || c == ']' || c.is_ascii_digit(),
+    }
+}
+
+fn split_json(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let mut documents = Vec::new();
+    for (index, document) in stream.enumerate() {
+        let document = document.map_err(|error| LoadError::Document {
+            location: Location {
+                origin: origin.to_string(),
+                document: index + 1,
+                item: None,
+                line: Some(error.line()),
+            },
+            reason: format!(
+                "invalid JSON: {}",
+                PARSER_LOCATION.replace_all(&error.to_string(), "")
+            ),
+        })?;
+        documents.push(document);
+    }
+    Ok(documents)
+}
+
+fn split_yaml(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
+    let mut documents = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let document =
             serde_json::Value::deserialize(document).map_err(|error| LoadError::Document {

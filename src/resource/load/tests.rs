@@ -27,6 +27,13 @@ fn json_documents_and_json_arrays() {
 }
 
 #[test]
+fn yaml_flow_sequences_are_not_mistaken_for_json() {
+    let text = "[{apiVersion: projectcalico.org/v3, kind: Tier, metadata: {name: a}}]\n";
+    let resources = parse_documents(text, "flow.yaml").unwrap();
+    assert_eq!(resources[0].metadata.name, "a");
+}
+
+#[test]
 fn typed_and_generic_lists() {
     let text = r#"
 apiVersion: projectcalico.org/v3
