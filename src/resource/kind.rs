@@ -102,12 +102,9 @@ impl Kind {
     /// Names a user may type on the command line (lower-case; matching is case-insensitive).
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
-            Kind::BgpConfiguration => &[
-                "bgpconfiguration",
-                "bgpconfigurations",
-                "bgpconfig",
-                "bgpconfigs",
-            ],
+            Kind::BgpConfiguration => {
+                &["bgpconfiguration", "bgpconfigurations", "bgpconfig", "bgpconfigs"]
+            }
             Kind::BgpPeer => &["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"],
             Kind::ClusterInformation => &[
                 "clusterinformation",
@@ -121,12 +118,9 @@ impl Kind {
                 "felixconfig",
                 "felixconfigs",
             ],
-            Kind::GlobalNetworkPolicy => &[
-                "globalnetworkpolicy",
-                "globalnetworkpolicies",
-                "gnp",
-                "gnps",
-            ],
+            Kind::GlobalNetworkPolicy => {
+                &["globalnetworkpolicy", "globalnetworkpolicies", "gnp", "gnps"]
+            }
             Kind::GlobalNetworkSet => &["globalnetworkset", "globalnetworksets", "gnetsets"],
             Kind::HostEndpoint => &["hostendpoint", "hostendpoints", "hep", "heps"],
             Kind::IpPool => &["ippool", "ippools", "ipp", "ipps", "pool", "pools"],
@@ -155,7 +149,9 @@ impl Kind {
             Kind::Node => &["node", "nodes", "no", "nos"],
             Kind::Profile => &["profile", "profiles", "pro", "pros"],
             Kind::Tier => &["tier", "tiers"],
-            Kind::WorkloadEndpoint => &["workloadendpoint", "workloadendpoints", "wep", "weps"],
+            Kind::WorkloadEndpoint => {
+                &["workloadendpoint", "workloadendpoints", "wep", "weps"]
+            }
         }
     }
 
