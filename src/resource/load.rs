@@ -3,9 +3,9 @@
 //! A file holds any number of documents (a YAML stream separated by `---`, or concatenated JSON
 //! values); each document is one resource, a `List` / `<Kind>List` with `items`, or a sequence of
 //! resources. Every error says where it is: the origin (a file path or `<stdin>`), the 1-based
-//! document index, the list item when there is one, and the line when the YAML or JSON parser gives
-//! one. This module reads files but never writes, and never talks to a datastore; standard input is
-//! read by the caller and passed in as text.
+//! document index, the list item when there is one, and a line: the parser's for syntax errors, the
+//! line the document starts on for anything found later. This module reads files but never writes,
+//! and never talks to a datastore; standard input is read by the caller and passed in as text.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,14 +26,20 @@ pub struct Location {
     pub document: usize,
     /// The 1-based index of the item when the document is a list.
     pub item: Option<usize>,
-    /// The 1-based line, when the parser reported one.
+    /// The 1-based line of the problem, when the parser reported one.
     pub line: Option<usize>,
+    /// The 1-based line where the document starts, when it is known.
+    pub document_line: Option<usize>,
 }
 
-/// Renders as `` `file.yaml` document 2, item 3, line 14 ``.
+/// Renders as `` `file.yaml` document 2, line 14 `` for a parser error, and as
+/// `` `file.yaml` document 2 (from line 9), item 3 `` for a problem found after parsing.
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "`{}` document {}", self.origin, self.document)?;
+        if let (None, Some(document_line)) = (self.line, self.document_line) {
+            write!(f, " (from line {document_line})")?;
+        }
         if let Some(item) = self.item {
             write!(f, ", item {item}")?;
         }
@@ -110,12 +116,14 @@ pub fn parse_documents(text: &str, origin: &str) -> Result<Vec<Resource>, LoadEr
 /// As [`parse_documents`], keeping where each resource was found.
 pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, LoadError> {
     let mut resources = Vec::new();
-    for (index, document) in split_documents(text, origin)?.into_iter().enumerate() {
+    for (index, (document, document_line)) in split_documents(text, origin)?.into_iter().enumerate()
+    {
         let location = Location {
             origin: origin.to_string(),
             document: index + 1,
             item: None,
             line: None,
+            document_line,
         };
         document_resources(document, location, &mut resources)?;
     }
@@ -249,9 +257,12 @@ static PARSER_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r" at line \d+ column \d+").expect("the parser location pattern is a valid regex")
 });
 
-/// Splits `text` into documents as JSON values: a JSON stream (concatenated values) when the text is
-/// JSON, a YAML stream otherwise.
-fn split_documents(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
+/// A document as JSON and the line it starts on, when known.
+type Document = (serde_json::Value, Option<usize>);
+
+/// Splits `text` into documents: a JSON stream (concatenated values) when the text is JSON, a
+/// YAML stream otherwise.
+fn split_documents(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
     if looks_like_json(text) {
         split_json(text, origin)
     } else {
@@ -276,28 +287,42 @@ fn looks_like_json(text: &str) -> bool {
     }
 }
 
-fn split_json(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+fn split_json(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
     let mut documents = Vec::new();
-    for (index, document) in stream.enumerate() {
+    loop {
+        // The next value starts after the previous one and any whitespace.
+        let offset = stream.byte_offset();
+        let start = text[offset..]
+            .find(|c: char| !c.is_whitespace())
+            .map(|skipped| offset + skipped);
+        let Some(document) = stream.next() else {
+            break;
+        };
         let document = document.map_err(|error| LoadError::Document {
             location: Location {
                 origin: origin.to_string(),
-                document: index + 1,
+                document: documents.len() + 1,
                 item: None,
                 line: Some(error.line()),
+                document_line: None,
             },
             reason: format!(
                 "invalid JSON: {}",
                 PARSER_LOCATION.replace_all(&error.to_string(), "")
             ),
         })?;
-        documents.push(document);
+        let line = start.map(|start| line_of_offset(text, start));
+        documents.push((document, line));
     }
     Ok(documents)
 }
 
-fn split_yaml(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadError> {
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset].matches('\n').count() + 1
+}
+
+fn split_yaml(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
     let mut documents = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let document =
@@ -307,6 +332,7 @@ fn split_yaml(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadEr
                     document: index + 1,
                     item: None,
                     line: error.location().map(|location| location.line()),
+                    document_line: None,
                 },
                 reason: format!(
                     "invalid YAML: {}",
@@ -315,7 +341,39 @@ fn split_yaml(text: &str, origin: &str) -> Result<Vec<serde_json::Value>, LoadEr
             })?;
         documents.push(document);
     }
-    Ok(documents)
+    let lines = yaml_document_lines(text, documents.len());
+    Ok(documents.into_iter().zip(lines).collect())
+}
+
+/// The line each document of a YAML stream starts on. Document markers (`---`) always sit at the
+/// start of a line, so a scan finds them; when the scan and the parser disagree on the number of
+/// documents (e.g. a bare document after `...`), no lines are given rather than wrong ones.
+fn yaml_document_lines(text: &str, count: usize) -> Vec<Option<usize>> {
+    let mut starts = Vec::new();
+    let mut first_content_line = None;
+    for (index, line) in text.lines().enumerate() {
+        let is_marker = line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.chars().next().is_none_or(char::is_whitespace));
+        if is_marker {
+            starts.push(index + 1);
+        } else if starts.is_empty() {
+            let trimmed = line.trim();
+            let is_content =
+                !(trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('%'));
+            if is_content && first_content_line.is_none() {
+                first_content_line = Some(index + 1);
+            }
+        }
+    }
+    if let Some(line) = first_content_line {
+        starts.insert(0, line);
+    }
+    if starts.len() == count {
+        starts.into_iter().map(Some).collect()
+    } else {
+        vec![None; count]
+    }
 }
 
 /// The top-level fields a resource document may have. `status` is accepted (a Node read back from

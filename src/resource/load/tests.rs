@@ -34,6 +34,20 @@ fn yaml_flow_sequences_are_not_mistaken_for_json() {
 }
 
 #[test]
+fn problems_after_parsing_name_the_line_where_the_document_starts() {
+    let yaml = format!("# pools\n{POOL}---\n\n---\napiVersion: projectcalico.org/v3\nkind: Pool\n");
+    assert!(
+        load_error(&yaml, "p.yaml")
+            .starts_with("`p.yaml` document 3 (from line 8): unknown resource kind `Pool`")
+    );
+    let json = "{\"apiVersion\": \"projectcalico.org/v3\", \"kind\": \"Tier\", \"metadata\": {\"name\": \"a\"}}\n\n  {\"kind\": \"Tier\"}";
+    assert_eq!(
+        load_error(json, "t.json"),
+        "`t.json` document 2 (from line 3): apiVersion must be `projectcalico.org/v3`, found none"
+    );
+}
+
+#[test]
 fn typed_and_generic_lists() {
     let text = r#"
 apiVersion: projectcalico.org/v3
@@ -61,9 +75,9 @@ items:
     assert_eq!(
         summary,
         [
-            "GlobalNetworkPolicy(one) at `<stdin>` document 1, item 1",
-            "GlobalNetworkPolicy(two) at `<stdin>` document 1, item 2",
-            "HostEndpoint(hep) at `<stdin>` document 2, item 1",
+            "GlobalNetworkPolicy(one) at `<stdin>` document 1 (from line 2), item 1",
+            "GlobalNetworkPolicy(two) at `<stdin>` document 1 (from line 2), item 2",
+            "HostEndpoint(hep) at `<stdin>` document 2 (from line 10), item 1",
         ]
     );
 }
@@ -89,44 +103,44 @@ fn api_version_and_kind_are_checked() {
     let wrong_version = "apiVersion: projectcalico.org/v2\nkind: Tier\nmetadata: {name: a}\n";
     assert_eq!(
         load_error(wrong_version, "a.yaml"),
-        "`a.yaml` document 1: apiVersion must be `projectcalico.org/v3`, found `projectcalico.org/v2`"
+        "`a.yaml` document 1 (from line 1): apiVersion must be `projectcalico.org/v3`, found `projectcalico.org/v2`"
     );
     let unknown_kind = format!(
         "{POOL}---\napiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {{name: a}}\n"
     );
     assert!(
         load_error(&unknown_kind, "b.yaml").starts_with(
-            "`b.yaml` document 2: unknown resource kind `BGPFilter` for apiVersion `projectcalico.org/v3` (known kinds: BGPConfiguration, "
+            "`b.yaml` document 2 (from line 5): unknown resource kind `BGPFilter` for apiVersion `projectcalico.org/v3` (known kinds: BGPConfiguration, "
         )
     );
     assert_eq!(
         load_error("metadata: {name: a}\n", "c.yaml"),
-        "`c.yaml` document 1: document has no `kind`"
+        "`c.yaml` document 1 (from line 1): document has no `kind`"
     );
     assert_eq!(
         load_error(
             "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a}\nspecs: {}\n",
             "d.yaml"
         ),
-        "`d.yaml` document 1: unknown top-level field `specs`"
+        "`d.yaml` document 1 (from line 1): unknown top-level field `specs`"
     );
     assert_eq!(
         load_error(
             "apiVersion: projectcalico.org/v3\nkind: TierList\nitems:\n  - kind: IPPool\n    metadata: {name: a}\n",
             "e.yaml"
         ),
-        "`e.yaml` document 1, item 1: a `TierList` may only hold `Tier` items, found `IPPool`"
+        "`e.yaml` document 1 (from line 1), item 1: a `TierList` may only hold `Tier` items, found `IPPool`"
     );
     assert_eq!(
         load_error("just text\n", "f.yaml"),
-        "`f.yaml` document 1: expected a resource (a mapping) or a list of resources, found a string"
+        "`f.yaml` document 1 (from line 1): expected a resource (a mapping) or a list of resources, found a string"
     );
     assert_eq!(
         load_error(
             "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a, labels: {x: [1]}}\n",
             "g.yaml"
         ),
-        "`g.yaml` document 1: field `metadata.labels.x`: invalid type: sequence, expected a string"
+        "`g.yaml` document 1 (from line 1): field `metadata.labels.x`: invalid type: sequence, expected a string"
     );
 }
 
@@ -214,9 +228,9 @@ fn load_and_validate_reports_every_problem_of_every_input() {
     insta::assert_snapshot!(text, @r"
     found 3 problems in the input:
     - `broken.yaml` document 1, line 2: invalid YAML: did not find expected node content, while parsing a flow node
-    - `DIR/z.yaml` document 1: `IPPool(small)` has 1 error:
+    - `DIR/z.yaml` document 1 (from line 1): `IPPool(small)` has 1 error:
         spec.cidr = '10.0.0.0/28': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)
-    - `<stdin>` document 1: `GlobalNetworkPolicy(p)` has 2 errors:
+    - `<stdin>` document 1 (from line 1): `GlobalNetworkPolicy(p)` has 2 errors:
         spec.ingress[0].action = 'allow': must be one of `Allow`, `Deny`, `Log` or `Pass`
         spec.ingress[0].protocol = 'tcp': protocol name invalid (names are case-sensitive: use `TCP`)
     ");
