@@ -6,7 +6,10 @@
 //! before anything is written. This module never imports `datastore/`.
 
 mod kind;
+pub mod load;
 pub mod selector;
+pub mod spec;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,6 +17,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use kind::{API_VERSION, Kind, UnknownKind};
+pub use load::{
+    Input, LoadError, LocatedResource, Location, load_and_validate, load_path, parse_documents,
+    parse_located,
+};
+pub use validate::{FieldError, ValidationError, validate_and_default};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.
 ///

@@ -1,0 +1,562 @@
+//! Reading resource documents: YAML streams, JSON, and lists, from text, files and directories.
+//!
+//! A file holds any number of documents (a YAML stream separated by `---`, or concatenated JSON
+//! values); each document is one resource, a `List` / `<Kind>List` with `items`, or a sequence of
+//! resources. Every error says where it is: the origin (a file path or `<stdin>`), the 1-based
+//! document index, the list item when there is one, and a line: the parser's for syntax errors, the
+//! line the document starts on for anything found later. This module reads files but never writes,
+//! and never talks to a datastore; standard input is read by the caller and passed in as text.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::validate::{ValidationError, validate_and_default};
+use super::{API_VERSION, Kind, Resource};
+
+/// Where in the input a document (or list item) is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// A file path, or `<stdin>`.
+    pub origin: String,
+    /// The 1-based index of the document in its file.
+    pub document: usize,
+    /// The 1-based index of the item when the document is a list.
+    pub item: Option<usize>,
+    /// The 1-based line of the problem, when the parser reported one.
+    pub line: Option<usize>,
+    /// The 1-based line where the document starts, when it is known.
+    pub document_line: Option<usize>,
+}
+
+/// Renders as `` `file.yaml` document 2, line 14 `` for a parser error, and as
+/// `` `file.yaml` document 2 (from line 9), item 3 `` for a problem found after parsing.
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` document {}", self.origin, self.document)?;
+        if let (None, Some(document_line)) = (self.line, self.document_line) {
+            write!(f, " (from line {document_line})")?;
+        }
+        if let Some(item) = self.item {
+            write!(f, ", item {item}")?;
+        }
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why documents could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{location}: {reason}")]
+    Document { location: Location, reason: String },
+    /// A resource that parsed but is invalid. The validation error is the content of this error,
+    /// not a cause, so it is rendered here and not chained as a source.
+    #[error("{location}: {error}")]
+    Invalid {
+        location: Location,
+        error: Box<ValidationError>,
+    },
+    #[error("`-` (standard input) cannot be loaded as a path: read it and call `parse_documents`")]
+    StandardInputAsPath,
+    /// Every problem found across all inputs, so that nothing is written when anything is wrong.
+    #[error("{}", render_problems(.0))]
+    Problems(Vec<LoadError>),
+}
+
+fn render_problems(problems: &[LoadError]) -> String {
+    let noun = if problems.len() == 1 {
+        "problem"
+    } else {
+        "problems"
+    };
+    let mut text = format!("found {} {noun} in the input:", problems.len());
+    for problem in problems {
+        text.push_str("\n- ");
+        text.push_str(&problem.to_string().replace('\n', "\n  "));
+    }
+    text
+}
+
+/// One input to [`load_and_validate`].
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file or a directory (its `.yaml`, `.yml` and `.json` files), optionally recursive.
+    Path { path: PathBuf, recursive: bool },
+    /// Text already read by the caller, e.g. standard input with origin `<stdin>`.
+    Text { origin: String, text: String },
+}
+
+/// A resource and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocatedResource {
+    pub location: Location,
+    pub resource: Resource,
+}
+
+/// Parses every document of `text` into resources (not yet validated). Empty documents are skipped.
+pub fn parse_documents(text: &str, origin: &str) -> Result<Vec<Resource>, LoadError> {
+    Ok(parse_located(text, origin)?
+        .into_iter()
+        .map(|located| located.resource)
+        .collect())
+}
+
+/// As [`parse_documents`], keeping where each resource was found.
+pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, LoadError> {
+    let mut resources = Vec::new();
+    for (index, (document, document_line)) in split_documents(text, origin)?.into_iter().enumerate()
+    {
+        let location = Location {
+            origin: origin.to_string(),
+            document: index + 1,
+            item: None,
+            line: None,
+            document_line,
+        };
+        document_resources(document, location, &mut resources)?;
+    }
+    Ok(resources)
+}
+
+/// Reads a file, or every `.yaml`/`.yml`/`.json` file (any case) of a directory in sorted order,
+/// descending into sub-directories when `recursive`. Returns each file's origin and resources.
+///
+/// An empty file or directory gives an empty list: whether that is an error (upstream's "no
+/// resources specified", unless `--skip-empty`) is the caller's decision.
+pub fn load_path(path: &Path, recursive: bool) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    load_path_located(path, recursive).map(|files| {
+        files
+            .into_iter()
+            .map(|(origin, located)| {
+                let resources = located.into_iter().map(|item| item.resource).collect();
+                (origin, resources)
+            })
+            .collect()
+    })
+}
+
+fn load_path_located(
+    path: &Path,
+    recursive: bool,
+) -> Result<Vec<(String, Vec<LocatedResource>)>, LoadError> {
+    if path == Path::new("-") {
+        return Err(LoadError::StandardInputAsPath);
+    }
+    let read_error = |source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_dir() {
+        let text = std::fs::read_to_string(path).map_err(read_error)?;
+        let origin = path.display().to_string();
+        let resources = parse_located(&text, &origin)?;
+        return Ok(vec![(origin, resources)]);
+    }
+    let mut files = Vec::new();
+    collect_files(path, recursive, &mut files)?;
+    files.sort();
+    let mut loaded = Vec::new();
+    for file in files {
+        loaded.extend(load_path_located(&file, false)?);
+    }
+    Ok(loaded)
+}
+
+fn collect_files(
+    directory: &Path,
+    recursive: bool,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), LoadError> {
+    let read_error = |source| LoadError::Read {
+        path: directory.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(directory).map_err(read_error)? {
+        let entry = entry.map_err(read_error)?;
+        let path = entry.path();
+        // `is_dir` follows symbolic links, as upstream's directory walk does.
+        if path.is_dir() {
+            if recursive {
+                collect_files(&path, recursive, files)?;
+            }
+        } else if has_manifest_extension(&path) {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn has_manifest_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| {
+            ["yaml", "yml", "json"]
+                .iter()
+                .any(|known| extension.eq_ignore_ascii_case(known))
+        })
+}
+
+/// Loads every input and validates (and defaults) every resource. Returns ALL problems at once —
+/// unreadable files, malformed documents and invalid resources across every input — so a caller can
+/// refuse before writing anything.
+pub fn load_and_validate(inputs: &[Input]) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    let mut problems = Vec::new();
+    let mut loaded = Vec::new();
+    for input in inputs {
+        let files = match input {
+            Input::Path { path, recursive } => load_path_located(path, *recursive),
+            Input::Text { origin, text } => {
+                parse_located(text, origin).map(|resources| vec![(origin.clone(), resources)])
+            }
+        };
+        match files {
+            Ok(files) => loaded.extend(files),
+            Err(LoadError::Problems(more)) => problems.extend(more),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    let mut validated = Vec::new();
+    for (origin, located) in loaded {
+        let mut resources = Vec::new();
+        for LocatedResource {
+            location,
+            mut resource,
+        } in located
+        {
+            match validate_and_default(&mut resource) {
+                Ok(()) => resources.push(resource),
+                Err(error) => problems.push(LoadError::Invalid {
+                    location,
+                    error: Box::new(error),
+                }),
+            }
+        }
+        validated.push((origin, resources));
+    }
+    if problems.is_empty() {
+        Ok(validated)
+    } else {
+        Err(LoadError::Problems(problems))
+    }
+}
+
+static PARSER_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r" at line \d+ column \d+").expect("the parser location pattern is a valid regex")
+});
+
+/// A document as JSON and the line it starts on, when known.
+type Document = (serde_json::Value, Option<usize>);
+
+/// Splits `text` into documents: a JSON stream (concatenated values) when the text is JSON, a
+/// YAML stream otherwise.
+fn split_documents(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+    if looks_like_json(text) {
+        split_json(text, origin)
+    } else {
+        split_yaml(text, origin)
+    }
+}
+
+/// Whether text is JSON rather than YAML. A YAML flow collection (`[{kind: Tier, ...}]`) starts
+/// with the same brackets, so look past them: JSON's first key or value is quoted (or a number or
+/// a closing bracket), YAML's is usually a bare word.
+fn looks_like_json(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return false;
+    }
+    let first_token = trimmed
+        .chars()
+        .find(|c| !(c.is_whitespace() || *c == '{' || *c == '['));
+    match first_token {
+        None => true,
+        Some(c) => c == '"' || c == '-' || c == '}' || c == ']' || c.is_ascii_digit(),
+    }
+}
+
+fn split_json(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let mut documents = Vec::new();
+    loop {
+        // The next value starts after the previous one and any whitespace.
+        let offset = stream.byte_offset();
+        let start = text[offset..]
+            .find(|c: char| !c.is_whitespace())
+            .map(|skipped| offset + skipped);
+        let Some(document) = stream.next() else {
+            break;
+        };
+        let document = document.map_err(|error| LoadError::Document {
+            location: Location {
+                origin: origin.to_string(),
+                document: documents.len() + 1,
+                item: None,
+                line: Some(error.line()),
+                document_line: None,
+            },
+            reason: format!(
+                "invalid JSON: {}",
+                PARSER_LOCATION.replace_all(&error.to_string(), "")
+            ),
+        })?;
+        let line = start.map(|start| line_of_offset(text, start));
+        documents.push((document, line));
+    }
+    Ok(documents)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset].matches('\n').count() + 1
+}
+
+fn split_yaml(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+    let mut documents = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let document =
+            serde_json::Value::deserialize(document).map_err(|error| LoadError::Document {
+                location: Location {
+                    origin: origin.to_string(),
+                    document: index + 1,
+                    item: None,
+                    line: error.location().map(|location| location.line()),
+                    document_line: None,
+                },
+                reason: format!(
+                    "invalid YAML: {}",
+                    PARSER_LOCATION.replace_all(&error.to_string(), "")
+                ),
+            })?;
+        documents.push(document);
+    }
+    let lines = yaml_document_lines(text, documents.len());
+    Ok(documents.into_iter().zip(lines).collect())
+}
+
+/// The line each document of a YAML stream starts on. Document markers (`---`) always sit at the
+/// start of a line, so a scan finds them; when the scan and the parser disagree on the number of
+/// documents (e.g. a bare document after `...`), no lines are given rather than wrong ones.
+fn yaml_document_lines(text: &str, count: usize) -> Vec<Option<usize>> {
+    let mut starts = Vec::new();
+    let mut first_content_line = None;
+    for (index, line) in text.lines().enumerate() {
+        let is_marker = line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.chars().next().is_none_or(char::is_whitespace));
+        if is_marker {
+            starts.push(index + 1);
+        } else if starts.is_empty() {
+            let trimmed = line.trim();
+            let is_content =
+                !(trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('%'));
+            if is_content && first_content_line.is_none() {
+                first_content_line = Some(index + 1);
+            }
+        }
+    }
+    if let Some(line) = first_content_line {
+        starts.insert(0, line);
+    }
+    if starts.len() == count {
+        starts.into_iter().map(Some).collect()
+    } else {
+        vec![None; count]
+    }
+}
+
+/// The top-level fields a resource document may have. `status` is accepted (a Node read back from
+/// the datastore has one) but not kept: it is owned by the system, not by documents.
+const TOP_LEVEL_FIELDS: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
+
+fn document_resources(
+    document: serde_json::Value,
+    location: Location,
+    resources: &mut Vec<LocatedResource>,
+) -> Result<(), LoadError> {
+    let fail = |location: &Location, reason: String| LoadError::Document {
+        location: location.clone(),
+        reason,
+    };
+    match document {
+        serde_json::Value::Null => Ok(()),
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.into_iter().enumerate() {
+                let item_location = Location {
+                    item: Some(index + 1),
+                    ..location.clone()
+                };
+                let resource = item_resource(item, None, &item_location)?;
+                resources.push(LocatedResource {
+                    location: item_location,
+                    resource,
+                });
+            }
+            Ok(())
+        }
+        serde_json::Value::Object(mut object) => {
+            let kind = match object.get("kind") {
+                Some(serde_json::Value::String(kind)) => kind.clone(),
+                Some(_) => return Err(fail(&location, "`kind` must be a string".to_string())),
+                None => return Err(fail(&location, "document has no `kind`".to_string())),
+            };
+            let list_kind = if kind == "List" {
+                Some(None)
+            } else {
+                kind.strip_suffix("List")
+                    .and_then(Kind::from_document_kind)
+                    .map(Some)
+            };
+            let Some(item_kind) = list_kind else {
+                let resource = item_resource(serde_json::Value::Object(object), None, &location)?;
+                resources.push(LocatedResource { location, resource });
+                return Ok(());
+            };
+            let api_version = object.get("apiVersion").and_then(|value| value.as_str());
+            // A generic `List` is what kubectl writes (`apiVersion: v1`); typed lists are ours.
+            let version_accepted = match (item_kind, api_version) {
+                (None, Some("v1")) => true,
+                (_, Some(version)) => version == API_VERSION,
+                (_, None) => false,
+            };
+            if !version_accepted {
+                return Err(fail(
+                    &location,
+                    format!(
+                        "`{kind}` must have apiVersion `{API_VERSION}`, found {}",
+                        describe_api_version(api_version)
+                    ),
+                ));
+            }
+            let items = match object.remove("items") {
+                Some(serde_json::Value::Array(items)) => items,
+                Some(serde_json::Value::Null) | None => Vec::new(),
+                Some(_) => return Err(fail(&location, "`items` must be a list".to_string())),
+            };
+            if let Some(unknown) = object
+                .keys()
+                .find(|key| !["apiVersion", "kind", "metadata"].contains(&key.as_str()))
+            {
+                return Err(fail(
+                    &location,
+                    format!("unknown field `{unknown}` in `{kind}`"),
+                ));
+            }
+            for (index, item) in items.into_iter().enumerate() {
+                let item_location = Location {
+                    item: Some(index + 1),
+                    ..location.clone()
+                };
+                let resource = item_resource(item, item_kind, &item_location)?;
+                resources.push(LocatedResource {
+                    location: item_location,
+                    resource,
+                });
+            }
+            Ok(())
+        }
+        other => Err(fail(
+            &location,
+            format!(
+                "expected a resource (a mapping) or a list of resources, found {}",
+                describe_json_type(&other)
+            ),
+        )),
+    }
+}
+
+/// Turns one mapping into a resource. In a `<Kind>List`, items may leave out `kind` and
+/// `apiVersion`; when present they must agree with the list.
+fn item_resource(
+    item: serde_json::Value,
+    list_kind: Option<Kind>,
+    location: &Location,
+) -> Result<Resource, LoadError> {
+    let fail = |reason: String| LoadError::Document {
+        location: location.clone(),
+        reason,
+    };
+    let serde_json::Value::Object(mut object) = item else {
+        return Err(fail(format!(
+            "expected a resource (a mapping), found {}",
+            describe_json_type(&item)
+        )));
+    };
+    if let Some(list_kind) = list_kind {
+        object
+            .entry("kind")
+            .or_insert_with(|| serde_json::Value::String(list_kind.as_str().to_string()));
+        object
+            .entry("apiVersion")
+            .or_insert_with(|| serde_json::Value::String(API_VERSION.to_string()));
+    }
+    let api_version = object.get("apiVersion").and_then(|value| value.as_str());
+    if api_version != Some(API_VERSION) {
+        return Err(fail(format!(
+            "apiVersion must be `{API_VERSION}`, found {}",
+            describe_api_version(api_version)
+        )));
+    }
+    let kind_text = match object.get("kind") {
+        Some(serde_json::Value::String(kind)) => kind.clone(),
+        Some(_) => return Err(fail("`kind` must be a string".to_string())),
+        None => return Err(fail("document has no `kind`".to_string())),
+    };
+    let Some(kind) = Kind::from_document_kind(&kind_text) else {
+        let known: Vec<&str> = Kind::ALL.iter().map(|kind| kind.as_str()).collect();
+        return Err(fail(format!(
+            "unknown resource kind `{kind_text}` for apiVersion `{API_VERSION}` (known kinds: {})",
+            known.join(", ")
+        )));
+    };
+    if let Some(list_kind) = list_kind {
+        if kind != list_kind {
+            return Err(fail(format!(
+                "a `{list_kind}List` may only hold `{list_kind}` items, found `{kind}`"
+            )));
+        }
+    }
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !TOP_LEVEL_FIELDS.contains(&key.as_str()))
+    {
+        return Err(fail(format!("unknown top-level field `{unknown}`")));
+    }
+    object.remove("status");
+    serde_path_to_error::deserialize(serde_json::Value::Object(object)).map_err(|error| {
+        let path = error.path().to_string();
+        fail(format!("field `{path}`: {}", error.inner()))
+    })
+}
+
+fn describe_api_version(api_version: Option<&str>) -> String {
+    match api_version {
+        Some(version) => format!("`{version}`"),
+        None => "none".to_string(),
+    }
+}
+
+fn describe_json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "nothing",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,283 @@
+//! Loading: YAML streams, JSON, lists, directories, and errors that say where they are.
+
+use std::path::PathBuf;
+
+use super::*;
+
+const POOL: &str = "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: pool1}\nspec: {cidr: 10.0.0.0/16}\n";
+
+#[test]
+fn yaml_stream_with_empty_documents() {
+    let text = format!(
+        "---\n{POOL}---\n# only a comment\n---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {{name: security}}\n...\n"
+    );
+    let resources = parse_documents(&text, "pools.yaml").unwrap();
+    let names: Vec<String> = resources.iter().map(|r| r.key().to_string()).collect();
+    assert_eq!(names, ["IPPool(pool1)", "Tier(security)"]);
+}
+
+#[test]
+fn json_documents_and_json_arrays() {
+    let text = r#"{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"a"}}
+[{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"b"}},
+ {"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"c"}}]"#;
+    let resources = parse_documents(text, "tiers.json").unwrap();
+    let names: Vec<&str> = resources.iter().map(|r| r.metadata.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+}
+
+#[test]
+fn yaml_flow_sequences_are_not_mistaken_for_json() {
+    let text = "[{apiVersion: projectcalico.org/v3, kind: Tier, metadata: {name: a}}]\n";
+    let resources = parse_documents(text, "flow.yaml").unwrap();
+    assert_eq!(resources[0].metadata.name, "a");
+}
+
+#[test]
+fn problems_after_parsing_name_the_line_where_the_document_starts() {
+    let yaml = format!("# pools\n{POOL}---\n\n---\napiVersion: projectcalico.org/v3\nkind: Pool\n");
+    assert!(
+        load_error(&yaml, "p.yaml")
+            .starts_with("`p.yaml` document 3 (from line 8): unknown resource kind `Pool`")
+    );
+    let json = "{\"apiVersion\": \"projectcalico.org/v3\", \"kind\": \"Tier\", \"metadata\": {\"name\": \"a\"}}\n\n  {\"kind\": \"Tier\"}";
+    assert_eq!(
+        load_error(json, "t.json"),
+        "`t.json` document 2 (from line 3): apiVersion must be `projectcalico.org/v3`, found none"
+    );
+}
+
+#[test]
+fn typed_and_generic_lists() {
+    let text = r#"
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicyList
+items:
+  - metadata: {name: one}
+    spec: {selector: all()}
+  - apiVersion: projectcalico.org/v3
+    kind: GlobalNetworkPolicy
+    metadata: {name: two}
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: projectcalico.org/v3
+    kind: HostEndpoint
+    metadata: {name: hep}
+    spec: {node: n1, interfaceName: eth0}
+"#;
+    let located = parse_located(text, "<stdin>").unwrap();
+    let summary: Vec<String> = located
+        .iter()
+        .map(|item| format!("{} at {}", item.resource.key(), item.location))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "GlobalNetworkPolicy(one) at `<stdin>` document 1 (from line 2), item 1",
+            "GlobalNetworkPolicy(two) at `<stdin>` document 1 (from line 2), item 2",
+            "HostEndpoint(hep) at `<stdin>` document 2 (from line 10), item 1",
+        ]
+    );
+}
+
+fn load_error(text: &str, origin: &str) -> String {
+    parse_documents(text, origin).unwrap_err().to_string()
+}
+
+#[test]
+fn errors_name_origin_document_and_line() {
+    let broken = format!(
+        "{POOL}---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata:\n  name: [unclosed\n"
+    );
+    insta::assert_snapshot!(load_error(&broken, "manifests/pools.yaml"), @"`manifests/pools.yaml` document 2, line 10: invalid YAML: did not find expected ',' or ']', while parsing a flow sequence");
+    insta::assert_snapshot!(
+        load_error("{\"kind\": \"Tier\",\n \"apiVersion\": }", "tier.json"),
+        @"`tier.json` document 1, line 2: invalid JSON: expected value"
+    );
+}
+
+#[test]
+fn api_version_and_kind_are_checked() {
+    let wrong_version = "apiVersion: projectcalico.org/v2\nkind: Tier\nmetadata: {name: a}\n";
+    assert_eq!(
+        load_error(wrong_version, "a.yaml"),
+        "`a.yaml` document 1 (from line 1): apiVersion must be `projectcalico.org/v3`, found `projectcalico.org/v2`"
+    );
+    let unknown_kind = format!(
+        "{POOL}---\napiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {{name: a}}\n"
+    );
+    assert!(
+        load_error(&unknown_kind, "b.yaml").starts_with(
+            "`b.yaml` document 2 (from line 5): unknown resource kind `BGPFilter` for apiVersion `projectcalico.org/v3` (known kinds: BGPConfiguration, "
+        )
+    );
+    assert_eq!(
+        load_error("metadata: {name: a}\n", "c.yaml"),
+        "`c.yaml` document 1 (from line 1): document has no `kind`"
+    );
+    assert_eq!(
+        load_error(
+            "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a}\nspecs: {}\n",
+            "d.yaml"
+        ),
+        "`d.yaml` document 1 (from line 1): unknown top-level field `specs`"
+    );
+    assert_eq!(
+        load_error(
+            "apiVersion: projectcalico.org/v3\nkind: TierList\nitems:\n  - kind: IPPool\n    metadata: {name: a}\n",
+            "e.yaml"
+        ),
+        "`e.yaml` document 1 (from line 1), item 1: a `TierList` may only hold `Tier` items, found `IPPool`"
+    );
+    assert_eq!(
+        load_error("just text\n", "f.yaml"),
+        "`f.yaml` document 1 (from line 1): expected a resource (a mapping) or a list of resources, found a string"
+    );
+    assert_eq!(
+        load_error(
+            "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a, labels: {x: [1]}}\n",
+            "g.yaml"
+        ),
+        "`g.yaml` document 1 (from line 1): field `metadata.labels.x`: invalid type: sequence, expected a string"
+    );
+}
+
+#[test]
+fn node_status_is_accepted_and_dropped() {
+    let text = "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: n1}\nspec: {}\nstatus: {podCIDRs: [10.0.0.0/24]}\n";
+    let resources = parse_documents(text, "node.yaml").unwrap();
+    assert_eq!(resources[0].metadata.name, "n1");
+}
+
+fn scratch_directory() -> tempfile::TempDir {
+    let directory = tempfile::tempdir().unwrap();
+    let root = directory.path();
+    std::fs::create_dir(root.join("nested")).unwrap();
+    let tier = |name: &str| {
+        format!("apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {{name: {name}}}\n")
+    };
+    std::fs::write(root.join("b.YAML"), tier("b")).unwrap();
+    std::fs::write(
+        root.join("a.json"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"a"}}"#,
+    )
+    .unwrap();
+    std::fs::write(root.join("c.yml"), tier("c")).unwrap();
+    std::fs::write(root.join("notes.txt"), "not a manifest").unwrap();
+    std::fs::write(root.join("nested").join("d.yaml"), tier("d")).unwrap();
+    directory
+}
+
+fn names(files: &[(String, Vec<Resource>)]) -> Vec<String> {
+    files
+        .iter()
+        .flat_map(|(_, resources)| resources.iter().map(|r| r.metadata.name.clone()))
+        .collect()
+}
+
+#[test]
+fn directories_are_read_in_sorted_order_and_recursively_on_request() {
+    let directory = scratch_directory();
+    let flat = load_path(directory.path(), false).unwrap();
+    assert_eq!(names(&flat), ["a", "b", "c"]);
+    assert!(flat[0].0.ends_with("a.json"));
+    let recursive = load_path(directory.path(), true).unwrap();
+    assert_eq!(names(&recursive), ["a", "b", "c", "d"]);
+    let single = load_path(&directory.path().join("c.yml"), false).unwrap();
+    assert_eq!(names(&single), ["c"]);
+}
+
+#[test]
+fn missing_paths_and_stdin_are_errors() {
+    let error = load_path(&PathBuf::from("/nonexistent/x.yaml"), false).unwrap_err();
+    assert_eq!(error.to_string(), "cannot read `/nonexistent/x.yaml`");
+    assert!(matches!(
+        load_path(&PathBuf::from("-"), false),
+        Err(LoadError::StandardInputAsPath)
+    ));
+}
+
+#[test]
+fn load_and_validate_reports_every_problem_of_every_input() {
+    let directory = scratch_directory();
+    std::fs::write(
+        directory.path().join("z.yaml"),
+        "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: small}\nspec: {cidr: 10.0.0.0/28}\n---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: ok}\n",
+    )
+    .unwrap();
+    let inputs = [
+        Input::Path {
+            path: directory.path().to_path_buf(),
+            recursive: false,
+        },
+        Input::Text {
+            origin: "<stdin>".to_string(),
+            text: "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: p}\nspec: {ingress: [{action: allow, protocol: tcp}]}\n".to_string(),
+        },
+        Input::Text {
+            origin: "broken.yaml".to_string(),
+            text: "kind: [".to_string(),
+        },
+    ];
+    let error = load_and_validate(&inputs).unwrap_err();
+    let text = error
+        .to_string()
+        .replace(&directory.path().display().to_string(), "DIR");
+    insta::assert_snapshot!(text, @r"
+    found 3 problems in the input:
+    - `broken.yaml` document 1, line 2: invalid YAML: did not find expected node content, while parsing a flow node
+    - `DIR/z.yaml` document 1 (from line 1): `IPPool(small)` has 1 error:
+        spec.cidr = '10.0.0.0/28': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)
+    - `<stdin>` document 1 (from line 1): `GlobalNetworkPolicy(p)` has 2 errors:
+        spec.ingress[0].action = 'allow': must be one of `Allow`, `Deny`, `Log` or `Pass`
+        spec.ingress[0].protocol = 'tcp': protocol name invalid (names are case-sensitive: use `TCP`)
+    ");
+}
+
+#[test]
+fn load_and_validate_returns_defaulted_resources() {
+    let inputs = [Input::Text {
+        origin: "<stdin>".to_string(),
+        text: POOL.to_string(),
+    }];
+    let files = load_and_validate(&inputs).unwrap();
+    assert_eq!(files[0].0, "<stdin>");
+    assert_eq!(files[0].1[0].spec["blockSize"], 26);
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The loader reports bad input as errors; it never panics, whatever the bytes.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse_documents(&text, "<fuzz>");
+        }
+
+        /// Every resource of a generated stream comes back, in order, whatever empty documents
+        /// and comments sit between them.
+        #[test]
+        fn generated_streams_load_every_document(
+            names in proptest::collection::vec("[a-z][a-z0-9-]{0,20}[a-z0-9]", 0..8),
+            padding in proptest::collection::vec(0usize..3, 8),
+        ) {
+            let mut text = String::new();
+            for (index, name) in names.iter().enumerate() {
+                for _ in 0..padding[index] {
+                    text.push_str("---\n# nothing here\n");
+                }
+                text.push_str(&format!(
+                    "---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata:\n  name: {name}\n"
+                ));
+            }
+            let resources = parse_documents(&text, "<generated>").unwrap();
+            let loaded: Vec<String> = resources.into_iter().map(|r| r.metadata.name).collect();
+            prop_assert_eq!(loaded, names);
+        }
+    }
+}

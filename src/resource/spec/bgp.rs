@@ -1,0 +1,132 @@
+//! Specs of BGPPeer and BGPConfiguration (upstream v3.29 `BGPPeerSpec`, `BGPConfigurationSpec`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::numorstring::AsNumber;
+
+/// A BGP peering, global or for the nodes a selector picks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpPeerSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<String>,
+    /// An IP, `IP:port` or `[IPv6]:port`.
+    #[serde(default, rename = "peerIP", skip_serializing_if = "String::is_empty")]
+    pub peer_ip: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_selector: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_number: Option<AsNumber>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<BgpPassword>,
+    /// `UseNodeIP` or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_restart_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_original_next_hop: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_allowed_local_as_numbers: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_security: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reachable_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
+}
+
+/// Where a BGP password comes from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpPassword {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<SecretKeyReference>,
+}
+
+/// A key of a Kubernetes secret.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretKeyReference {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// Cluster-wide (`default`) or per-node (`node.<name>`) BGP settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpConfigurationSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_severity_screen: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_to_node_mesh_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_number: Option<AsNumber>,
+    #[serde(
+        default,
+        rename = "serviceLoadBalancerIPs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub service_load_balancer_ips: Vec<ServiceCidrBlock>,
+    #[serde(
+        default,
+        rename = "serviceExternalIPs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub service_external_ips: Vec<ServiceCidrBlock>,
+    #[serde(
+        default,
+        rename = "serviceClusterIPs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub service_cluster_ips: Vec<ServiceCidrBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub communities: Vec<Community>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefix_advertisements: Vec<PrefixAdvertisement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_mesh_password: Option<BgpPassword>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_mesh_max_restart_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_interfaces: Vec<String>,
+}
+
+/// A CIDR of service addresses to advertise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceCidrBlock {
+    #[serde(default)]
+    pub cidr: String,
+}
+
+/// A named BGP community value (`aa:nn` or `aa:nn:mm`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Community {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// Communities to attach to the routes of a CIDR.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixAdvertisement {
+    #[serde(default)]
+    pub cidr: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub communities: Vec<String>,
+}

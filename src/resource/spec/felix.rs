@@ -1,0 +1,439 @@
+//! The spec of FelixConfiguration (upstream v3.29 `FelixConfigurationSpec`): the dataplane agent's
+//! settings, cluster-wide (`default`) or per node (`node.<name>`).
+//!
+//! Every field of upstream v3.29's spec is typed here, so that an unknown field is an error (a
+//! misspelt setting would otherwise be silently ignored by the agent).
+//! The field list is upstream v3.29's. Durations are kept as written (Go duration syntax) and checked
+//! in `validate.rs`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::numorstring::Port;
+
+/// Dataplane agent settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FelixConfigurationSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_internal_dataplane_driver: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataplane_driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataplane_watchdog_timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6_support: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_post_write_check_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_lock_file_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_lock_timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_lock_probe_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature_detect_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature_gates: Option<String>,
+    #[serde(
+        default,
+        rename = "floatingIPs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub floating_ips: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipsets_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ipset_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_backend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netlink_timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_addr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openstack_region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_exclude: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_insert_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_endpoint_to_host_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_filter_allow_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_mangle_allow_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_filter_deny_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_severity_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_severity_screen: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_severity_sys: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_debug_filename_regex: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipip_enabled: Option<bool>,
+    #[serde(default, rename = "ipipMTU", skip_serializing_if = "Option::is_none")]
+    pub ipip_mtu: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_enabled: Option<bool>,
+    #[serde(default, rename = "vxlanMTU", skip_serializing_if = "Option::is_none")]
+    pub vxlan_mtu: Option<i64>,
+    #[serde(
+        default,
+        rename = "vxlanMTUV6",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vxlan_mtu_v6: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_port: Option<i64>,
+    #[serde(default, rename = "vxlanVNI", skip_serializing_if = "Option::is_none")]
+    pub vxlan_vni: Option<i64>,
+    #[serde(
+        default,
+        rename = "allowVXLANPacketsFromWorkloads",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_vxlan_packets_from_workloads: Option<bool>,
+    #[serde(
+        default,
+        rename = "allowIPIPPacketsFromWorkloads",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_ipip_packets_from_workloads: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporting_interval: Option<String>,
+    #[serde(
+        default,
+        rename = "reportingTTL",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reporting_ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_reporting_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_reporting_delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_status_path_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iptables_mark_mask: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_conntrack_invalid_check: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_timeout_overrides: Vec<HealthTimeoutOverride>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_go_metrics_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_process_metrics_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_wire_guard_metrics_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failsafe_inbound_host_ports: Vec<ProtocolPort>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failsafe_outbound_host_ports: Vec<ProtocolPort>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kube_node_port_ranges: Vec<Port>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_memory_profile_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_disable_log_dropping: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_simulate_calc_graph_hang_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_simulate_dataplane_hang_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_simulate_dataplane_apply_delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_reporting_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_reporting_initial_delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_reporting_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nat_port_range: Option<Port>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nat_outgoing_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_route_source_address: Option<String>,
+    #[serde(
+        default,
+        rename = "deviceRouteSourceAddressIPv6",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub device_route_source_address_ipv6: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_route_protocol: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_external_routes: Option<bool>,
+    #[serde(
+        default,
+        rename = "externalNodesList",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub external_nodes_cidr_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_refresh_interval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_filter_allow_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_mangle_allow_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_filter_deny_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nftables_mark_mask: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_disable_unprivileged: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_log_level: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bpf_log_filters: BTreeMap<String, String>,
+    #[serde(
+        default,
+        rename = "bpfCTLBLogFilter",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_ctlb_log_filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_data_iface_pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_l3_iface_pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_connect_time_load_balancing_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_connect_time_load_balancing: Option<String>,
+    #[serde(
+        default,
+        rename = "bpfHostNetworkedNATWithoutCTLB",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_host_networked_nat_without_ctlb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_external_service_mode: Option<String>,
+    #[serde(
+        default,
+        rename = "bpfDSROptoutCIDRs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub bpf_dsr_optout_cidrs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_ext_to_service_connmark: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_kube_proxy_iptables_cleanup_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_kube_proxy_min_sync_period: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_kube_proxy_endpoint_slices_enabled: Option<bool>,
+    #[serde(
+        default,
+        rename = "bpfPSNATPorts",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_psnat_ports: Option<Port>,
+    #[serde(
+        default,
+        rename = "bpfMapSizeNATFrontend",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_map_size_nat_frontend: Option<i64>,
+    #[serde(
+        default,
+        rename = "bpfMapSizeNATBackend",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_map_size_nat_backend: Option<i64>,
+    #[serde(
+        default,
+        rename = "bpfMapSizeNATAffinity",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_map_size_nat_affinity: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_route: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_conntrack: Option<i64>,
+    #[serde(
+        default,
+        rename = "bpfMapSizeIPSets",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_map_size_ip_sets: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_if_state: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_host_conntrack_bypass: Option<bool>,
+    #[serde(
+        default,
+        rename = "bpfEnforceRPF",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_enforce_rpf: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_policy_debug_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bpf_force_track_packets_from_ifaces: Vec<String>,
+    #[serde(
+        default,
+        rename = "bpfDisableGROForIfaces",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_disable_gro_for_ifaces: Option<String>,
+    #[serde(
+        default,
+        rename = "bpfExcludeCIDRsFromNAT",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub bpf_exclude_cidrs_from_nat: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_redirect_to_peer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_table_range: Option<RouteTableRange>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route_table_ranges: Vec<RouteTableRange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_sync_disabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_loop_prevention: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_source_spoofing: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_iface_pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_enabled_v6: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_listening_port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_listening_port_v6: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_routing_rule_priority: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_interface_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_interface_name_v6: Option<String>,
+    #[serde(
+        default,
+        rename = "wireguardMTU",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub wireguard_mtu: Option<i64>,
+    #[serde(
+        default,
+        rename = "wireguardMTUV6",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub wireguard_mtu_v6: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_host_encryption_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_keep_alive: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_threading_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws_src_dst_check: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sidecar_acceleration_enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp_enabled: Option<bool>,
+    #[serde(
+        default,
+        rename = "genericXDPEnabled",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub generic_xdp_enabled: Option<bool>,
+    #[serde(
+        default,
+        rename = "iptablesNATOutgoingInterfaceFilter",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub iptables_nat_outgoing_interface_filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_forwarding: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_sync_path_prefix: Option<String>,
+    #[serde(
+        default,
+        rename = "goGCThreshold",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub go_gc_threshold: Option<i64>,
+    #[serde(
+        default,
+        rename = "goMemoryLimitMB",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub go_memory_limit_mb: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_max_procs: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows_manage_firewall_rules: Option<String>,
+}
+
+/// A protocol and port (optionally limited to a network) that is always allowed on host endpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProtocolPort {
+    /// `TCP`, `UDP` or `SCTP` (a name only, unlike rule protocols).
+    pub protocol: String,
+    pub port: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
+}
+
+/// A range of routing table indexes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteTableRange {
+    pub min: i64,
+    pub max: i64,
+}
+
+/// An override of one health reporter's timeout.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HealthTimeoutOverride {
+    pub name: String,
+    pub timeout: String,
+}

@@ -1,0 +1,425 @@
+//! Client-side validation and defaulting of resources, as upstream v3.29 does before a write.
+//!
+//! [`validate_and_default`] decodes a resource's spec into its typed form (strictly: unknown fields
+//! are errors), applies upstream's defaults, checks every rule that needs nothing but the document
+//! itself, and writes the normalised spec back. All problems of a document are reported together,
+//! each with the path of its field, so an operator can fix a file in one pass.
+//!
+//! Deliberately out of scope, because they need the datastore (the caller checks them where it has
+//! one):
+//! - IPPool: overlap with other pools' CIDRs; existing IPAM blocks in the range having the same block
+//!   size; CIDR and block size unchanged on update (needs the stored pool).
+//! - NetworkPolicy / GlobalNetworkPolicy: the tier in `spec.tier` existing.
+//! - BGPPeer: every name in `spec.filters` existing as a BGPFilter.
+//! - Profile: `projectcalico-default-allow` is reserved (the datastore answers "already exists").
+//! - Tier: `default` and `adminnetworkpolicy` cannot be deleted, nor a tier that still has policies.
+//! - Create versus update rules on `metadata.resourceVersion`, `uid` and `creationTimestamp`.
+//! - Storage conventions applied on write: the `projectcalico.org/tier` label on policies of a
+//!   non-default tier and the tier-prefixed stored policy name (`reference/calicoctl.md` §3.5).
+//!
+//! The namespace of a namespaced resource must be filled in (from `-n` or `default`) by the caller
+//! before validation, as upstream calicoctl does; a missing one is an error here.
+
+mod config;
+mod network;
+mod peering;
+mod policy;
+pub mod syntax;
+
+use std::fmt;
+
+use super::selector::{GlobalUsage, Selector};
+use super::spec::TypedSpec;
+use super::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
+use syntax::Cidr;
+
+/// One problem with one field of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Where the field is, e.g. `spec.ingress[1].protocol` or `metadata.labels[app]`.
+    pub path: String,
+    /// The offending value as written, when there is one to show.
+    pub value: Option<String>,
+    /// What is wrong, and where possible what would be right.
+    pub reason: String,
+}
+
+/// Renders as `path = 'value': reason`, or `path: reason` when there is no value.
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(value) => write!(f, "{} = '{}': {}", self.path, value, self.reason),
+            None => write!(f, "{}: {}", self.path, self.reason),
+        }
+    }
+}
+
+/// Every problem found in one resource.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ValidationError {
+    pub key: ResourceKey,
+    pub errors: Vec<FieldError>,
+}
+
+/// Renders a header naming the resource, then one field error per line.
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let noun = if self.errors.len() == 1 {
+            "error"
+        } else {
+            "errors"
+        };
+        write!(f, "`{}` has {} {noun}:", self.key, self.errors.len())?;
+        for error in &self.errors {
+            write!(f, "\n  {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Validates `resource` and, when it is valid, replaces its spec with the defaulted, normalised
+/// typed spec. On error the resource is left as it was and every problem found is returned.
+pub fn validate_and_default(resource: &mut Resource) -> Result<(), ValidationError> {
+    let mut checker = Checker::default();
+    if resource.api_version != API_VERSION {
+        checker.fail(
+            "apiVersion",
+            Some(&resource.api_version),
+            format!("must be `{API_VERSION}`"),
+        );
+    }
+    check_metadata(&mut checker, resource.kind, &resource.metadata);
+    match TypedSpec::decode(resource.kind, &resource.spec) {
+        Err(error) => checker.fail(error.path, None, error.reason),
+        Ok(mut spec) => {
+            default_and_check_spec(&mut checker, &mut spec, &resource.metadata);
+            if checker.errors.is_empty() {
+                resource.spec = spec.to_value();
+            }
+        }
+    }
+    if checker.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationError {
+            key: resource.key(),
+            errors: checker.errors,
+        })
+    }
+}
+
+fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata: &ObjectMeta) {
+    match spec {
+        TypedSpec::NetworkPolicy(spec) => policy::network_policy(checker, spec, metadata),
+        TypedSpec::GlobalNetworkPolicy(spec) => {
+            policy::global_network_policy(checker, spec, metadata)
+        }
+        TypedSpec::Profile(spec) => policy::profile(checker, spec),
+        TypedSpec::HostEndpoint(spec) => network::host_endpoint(checker, spec),
+        TypedSpec::WorkloadEndpoint(spec) => network::workload_endpoint(checker, spec),
+        TypedSpec::IpPool(spec) => network::ip_pool(checker, spec),
+        TypedSpec::IpReservation(spec) => network::ip_reservation(checker, spec),
+        TypedSpec::GlobalNetworkSet(spec) | TypedSpec::NetworkSet(spec) => {
+            network::network_set(checker, spec, metadata)
+        }
+        TypedSpec::Node(spec) => peering::node(checker, spec),
+        TypedSpec::BgpPeer(spec) => peering::bgp_peer(checker, spec),
+        TypedSpec::BgpConfiguration(spec) => peering::bgp_configuration(checker, spec, metadata),
+        TypedSpec::FelixConfiguration(spec) => config::felix_configuration(checker, spec),
+        TypedSpec::KubeControllersConfiguration(spec) => {
+            config::kube_controllers_configuration(checker, spec, metadata)
+        }
+        TypedSpec::Tier(spec) => config::tier(checker, spec, metadata),
+        TypedSpec::ClusterInformation(_) => config::cluster_information(checker, metadata),
+    }
+}
+
+/// The size limit of all annotations of one resource together, as Kubernetes.
+const ANNOTATIONS_SIZE_LIMIT: usize = 256 * 1024;
+
+fn check_metadata(checker: &mut Checker, kind: Kind, metadata: &ObjectMeta) {
+    if metadata.name.is_empty() {
+        checker.fail("metadata.name", None, "name is required");
+    } else if !matches!(
+        kind,
+        Kind::NetworkPolicy | Kind::GlobalNetworkPolicy | Kind::Tier
+    ) {
+        // Policies and tiers have their own name rules (see `policy.rs` and `config.rs`).
+        checker.name("metadata.name", &metadata.name);
+    }
+    match (&metadata.namespace, kind.is_namespaced()) {
+        (None, true) => checker.fail(
+            "metadata.namespace",
+            None,
+            format!("namespace is required for the namespaced kind `{kind}`"),
+        ),
+        (Some(namespace), true) => {
+            if !syntax::is_dns_label(namespace) {
+                checker.fail(
+                    "metadata.namespace",
+                    Some(namespace),
+                    "namespace must be a DNS label (at most 63 lower case alphanumerics or `-`)",
+                );
+            }
+        }
+        (Some(namespace), false) => checker.fail(
+            "metadata.namespace",
+            Some(namespace),
+            format!("namespace must not be set: `{kind}` is not a namespaced kind"),
+        ),
+        (None, false) => {}
+    }
+    checker.labels("metadata.labels", &metadata.labels);
+    annotations(checker, "metadata.annotations", &metadata.annotations);
+}
+
+/// Annotation keys are qualified names (checked lower-cased, as upstream) and all annotations
+/// together stay within the size limit.
+fn annotations(
+    checker: &mut Checker,
+    path: &str,
+    annotations: &std::collections::BTreeMap<String, String>,
+) {
+    let mut annotations_size = 0;
+    for (key, value) in annotations {
+        annotations_size += key.len() + value.len();
+        if let Err(reason) = syntax::check_qualified_name(&key.to_lowercase()) {
+            checker.fail(
+                format!("{path}[{key}]"),
+                None,
+                format!("invalid annotation key: {reason}"),
+            );
+        }
+    }
+    if annotations_size > ANNOTATIONS_SIZE_LIMIT {
+        checker.fail(
+            path,
+            None,
+            format!(
+                "annotations are too large by {} bytes (at most {ANNOTATIONS_SIZE_LIMIT} in total)",
+                annotations_size - ANNOTATIONS_SIZE_LIMIT
+            ),
+        );
+    }
+}
+
+/// Where a selector appears, which decides whether `global()` may be used in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorContext {
+    /// Any selector except an EntityRule's `namespaceSelector`: `global()` is not allowed.
+    Plain,
+    /// An EntityRule's `namespaceSelector`: `global()` is allowed, but only on its own.
+    EntityRuleNamespace,
+}
+
+/// Checks one selector field; the single place selector syntax is checked.
+pub fn check_selector(path: &str, text: &str, context: SelectorContext) -> Option<FieldError> {
+    let error = |reason: String| FieldError {
+        path: path.to_string(),
+        value: Some(text.to_string()),
+        reason,
+    };
+    let selector = match Selector::parse(text) {
+        Ok(selector) => selector,
+        Err(invalid) => {
+            return Some(error(format!(
+                "invalid selector: {} at column {}",
+                invalid.kind(),
+                invalid.column()
+            )));
+        }
+    };
+    match (context, selector.global_usage()) {
+        (SelectorContext::Plain, GlobalUsage::Alone | GlobalUsage::Combined) => Some(error(
+            "global() can only be used in an EntityRule namespaceSelector".to_string(),
+        )),
+        (SelectorContext::EntityRuleNamespace, GlobalUsage::Combined) => Some(error(
+            "global() cannot be combined with other selectors".to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// Which address family a field accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+impl Family {
+    fn accepts(self, is_ipv4: bool) -> bool {
+        match self {
+            Family::Any => true,
+            Family::V4 => is_ipv4,
+            Family::V6 => !is_ipv4,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Family::Any => "",
+            Family::V4 => "IPv4 ",
+            Family::V6 => "IPv6 ",
+        }
+    }
+}
+
+/// Collects field errors; the helpers check one field each.
+#[derive(Debug, Default)]
+pub(crate) struct Checker {
+    errors: Vec<FieldError>,
+}
+
+impl Checker {
+    pub(crate) fn fail(
+        &mut self,
+        path: impl Into<String>,
+        value: Option<&str>,
+        reason: impl Into<String>,
+    ) {
+        self.errors.push(FieldError {
+            path: path.into(),
+            value: value.map(str::to_string),
+            reason: reason.into(),
+        });
+    }
+
+    /// A resource name (DNS-1123 subdomain).
+    pub(crate) fn name(&mut self, path: &str, value: &str) {
+        if let Err(reason) = syntax::check_subdomain(value) {
+            self.fail(path, Some(value), reason);
+        }
+    }
+
+    pub(crate) fn selector(
+        &mut self,
+        path: &str,
+        value: Option<&String>,
+        context: SelectorContext,
+    ) {
+        if let Some(error) = value.and_then(|text| check_selector(path, text, context)) {
+            self.errors.push(error);
+        }
+    }
+
+    pub(crate) fn labels(
+        &mut self,
+        path: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) {
+        for (key, value) in labels {
+            if let Err(reason) = syntax::check_qualified_name(key) {
+                self.fail(
+                    format!("{path}[{key}]"),
+                    None,
+                    format!("invalid label key: {reason}"),
+                );
+            }
+            if let Err(reason) = syntax::check_label_value(value) {
+                self.fail(format!("{path}[{key}]"), Some(value), reason);
+            }
+        }
+    }
+
+    /// One of a fixed set of values (case-sensitive).
+    pub(crate) fn one_of(&mut self, path: &str, value: Option<&String>, allowed: &[&str]) {
+        if let Some(value) = value {
+            if !allowed.contains(&value.as_str()) {
+                self.fail(
+                    path,
+                    Some(value),
+                    format!("must be one of {}", quote_list(allowed)),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn duration(&mut self, path: &str, value: Option<&String>) {
+        if let Some(value) = value {
+            if let Err(reason) = syntax::check_go_duration(value) {
+                self.fail(path, Some(value), reason);
+            }
+        }
+    }
+
+    /// A number in an inclusive range.
+    pub(crate) fn in_range(&mut self, path: &str, value: Option<i64>, minimum: i64, maximum: i64) {
+        if let Some(value) = value {
+            if value < minimum || value > maximum {
+                self.fail(
+                    path,
+                    Some(&value.to_string()),
+                    format!("must be between {minimum} and {maximum}"),
+                );
+            }
+        }
+    }
+
+    /// An IP address (no prefix length).
+    pub(crate) fn ip(&mut self, path: &str, value: &str, family: Family) -> Option<bool> {
+        match value.parse::<std::net::IpAddr>() {
+            Ok(address) if family.accepts(address.is_ipv4()) => Some(address.is_ipv4()),
+            _ => {
+                self.fail(
+                    path,
+                    Some(value),
+                    format!("must be a valid {}address", family.describe()),
+                );
+                None
+            }
+        }
+    }
+
+    /// An address or a strictly masked network (upstream's `net`). Returns the parsed network.
+    pub(crate) fn network(&mut self, path: &str, value: &str, family: Family) -> Option<Cidr> {
+        let cidr = self.address_or_cidr(path, value, family)?;
+        if cidr.is_strictly_masked() {
+            Some(cidr)
+        } else {
+            self.fail(
+                path,
+                Some(value),
+                format!(
+                    "CIDR is not strictly masked (did you mean `{}`?)",
+                    cidr.network()
+                ),
+            );
+            None
+        }
+    }
+
+    /// An address or a network, not necessarily strictly masked. Returns the parsed network.
+    pub(crate) fn address_or_cidr(
+        &mut self,
+        path: &str,
+        value: &str,
+        family: Family,
+    ) -> Option<Cidr> {
+        match Cidr::parse_address_or_cidr(value) {
+            Some(cidr) if family.accepts(cidr.is_ipv4()) => Some(cidr),
+            _ => {
+                self.fail(
+                    path,
+                    Some(value),
+                    format!("must be a valid {}address or CIDR", family.describe()),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// `` `A`, `B` or `C` `` for messages.
+pub(crate) fn quote_list(values: &[&str]) -> String {
+    let quoted: Vec<String> = values.iter().map(|value| format!("`{value}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

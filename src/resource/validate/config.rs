@@ -1,0 +1,702 @@
+//! Configuration kinds: FelixConfiguration, KubeControllersConfiguration, Tier and
+//! ClusterInformation (upstream v3.29 `validateFelixConfigSpec`, the clientv3 defaulting of
+//! FelixConfiguration, KubeControllersConfiguration and Tier).
+//!
+//! FelixConfiguration's enum values and duration fields are checked here; the free-form
+//! `bpfConntrackTimeouts` map is passed through unchecked (its keys change between releases).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Checker, Family};
+use crate::resource::ObjectMeta;
+use crate::resource::spec::numorstring::{NumberOrString, PortMeaning, parse_port};
+use crate::resource::spec::{FelixConfigurationSpec, KubeControllersConfigurationSpec, TierSpec};
+
+const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
+const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
+
+/// Upstream's limit on `kubeNodePortRanges` (an iptables multiport match holds 15 ports; each range
+/// takes two).
+const MAXIMUM_NODE_PORT_RANGES: usize = 7;
+
+/// An OpenStack region becomes part of a namespace name `openstack-region-<region>`, which must stay
+/// a DNS label of at most 63 characters.
+const MAXIMUM_OPENSTACK_REGION_LENGTH: usize = 63 - "openstack-region-".len();
+
+pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigurationSpec) {
+    default_felix(spec);
+    let enums: [(&str, Option<&String>, &[&str]); 24] = [
+        ("floatingIPs", spec.floating_ips.as_ref(), &ENABLED_DISABLED),
+        (
+            "iptablesBackend",
+            spec.iptables_backend.as_ref(),
+            &["Legacy", "NFT", "Auto"],
+        ),
+        (
+            "defaultEndpointToHostAction",
+            spec.default_endpoint_to_host_action.as_ref(),
+            &["Drop", "Accept", "Return"],
+        ),
+        (
+            "logSeverityFile",
+            spec.log_severity_file.as_ref(),
+            &LOG_LEVELS,
+        ),
+        (
+            "logSeverityScreen",
+            spec.log_severity_screen.as_ref(),
+            &LOG_LEVELS,
+        ),
+        (
+            "logSeveritySys",
+            spec.log_severity_sys.as_ref(),
+            &LOG_LEVELS,
+        ),
+        (
+            "iptablesFilterAllowAction",
+            spec.iptables_filter_allow_action.as_ref(),
+            &["Accept", "Return"],
+        ),
+        (
+            "iptablesMangleAllowAction",
+            spec.iptables_mangle_allow_action.as_ref(),
+            &["Accept", "Return"],
+        ),
+        (
+            "iptablesFilterDenyAction",
+            spec.iptables_filter_deny_action.as_ref(),
+            &["Drop", "Reject"],
+        ),
+        (
+            "nftablesFilterAllowAction",
+            spec.nftables_filter_allow_action.as_ref(),
+            &["Accept", "Return"],
+        ),
+        (
+            "nftablesMangleAllowAction",
+            spec.nftables_mangle_allow_action.as_ref(),
+            &["Accept", "Return"],
+        ),
+        (
+            "nftablesFilterDenyAction",
+            spec.nftables_filter_deny_action.as_ref(),
+            &["Drop", "Reject"],
+        ),
+        (
+            "nftablesMode",
+            spec.nftables_mode.as_ref(),
+            &["Enabled", "Disabled", "Auto"],
+        ),
+        (
+            "bpfLogLevel",
+            spec.bpf_log_level.as_ref(),
+            &["Off", "Info", "Debug"],
+        ),
+        (
+            "bpfConnectTimeLoadBalancing",
+            spec.bpf_connect_time_load_balancing.as_ref(),
+            &["TCP", "Enabled", "Disabled"],
+        ),
+        (
+            "bpfHostNetworkedNATWithoutCTLB",
+            spec.bpf_host_networked_nat_without_ctlb.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "bpfExternalServiceMode",
+            spec.bpf_external_service_mode.as_ref(),
+            &["Tunnel", "DSR"],
+        ),
+        (
+            "bpfEnforceRPF",
+            spec.bpf_enforce_rpf.as_ref(),
+            &["Disabled", "Strict", "Loose"],
+        ),
+        (
+            "routeSource",
+            spec.route_source.as_ref(),
+            &["WorkloadIPs", "CalicoIPAM"],
+        ),
+        (
+            "serviceLoopPrevention",
+            spec.service_loop_prevention.as_ref(),
+            &["Drop", "Reject", "Disabled"],
+        ),
+        (
+            "workloadSourceSpoofing",
+            spec.workload_source_spoofing.as_ref(),
+            &["Disabled", "Any"],
+        ),
+        (
+            "awsSrcDstCheck",
+            spec.aws_src_dst_check.as_ref(),
+            &["DoNothing", "Enable", "Disable"],
+        ),
+        (
+            "ipForwarding",
+            spec.ip_forwarding.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "windowsManageFirewallRules",
+            spec.windows_manage_firewall_rules.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+    ];
+    for (field, value, allowed) in enums {
+        // Upstream treats an empty string as unset for these.
+        checker.one_of(
+            &format!("spec.{field}"),
+            value.filter(|value| !value.is_empty()),
+            allowed,
+        );
+    }
+    let durations = [
+        ("dataplaneWatchdogTimeout", &spec.dataplane_watchdog_timeout),
+        ("routeRefreshInterval", &spec.route_refresh_interval),
+        ("interfaceRefreshInterval", &spec.interface_refresh_interval),
+        ("iptablesRefreshInterval", &spec.iptables_refresh_interval),
+        (
+            "iptablesPostWriteCheckInterval",
+            &spec.iptables_post_write_check_interval,
+        ),
+        ("iptablesLockTimeout", &spec.iptables_lock_timeout),
+        (
+            "iptablesLockProbeInterval",
+            &spec.iptables_lock_probe_interval,
+        ),
+        ("ipsetsRefreshInterval", &spec.ipsets_refresh_interval),
+        ("xdpRefreshInterval", &spec.xdp_refresh_interval),
+        ("netlinkTimeout", &spec.netlink_timeout),
+        ("reportingInterval", &spec.reporting_interval),
+        ("reportingTTL", &spec.reporting_ttl),
+        ("endpointReportingDelay", &spec.endpoint_reporting_delay),
+        (
+            "debugSimulateCalcGraphHangAfter",
+            &spec.debug_simulate_calc_graph_hang_after,
+        ),
+        (
+            "debugSimulateDataplaneHangAfter",
+            &spec.debug_simulate_dataplane_hang_after,
+        ),
+        (
+            "debugSimulateDataplaneApplyDelay",
+            &spec.debug_simulate_dataplane_apply_delay,
+        ),
+        (
+            "usageReportingInitialDelay",
+            &spec.usage_reporting_initial_delay,
+        ),
+        ("usageReportingInterval", &spec.usage_reporting_interval),
+        ("nftablesRefreshInterval", &spec.nftables_refresh_interval),
+        (
+            "bpfKubeProxyMinSyncPeriod",
+            &spec.bpf_kube_proxy_min_sync_period,
+        ),
+        ("wireguardKeepAlive", &spec.wireguard_keep_alive),
+    ];
+    for (field, value) in durations {
+        checker.duration(&format!("spec.{field}"), value.as_ref());
+    }
+    for (field, value) in [
+        ("featureDetectOverride", &spec.feature_detect_override),
+        ("featureGates", &spec.feature_gates),
+    ] {
+        if let Some(value) = value {
+            if !is_key_value_list(value) {
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(value),
+                    "must be a comma-separated list of `key=value` pairs",
+                );
+            }
+        }
+    }
+    for (field, value) in [
+        ("logDebugFilenameRegex", &spec.log_debug_filename_regex),
+        ("bpfDataIfacePattern", &spec.bpf_data_iface_pattern),
+        ("bpfL3IfacePattern", &spec.bpf_l3_iface_pattern),
+        ("bpfDisableGROForIfaces", &spec.bpf_disable_gro_for_ifaces),
+        ("mtuIfacePattern", &spec.mtu_iface_pattern),
+    ] {
+        if let Some(value) = value {
+            if let Err(error) = regex::Regex::new(value) {
+                let reason = error
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .to_string();
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(value),
+                    format!("must be a valid regular expression: {}", reason.trim()),
+                );
+            }
+        }
+    }
+    if let Some(host) = &spec.prometheus_metrics_host {
+        if !PROMETHEUS_HOST.is_match(host) {
+            checker.fail(
+                "spec.prometheusMetricsHost",
+                Some(host),
+                "must be 1-64 of a-z, A-Z, 0-9, `:`, `.`, `_`, `+` or `-`",
+            );
+        }
+    }
+    if let Some(filter) = &spec.iptables_nat_outgoing_interface_filter {
+        interface_filter(checker, "spec.iptablesNATOutgoingInterfaceFilter", filter);
+    }
+    for (index, filter) in spec.bpf_force_track_packets_from_ifaces.iter().enumerate() {
+        interface_filter(
+            checker,
+            &format!("spec.bpfForceTrackPacketsFromIfaces[{index}]"),
+            filter,
+        );
+    }
+    for interface in spec.bpf_log_filters.keys() {
+        if !INTERFACE_NAME.is_match(interface) {
+            checker.fail(
+                format!("spec.bpfLogFilters[{interface}]"),
+                None,
+                "key must be an interface name: 1-15 of a-z, A-Z, 0-9, `_`, `.` or `-`",
+            );
+        }
+    }
+    for (field, value) in [
+        ("wireguardInterfaceName", &spec.wireguard_interface_name),
+        (
+            "wireguardInterfaceNameV6",
+            &spec.wireguard_interface_name_v6,
+        ),
+    ] {
+        if let Some(name) = value.as_ref().filter(|name| !name.is_empty()) {
+            if !INTERFACE_NAME.is_match(name) {
+                checker.fail(
+                    format!("spec.{field}"),
+                    Some(name),
+                    "interface name must be 1-15 of a-z, A-Z, 0-9, `_`, `.` or `-`",
+                );
+            }
+        }
+    }
+    for (index, timeout_override) in spec.health_timeout_overrides.iter().enumerate() {
+        let path = format!("spec.healthTimeoutOverrides[{index}]");
+        if !HEALTH_REPORTER_NAME.is_match(&timeout_override.name) {
+            checker.fail(
+                format!("{path}.name"),
+                Some(&timeout_override.name),
+                "name must be letters, digits, `_`, `-` or spaces",
+            );
+        }
+        checker.duration(&format!("{path}.timeout"), Some(&timeout_override.timeout));
+        if timeout_override.timeout.starts_with('-') {
+            checker.fail(
+                format!("{path}.timeout"),
+                Some(&timeout_override.timeout),
+                "timeout must not be negative",
+            );
+        }
+    }
+    let ports = [
+        ("metadataPort", spec.metadata_port, 0),
+        ("healthPort", spec.health_port, 0),
+        ("prometheusMetricsPort", spec.prometheus_metrics_port, 0),
+        ("debugPort", spec.debug_port, 0),
+        ("vxlanPort", spec.vxlan_port, 0),
+        ("wireguardListeningPort", spec.wireguard_listening_port, 1),
+        (
+            "wireguardListeningPortV6",
+            spec.wireguard_listening_port_v6,
+            1,
+        ),
+    ];
+    for (field, value, minimum) in ports {
+        checker.in_range(&format!("spec.{field}"), value, minimum, 65535);
+    }
+    for (field, value) in [
+        ("ipipMTU", spec.ipip_mtu),
+        ("vxlanMTU", spec.vxlan_mtu),
+        ("vxlanMTUV6", spec.vxlan_mtu_v6),
+        ("wireguardMTU", spec.wireguard_mtu),
+        ("wireguardMTUV6", spec.wireguard_mtu_v6),
+    ] {
+        checker.in_range(&format!("spec.{field}"), value, 0, 65535);
+    }
+    let unsigned_32 = i64::from(u32::MAX);
+    checker.in_range(
+        "spec.iptablesMarkMask",
+        spec.iptables_mark_mask,
+        0,
+        unsigned_32,
+    );
+    checker.in_range(
+        "spec.nftablesMarkMask",
+        spec.nftables_mark_mask,
+        0,
+        unsigned_32,
+    );
+    checker.in_range(
+        "spec.bpfExtToServiceConnmark",
+        spec.bpf_ext_to_service_connmark,
+        0,
+        unsigned_32,
+    );
+    checker.in_range(
+        "spec.wireguardRoutingRulePriority",
+        spec.wireguard_routing_rule_priority,
+        1,
+        32765,
+    );
+    for (field, value) in [
+        ("goGCThreshold", spec.go_gc_threshold),
+        ("goMemoryLimitMB", spec.go_memory_limit_mb),
+        ("goMaxProcs", spec.go_max_procs),
+    ] {
+        checker.in_range(&format!("spec.{field}"), value, -1, i64::MAX);
+    }
+    for (field, ports) in [
+        (
+            "failsafeInboundHostPorts",
+            &spec.failsafe_inbound_host_ports,
+        ),
+        (
+            "failsafeOutboundHostPorts",
+            &spec.failsafe_outbound_host_ports,
+        ),
+    ] {
+        for (index, entry) in ports.iter().enumerate() {
+            let path = format!("spec.{field}[{index}]");
+            checker.one_of(
+                &format!("{path}.protocol"),
+                Some(&entry.protocol),
+                &["TCP", "UDP", "SCTP"],
+            );
+            checker.in_range(&format!("{path}.port"), Some(entry.port), 0, 65535);
+            if let Some(net) = entry.net.as_ref().filter(|net| !net.is_empty()) {
+                checker.address_or_cidr(&format!("{path}.net"), net, Family::Any);
+            }
+        }
+    }
+    if spec.kube_node_port_ranges.len() > MAXIMUM_NODE_PORT_RANGES {
+        checker.fail(
+            "spec.kubeNodePortRanges",
+            None,
+            format!(
+                "node port ranges list is too long: at most {MAXIMUM_NODE_PORT_RANGES} ranges, found {}",
+                spec.kube_node_port_ranges.len()
+            ),
+        );
+    }
+    for (index, range) in spec.kube_node_port_ranges.iter().enumerate() {
+        numeric_port_range(checker, &format!("spec.kubeNodePortRanges[{index}]"), range);
+    }
+    if let Some(range) = &spec.nat_port_range {
+        numeric_port_range(checker, "spec.natPortRange", range);
+    }
+    if let Some(range) = &spec.bpf_psnat_ports {
+        numeric_port_range(checker, "spec.bpfPSNATPorts", range);
+    }
+    for (index, cidr) in spec.external_nodes_cidr_list.iter().enumerate() {
+        checker.address_or_cidr(
+            &format!("spec.externalNodesList[{index}]"),
+            cidr,
+            Family::V4,
+        );
+    }
+    for (field, cidrs) in [
+        ("bpfDSROptoutCIDRs", &spec.bpf_dsr_optout_cidrs),
+        ("bpfExcludeCIDRsFromNAT", &spec.bpf_exclude_cidrs_from_nat),
+    ] {
+        for (index, cidr) in cidrs.iter().enumerate() {
+            checker.address_or_cidr(&format!("spec.{field}[{index}]"), cidr, Family::Any);
+        }
+    }
+    for (field, value, family) in [
+        ("natOutgoingAddress", &spec.nat_outgoing_address, Family::V4),
+        (
+            "deviceRouteSourceAddress",
+            &spec.device_route_source_address,
+            Family::V4,
+        ),
+        (
+            "deviceRouteSourceAddressIPv6",
+            &spec.device_route_source_address_ipv6,
+            Family::V6,
+        ),
+    ] {
+        if let Some(value) = value.as_ref().filter(|value| !value.is_empty()) {
+            checker.ip(&format!("spec.{field}"), value, family);
+        }
+    }
+    if spec.route_table_range.is_some() && !spec.route_table_ranges.is_empty() {
+        checker.fail(
+            "spec.routeTableRange",
+            None,
+            "routeTableRange cannot be set when routeTableRanges is also set",
+        );
+    }
+    if let Some(range) = &spec.route_table_range {
+        if range.min < 1 || range.max < range.min || range.max > MAXIMUM_ROUTE_TABLE_RANGE_INDEX {
+            checker.fail(
+                "spec.routeTableRange",
+                Some(&format!("{}-{}", range.min, range.max)),
+                format!("must be a range of route table indices within 1..{MAXIMUM_ROUTE_TABLE_RANGE_INDEX}"),
+            );
+        }
+    }
+    let mut designated_tables: i64 = 0;
+    for (index, range) in spec.route_table_ranges.iter().enumerate() {
+        let path = format!("spec.routeTableRanges[{index}]");
+        let value = format!("{}-{}", range.min, range.max);
+        if range.min > range.max {
+            checker.fail(&path, Some(&value), "min cannot be greater than max");
+        }
+        if range.min < 1 {
+            checker.fail(&path, Some(&value), "cannot target indices below 1");
+        }
+        if range.max > i64::from(u32::MAX) {
+            checker.fail(
+                &path,
+                Some(&value),
+                format!("max index is too high (at most {})", u32::MAX),
+            );
+        }
+        designated_tables += (range.max - range.min + 1).max(0);
+    }
+    if designated_tables > MAXIMUM_DESIGNATED_ROUTE_TABLES {
+        checker.fail(
+            "spec.routeTableRanges",
+            None,
+            format!("targets too many tables: {designated_tables}, at most {MAXIMUM_DESIGNATED_ROUTE_TABLES}"),
+        );
+    }
+    if let Some(region) = spec
+        .openstack_region
+        .as_ref()
+        .filter(|region| !region.is_empty())
+    {
+        if region.len() > MAXIMUM_OPENSTACK_REGION_LENGTH {
+            checker.fail(
+                "spec.openstackRegion",
+                Some(region),
+                format!(
+                    "is too long: at most {MAXIMUM_OPENSTACK_REGION_LENGTH} characters (it becomes part \
+                     of a namespace name)"
+                ),
+            );
+        } else if !super::syntax::is_dns_label(region) {
+            checker.fail(
+                "spec.openstackRegion",
+                Some(region),
+                "must be a valid DNS label",
+            );
+        }
+    }
+}
+
+/// Upstream's `routeTableRange` (the single, older field) is limited to the indices below the kernel's
+/// reserved tables.
+const MAXIMUM_ROUTE_TABLE_RANGE_INDEX: i64 = 250;
+/// Upstream caps the tables `routeTableRanges` may designate in total.
+const MAXIMUM_DESIGNATED_ROUTE_TABLES: i64 = 0xffff;
+
+static INTERFACE_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_.-]{1,15}$").expect("the interface name pattern is a valid regex")
+});
+static INTERFACE_FILTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9:._+-]{1,15}$").expect("the interface filter pattern is a valid regex")
+});
+static PROMETHEUS_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9:._+-]{1,64}$").expect("the prometheus host pattern is a valid regex")
+});
+static HEALTH_REPORTER_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_ -]+$").expect("the health reporter name pattern is a valid regex")
+});
+static KEY_VALUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*\w+=.*$").expect("the key=value pattern is a valid regex"));
+
+/// An interface name or a prefix wildcard such as `docker+`.
+fn interface_filter(checker: &mut Checker, path: &str, value: &str) {
+    if !INTERFACE_FILTER.is_match(value) {
+        checker.fail(
+            path,
+            Some(value),
+            "must be 1-15 of a-z, A-Z, 0-9, `:`, `.`, `_`, `+` or `-`",
+        );
+    }
+}
+
+/// A comma-separated `key=value` list; empty items (a trailing comma) are allowed.
+fn is_key_value_list(value: &str) -> bool {
+    value
+        .split(',')
+        .filter(|item| !item.is_empty())
+        .all(|item| KEY_VALUE.is_match(item))
+}
+
+/// Upstream's FelixConfiguration defaulting. The deprecated `bpfConnectTimeLoadBalancingEnabled`,
+/// when set, overrides both of its replacements (whatever they say), as upstream does.
+fn default_felix(spec: &mut FelixConfigurationSpec) {
+    spec.floating_ips
+        .get_or_insert_with(|| "Disabled".to_string());
+    spec.bpf_connect_time_load_balancing
+        .get_or_insert_with(|| "TCP".to_string());
+    spec.bpf_host_networked_nat_without_ctlb
+        .get_or_insert_with(|| "Enabled".to_string());
+    if let Some(enabled) = spec.bpf_connect_time_load_balancing_enabled {
+        let load_balancing = if enabled { "Enabled" } else { "Disabled" };
+        spec.bpf_connect_time_load_balancing = Some(load_balancing.to_string());
+        spec.bpf_host_networked_nat_without_ctlb = Some("Disabled".to_string());
+    }
+}
+
+fn numeric_port_range(checker: &mut Checker, path: &str, range: &NumberOrString) {
+    match parse_port(range) {
+        Ok(PortMeaning::Range { .. }) => {}
+        Ok(PortMeaning::Named(_)) => checker.fail(
+            path,
+            Some(&range.to_string()),
+            "named ports are not allowed here (use a number or `min:max`)",
+        ),
+        Err(reason) => checker.fail(path, Some(&range.to_string()), reason),
+    }
+}
+
+/// The only name a KubeControllersConfiguration or ClusterInformation may have.
+const SINGLETON_NAME: &str = "default";
+
+pub(super) fn kube_controllers_configuration(
+    checker: &mut Checker,
+    spec: &mut KubeControllersConfigurationSpec,
+    metadata: &ObjectMeta,
+) {
+    if spec.prometheus_metrics_port.is_none() {
+        spec.prometheus_metrics_port = Some(9094);
+    }
+    if let Some(node) = &mut spec.controllers.node {
+        if node.leak_grace_period.is_none() {
+            // Written as Go's `time.Duration` prints 15 minutes, as upstream stores it.
+            node.leak_grace_period = Some("15m0s".to_string());
+        }
+    }
+    if !metadata.name.is_empty() && metadata.name != SINGLETON_NAME {
+        checker.fail(
+            "metadata.name",
+            Some(&metadata.name),
+            "a KubeControllersConfiguration must be named `default`",
+        );
+    }
+    checker.one_of(
+        "spec.logSeverityScreen",
+        spec.log_severity_screen.as_ref(),
+        &LOG_LEVELS,
+    );
+    checker.one_of(
+        "spec.healthChecks",
+        spec.health_checks.as_ref(),
+        &ENABLED_DISABLED,
+    );
+    checker.duration(
+        "spec.etcdV3CompactionPeriod",
+        spec.etcd_v3_compaction_period.as_ref(),
+    );
+    checker.in_range(
+        "spec.prometheusMetricsPort",
+        spec.prometheus_metrics_port,
+        0,
+        65535,
+    );
+    checker.in_range("spec.debugProfilePort", spec.debug_profile_port, 0, 65535);
+    let controllers = &spec.controllers;
+    if let Some(node) = &controllers.node {
+        checker.duration(
+            "spec.controllers.node.reconcilerPeriod",
+            node.reconciler_period.as_ref(),
+        );
+        checker.duration(
+            "spec.controllers.node.leakGracePeriod",
+            node.leak_grace_period.as_ref(),
+        );
+        checker.one_of(
+            "spec.controllers.node.syncLabels",
+            node.sync_labels.as_ref(),
+            &ENABLED_DISABLED,
+        );
+        if let Some(host_endpoint) = &node.host_endpoint {
+            checker.one_of(
+                "spec.controllers.node.hostEndpoint.autoCreate",
+                host_endpoint.auto_create.as_ref(),
+                &ENABLED_DISABLED,
+            );
+        }
+    }
+    for (name, reconciler) in [
+        ("policy", &controllers.policy),
+        ("workloadEndpoint", &controllers.workload_endpoint),
+        ("serviceAccount", &controllers.service_account),
+        ("namespace", &controllers.namespace),
+    ] {
+        if let Some(reconciler) = reconciler {
+            checker.duration(
+                &format!("spec.controllers.{name}.reconcilerPeriod"),
+                reconciler.reconciler_period.as_ref(),
+            );
+        }
+    }
+}
+
+/// The order of the `default` tier, which is also the default order of any tier.
+const DEFAULT_TIER_ORDER: f64 = 1_000_000.0;
+/// The fixed order of the tier that holds Kubernetes admin network policies.
+const ADMIN_NETWORK_POLICY_TIER_ORDER: f64 = 1_000.0;
+
+pub(super) fn tier(checker: &mut Checker, spec: &mut TierSpec, metadata: &ObjectMeta) {
+    let name = metadata.name.as_str();
+    let fixed_order = match name {
+        "default" => Some(DEFAULT_TIER_ORDER),
+        "adminnetworkpolicy" => Some(ADMIN_NETWORK_POLICY_TIER_ORDER),
+        _ => None,
+    };
+    if spec.order.is_none() {
+        // Upstream defaults every tier to the default tier's order, including `adminnetworkpolicy`
+        // (which then fails the fixed-order check below, as upstream).
+        spec.order = Some(DEFAULT_TIER_ORDER);
+    }
+    if spec.default_action.is_none() {
+        spec.default_action = Some("Deny".to_string());
+    }
+    if !name.is_empty() && !super::syntax::is_dns_label(name) {
+        checker.fail(
+            "metadata.name",
+            Some(name),
+            "tier name must be a DNS label (at most 63 lower case alphanumerics or `-`, no dots)",
+        );
+    }
+    if let (Some(fixed), Some(order)) = (fixed_order, spec.order) {
+        if order != fixed {
+            checker.fail(
+                "spec.order",
+                Some(&order.to_string()),
+                format!("the `{name}` tier must have order {fixed}"),
+            );
+        }
+    }
+    checker.one_of(
+        "spec.defaultAction",
+        spec.default_action.as_ref(),
+        &["Deny", "Pass"],
+    );
+}
+
+pub(super) fn cluster_information(checker: &mut Checker, metadata: &ObjectMeta) {
+    if !metadata.name.is_empty() && metadata.name != SINGLETON_NAME {
+        checker.fail(
+            "metadata.name",
+            Some(&metadata.name),
+            "a ClusterInformation must be named `default`",
+        );
+    }
+}

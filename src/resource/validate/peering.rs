@@ -1,0 +1,397 @@
+//! BGP kinds: Node, BGPPeer and BGPConfiguration (upstream v3.29 `validateNodeSpec`,
+//! `validateBGPPeerSpec` and the BGPConfiguration rules).
+//!
+//! Whether the BGPFilters a peer names exist needs the datastore and is left to the caller.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Checker, Family, SelectorContext};
+use crate::resource::ObjectMeta;
+use crate::resource::spec::numorstring::{AsNumber, parse_as_number};
+use crate::resource::spec::{BgpConfigurationSpec, BgpPeerSpec, NodeSpec};
+
+const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
+
+static IGNORED_INTERFACE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_.*-]{1,15}$").expect("the ignored interface pattern is a valid regex")
+});
+
+fn as_number(checker: &mut Checker, path: &str, value: Option<&AsNumber>) {
+    if let Some(value) = value {
+        if let Err(reason) = parse_as_number(value) {
+            checker.fail(path, Some(&value.to_string()), reason);
+        }
+    }
+}
+
+/// An address with an optional prefix length, of one family (upstream's `cidrv4`/`cidrv6`).
+fn address_with_optional_prefix(checker: &mut Checker, path: &str, value: &str, family: Family) {
+    if !value.is_empty() {
+        checker.address_or_cidr(path, value, family);
+    }
+}
+
+fn optional_ip(checker: &mut Checker, path: &str, value: &str, family: Family) {
+    if !value.is_empty() {
+        checker.ip(path, value, family);
+    }
+}
+
+fn optional_mac(checker: &mut Checker, path: &str, value: &str) {
+    if !value.is_empty() && !super::syntax::is_mac_address(value) {
+        checker.fail(path, Some(value), "must be a valid MAC address");
+    }
+}
+
+pub(super) fn node(checker: &mut Checker, spec: &mut NodeSpec) {
+    if let Some(bgp) = &spec.bgp {
+        if bgp == &Default::default() {
+            checker.fail(
+                "spec.bgp",
+                None,
+                "spec.bgp should not be empty (remove it or set an address)",
+            );
+        }
+        address_with_optional_prefix(
+            checker,
+            "spec.bgp.ipv4Address",
+            &bgp.ipv4_address,
+            Family::V4,
+        );
+        address_with_optional_prefix(
+            checker,
+            "spec.bgp.ipv6Address",
+            &bgp.ipv6_address,
+            Family::V6,
+        );
+        optional_ip(
+            checker,
+            "spec.bgp.ipv4IPIPTunnelAddr",
+            &bgp.ipv4_ipip_tunnel_address,
+            Family::V4,
+        );
+        optional_ip(
+            checker,
+            "spec.bgp.routeReflectorClusterID",
+            &bgp.route_reflector_cluster_id,
+            Family::V4,
+        );
+        as_number(checker, "spec.bgp.asNumber", bgp.as_number.as_ref());
+    }
+    optional_ip(
+        checker,
+        "spec.ipv4VXLANTunnelAddr",
+        &spec.ipv4_vxlan_tunnel_address,
+        Family::V4,
+    );
+    optional_ip(
+        checker,
+        "spec.ipv6VXLANTunnelAddr",
+        &spec.ipv6_vxlan_tunnel_address,
+        Family::V6,
+    );
+    optional_mac(
+        checker,
+        "spec.vxlanTunnelMACAddr",
+        &spec.vxlan_tunnel_mac_address,
+    );
+    optional_mac(
+        checker,
+        "spec.vxlanTunnelMACAddrV6",
+        &spec.vxlan_tunnel_mac_address_v6,
+    );
+    if let Some(wireguard) = &spec.wireguard {
+        optional_ip(
+            checker,
+            "spec.wireguard.interfaceIPv4Address",
+            &wireguard.interface_ipv4_address,
+            Family::V4,
+        );
+        optional_ip(
+            checker,
+            "spec.wireguard.interfaceIPv6Address",
+            &wireguard.interface_ipv6_address,
+            Family::V6,
+        );
+    }
+    for (index, address) in spec.addresses.iter().enumerate() {
+        let path = format!("spec.addresses[{index}]");
+        checker.network(&format!("{path}.address"), &address.address, Family::Any);
+        if !address.address_type.is_empty() {
+            checker.one_of(
+                &format!("{path}.type"),
+                Some(&address.address_type),
+                &["CalicoNodeIP", "InternalIP", "ExternalIP"],
+            );
+        }
+    }
+    for (index, reference) in spec.orch_refs.iter().enumerate() {
+        if reference.orchestrator.is_empty() {
+            checker.fail(
+                format!("spec.orchRefs[{index}].orchestrator"),
+                None,
+                "orchestrator is required",
+            );
+        }
+    }
+}
+
+/// Parses a peer address: `IP`, `IPv4:port` or `[IPv6]:port`. Returns whether it is IPv4.
+fn parse_peer_address(text: &str) -> Option<bool> {
+    if let Ok(address) = text.parse::<std::net::IpAddr>() {
+        return Some(address.is_ipv4());
+    }
+    let address = text.parse::<std::net::SocketAddr>().ok()?;
+    (address.port() != 0).then_some(address.is_ipv4())
+}
+
+pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
+    if !spec.node.is_empty() {
+        checker.name("spec.node", &spec.node);
+    }
+    checker.selector(
+        "spec.nodeSelector",
+        spec.node_selector.as_ref(),
+        SelectorContext::Plain,
+    );
+    checker.selector(
+        "spec.peerSelector",
+        spec.peer_selector.as_ref(),
+        SelectorContext::Plain,
+    );
+    let peer_family = if spec.peer_ip.is_empty() {
+        None
+    } else {
+        let family = parse_peer_address(&spec.peer_ip);
+        if family.is_none() {
+            checker.fail(
+                "spec.peerIP",
+                Some(&spec.peer_ip),
+                "must be an IP address, `IPv4:port` or `[IPv6]:port`",
+            );
+        }
+        family
+    };
+    as_number(checker, "spec.asNumber", spec.as_number.as_ref());
+    checker.one_of(
+        "spec.sourceAddress",
+        spec.source_address.as_ref(),
+        &["UseNodeIP", "None"],
+    );
+    checker.duration("spec.maxRestartTime", spec.max_restart_time.as_ref());
+    checker.in_range("spec.ttlSecurity", spec.ttl_security, 0, 255);
+    checker.in_range(
+        "spec.numAllowedLocalASNumbers",
+        spec.num_allowed_local_as_numbers,
+        0,
+        i64::from(i32::MAX),
+    );
+    if let Some(reference) = spec
+        .password
+        .as_ref()
+        .and_then(|p| p.secret_key_ref.as_ref())
+    {
+        if reference.name.is_empty() {
+            checker.fail(
+                "spec.password.secretKeyRef.name",
+                None,
+                "secret name is required",
+            );
+        }
+        if reference.key.is_empty() {
+            checker.fail(
+                "spec.password.secretKeyRef.key",
+                None,
+                "secret key is required",
+            );
+        }
+    }
+    for (index, filter) in spec.filters.iter().enumerate() {
+        checker.name(&format!("spec.filters[{index}]"), filter);
+    }
+
+    if !spec.node.is_empty() && spec.node_selector.is_some() {
+        checker.fail(
+            "spec.nodeSelector",
+            spec.node_selector.as_deref(),
+            "node and nodeSelector cannot both be set",
+        );
+    }
+    if !spec.peer_ip.is_empty() && spec.peer_selector.is_some() {
+        checker.fail(
+            "spec.peerSelector",
+            spec.peer_selector.as_deref(),
+            "peerIP and peerSelector cannot both be set",
+        );
+    }
+    if spec.peer_selector.is_some() {
+        if let Some(value) = &spec.as_number {
+            checker.fail(
+                "spec.asNumber",
+                Some(&value.to_string()),
+                "asNumber must be empty when peerSelector is set (the peers' own AS numbers are used)",
+            );
+        }
+    }
+    if let Some(reachable_by) = spec.reachable_by.as_ref().filter(|value| !value.is_empty()) {
+        let reachable_family = checker.ip("spec.reachableBy", reachable_by, Family::Any);
+        if spec.peer_ip.is_empty() {
+            checker.fail(
+                "spec.reachableBy",
+                Some(reachable_by),
+                "reachableBy must be empty when peerIP is empty",
+            );
+        } else if let (Some(reachable), Some(peer)) = (reachable_family, peer_family) {
+            if reachable != peer {
+                checker.fail(
+                    "spec.reachableBy",
+                    Some(reachable_by),
+                    "reachableBy must be of the same address family as peerIP",
+                );
+            }
+        }
+    }
+}
+
+/// Checks a BGP community value: `aa:nn` (16-bit parts) or `aa:nn:mm` (32-bit parts).
+fn is_community_value(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(':').collect();
+    match parts.len() {
+        2 => parts.iter().all(|part| part.parse::<u16>().is_ok()),
+        3 => parts.iter().all(|part| part.parse::<u32>().is_ok()),
+        _ => false,
+    }
+}
+
+pub(super) fn bgp_configuration(
+    checker: &mut Checker,
+    spec: &mut BgpConfigurationSpec,
+    metadata: &ObjectMeta,
+) {
+    checker.one_of(
+        "spec.logSeverityScreen",
+        spec.log_severity_screen.as_ref(),
+        &LOG_LEVELS,
+    );
+    as_number(checker, "spec.asNumber", spec.as_number.as_ref());
+    for (field, blocks) in [
+        ("serviceLoadBalancerIPs", &spec.service_load_balancer_ips),
+        ("serviceExternalIPs", &spec.service_external_ips),
+        ("serviceClusterIPs", &spec.service_cluster_ips),
+    ] {
+        for (index, block) in blocks.iter().enumerate() {
+            checker.network(
+                &format!("spec.{field}[{index}].cidr"),
+                &block.cidr,
+                Family::Any,
+            );
+        }
+    }
+    checker.in_range("spec.listenPort", spec.listen_port, 1, 65535);
+    for (index, community) in spec.communities.iter().enumerate() {
+        let path = format!("spec.communities[{index}]");
+        if community.name.is_empty() {
+            checker.fail(format!("{path}.name"), None, "community name is required");
+        } else {
+            checker.name(&format!("{path}.name"), &community.name);
+        }
+        if !is_community_value(&community.value) {
+            checker.fail(
+                format!("{path}.value"),
+                Some(&community.value),
+                "community value must be `aa:nn` (16-bit numbers) or `aa:nn:mm` (32-bit numbers)",
+            );
+        }
+    }
+    for (index, advertisement) in spec.prefix_advertisements.iter().enumerate() {
+        let path = format!("spec.prefixAdvertisements[{index}]");
+        checker.network(&format!("{path}.cidr"), &advertisement.cidr, Family::Any);
+        for (community_index, community) in advertisement.communities.iter().enumerate() {
+            let known = spec
+                .communities
+                .iter()
+                .any(|named| &named.name == community);
+            if !known && !is_community_value(community) {
+                checker.fail(
+                    format!("{path}.communities[{community_index}]"),
+                    Some(community),
+                    "must name a community of spec.communities or be a community value `aa:nn` / `aa:nn:mm`",
+                );
+            }
+        }
+    }
+    checker.duration(
+        "spec.nodeMeshMaxRestartTime",
+        spec.node_mesh_max_restart_time.as_ref(),
+    );
+    checker.one_of(
+        "spec.bindMode",
+        spec.bind_mode.as_ref(),
+        &["None", "NodeIP"],
+    );
+    for (index, interface) in spec.ignored_interfaces.iter().enumerate() {
+        if interface == "*" || !IGNORED_INTERFACE.is_match(interface) {
+            checker.fail(
+                format!("spec.ignoredInterfaces[{index}]"),
+                Some(interface),
+                "must be 1-15 of a-z, A-Z, 0-9, `_`, `.`, `-` or `*` (and not just `*`)",
+            );
+        }
+    }
+    if !spec.communities.is_empty() && spec.prefix_advertisements.is_empty() {
+        checker.fail(
+            "spec.communities",
+            None,
+            "communities are defined but not used in spec.prefixAdvertisements",
+        );
+    }
+    if spec.node_to_node_mesh_enabled == Some(false) {
+        if spec.node_mesh_password.is_some() {
+            checker.fail(
+                "spec.nodeMeshPassword",
+                None,
+                "nodeMeshPassword cannot be set when nodeToNodeMeshEnabled is false",
+            );
+        }
+        if spec.node_mesh_max_restart_time.is_some() {
+            checker.fail(
+                "spec.nodeMeshMaxRestartTime",
+                None,
+                "nodeMeshMaxRestartTime cannot be set when nodeToNodeMeshEnabled is false",
+            );
+        }
+    }
+    if metadata.name != "default" {
+        let restricted = [
+            (
+                "nodeToNodeMeshEnabled",
+                spec.node_to_node_mesh_enabled.is_some(),
+            ),
+            ("asNumber", spec.as_number.is_some()),
+            (
+                "serviceLoadBalancerIPs",
+                !spec.service_load_balancer_ips.is_empty(),
+            ),
+            ("serviceExternalIPs", !spec.service_external_ips.is_empty()),
+            ("serviceClusterIPs", !spec.service_cluster_ips.is_empty()),
+            ("nodeMeshPassword", spec.node_mesh_password.is_some()),
+            (
+                "nodeMeshMaxRestartTime",
+                spec.node_mesh_max_restart_time.is_some(),
+            ),
+        ];
+        for (field, set) in restricted {
+            if set {
+                checker.fail(
+                    format!("spec.{field}"),
+                    None,
+                    format!(
+                        "cannot set {field} on a non default BGP Configuration (only on `default`)"
+                    ),
+                );
+            }
+        }
+    }
+}
