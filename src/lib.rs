@@ -5,4 +5,5 @@
 //! `exec` runs them against a `datastore` → `output` prints.
 
 pub mod datastore;
+pub mod plan;
 pub mod resource;
