@@ -227,8 +227,9 @@ pub enum FactError {
     #[error("could not read `{what}` from the datastore")]
     Discovery {
         what: String,
+        // Boxed: a `StoreError` is large and most fact errors carry none.
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     #[error("ClusterInformation `default` has an invalid `spec.calicoVersion` `{0}`")]
     InvalidClusterVersion(String),
@@ -253,7 +254,7 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
         Err(source) => {
             return Err(FactError::Discovery {
                 what: "ClusterInformation `default`".to_string(),
-                source,
+                source: Box::new(source),
             });
         }
     };
@@ -272,7 +273,7 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
     .await
     .map_err(|source| FactError::Discovery {
         what: "host endpoints".to_string(),
-        source,
+        source: Box::new(source),
     })?;
     all_interfaces.sort();
 
