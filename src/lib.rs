@@ -4,6 +4,8 @@
 //! `cli` parses → `config` resolves settings → `resource` validates → `plan` builds steps →
 //! `exec` runs them against a `datastore` → `output` prints.
 
+pub mod cli;
 pub mod datastore;
 pub mod plan;
 pub mod resource;
+pub mod runbook;

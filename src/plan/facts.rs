@@ -56,7 +56,7 @@ impl<T> Fact<T> {
 }
 
 /// How the network was installed; it decides the upgrade procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InstallMethod {
     /// The operator, installed from its manifest.

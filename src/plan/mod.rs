@@ -8,8 +8,11 @@
 //! [`facts::discover_facts`].
 
 pub mod action;
+pub mod catalog;
 pub mod facts;
 pub mod release;
+pub mod render;
+pub mod resolve;
 
 use std::fmt;
 
@@ -18,11 +21,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use action::{Action, ActionError, HumanDuration};
+pub use catalog::{Catalog, CatalogError};
 pub use facts::{
     DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
     discover_facts,
 };
 pub use release::{Release, ReleaseError};
+pub use resolve::{PlanError, PlanRequest, plan_upgrade};
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
