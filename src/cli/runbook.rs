@@ -97,7 +97,8 @@ impl RenderArgs {
                 facts,
             },
         )?;
-        let text = serde_yaml::to_string(&plan.steps)?;
+        // Through JSON first, so enums print as plain maps (`source: {file: ..}`), not YAML tags.
+        let text = serde_yaml::to_string(&serde_json::to_value(&plan.steps)?)?;
         std::io::stdout().lock().write_all(text.as_bytes())?;
         Ok(())
     }

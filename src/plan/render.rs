@@ -99,6 +99,7 @@ fn fact_rows(plan: &Plan) -> Vec<(String, String, String)> {
     if let Ok(serde_json::Value::Object(facts)) = serde_json::to_value(&plan.facts) {
         for (name, fact) in facts {
             let value = match fact.get("value") {
+                Some(serde_json::Value::String(text)) if text.is_empty() => "\"\"".to_string(),
                 Some(serde_json::Value::String(text)) => text.clone(),
                 Some(other) => other.to_string(),
                 None => String::new(),
@@ -123,11 +124,6 @@ pub fn text(plan: &Plan) -> String {
     let rows = fact_rows(plan);
     let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
     for (name, value, origin) in rows {
-        let value = if value.is_empty() {
-            "\"\"".to_string()
-        } else {
-            value
-        };
         let _ = writeln!(out, "  {name:width$}  {value}  ({origin})");
     }
     let mut number = 0;

@@ -447,10 +447,7 @@ fn instantiate(
             if let Some(item) = &item {
                 item_context.insert("item".into(), item.clone());
                 id = format!("{id}[{item_index}]");
-                let shown = match item {
-                    Json::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
+                let shown = describe_item(item);
                 item_reason = format!("{item_reason}; item `{shown}`");
             }
             let item_context = context_from(&item_context);
@@ -560,6 +557,25 @@ pub(crate) fn render_action(
         step: step.id.clone(),
         source,
     })
+}
+
+/// How a `foreach` item appears in a step's reason: strings as they are, objects by kind and name.
+fn describe_item(item: &Json) -> String {
+    match item {
+        Json::String(text) => text.clone(),
+        Json::Object(map) if map.contains_key("name") => {
+            let text = |key: &str| map.get(key).and_then(Json::as_str).unwrap_or_default();
+            let mut shown = text("name").to_string();
+            if let Some(namespace) = map.get("namespace").and_then(Json::as_str) {
+                shown = format!("{namespace}/{shown}");
+            }
+            match map.get("kind").and_then(Json::as_str) {
+                Some(kind) => format!("{kind} {shown}"),
+                None => shown,
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 enum DocumentsError {

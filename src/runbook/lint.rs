@@ -504,17 +504,22 @@ impl RunbookLinter<'_> {
             step.with.as_ref(),
             &context,
         ))
-        .chain(step.verify.iter().map(|verify| {
-            render_action(
-                self.set,
-                self.templates,
-                self.loaded,
-                step,
-                &verify.action,
-                verify.with.as_ref(),
-                &context,
-            )
-        }));
+        .chain(
+            step.verify
+                .iter()
+                .filter(|verify| Action::NAMES.contains(&verify.action.as_str()))
+                .map(|verify| {
+                    render_action(
+                        self.set,
+                        self.templates,
+                        self.loaded,
+                        step,
+                        &verify.action,
+                        verify.with.as_ref(),
+                        &context,
+                    )
+                }),
+        );
         for result in results {
             match result {
                 Ok(_) | Err(PlanError::Template { .. }) => {}
