@@ -131,6 +131,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs: Vec<String>,
     /// The action name, e.g. `resource.label` (see `docs/runbooks.md`).
+    #[schemars(schema_with = "action_name_schema")]
     pub action: String,
     /// The action's arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,9 +159,19 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Verify {
+    #[schemars(schema_with = "action_name_schema")]
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Action names as a schema enum, so editors complete and check them. The field stays a string in
+/// Rust: an unknown name is a lint finding with its line, not a parse failure of the whole file.
+fn action_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": crate::plan::Action::NAMES,
+    })
 }
 
 /// A runbook with where it came from and its position in the set (for stable ordering).
