@@ -390,8 +390,26 @@ impl Facts {
                 self.all_interfaces_host_endpoints = Fact::new(names, flag);
             }
             "owner_references" => {
-                let references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
+                let mut references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
                     .map_err(|error| invalid(&format!("expected a JSON list: {error}")))?;
+                // Per object, the highest index first: removing a reference shifts the ones after
+                // it, so removals must run from the end of the list.
+                references.sort_by(|a, b| {
+                    (
+                        &a.api_version,
+                        &a.kind,
+                        &a.namespace,
+                        &a.name,
+                        std::cmp::Reverse(a.index),
+                    )
+                        .cmp(&(
+                            &b.api_version,
+                            &b.kind,
+                            &b.namespace,
+                            &b.name,
+                            std::cmp::Reverse(b.index),
+                        ))
+                });
                 self.owner_references = Fact::new(references, flag);
             }
             "alp_enabled" => {
@@ -512,6 +530,27 @@ mod tests {
             parse_set("a=b=c").unwrap(),
             ("a".to_string(), "b=c".to_string())
         );
+    }
+
+    #[test]
+    fn owner_references_of_one_object_are_removed_from_the_end() {
+        let references = r#"[
+            {"apiVersion":"v1","kind":"ConfigMap","name":"b","ownerKind":"Tier","ownerName":"t","index":0},
+            {"apiVersion":"v1","kind":"ConfigMap","name":"a","ownerKind":"Tier","ownerName":"t","index":0},
+            {"apiVersion":"v1","kind":"ConfigMap","name":"a","ownerKind":"Tier","ownerName":"u","index":2}
+        ]"#;
+        let facts = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[("owner_references", references)]),
+        )
+        .unwrap();
+        let order: Vec<(&str, usize)> = facts
+            .owner_references
+            .value
+            .iter()
+            .map(|reference| (reference.name.as_str(), reference.index))
+            .collect();
+        assert_eq!(order, vec![("a", 2), ("a", 0), ("b", 0)]);
     }
 
     #[test]
