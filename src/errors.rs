@@ -7,6 +7,30 @@ use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::node::NodeError;
 
+/// The message and the advice to print for an error that ends a command.
+///
+/// Advice comes from two places: typed errors that offer a `hint()` method (asked through
+/// [`hint_for`]), and errors whose message ends in a `hint: ...` line. Both are printed the same way,
+/// on their own line under the error.
+pub fn report(error: &anyhow::Error) -> (String, Option<String>) {
+    let text = format!("{error:#}");
+    let mut hints: Vec<String> = Vec::new();
+    let mut message_lines = Vec::new();
+    for line in text.lines() {
+        match line.trim_start().strip_prefix("hint: ") {
+            Some(hint) => hints.push(hint.to_string()),
+            None => message_lines.push(line),
+        }
+    }
+    if let Some(hint) = hint_for(error)
+        && !hints.contains(&hint)
+    {
+        hints.push(hint);
+    }
+    let hint = (!hints.is_empty()).then(|| hints.join("\n        "));
+    (message_lines.join("\n"), hint)
+}
+
 /// The advice for the first error in the chain that has some.
 pub fn hint_for(error: &anyhow::Error) -> Option<String> {
     error.chain().find_map(|cause| {

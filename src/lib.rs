@@ -10,5 +10,7 @@ pub mod datastore;
 pub mod errors;
 pub mod node;
 pub mod output;
+pub mod plan;
 pub mod resource;
+pub mod runbook;
 pub mod terminal;

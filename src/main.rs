@@ -48,8 +48,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            let hint = netctl::errors::hint_for(&error);
-            terminal::error(&format!("{error:#}"), hint.as_deref());
+            let (message, hint) = netctl::errors::report(&error);
+            terminal::error(&message, hint.as_deref());
             ExitCode::FAILURE
         }
     }

@@ -7,6 +7,8 @@ mod completion;
 mod config;
 mod get;
 mod node;
+pub mod runbook;
+pub mod upgrade;
 mod version;
 
 use std::path::PathBuf;
@@ -65,6 +67,12 @@ pub enum Command {
     /// Show or check the client configuration
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Plan and run upgrades from the versioned runbooks
+    #[command(subcommand)]
+    Upgrade(UpgradeCommand),
+    /// Review runbooks: lint them, render them for a version edge, list them
+    #[command(subcommand)]
+    Runbook(runbook::RunbookCommand),
     /// Show the client version and the version of the cluster
     Version(version::VersionArgs),
     /// Print a shell completion script
@@ -72,6 +80,12 @@ pub enum Command {
     /// Run the node agent container
     #[command(subcommand)]
     Node(node::NodeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Show exactly what an upgrade would do, step by step, and why
+    Plan(upgrade::PlanArgs),
 }
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -128,6 +142,27 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The datastore to discover upgrade facts from, or `None` when planning offline: with `--offline`,
+    /// or when the configured datastore is Kubernetes, which this build cannot read yet (said on
+    /// stderr, so the plan's fact origins are never mistaken for discovered ones).
+    pub async fn datastore_for_facts(
+        &self,
+        offline: bool,
+    ) -> anyhow::Result<Option<Box<dyn Datastore>>> {
+        if offline {
+            return Ok(None);
+        }
+        if self.client_config()?.datastore_type.value == DatastoreType::Kubernetes {
+            terminal::warn(
+                "facts are not discovered from the `kubernetes` datastore in this build: planning from flags and defaults (pass `--offline` to silence this)",
+            );
+            return Ok(None);
+        }
+        Ok(Some(self.datastore().await?))
+    }
+}
+
 /// The Kubernetes datastore is not part of this build yet; say so instead of failing obscurely.
 #[derive(Debug, thiserror::Error)]
 #[error("the `kubernetes` datastore is not supported by this build of netctl yet")]
@@ -145,6 +180,15 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
     match cli.command {
         Command::Get(args) => get::run(&context, args).await,
         Command::Config(command) => config::run(&context, command),
+        Command::Upgrade(UpgradeCommand::Plan(args)) => {
+            let store = context.datastore_for_facts(args.offline).await?;
+            args.run(store.as_deref()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Runbook(command) => {
+            command.run()?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Node(command) => node::run(&context, command).await,
