@@ -8,5 +8,6 @@ pub mod cli;
 pub mod config;
 pub mod datastore;
 pub mod errors;
+pub mod plan;
 pub mod resource;
 pub mod terminal;

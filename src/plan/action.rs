@@ -1,0 +1,540 @@
+//! The closed set of actions a plan step can take, fully rendered and typed.
+//!
+//! A runbook names an action (`action: resource.label`) and gives its arguments as a `with:` map of
+//! templated strings; after rendering, the planner converts that pair into one [`Action`] value here, so
+//! unknown actions and bad arguments are refused at plan time with the step id, never half way through
+//! a maintenance window. The executor matches on [`Action`] exhaustively (dry-run is total). This module
+//! only describes actions; it performs none of them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::resource::{Kind, Resource};
+
+/// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as a runbook
+/// step, so a saved plan reads like the runbook it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "with")]
+pub enum Action {
+    /// Read one resource (used as a postcondition: the resource exists).
+    #[serde(rename = "resource.get")]
+    ResourceGet(ResourceTarget),
+    /// List resources of a kind, optionally filtered by a label selector.
+    #[serde(rename = "resource.list")]
+    ResourceList(ResourceList),
+    #[serde(rename = "resource.create")]
+    ResourceCreate(ResourceDocuments),
+    #[serde(rename = "resource.apply")]
+    ResourceApply(ResourceDocuments),
+    #[serde(rename = "resource.replace")]
+    ResourceReplace(ResourceDocuments),
+    #[serde(rename = "resource.delete")]
+    ResourceDelete(ResourceTarget),
+    #[serde(rename = "resource.label")]
+    ResourceLabel(ResourceLabel),
+    #[serde(rename = "resource.patch")]
+    ResourcePatch(ResourcePatch),
+    /// Apply a Kubernetes manifest (server-side apply when asked).
+    #[serde(rename = "kube.apply")]
+    KubeApply(KubeApply),
+    #[serde(rename = "kube.patch")]
+    KubePatch(KubePatch),
+    #[serde(rename = "kube.annotate")]
+    KubeAnnotate(KubeMetadataChange),
+    #[serde(rename = "kube.label")]
+    KubeLabel(KubeMetadataChange),
+    /// Delete Kubernetes objects of one kind selected by labels.
+    #[serde(rename = "kube.delete")]
+    KubeDelete(KubeDelete),
+    /// Wait until a workload has rolled out and shows the expected readiness.
+    #[serde(rename = "kube.wait-rollout")]
+    KubeWaitRollout(KubeWaitRollout),
+    /// Download a URL to a file (`file://` URLs and a local mirror directory serve air-gapped sites).
+    #[serde(rename = "fetch")]
+    Fetch(Fetch),
+    /// Run `helm` with exactly these arguments.
+    #[serde(rename = "helm")]
+    Helm(Helm),
+    /// Run a program with exactly this argv (no shell unless the argv names one); never run in dry-run.
+    #[serde(rename = "exec")]
+    Exec(Exec),
+    /// Assert a fact about the cluster, e.g. the Cluster Version after the upgrade.
+    #[serde(rename = "check")]
+    Check(Check),
+    /// A human gate: stop and wait for the operator to confirm.
+    #[serde(rename = "pause")]
+    Pause(Pause),
+}
+
+impl Action {
+    /// Every action name a runbook may use, in documentation order.
+    pub const NAMES: [&'static str; 19] = [
+        "resource.get",
+        "resource.list",
+        "resource.create",
+        "resource.apply",
+        "resource.replace",
+        "resource.delete",
+        "resource.label",
+        "resource.patch",
+        "kube.apply",
+        "kube.patch",
+        "kube.annotate",
+        "kube.label",
+        "kube.delete",
+        "kube.wait-rollout",
+        "fetch",
+        "helm",
+        "exec",
+        "check",
+        "pause",
+    ];
+
+    /// The name this action has in runbooks and plans, e.g. `resource.label`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::ResourceGet(_) => "resource.get",
+            Action::ResourceList(_) => "resource.list",
+            Action::ResourceCreate(_) => "resource.create",
+            Action::ResourceApply(_) => "resource.apply",
+            Action::ResourceReplace(_) => "resource.replace",
+            Action::ResourceDelete(_) => "resource.delete",
+            Action::ResourceLabel(_) => "resource.label",
+            Action::ResourcePatch(_) => "resource.patch",
+            Action::KubeApply(_) => "kube.apply",
+            Action::KubePatch(_) => "kube.patch",
+            Action::KubeAnnotate(_) => "kube.annotate",
+            Action::KubeLabel(_) => "kube.label",
+            Action::KubeDelete(_) => "kube.delete",
+            Action::KubeWaitRollout(_) => "kube.wait-rollout",
+            Action::Fetch(_) => "fetch",
+            Action::Helm(_) => "helm",
+            Action::Exec(_) => "exec",
+            Action::Check(_) => "check",
+            Action::Pause(_) => "pause",
+        }
+    }
+
+    /// Whether the action changes nothing (reads, checks, waits and human gates).
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Action::ResourceGet(_)
+                | Action::ResourceList(_)
+                | Action::KubeWaitRollout(_)
+                | Action::Check(_)
+                | Action::Pause(_)
+        )
+    }
+
+    /// Builds an action from its runbook name and rendered `with:` arguments.
+    ///
+    /// The arguments must already be rendered; files named by `resource.*` actions must already have
+    /// been loaded into `documents` by the caller (see `runbook::instantiate`).
+    pub fn from_parts(name: &str, with: serde_json::Value) -> Result<Action, ActionError> {
+        if !Action::NAMES.contains(&name) {
+            return Err(ActionError::Unknown {
+                name: name.to_string(),
+            });
+        }
+        let with = match with {
+            serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+            other => other,
+        };
+        let tagged = serde_json::json!({ "action": name, "with": with });
+        let action: Action =
+            serde_json::from_value(tagged).map_err(|source| ActionError::InvalidArguments {
+                name: name.to_string(),
+                source,
+            })?;
+        action.validate()?;
+        Ok(action)
+    }
+
+    /// Checks the rules serde cannot express (exactly one of two fields, non-empty argv).
+    fn validate(&self) -> Result<(), ActionError> {
+        let invalid = |reason: &str| ActionError::Invalid {
+            name: self.name().to_string(),
+            reason: reason.to_string(),
+        };
+        match self {
+            Action::Check(check) => match (&check.equals, &check.matches) {
+                (Some(_), None) => Ok(()),
+                (None, Some(pattern)) => regex::Regex::new(pattern)
+                    .map(|_| ())
+                    .map_err(|error| invalid(&format!("`matches` is not a valid regex: {error}"))),
+                _ => Err(invalid("give exactly one of `equals` and `matches`")),
+            },
+            Action::Exec(exec) if exec.command.is_empty() => {
+                Err(invalid("`command` must name a program"))
+            }
+            Action::Helm(helm) if helm.args.is_empty() => Err(invalid("`args` must not be empty")),
+            Action::ResourceLabel(label) if label.value.is_some() && label.remove => Err(invalid(
+                "a label cannot be both set (`value`) and removed (`remove: true`)",
+            )),
+            Action::ResourceLabel(label) if label.value.is_none() && !label.remove => {
+                Err(invalid("give a `value` (may be empty) or `remove: true`"))
+            }
+            Action::KubeWaitRollout(wait) if wait.name.is_none() && wait.selector.is_none() => {
+                Err(invalid("give a `name` or a `selector`"))
+            }
+            Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
+                "`selector` must not be empty (deleting every object of a kind is never planned)",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why a runbook step's action could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("unknown action `{name}`")]
+    Unknown { name: String },
+    #[error("invalid arguments for action `{name}`")]
+    InvalidArguments {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("invalid arguments for action `{name}`: {reason}")]
+    Invalid { name: String, reason: String },
+}
+
+/// One resource by kind and name (and namespace for namespaced kinds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceTarget {
+    pub kind: Kind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// Resources of one kind, optionally in one namespace and filtered by a selector expression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceList {
+    pub kind: Kind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// Resource documents to create, apply or replace. A runbook may name a `file` beside it; the planner
+/// loads and renders it, so a plan always carries the documents themselves and `file` only says where
+/// they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceDocuments {
+    #[serde(default)]
+    pub documents: Vec<Resource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Set (`value`, which may be empty) or remove (`remove: true`) one label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceLabel {
+    pub kind: Kind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub overwrite: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remove: bool,
+}
+
+/// The two patch formats: RFC 7386 merge patch and RFC 6902 JSON patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchType {
+    #[default]
+    Merge,
+    Json,
+}
+
+impl fmt::Display for PatchType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PatchType::Merge => "merge",
+            PatchType::Json => "json",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcePatch {
+    pub kind: Kind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The patch document (an object for merge, an array of operations for json).
+    pub patch: serde_json::Value,
+    #[serde(default, rename = "type")]
+    pub patch_type: PatchType,
+}
+
+/// Where a Kubernetes manifest comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum ManifestSource {
+    /// Fetched at run time (through the mirror directory when one is configured).
+    Url(String),
+    /// A local file, usually one an earlier `fetch` step wrote.
+    File(String),
+    /// YAML text carried in the plan.
+    Inline(String),
+}
+
+/// The field manager netctl uses for server-side apply unless a runbook names another.
+pub const DEFAULT_FIELD_MANAGER: &str = "netctl";
+
+fn default_field_manager() -> String {
+    DEFAULT_FIELD_MANAGER.to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeApply {
+    pub source: ManifestSource,
+    #[serde(default)]
+    pub server_side: bool,
+    /// Take ownership of fields other managers own (`--force-conflicts`); only with `server_side`.
+    #[serde(default)]
+    pub force_conflicts: bool,
+    #[serde(default = "default_field_manager")]
+    pub field_manager: String,
+}
+
+/// One Kubernetes object: `apiVersion`/`kind` as in its manifest, e.g. `apps/v1` `Deployment`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeObject {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl fmt::Display for KubeObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {}/{}", self.kind, namespace, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubePatch {
+    pub object: KubeObject,
+    pub patch: serde_json::Value,
+    #[serde(default, rename = "type")]
+    pub patch_type: PatchType,
+}
+
+/// Set or remove annotations (for `kube.annotate`) or labels (for `kube.label`); a `null` value
+/// removes the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeMetadataChange {
+    pub object: KubeObject,
+    pub values: BTreeMap<String, Option<String>>,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeDelete {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A Kubernetes label selector, e.g. `name=calico,owner=helm`.
+    pub selector: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeWaitRollout {
+    pub namespace: String,
+    /// `DaemonSet`, `Deployment` or `Pod`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Containers ready per pod, as `kubectl get pods` shows it, e.g. `2/2` (or `1/2` where expected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    #[serde(default = "default_rollout_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_rollout_timeout() -> HumanDuration {
+    HumanDuration(Duration::from_secs(600))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fetch {
+    /// `https://`, `http://` or `file://`.
+    pub url: String,
+    /// Where to write the download, relative to the run's state directory.
+    pub file: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Helm {
+    /// Arguments after `helm`, exactly.
+    pub args: Vec<String>,
+    #[serde(default = "default_command_timeout")]
+    pub timeout: HumanDuration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exec {
+    /// The argv; the first element is the program.
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default = "default_command_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_command_timeout() -> HumanDuration {
+    HumanDuration(Duration::from_secs(60))
+}
+
+/// Assert a fact: its value equals `equals`, or its text matches the regex `matches`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub fact: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pause {
+    pub message: String,
+}
+
+/// A duration written the human way (`60s`, `15m`, `1h 30m`) in runbooks and plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HumanDuration(pub Duration);
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl schemars::JsonSchema for HumanDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HumanDuration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration such as `30s`, `5m` or `1h 30m`.",
+            "pattern": "^([0-9]+ ?[a-z]+ ?)+$"
+        })
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        humantime::parse_duration(&text)
+            .map(HumanDuration)
+            .map_err(|error| {
+                serde::de::Error::custom(format!("invalid duration `{text}`: {error}"))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_through_its_variant() {
+        assert_eq!(
+            Action::from_parts("pause", serde_json::json!({"message": "go?"}))
+                .unwrap()
+                .name(),
+            "pause"
+        );
+        let label = Action::from_parts(
+            "resource.label",
+            serde_json::json!({"kind": "HostEndpoint", "name": "h1", "key": "k", "value": ""}),
+        )
+        .unwrap();
+        let text = serde_json::to_string(&label).unwrap();
+        assert_eq!(
+            text,
+            r#"{"action":"resource.label","with":{"kind":"HostEndpoint","name":"h1","key":"k","value":"","overwrite":false}}"#
+        );
+        assert_eq!(serde_json::from_str::<Action>(&text).unwrap(), label);
+    }
+
+    #[test]
+    fn unknown_actions_and_fields_are_refused() {
+        assert_eq!(
+            Action::from_parts("shell", serde_json::json!({}))
+                .unwrap_err()
+                .to_string(),
+            "unknown action `shell`"
+        );
+        let error = Action::from_parts(
+            "pause",
+            serde_json::json!({"message": "x", "colour": "red"}),
+        )
+        .unwrap_err();
+        assert!(matches!(error, ActionError::InvalidArguments { .. }));
+        let error = Action::from_parts("check", serde_json::json!({"fact": "x"})).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid arguments for action `check`: give exactly one of `equals` and `matches`"
+        );
+    }
+
+    #[test]
+    fn durations_read_and_print_the_human_way() {
+        let exec: Exec =
+            serde_json::from_value(serde_json::json!({"command": ["true"], "timeout": "2m"}))
+                .unwrap();
+        assert_eq!(exec.timeout.0, Duration::from_secs(120));
+        assert_eq!(
+            serde_json::to_value(exec.timeout).unwrap(),
+            serde_json::json!("2m")
+        );
+    }
+}

@@ -1,0 +1,524 @@
+//! Facts: what the planner knows about the cluster, where each value came from, and how to discover
+//! what a resource datastore can tell.
+//!
+//! Every fact has a value and an origin (`discovered`, `flag` or `default`), and every fact can be set
+//! from the command line (`--from`, `--datastore-type`, `--install-method`, `--set name=value`) so a plan
+//! can be made offline. A saved plan records its facts; the executor re-discovers them to refuse a stale
+//! plan. Discovery here reads only `projectcalico.org/v3` resources through the [`Datastore`] trait;
+//! facts that live in Kubernetes objects (Helm releases, OwnerReferences) come from flags.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::Release;
+use crate::datastore::{self, Datastore, DatastoreType, ListOptions, StoreError};
+use crate::resource::{Kind, ResourceKey};
+
+/// Where a fact's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FactOrigin {
+    /// Read from the datastore.
+    Discovered,
+    /// Given on the command line.
+    Flag,
+    /// Nobody said otherwise.
+    Default,
+}
+
+impl fmt::Display for FactOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FactOrigin::Discovered => "discovered",
+            FactOrigin::Flag => "flag",
+            FactOrigin::Default => "default",
+        })
+    }
+}
+
+/// One fact: its value and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact<T> {
+    pub value: T,
+    pub origin: FactOrigin,
+}
+
+impl<T> Fact<T> {
+    pub fn new(value: T, origin: FactOrigin) -> Fact<T> {
+        Fact { value, origin }
+    }
+
+    fn default_value(value: T) -> Fact<T> {
+        Fact::new(value, FactOrigin::Default)
+    }
+}
+
+/// How the network was installed; it decides the upgrade procedure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstallMethod {
+    /// The operator, installed from its manifest.
+    Operator,
+    /// The operator, installed with the Helm chart.
+    Helm,
+    /// The single manifest (`calico.yaml`, `canal.yaml`, `calico-etcd.yaml`, ...).
+    Manifest,
+}
+
+impl InstallMethod {
+    pub const ALL: [InstallMethod; 3] = [
+        InstallMethod::Operator,
+        InstallMethod::Helm,
+        InstallMethod::Manifest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstallMethod::Operator => "operator",
+            InstallMethod::Helm => "helm",
+            InstallMethod::Manifest => "manifest",
+        }
+    }
+}
+
+impl fmt::Display for InstallMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for InstallMethod {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        InstallMethod::ALL
+            .into_iter()
+            .find(|method| method.as_str() == text)
+            .ok_or_else(|| text.to_string())
+    }
+}
+
+/// Which single manifest a manifest install came from (seed §9.6/§9.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ManifestFlavor {
+    /// Policy and networking: `calico.yaml` / `calico-etcd.yaml`.
+    Calico,
+    /// Policy with flannel networking: `canal.yaml` / `canal-etcd.yaml`.
+    Canal,
+    /// Policy only (advanced): `calico-policy-only.yaml`; Kubernetes datastore only.
+    PolicyOnly,
+}
+
+impl FromStr for ManifestFlavor {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "calico" => Ok(ManifestFlavor::Calico),
+            "canal" => Ok(ManifestFlavor::Canal),
+            "policy-only" => Ok(ManifestFlavor::PolicyOnly),
+            other => Err(other.to_string()),
+        }
+    }
+}
+
+/// One OwnerReference from a Kubernetes object to a `projectcalico.org/v3` owner.
+///
+/// `index` is the reference's position in the object's `metadata.ownerReferences`, so a JSON patch can
+/// remove exactly it (guarded by a `test` of the owner's apiVersion).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnerReferenceFact {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub owner_kind: String,
+    pub owner_name: String,
+    pub index: usize,
+}
+
+/// The default manifest location; `--set manifest_base_url=file:///mirror` serves air-gapped sites.
+pub const DEFAULT_MANIFEST_BASE_URL: &str =
+    "https://raw.githubusercontent.com/projectcalico/calico";
+
+/// Everything the planner decides on. Serialised in plans as `name: {value, origin}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    /// The version installed now (`from`).
+    pub installed_version: Fact<Release>,
+    pub datastore_type: Fact<DatastoreType>,
+    pub install_method: Fact<InstallMethod>,
+    /// Where the operator and the Helm release live (from v3.23 the user creates it).
+    pub operator_namespace: Fact<String>,
+    /// Where the network's pods run: `calico-system` under the operator, `kube-system` for manifests.
+    pub system_namespace: Fact<String>,
+    /// The Helm release name.
+    pub helm_release: Fact<String>,
+    pub manifest_flavor: Fact<ManifestFlavor>,
+    pub manifest_base_url: Fact<String>,
+    /// Names of host endpoints with `interfaceName: "*"`.
+    pub all_interfaces_host_endpoints: Fact<Vec<String>>,
+    pub owner_references: Fact<Vec<OwnerReferenceFact>>,
+    /// Application layer policy (Istio with the policy sidecar) is on.
+    pub alp_enabled: Fact<bool>,
+    /// The full service-mesh version string, for the injector configmap name (seed §9.8).
+    pub mesh_version: Fact<String>,
+}
+
+/// The names `--set` accepts, in the order plans list them.
+pub const FACT_NAMES: [&str; 12] = [
+    "installed_version",
+    "datastore_type",
+    "install_method",
+    "operator_namespace",
+    "system_namespace",
+    "helm_release",
+    "manifest_flavor",
+    "manifest_base_url",
+    "all_interfaces_host_endpoints",
+    "owner_references",
+    "alp_enabled",
+    "mesh_version",
+];
+
+/// What discovery could read from the datastore; `None` where it found nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DiscoveredFacts {
+    pub installed_version: Option<Release>,
+    pub datastore_type: Option<DatastoreType>,
+    pub all_interfaces_host_endpoints: Option<Vec<String>>,
+}
+
+/// Facts given on the command line, applied over discovered ones.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FactOverrides {
+    pub from: Option<Release>,
+    pub datastore_type: Option<DatastoreType>,
+    pub install_method: Option<InstallMethod>,
+    /// `--set name=value`, in command-line order (a later one wins).
+    pub set: Vec<(String, String)>,
+}
+
+/// Why the facts could not be established.
+#[derive(Debug, thiserror::Error)]
+pub enum FactError {
+    #[error(
+        "the installed version is unknown\nhint: pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`"
+    )]
+    MissingInstalledVersion,
+    #[error("the install method is unknown\nhint: pass `--install-method operator|helm|manifest`")]
+    MissingInstallMethod,
+    #[error("unknown fact `{name}`\nhint: known facts are {known}")]
+    UnknownFact { name: String, known: String },
+    #[error("invalid value `{value}` for fact `{name}`: {reason}")]
+    InvalidValue {
+        name: String,
+        value: String,
+        reason: String,
+    },
+    #[error("`--set` expects `name=value`, got `{0}`")]
+    MalformedSet(String),
+    #[error("could not read `{what}` from the datastore")]
+    Discovery {
+        what: String,
+        // Boxed: a `StoreError` is large and most fact errors carry none.
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("ClusterInformation `default` has an invalid `spec.calicoVersion` `{0}`")]
+    InvalidClusterVersion(String),
+}
+
+/// Reads what a resource datastore can tell: the datastore type, the installed version
+/// (ClusterInformation `default`, `spec.calicoVersion`) and the all-interfaces host endpoints.
+///
+/// A missing ClusterInformation leaves the version unknown (a fresh or foreign datastore); any other
+/// datastore error is returned, because a plan made from half the facts would be wrong.
+pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, FactError> {
+    let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
+    let installed_version = match store.get(&key).await {
+        Ok(resource) => match resource.spec.get("calicoVersion").and_then(|v| v.as_str()) {
+            Some(text) if !text.is_empty() => Some(
+                text.parse::<Release>()
+                    .map_err(|_| FactError::InvalidClusterVersion(text.to_string()))?,
+            ),
+            _ => None,
+        },
+        Err(StoreError::NotFound(_)) => None,
+        Err(source) => {
+            return Err(FactError::Discovery {
+                what: "ClusterInformation `default`".to_string(),
+                source: Box::new(source),
+            });
+        }
+    };
+
+    let mut all_interfaces = Vec::new();
+    datastore::for_each(
+        store,
+        &ListOptions::new(Kind::HostEndpoint),
+        |resource| -> Result<(), StoreError> {
+            if resource.spec.get("interfaceName").and_then(|v| v.as_str()) == Some("*") {
+                all_interfaces.push(resource.metadata.name);
+            }
+            Ok(())
+        },
+    )
+    .await
+    .map_err(|source| FactError::Discovery {
+        what: "host endpoints".to_string(),
+        source: Box::new(source),
+    })?;
+    all_interfaces.sort();
+
+    Ok(DiscoveredFacts {
+        installed_version,
+        datastore_type: Some(store.kind()),
+        all_interfaces_host_endpoints: Some(all_interfaces),
+    })
+}
+
+impl Facts {
+    /// Combines discovered facts with command-line overrides (a flag beats discovery beats default).
+    pub fn assemble(
+        discovered: &DiscoveredFacts,
+        overrides: &FactOverrides,
+    ) -> Result<Facts, FactError> {
+        let flag = |value| Fact::new(value, FactOrigin::Flag);
+        let found = |value| Fact::new(value, FactOrigin::Discovered);
+        let installed_version = match (&overrides.from, &discovered.installed_version) {
+            (Some(version), _) => flag(version.clone()),
+            (None, Some(version)) => found(version.clone()),
+            (None, None) => Fact::new(Release::UNKNOWN, FactOrigin::Default),
+        };
+        let datastore_type = match (overrides.datastore_type, discovered.datastore_type) {
+            (Some(value), _) => Fact::new(value, FactOrigin::Flag),
+            (None, Some(value)) => Fact::new(value, FactOrigin::Discovered),
+            (None, None) => Fact::default_value(DatastoreType::Kubernetes),
+        };
+        let install_method = match overrides.install_method {
+            Some(method) => Fact::new(method, FactOrigin::Flag),
+            None => Fact::default_value(InstallMethod::Operator),
+        };
+        let mut facts = Facts {
+            installed_version,
+            datastore_type,
+            install_method,
+            operator_namespace: Fact::default_value("tigera-operator".to_string()),
+            system_namespace: Fact::default_value(String::new()),
+            helm_release: Fact::default_value("calico".to_string()),
+            manifest_flavor: Fact::default_value(ManifestFlavor::Calico),
+            manifest_base_url: Fact::default_value(DEFAULT_MANIFEST_BASE_URL.to_string()),
+            all_interfaces_host_endpoints: match &discovered.all_interfaces_host_endpoints {
+                Some(names) => Fact::new(names.clone(), FactOrigin::Discovered),
+                None => Fact::default_value(Vec::new()),
+            },
+            owner_references: Fact::default_value(Vec::new()),
+            alp_enabled: Fact::default_value(false),
+            mesh_version: Fact::default_value(String::new()),
+        };
+        for (name, value) in &overrides.set {
+            facts.set(name, value)?;
+        }
+        // Required facts that have neither a flag nor a discovered value.
+        if facts.installed_version.value == Release::UNKNOWN {
+            return Err(FactError::MissingInstalledVersion);
+        }
+        if overrides.install_method.is_none() && facts.install_method.origin == FactOrigin::Default
+        {
+            return Err(FactError::MissingInstallMethod);
+        }
+        if facts.system_namespace.origin == FactOrigin::Default {
+            facts.system_namespace.value = match facts.install_method.value {
+                InstallMethod::Operator | InstallMethod::Helm => "calico-system",
+                InstallMethod::Manifest => "kube-system",
+            }
+            .to_string();
+        }
+        Ok(facts)
+    }
+
+    /// Sets one fact from its command-line text (`--set name=value`).
+    ///
+    /// Lists are comma-separated (`a,b`) or JSON (`[...]`); `owner_references` takes JSON objects.
+    pub fn set(&mut self, name: &str, text: &str) -> Result<(), FactError> {
+        let invalid = |reason: &str| FactError::InvalidValue {
+            name: name.to_string(),
+            value: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let flag = FactOrigin::Flag;
+        match name {
+            "installed_version" => {
+                let version = text
+                    .parse()
+                    .map_err(|error: ReleaseError| invalid(&error.to_string()))?;
+                self.installed_version = Fact::new(version, flag);
+            }
+            "datastore_type" => {
+                let value = text
+                    .parse()
+                    .map_err(|_| invalid("expected `kubernetes` or `etcdv3`"))?;
+                self.datastore_type = Fact::new(value, flag);
+            }
+            "install_method" => {
+                let value = text
+                    .parse()
+                    .map_err(|_| invalid("expected `operator`, `helm` or `manifest`"))?;
+                self.install_method = Fact::new(value, flag);
+            }
+            "operator_namespace" => self.operator_namespace = Fact::new(text.to_string(), flag),
+            "system_namespace" => self.system_namespace = Fact::new(text.to_string(), flag),
+            "helm_release" => self.helm_release = Fact::new(text.to_string(), flag),
+            "manifest_flavor" => {
+                let value = text
+                    .parse()
+                    .map_err(|_| invalid("expected `calico`, `canal` or `policy-only`"))?;
+                self.manifest_flavor = Fact::new(value, flag);
+            }
+            "manifest_base_url" => {
+                self.manifest_base_url = Fact::new(text.trim_end_matches('/').to_string(), flag)
+            }
+            "all_interfaces_host_endpoints" => {
+                let names = parse_list(text).map_err(|reason| invalid(&reason))?;
+                self.all_interfaces_host_endpoints = Fact::new(names, flag);
+            }
+            "owner_references" => {
+                let references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
+                    .map_err(|error| invalid(&format!("expected a JSON list: {error}")))?;
+                self.owner_references = Fact::new(references, flag);
+            }
+            "alp_enabled" => {
+                let value = text
+                    .parse()
+                    .map_err(|_| invalid("expected `true` or `false`"))?;
+                self.alp_enabled = Fact::new(value, flag);
+            }
+            "mesh_version" => self.mesh_version = Fact::new(text.to_string(), flag),
+            other => {
+                return Err(FactError::UnknownFact {
+                    name: other.to_string(),
+                    known: FACT_NAMES.map(|name| format!("`{name}`")).join(", "),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The facts as plain values, for templates and `when` conditions (`facts.alp_enabled`).
+    pub fn values(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut values = serde_json::Map::new();
+        if let Ok(serde_json::Value::Object(all)) = serde_json::to_value(self) {
+            for (name, fact) in all {
+                if let serde_json::Value::Object(mut fact) = fact {
+                    values.insert(name, fact.remove("value").unwrap_or_default());
+                }
+            }
+        }
+        values
+    }
+}
+
+/// Parses `--set name=value`.
+pub fn parse_set(text: &str) -> Result<(String, String), FactError> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(FactError::MalformedSet(text.to_string())),
+    }
+}
+
+fn parse_list(text: &str) -> Result<Vec<String>, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('[') {
+        return serde_json::from_str(trimmed)
+            .map_err(|error| format!("expected a JSON list: {error}"));
+    }
+    Ok(trimmed
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+pub use super::release::ReleaseError;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn overrides(set: &[(&str, &str)]) -> FactOverrides {
+        FactOverrides {
+            from: Some("v3.20.1".parse().unwrap()),
+            install_method: Some(InstallMethod::Helm),
+            set: set
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
+            ..FactOverrides::default()
+        }
+    }
+
+    #[test]
+    fn flags_beat_discovery_and_defaults_fill_the_rest() {
+        let discovered = DiscoveredFacts {
+            installed_version: Some("v3.19.0".parse().unwrap()),
+            datastore_type: Some(DatastoreType::EtcdV3),
+            all_interfaces_host_endpoints: Some(vec!["h1".into()]),
+        };
+        let facts = Facts::assemble(&discovered, &overrides(&[("alp_enabled", "true")])).unwrap();
+        assert_eq!(facts.installed_version.value.to_string(), "v3.20.1");
+        assert_eq!(facts.installed_version.origin, FactOrigin::Flag);
+        assert_eq!(facts.datastore_type.origin, FactOrigin::Discovered);
+        assert_eq!(facts.system_namespace.value, "calico-system");
+        assert!(facts.alp_enabled.value);
+        assert_eq!(
+            facts.values()["all_interfaces_host_endpoints"],
+            serde_json::json!(["h1"])
+        );
+    }
+
+    #[test]
+    fn unknown_and_malformed_facts_are_refused() {
+        let error = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[("colour", "red")]),
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("unknown fact `colour`\nhint: known facts are")
+        );
+        let error = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[("alp_enabled", "yes")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid value `yes` for fact `alp_enabled`: expected `true` or `false`"
+        );
+        assert!(parse_set("novalue").is_err());
+        assert_eq!(
+            parse_set("a=b=c").unwrap(),
+            ("a".to_string(), "b=c".to_string())
+        );
+    }
+
+    #[test]
+    fn a_missing_install_method_asks_for_the_flag() {
+        let mut overrides = overrides(&[]);
+        overrides.install_method = None;
+        let error = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap_err();
+        assert!(matches!(error, FactError::MissingInstallMethod));
+    }
+}

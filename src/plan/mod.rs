@@ -1,0 +1,251 @@
+//! Plans: the ordered, fully rendered steps of one operation, with the facts they were made from.
+//!
+//! A [`Plan`] is what every mutating command hands the executor. For upgrades it is built by
+//! [`resolve`](resolve::plan_upgrade) from the runbooks whose version requirements and conditions hold;
+//! for one-off commands it has one step. Plans are plain data (serde), print in several formats
+//! ([`render`]), and carry a digest over their steps, facts and versions so a saved plan or a checkpoint
+//! can be matched to the plan it came from. This module never talks to a datastore except through
+//! [`facts::discover_facts`].
+
+pub mod action;
+pub mod facts;
+pub mod release;
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use action::{Action, ActionError, HumanDuration};
+pub use facts::{
+    DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
+    discover_facts,
+};
+pub use release::{Release, ReleaseError};
+
+/// The version of the plan file format; bumped on any incompatible change.
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+/// The phases of an upgrade, in the order they run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Preparation that must happen while the old version runs.
+    PreUpgrade,
+    /// Replacing the software.
+    Upgrade,
+    /// Checks and follow-ups once the new version runs.
+    PostUpgrade,
+    /// Clean-up after the operator has reviewed the result (e.g. removing temporary policy).
+    Finish,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [
+        Phase::PreUpgrade,
+        Phase::Upgrade,
+        Phase::PostUpgrade,
+        Phase::Finish,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::PreUpgrade => "pre-upgrade",
+            Phase::Upgrade => "upgrade",
+            Phase::PostUpgrade => "post-upgrade",
+            Phase::Finish => "finish",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How often to retry a failed step and how long to wait between attempts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Total attempts, including the first (at least 1).
+    #[schemars(range(min = 1))]
+    pub attempts: u32,
+    /// Pause between attempts, e.g. `10s`.
+    #[serde(default = "default_retry_delay")]
+    pub delay: HumanDuration,
+}
+
+fn default_retry_delay() -> HumanDuration {
+    HumanDuration(std::time::Duration::from_secs(5))
+}
+
+/// One step of a plan: a fully rendered action and everything the executor and the reader need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// No `deny_unknown_fields`: serde does not support it together with `flatten`.
+pub struct PlannedStep {
+    /// Unique in the plan: `<runbook>/<step>` plus `[<n>]` for each item of a `foreach`.
+    pub id: String,
+    /// The runbook the step came from.
+    pub runbook: String,
+    pub phase: Phase,
+    pub description: String,
+    /// Ids of steps that must finish first (all earlier in `Plan::steps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    #[serde(flatten)]
+    pub action: Action,
+    /// A postcondition, re-checked on resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Action>,
+    /// A point of no return.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub irreversible: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
+    /// The name under which the executor keeps this step's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register: Option<String>,
+    /// Why the step is in the plan (version edge, install method, condition).
+    pub reason: String,
+}
+
+/// A plan: where from, where to, the facts it assumed, and the steps in the order they run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub format_version: u32,
+    /// The procedure: `upgrade` or a named one such as `auto-host-endpoints`.
+    pub procedure: String,
+    pub from: Release,
+    pub to: Release,
+    pub facts: Facts,
+    /// Topologically ordered: every step comes after the steps it needs.
+    pub steps: Vec<PlannedStep>,
+    /// `sha256:<hex>` over the canonical JSON of steps, facts and versions; see [`Plan::compute_digest`].
+    pub digest: String,
+}
+
+impl Plan {
+    /// Builds a plan and seals it with its digest.
+    pub fn new(
+        procedure: impl Into<String>,
+        from: Release,
+        to: Release,
+        facts: Facts,
+        steps: Vec<PlannedStep>,
+    ) -> Plan {
+        let mut plan = Plan {
+            format_version: PLAN_FORMAT_VERSION,
+            procedure: procedure.into(),
+            from,
+            to,
+            facts,
+            steps,
+            digest: String::new(),
+        };
+        plan.digest = plan.compute_digest();
+        plan
+    }
+
+    /// The digest of the plan's content: sha256 of the compact JSON of `{format_version, procedure,
+    /// from, to, facts, steps}`. Keys are in declaration order and maps are sorted (`BTreeMap`), so the
+    /// JSON — and the digest — is the same on every run and machine.
+    pub fn compute_digest(&self) -> String {
+        let content = serde_json::json!({
+            "format_version": self.format_version,
+            "procedure": self.procedure,
+            "from": self.from,
+            "to": self.to,
+            "facts": self.facts,
+            "steps": self.steps,
+        });
+        let bytes = serde_json::to_vec(&content).unwrap_or_default();
+        let hash = Sha256::digest(&bytes);
+        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+
+    /// Whether the stored digest matches the content (a hand-edited or corrupted plan file does not).
+    pub fn digest_is_valid(&self) -> bool {
+        self.digest == self.compute_digest()
+    }
+
+    /// Steps in a phase, in plan order.
+    pub fn steps_in(&self, phase: Phase) -> impl Iterator<Item = &PlannedStep> {
+        self.steps.iter().filter(move |step| step.phase == phase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datastore::DatastoreType;
+
+    pub(crate) fn sample_facts() -> Facts {
+        Facts::assemble(
+            &DiscoveredFacts {
+                datastore_type: Some(DatastoreType::Kubernetes),
+                ..DiscoveredFacts::default()
+            },
+            &FactOverrides {
+                from: Some(Release::new(3, 26, 4)),
+                install_method: Some(InstallMethod::Operator),
+                ..FactOverrides::default()
+            },
+        )
+        .unwrap()
+    }
+
+    fn sample_plan() -> Plan {
+        let step = PlannedStep {
+            id: "operator/apply".into(),
+            runbook: "operator".into(),
+            phase: Phase::Upgrade,
+            description: "apply the operator manifest".into(),
+            needs: vec![],
+            action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
+            verify: None,
+            irreversible: true,
+            retry: Some(RetryPolicy {
+                attempts: 3,
+                delay: HumanDuration(std::time::Duration::from_secs(10)),
+            }),
+            register: None,
+            reason: "install method is `operator`".into(),
+        };
+        Plan::new(
+            "upgrade",
+            Release::new(3, 26, 4),
+            Release::new(3, 29, 2),
+            sample_facts(),
+            vec![step],
+        )
+    }
+
+    #[test]
+    fn a_plan_round_trips_through_json_with_its_digest() {
+        let plan = sample_plan();
+        assert!(plan.digest.starts_with("sha256:"));
+        let text = serde_json::to_string_pretty(&plan).unwrap();
+        assert!(text.contains(r#""action": "pause""#), "{text}");
+        let read: Plan = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, plan);
+        assert!(read.digest_is_valid());
+    }
+
+    #[test]
+    fn the_digest_changes_with_any_fact_or_step() {
+        let plan = sample_plan();
+        assert_eq!(plan.compute_digest(), sample_plan().compute_digest());
+        let mut changed = plan.clone();
+        changed.facts.alp_enabled.value = true;
+        assert!(!changed.digest_is_valid());
+        let mut changed = plan;
+        changed.steps[0].irreversible = false;
+        assert!(!changed.digest_is_valid());
+    }
+}
