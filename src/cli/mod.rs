@@ -6,17 +6,21 @@
 mod completion;
 mod config;
 mod get;
+mod upgrade_apply;
+
+pub use upgrade_apply::UpgradeApplyError;
 mod version;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::{ClientConfig, Environment};
+use crate::datastore::coordination::Coordination;
 use crate::datastore::etcd::{EtcdStore, Timeouts};
 use crate::datastore::{Datastore, DatastoreType};
 use crate::terminal::{self, LogLevel};
@@ -68,6 +72,9 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
+    /// Run upgrade plans: apply, status, unlock
+    #[command(subcommand)]
+    Upgrade(upgrade_apply::UpgradeCommand),
 }
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -105,22 +112,37 @@ impl Context {
 
     /// Connects to the configured datastore and proves the connection works.
     pub async fn datastore(&self) -> anyhow::Result<Box<dyn Datastore>> {
-        let config = self.client_config()?;
-        match config.datastore_type.value {
+        match self.client_config()?.datastore_type.value {
+            DatastoreType::EtcdV3 => Ok(Box::new(self.connect_etcd().await?)),
+            DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
+        }
+    }
+
+    /// The datastore together with its coordination service (leases, lock and checkpoint mirror)
+    /// when it has one; the executor needs both for upgrade runs.
+    pub async fn coordinated_datastore(
+        &self,
+    ) -> anyhow::Result<(Arc<dyn Datastore>, Option<Arc<dyn Coordination>>)> {
+        match self.client_config()?.datastore_type.value {
             DatastoreType::EtcdV3 => {
-                let settings = config.etcd()?;
-                let timeouts = Timeouts {
-                    connect: self.global.request_timeout,
-                    request: self.global.request_timeout,
-                };
-                let store = EtcdStore::connect(&settings, timeouts)
-                    .await
-                    .context("cannot connect to the etcd datastore")?;
-                terminal::debug(format!("connected to etcd at {}", store.endpoints()));
-                Ok(Box::new(store))
+                let store = Arc::new(self.connect_etcd().await?);
+                Ok((store.clone(), Some(store)))
             }
             DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
         }
+    }
+
+    async fn connect_etcd(&self) -> anyhow::Result<EtcdStore> {
+        let settings = self.client_config()?.etcd()?;
+        let timeouts = Timeouts {
+            connect: self.global.request_timeout,
+            request: self.global.request_timeout,
+        };
+        let store = EtcdStore::connect(&settings, timeouts)
+            .await
+            .context("cannot connect to the etcd datastore")?;
+        terminal::debug(format!("connected to etcd at {}", store.endpoints()));
+        Ok(store)
     }
 }
 
@@ -143,5 +165,6 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Config(command) => config::run(&context, command),
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
+        Command::Upgrade(command) => upgrade_apply::run(&context, command).await,
     }
 }

@@ -8,6 +8,7 @@
 //! stays bounded by a page.
 
 mod conversion;
+pub mod coordination;
 mod errors;
 pub mod srv;
 
