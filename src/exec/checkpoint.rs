@@ -31,6 +31,10 @@ pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// The file name of the journal inside the state directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 
+/// The file, inside the state directory, naming the program a running step started (see
+/// `actions::process::ChildRecord`).
+pub const CHILD_FILE: &str = "running-program.json";
+
 /// The directory, inside the state directory, where `fetch` steps keep what they downloaded.
 pub const FILES_DIR: &str = "files";
 

@@ -207,6 +207,12 @@ pub enum ExecError {
         #[source]
         source: StepError,
     },
+    #[error("`{program}` (pid {pid}) of interrupted step `{step}` is still running")]
+    OrphanRunning {
+        step: String,
+        pid: u32,
+        program: String,
+    },
     #[error("`{flag}` names step `{step}`, which is not in the plan")]
     UnknownStep { flag: &'static str, step: String },
     #[error("invalid `{CRASH_HOOK_VARIABLE}` value `{value}`: expected `<step-id>:<before|after>`")]
@@ -250,10 +256,13 @@ impl ExecError {
                 let advice = source.hint();
                 let resume = "fix the cause, then `netctl upgrade apply --resume` continues from this step";
                 match advice {
-                    Some(advice) => format!("{advice}\nhint: {resume}"),
+                    Some(advice) => format!("{advice}; then `netctl upgrade apply --resume` continues from this step"),
                     None => resume.to_string(),
                 }
             }
+            ExecError::OrphanRunning { pid, .. } => format!(
+                "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
+            ),
             ExecError::Lock(error) => return error.hint(),
             ExecError::Checkpoint(CheckpointError::Mirror { source }) => {
                 return source.hint().map(str::to_string);
@@ -316,6 +325,7 @@ impl Executor {
             semantics,
             outputs,
             register,
+            child_tracking: None,
         }
     }
 
@@ -454,6 +464,10 @@ impl Executor {
                 "dry run of plan {} ({} {} → {}, {total} steps); nothing will be changed",
                 plan.digest, plan.procedure, plan.from, plan.to
             ),
+        )?;
+        write(
+            out,
+            "each step is shown against the datastore as it is now, without the effects of the steps before it".to_string(),
         )?;
         let facts = self.facts_now(plan).await?;
         let files = options.state_dir.join(checkpoint::FILES_DIR);
@@ -681,6 +695,18 @@ impl Executor {
 
     /// On resume: re-checks completed steps' postconditions, and decides about interrupted steps.
     async fn reconcile(&self, plan: &Plan, run: &mut Run<'_>) -> Result<Vec<String>, ExecError> {
+        let child_file = run.store.directory().join(checkpoint::CHILD_FILE);
+        if let Some(child) = actions::process::ChildRecord::read(&child_file) {
+            if child.is_alive() {
+                return Err(ExecError::OrphanRunning {
+                    step: child.step,
+                    pid: child.pid,
+                    program: child.program,
+                });
+            }
+            // The program ended after netctl died; its effect is judged by the step's postcondition.
+            let _ = std::fs::remove_file(&child_file);
+        }
         let mut drift = Vec::new();
         let mut facts: Option<Facts> = None;
         for (index, step) in plan.steps.iter().enumerate() {
@@ -961,7 +987,7 @@ impl Executor {
             },
             _ => plan.facts.clone(),
         };
-        let context = self.context(
+        let mut context = self.context(
             &facts,
             run.store.directory().join(checkpoint::FILES_DIR),
             run.options.mirror_dir.clone(),
@@ -969,6 +995,10 @@ impl Executor {
             &run.checkpoint.outputs,
             step.register.as_deref(),
         );
+        context.child_tracking = Some(actions::process::ChildTracking {
+            file: run.store.directory().join(checkpoint::CHILD_FILE),
+            step: step.id.clone(),
+        });
         actions::perform(&context, &step.action, RunMode::Execute).await
     }
 

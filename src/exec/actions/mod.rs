@@ -93,6 +93,8 @@ pub struct ActionContext<'a> {
     pub outputs: &'a BTreeMap<String, serde_json::Value>,
     /// The `register` name of the step being performed, if any.
     pub register: Option<&'a str>,
+    /// Where to record a started program's pid (upgrade runs; not one-step commands or `verify`).
+    pub child_tracking: Option<process::ChildTracking>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -152,9 +154,25 @@ pub async fn perform(
         Action::Helm(helm) => {
             let mut argv = vec!["helm".to_string()];
             argv.extend(helm.args.iter().cloned());
-            process::run(&argv, &BTreeMap::new(), helm.timeout.0, mode).await?
+            process::run(
+                &argv,
+                &BTreeMap::new(),
+                helm.timeout.0,
+                mode,
+                context.child_tracking.as_ref(),
+            )
+            .await?
         }
-        Action::Exec(exec) => process::run(&exec.command, &exec.env, exec.timeout.0, mode).await?,
+        Action::Exec(exec) => {
+            process::run(
+                &exec.command,
+                &exec.env,
+                exec.timeout.0,
+                mode,
+                context.child_tracking.as_ref(),
+            )
+            .await?
+        }
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
     })
@@ -180,7 +198,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
         },
         Action::Exec(exec) => {
             let (code, _, _) =
-                process::run_status(&exec.command, &exec.env, exec.timeout.0).await?;
+                process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
             Ok(code == Some(0))
         }
         Action::KubeWaitRollout(_) => Err(StepError::KubernetesUnavailable {

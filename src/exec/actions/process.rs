@@ -6,6 +6,7 @@
 //! redact secret-looking values. In dry-run nothing is started: the transcript shows the command.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -92,12 +93,52 @@ fn truncate(bytes: &[u8]) -> String {
     text.into_owned()
 }
 
+/// Where a running step's child process is recorded (`{step, pid, program}`), so that a resume after
+/// netctl itself was killed can tell that the orphaned program is still running. A SIGKILLed netctl
+/// cannot take its child down with it, and running the step again beside the orphan would apply its
+/// effect twice.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChildRecord {
+    pub step: String,
+    pub pid: u32,
+    pub program: String,
+}
+
+/// Where [`ChildRecord`]s are written: the file, and the step the record names.
+#[derive(Debug, Clone)]
+pub struct ChildTracking {
+    pub file: PathBuf,
+    pub step: String,
+}
+
+impl ChildRecord {
+    /// Reads the record left in `file`, if any.
+    pub fn read(file: &Path) -> Option<ChildRecord> {
+        serde_json::from_slice(&std::fs::read(file).ok()?).ok()
+    }
+
+    /// Whether the recorded process still runs the recorded program (a recycled pid does not).
+    pub fn is_alive(&self) -> bool {
+        let Ok(command_line) = std::fs::read(format!("/proc/{}/cmdline", self.pid)) else {
+            return false;
+        };
+        let argv0 = command_line
+            .split(|byte| *byte == 0)
+            .next()
+            .unwrap_or_default();
+        let program = Path::new(&self.program);
+        let running = Path::new(std::str::from_utf8(argv0).unwrap_or_default());
+        running == program || running.file_name() == program.file_name()
+    }
+}
+
 /// Runs `argv` (or shows it, in dry-run).
 pub async fn run(
     argv: &[String],
     env: &BTreeMap<String, String>,
     timeout: Duration,
     mode: RunMode,
+    tracking: Option<&ChildTracking>,
 ) -> Result<Outcome, ProcessError> {
     let shown = display_command(argv, env);
     if mode == RunMode::DryRun {
@@ -110,7 +151,7 @@ pub async fn run(
             output: None,
         });
     }
-    let output = run_captured(argv, env, timeout).await?;
+    let output = run_captured(argv, env, timeout, tracking).await?;
     Ok(Outcome {
         summary: format!("ran {shown}"),
         transcript: vec![format!("ran: {shown}")],
@@ -123,8 +164,9 @@ async fn run_captured(
     argv: &[String],
     env: &BTreeMap<String, String>,
     timeout: Duration,
+    tracking: Option<&ChildTracking>,
 ) -> Result<serde_json::Value, ProcessError> {
-    let (exit_code, stdout, stderr) = run_status(argv, env, timeout).await?;
+    let (exit_code, stdout, stderr) = run_status(argv, env, timeout, tracking).await?;
     if exit_code != Some(0) {
         return Err(ProcessError::Failed {
             program: argv[0].clone(),
@@ -143,6 +185,7 @@ pub async fn run_status(
     argv: &[String],
     env: &BTreeMap<String, String>,
     timeout: Duration,
+    tracking: Option<&ChildTracking>,
 ) -> Result<(Option<i32>, String, String), ProcessError> {
     let program = argv[0].clone();
     let child = Command::new(&program)
@@ -157,7 +200,22 @@ pub async fn run_status(
             program: program.clone(),
             source,
         })?;
-    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+    if let (Some(tracking), Some(pid)) = (tracking, child.id()) {
+        let record = ChildRecord {
+            step: tracking.step.clone(),
+            pid,
+            program: program.clone(),
+        };
+        // Best effort: without the record a resume cannot warn about an orphan, nothing worse.
+        if let Ok(bytes) = serde_json::to_vec(&record) {
+            let _ = crate::exec::checkpoint::write_atomically(&tracking.file, &bytes);
+        }
+    }
+    let waited = tokio::time::timeout(timeout, child.wait_with_output()).await;
+    if let Some(tracking) = tracking {
+        let _ = std::fs::remove_file(&tracking.file);
+    }
+    let output = match waited {
         Ok(result) => result.map_err(|source| ProcessError::Spawn {
             program: program.clone(),
             source,
