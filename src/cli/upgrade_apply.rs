@@ -340,6 +340,12 @@ fn print_status(
         checkpoint.done_count(),
         checkpoint.steps.len()
     )?;
+    let width = checkpoint
+        .steps
+        .iter()
+        .map(|record| record.id.chars().count())
+        .max()
+        .unwrap_or(0);
     for record in &checkpoint.steps {
         let detail = record
             .error
@@ -348,7 +354,7 @@ fn print_status(
             .unwrap_or("");
         writeln!(
             out,
-            "  {:<9}  {}  {detail}",
+            "  {:<9}  {:<width$}  {detail}",
             record.state.as_str(),
             record.id
         )?;

@@ -204,8 +204,9 @@ pub enum ExecError {
     StepFailed {
         step: String,
         attempts: u32,
+        // Boxed: step errors are large and most executor errors carry none.
         #[source]
-        source: StepError,
+        source: Box<StepError>,
     },
     #[error("`{program}` (pid {pid}) of interrupted step `{step}` is still running")]
     OrphanRunning {
@@ -365,7 +366,41 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
     ) -> Result<RunReport, ExecError> {
-        // Nothing is mirrored or locked in dry-run; a resume still reads the mirror.
+        // The lock comes first: while another run is under way, who runs it is the answer that
+        // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
+        let lock = match (&self.coordination, options.mode) {
+            (Some(coordination), RunMode::Execute) => Some(
+                RunLock::acquire(
+                    coordination.clone(),
+                    self.holder.clone(),
+                    "upgrade apply",
+                    options.lock_ttl,
+                )
+                .await?,
+            ),
+            _ => None,
+        };
+        let result = self
+            .apply_locked(plan, options, transcript, lock.as_ref())
+            .await;
+        if let Some(lock) = lock {
+            let released = lock.release().await;
+            if let (Ok(_), Err(error)) = (&result, released) {
+                crate::terminal::warn(format!(
+                    "{error}; it expires by itself when its lease runs out"
+                ));
+            }
+        }
+        result
+    }
+
+    async fn apply_locked(
+        &self,
+        plan: Option<Plan>,
+        options: &ApplyOptions,
+        transcript: &mut dyn Write,
+        lock: Option<&RunLock>,
+    ) -> Result<RunReport, ExecError> {
         let store = CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
         let existing = match options.start {
             StartMode::Resume => Some(store.load_latest().await?),
@@ -444,7 +479,10 @@ impl Executor {
                 self.dry_run(&plan, resume_from.as_ref(), options, transcript)
                     .await
             }
-            RunMode::Execute => self.execute(plan, resume_from, options, store).await,
+            RunMode::Execute => {
+                self.execute_locked(plan, resume_from, options, store, lock)
+                    .await
+            }
         }
     }
 
@@ -552,39 +590,6 @@ impl Executor {
             steps: total,
             drift: vec![],
         })
-    }
-
-    async fn execute(
-        &self,
-        plan: Plan,
-        resume_from: Option<Checkpoint>,
-        options: &ApplyOptions,
-        store: CheckpointStore,
-    ) -> Result<RunReport, ExecError> {
-        let lock = match &self.coordination {
-            Some(coordination) => Some(
-                RunLock::acquire(
-                    coordination.clone(),
-                    self.holder.clone(),
-                    &format!("upgrade apply {}", plan.digest),
-                    options.lock_ttl,
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        let result = self
-            .execute_locked(plan, resume_from, options, store, lock.as_ref())
-            .await;
-        if let Some(lock) = lock {
-            let released = lock.release().await;
-            if let (Ok(_), Err(error)) = (&result, released) {
-                crate::terminal::warn(format!(
-                    "{error}; it expires by itself when its lease runs out"
-                ));
-            }
-        }
-        result
     }
 
     async fn execute_locked(
@@ -783,18 +788,19 @@ impl Executor {
                 }
                 // Interrupted and not (yet) in effect: running it again is the fix.
                 (StepState::Running, Ok(_)) => {}
-                (StepState::Running, Err(error)) => {
+                // Cannot tell, and running it again is not safe unless the operator says so.
+                (StepState::Running, Err(error))
                     if !actions::is_idempotent(&step.action)
                         && !run.options.rerun.contains(&step.id)
-                    {
-                        crate::terminal::warn(format!(
-                            "cannot check the postcondition of interrupted step `{}`: {error}",
-                            step.id
-                        ));
-                        return Err(ExecError::Interrupted {
-                            step: step.id.clone(),
-                        });
-                    }
+                        && !run.options.skip.contains(&step.id) =>
+                {
+                    crate::terminal::warn(format!(
+                        "cannot check the postcondition of interrupted step `{}`: {error}",
+                        step.id
+                    ));
+                    return Err(ExecError::Interrupted {
+                        step: step.id.clone(),
+                    });
                 }
                 _ => {}
             }
@@ -966,7 +972,7 @@ impl Executor {
                     return Err(ExecError::StepFailed {
                         step: step.id.clone(),
                         attempts: attempt,
-                        source: error,
+                        source: Box::new(error),
                     });
                 }
             }
@@ -1038,7 +1044,7 @@ impl Executor {
                 .map_err(|source| ExecError::StepFailed {
                     step: step.id.clone(),
                     attempts: 1,
-                    source,
+                    source: Box::new(source),
                 })?;
             for line in &outcome.transcript {
                 writeln!(transcript, "{line}").map_err(ExecError::Output)?;
@@ -1088,7 +1094,7 @@ impl Executor {
                     return Err(ExecError::StepFailed {
                         step: step.id.clone(),
                         attempts: attempt,
-                        source,
+                        source: Box::new(source),
                     });
                 }
             }

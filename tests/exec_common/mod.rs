@@ -195,6 +195,8 @@ pub fn filters(home: &Path) -> Vec<(String, String)> {
             r"sha256:[0-9a-f]{64}".to_string(),
             "sha256:[DIGEST]".to_string(),
         ),
+        (r"ops@[A-Za-z0-9.-]+".to_string(), "ops@[HOST]".to_string()),
+        (r"pid \d+".to_string(), "pid [PID]".to_string()),
         (r"\(\d+(\.\d+)?s\)".to_string(), "([ELAPSED])".to_string()),
         (r"\d+\.\d+s\b".to_string(), "[ELAPSED]".to_string()),
         (

@@ -261,6 +261,7 @@ mod tests {
             &BTreeMap::new(),
             Duration::from_secs(5),
             RunMode::Execute,
+            None,
         )
         .await
         .unwrap_err();
@@ -275,6 +276,7 @@ mod tests {
             &BTreeMap::new(),
             Duration::from_millis(100),
             RunMode::Execute,
+            None,
         )
         .await
         .unwrap_err();

@@ -95,8 +95,9 @@ pub enum ResourceActionError {
     Store {
         operation: &'static str,
         key: ResourceKey,
+        // Boxed: a `StoreError` is large and the other variants carry none (clippy `result_large_err`).
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     #[error("cannot remove label of {kind} {name}, key {key} does not exist")]
     LabelMissing {
@@ -126,7 +127,7 @@ pub enum ResourceActionError {
     GaveUp {
         key: ResourceKey,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
 }
 
@@ -148,7 +149,7 @@ fn store_error(
     move |source| ResourceActionError::Store {
         operation,
         key: key.clone(),
-        source,
+        source: Box::new(source),
     }
 }
 
@@ -409,7 +410,10 @@ pub async fn apply(
                 Err(source @ StoreError::Conflict { .. })
                     if input.metadata.resource_version.is_none() =>
                 {
-                    return Err(ResourceActionError::GaveUp { key, source });
+                    return Err(ResourceActionError::GaveUp {
+                        key,
+                        source: Box::new(source),
+                    });
                 }
                 Err(source) => return Err(store_error(verb_static(verb), &key)(source)),
             }
@@ -496,7 +500,7 @@ async fn read_modify_write(
             Err(source @ StoreError::Conflict { .. }) => {
                 return Err(ResourceActionError::GaveUp {
                     key: key.clone(),
-                    source,
+                    source: Box::new(source),
                 });
             }
             Err(source) => return Err(store_error("update", key)(source)),
