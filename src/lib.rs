@@ -11,4 +11,5 @@ pub mod errors;
 pub mod exec;
 pub mod plan;
 pub mod resource;
+pub mod runbook;
 pub mod terminal;

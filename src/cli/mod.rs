@@ -6,6 +6,8 @@
 mod completion;
 mod config;
 mod get;
+pub mod runbook;
+pub mod upgrade;
 mod upgrade_apply;
 
 pub use upgrade_apply::UpgradeApplyError;
@@ -72,9 +74,12 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
-    /// Run upgrade plans: apply, status, unlock
+    /// Plan and run upgrades: plan, apply, status, unlock
     #[command(subcommand)]
     Upgrade(upgrade_apply::UpgradeCommand),
+    /// Review runbooks
+    #[command(subcommand)]
+    Runbook(runbook::RunbookCommand),
 }
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -166,5 +171,6 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Upgrade(command) => upgrade_apply::run(&context, command).await,
+        Command::Runbook(command) => command.run().map(|()| ExitCode::SUCCESS),
     }
 }

@@ -25,6 +25,8 @@ use crate::plan::Plan;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum UpgradeCommand {
+    /// Show the steps an upgrade would take (and save them with `--out`)
+    Plan(super::upgrade::PlanArgs),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
     Apply(ApplyArgs),
     /// Show where the last upgrade run stands, and who holds the lock
@@ -44,9 +46,11 @@ Exit status: 0 when the run completed (or the dry-run was printed); 1 when it fa
 gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
 pub struct ApplyArgs {
-    /// Plan for this target release and run that plan
+    /// Plan for this target release and run that plan (facts as for `upgrade plan`)
     #[arg(long, value_name = "VERSION", conflicts_with = "plan")]
     to: Option<String>,
+    #[command(flatten)]
+    facts: super::upgrade::FactArgs,
     /// Run exactly this saved plan (refused when it is stale or was edited)
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
@@ -127,14 +131,12 @@ pub enum UpgradeApplyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the plan file `{}` is not a valid plan", path.display())]
+    #[error("cannot use the plan file `{}`", path.display())]
     InvalidPlan {
         path: PathBuf,
         #[source]
-        source: serde_json::Error,
+        source: crate::plan::PlanFileError,
     },
-    #[error("planning for `--to {target}` is not part of this build")]
-    PlanningUnavailable { target: String },
     #[error("upgrade runs need the etcd datastore (the lock and the checkpoint mirror live there)")]
     NeedsEtcd,
 }
@@ -143,9 +145,6 @@ impl UpgradeApplyError {
     pub fn hint(&self) -> Option<String> {
         match self {
             UpgradeApplyError::NoStateDirectory => Some("pass `--state-dir DIR`".to_string()),
-            UpgradeApplyError::PlanningUnavailable { .. } => Some(
-                "make a plan with `netctl upgrade plan --to VERSION --out plan.json`, review it, then `netctl upgrade apply --plan plan.json`".to_string(),
-            ),
             _ => None,
         }
     }
@@ -160,11 +159,11 @@ fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBu
 }
 
 fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read(path).map_err(|source| UpgradeApplyError::ReadPlan {
+    let text = std::fs::read_to_string(path).map_err(|source| UpgradeApplyError::ReadPlan {
         path: path.to_path_buf(),
         source,
     })?;
-    let plan = serde_json::from_slice(&text).map_err(|source| UpgradeApplyError::InvalidPlan {
+    let plan = Plan::parse(&text).map_err(|source| UpgradeApplyError::InvalidPlan {
         path: path.to_path_buf(),
         source,
     })?;
@@ -173,6 +172,8 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
     match command {
+        // Planning is offline unless the facts come from the datastore in `apply --to`.
+        UpgradeCommand::Plan(args) => args.run(None).await.map(|()| ExitCode::SUCCESS),
         UpgradeCommand::Apply(args) => apply(context, args).await,
         UpgradeCommand::Status(args) => status(context, args).await,
         UpgradeCommand::Unlock(args) => unlock(context, args).await,
@@ -180,13 +181,7 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
 }
 
 async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
-    if let Some(target) = &args.to {
-        return Err(UpgradeApplyError::PlanningUnavailable {
-            target: target.clone(),
-        }
-        .into());
-    }
-    let plan = args.plan.as_deref().map(read_plan).transpose()?;
+    let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
     let stderr_is_terminal = std::io::stderr().is_terminal();
     let options = ApplyOptions {
         mode: if args.dry_run {
@@ -223,6 +218,28 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
+    let plan = match (&args.to, saved_plan) {
+        (Some(target), _) => {
+            let request = super::upgrade::PlanArgs {
+                to: Some(target.clone()),
+                procedure: crate::runbook::UPGRADE_PROCEDURE.to_string(),
+                facts: args.facts.clone(),
+                output: super::upgrade::PlanOutput::Text,
+                out: None,
+            };
+            let plan = request.plan(Some(datastore.as_ref())).await?;
+            eprintln!(
+                "planned {} {} → {}: {} steps ({})",
+                plan.procedure,
+                plan.from,
+                plan.to,
+                plan.steps.len(),
+                plan.digest
+            );
+            Some(plan)
+        }
+        (None, saved) => saved,
+    };
     let executor = Executor::new(
         datastore,
         Some(coordination),

@@ -161,6 +161,13 @@ impl Action {
             reason: reason.to_string(),
         };
         match self {
+            Action::Check(check) if !super::facts::FACT_NAMES.contains(&check.fact.as_str()) => {
+                Err(invalid(&format!(
+                    "unknown fact `{}`; known facts are {}",
+                    check.fact,
+                    super::facts::FACT_NAMES.join(", ")
+                )))
+            }
             Action::Check(check) => match (&check.equals, &check.matches) {
                 (Some(_), None) => Ok(()),
                 (None, Some(pattern)) => regex::Regex::new(pattern)
@@ -519,7 +526,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(error, ActionError::InvalidArguments { .. }));
-        let error = Action::from_parts("check", serde_json::json!({"fact": "x"})).unwrap_err();
+        let error =
+            Action::from_parts("check", serde_json::json!({"fact": "alp_enabled"})).unwrap_err();
         assert_eq!(
             error.to_string(),
             "invalid arguments for action `check`: give exactly one of `equals` and `matches`"

@@ -56,7 +56,7 @@ impl<T> Fact<T> {
 }
 
 /// How the network was installed; it decides the upgrade procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InstallMethod {
     /// The operator, installed from its manifest.
@@ -390,8 +390,26 @@ impl Facts {
                 self.all_interfaces_host_endpoints = Fact::new(names, flag);
             }
             "owner_references" => {
-                let references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
+                let mut references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
                     .map_err(|error| invalid(&format!("expected a JSON list: {error}")))?;
+                // Per object, the highest index first: removing a reference shifts the ones after
+                // it, so removals must run from the end of the list.
+                references.sort_by(|a, b| {
+                    (
+                        &a.api_version,
+                        &a.kind,
+                        &a.namespace,
+                        &a.name,
+                        std::cmp::Reverse(a.index),
+                    )
+                        .cmp(&(
+                            &b.api_version,
+                            &b.kind,
+                            &b.namespace,
+                            &b.name,
+                            std::cmp::Reverse(b.index),
+                        ))
+                });
                 self.owner_references = Fact::new(references, flag);
             }
             "alp_enabled" => {
@@ -515,10 +533,235 @@ mod tests {
     }
 
     #[test]
+    fn owner_references_of_one_object_are_removed_from_the_end() {
+        let references = r#"[
+            {"apiVersion":"v1","kind":"ConfigMap","name":"b","ownerKind":"Tier","ownerName":"t","index":0},
+            {"apiVersion":"v1","kind":"ConfigMap","name":"a","ownerKind":"Tier","ownerName":"t","index":0},
+            {"apiVersion":"v1","kind":"ConfigMap","name":"a","ownerKind":"Tier","ownerName":"u","index":2}
+        ]"#;
+        let facts = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[("owner_references", references)]),
+        )
+        .unwrap();
+        let order: Vec<(&str, usize)> = facts
+            .owner_references
+            .value
+            .iter()
+            .map(|reference| (reference.name.as_str(), reference.index))
+            .collect();
+        assert_eq!(order, vec![("a", 2), ("a", 0), ("b", 0)]);
+    }
+
+    #[test]
     fn a_missing_install_method_asks_for_the_flag() {
         let mut overrides = overrides(&[]);
         overrides.install_method = None;
         let error = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap_err();
         assert!(matches!(error, FactError::MissingInstallMethod));
+    }
+}
+
+/// A discovered fact whose value changed since a plan was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactChange {
+    pub name: &'static str,
+    pub planned: String,
+    pub now: String,
+}
+
+impl fmt::Display for FactChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fact `{}` was `{}` when the plan was made and is `{}` now",
+            self.name, self.planned, self.now
+        )
+    }
+}
+
+impl Facts {
+    /// The facts a plan took from the datastore that no longer hold, for refusing a stale plan.
+    ///
+    /// Facts given by flag or default are the operator's statement and are not re-checked; a
+    /// discovered fact the datastore no longer reports counts as changed.
+    pub fn stale_against(&self, now: &DiscoveredFacts) -> Vec<FactChange> {
+        fn text<T: Serialize>(value: &T) -> String {
+            serde_json::to_string(value).unwrap_or_default()
+        }
+        let mut changes = Vec::new();
+        let mut compare = |name: &'static str, origin: FactOrigin, planned: String, now: String| {
+            if origin == FactOrigin::Discovered && planned != now {
+                changes.push(FactChange { name, planned, now });
+            }
+        };
+        compare(
+            "installed_version",
+            self.installed_version.origin,
+            text(&self.installed_version.value),
+            now.installed_version.as_ref().map(text).unwrap_or_default(),
+        );
+        compare(
+            "datastore_type",
+            self.datastore_type.origin,
+            text(&self.datastore_type.value),
+            now.datastore_type.as_ref().map(text).unwrap_or_default(),
+        );
+        compare(
+            "all_interfaces_host_endpoints",
+            self.all_interfaces_host_endpoints.origin,
+            text(&self.all_interfaces_host_endpoints.value),
+            now.all_interfaces_host_endpoints
+                .as_ref()
+                .map(text)
+                .unwrap_or_default(),
+        );
+        changes
+    }
+}
+
+#[cfg(test)]
+mod discovery_tests {
+    //! Discovery against an in-memory datastore (paged, like the real backends); the lead's etcd
+    //! tests cover the real store.
+
+    use std::collections::BTreeMap;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::datastore::Page;
+    use crate::resource::Resource;
+
+    struct MemoryStore {
+        resources: BTreeMap<ResourceKey, Resource>,
+        page_size: usize,
+    }
+
+    impl MemoryStore {
+        fn new(resources: Vec<Resource>) -> MemoryStore {
+            MemoryStore {
+                resources: resources.into_iter().map(|r| (r.key(), r)).collect(),
+                page_size: 2,
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Datastore for MemoryStore {
+        fn kind(&self) -> DatastoreType {
+            DatastoreType::EtcdV3
+        }
+
+        async fn check(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+
+        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
+            self.resources
+                .get(key)
+                .cloned()
+                .ok_or_else(|| StoreError::NotFound(key.clone()))
+        }
+
+        async fn list_page(
+            &self,
+            options: &ListOptions,
+            continue_token: Option<&str>,
+        ) -> Result<datastore::Page, StoreError> {
+            let start: usize = continue_token.map_or(0, |token| token.parse().unwrap_or(0));
+            let all: Vec<Resource> = self
+                .resources
+                .values()
+                .filter(|resource| resource.kind == options.kind)
+                .cloned()
+                .collect();
+            let end = (start + self.page_size).min(all.len());
+            Ok(Page {
+                items: all[start..end].to_vec(),
+                continue_token: (end < all.len()).then(|| end.to_string()),
+                revision: "1".into(),
+            })
+        }
+
+        async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
+            Err(StoreError::Other("read-only".into()))
+        }
+
+        async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
+            Err(StoreError::Other("read-only".into()))
+        }
+
+        async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
+            Err(StoreError::Other("read-only".into()))
+        }
+    }
+
+    fn host_endpoint(name: &str, interface: &str) -> Resource {
+        let mut resource = Resource::new(Kind::HostEndpoint, name);
+        resource.spec = serde_json::json!({"interfaceName": interface, "node": "n"});
+        resource
+    }
+
+    #[tokio::test]
+    async fn discovery_reads_the_version_and_all_interfaces_host_endpoints_across_pages() {
+        let mut information = Resource::new(Kind::ClusterInformation, "default");
+        information.spec = serde_json::json!({"calicoVersion": "v3.26.4", "datastoreReady": true});
+        let store = MemoryStore::new(vec![
+            information,
+            host_endpoint("d-all", "*"),
+            host_endpoint("a-eth0", "eth0"),
+            host_endpoint("b-all", "*"),
+            host_endpoint("c-eth1", "eth1"),
+            host_endpoint("e-all", "*"),
+        ]);
+        let discovered = discover_facts(&store).await.unwrap();
+        assert_eq!(discovered.installed_version, Some(Release::new(3, 26, 4)));
+        assert_eq!(discovered.datastore_type, Some(DatastoreType::EtcdV3));
+        assert_eq!(
+            discovered.all_interfaces_host_endpoints,
+            Some(vec!["b-all".into(), "d-all".into(), "e-all".into()])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_cluster_information_leaves_the_version_unknown() {
+        let store = MemoryStore::new(vec![]);
+        let discovered = discover_facts(&store).await.unwrap();
+        assert_eq!(discovered.installed_version, None);
+        let overrides = FactOverrides {
+            install_method: Some(InstallMethod::Operator),
+            ..FactOverrides::default()
+        };
+        let error = Facts::assemble(&discovered, &overrides).unwrap_err();
+        assert!(matches!(error, FactError::MissingInstalledVersion));
+    }
+
+    #[tokio::test]
+    async fn a_plan_made_from_discovered_facts_goes_stale_when_they_change() {
+        let mut information = Resource::new(Kind::ClusterInformation, "default");
+        information.spec = serde_json::json!({"calicoVersion": "v3.26.4"});
+        let store = MemoryStore::new(vec![information.clone(), host_endpoint("a", "*")]);
+        let overrides = FactOverrides {
+            install_method: Some(InstallMethod::Operator),
+            ..FactOverrides::default()
+        };
+        let facts = Facts::assemble(&discover_facts(&store).await.unwrap(), &overrides).unwrap();
+        assert!(
+            facts
+                .stale_against(&discover_facts(&store).await.unwrap())
+                .is_empty()
+        );
+        let changed = MemoryStore::new(vec![
+            information,
+            host_endpoint("a", "*"),
+            host_endpoint("b", "*"),
+        ]);
+        let changes = facts.stale_against(&discover_facts(&changed).await.unwrap());
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            changes[0].to_string(),
+            r#"fact `all_interfaces_host_endpoints` was `["a"]` when the plan was made and is `["a","b"]` now"#
+        );
     }
 }

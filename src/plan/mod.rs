@@ -8,8 +8,11 @@
 //! [`facts::discover_facts`].
 
 pub mod action;
+pub mod catalog;
 pub mod facts;
 pub mod release;
+pub mod render;
+pub mod resolve;
 
 use std::fmt;
 
@@ -18,11 +21,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use action::{Action, ActionError, HumanDuration};
+pub use catalog::{Catalog, CatalogError};
 pub use facts::{
-    DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
+    DiscoveredFacts, Fact, FactChange, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
     discover_facts,
 };
 pub use release::{Release, ReleaseError};
+pub use resolve::{PlanError, PlanRequest, plan_upgrade};
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
@@ -113,6 +118,21 @@ pub struct PlannedStep {
     pub reason: String,
 }
 
+/// Why a saved plan cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("the plan file is not a valid plan")]
+    Invalid(#[source] serde_json::Error),
+    #[error(
+        "the plan file has format version {found}; this netctl reads version {PLAN_FORMAT_VERSION}\nhint: make the plan again with this netctl (`netctl upgrade plan --out FILE`)"
+    )]
+    FormatVersion { found: u32 },
+    #[error(
+        "the plan file was changed after it was made (digest `{recorded}`, content `{computed}`)\nhint: make the plan again with `netctl upgrade plan --out FILE`; plans are not edited by hand"
+    )]
+    DigestMismatch { recorded: String, computed: String },
+}
+
 /// A plan: where from, where to, the facts it assumed, and the steps in the order they run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -172,6 +192,24 @@ impl Plan {
     /// Whether the stored digest matches the content (a hand-edited or corrupted plan file does not).
     pub fn digest_is_valid(&self) -> bool {
         self.digest == self.compute_digest()
+    }
+
+    /// Reads a saved plan (`upgrade plan --out`), refusing another format version and a plan whose
+    /// content no longer matches its digest (edited by hand or truncated).
+    pub fn parse(text: &str) -> Result<Plan, PlanFileError> {
+        let plan: Plan = serde_json::from_str(text).map_err(PlanFileError::Invalid)?;
+        if plan.format_version != PLAN_FORMAT_VERSION {
+            return Err(PlanFileError::FormatVersion {
+                found: plan.format_version,
+            });
+        }
+        if !plan.digest_is_valid() {
+            return Err(PlanFileError::DigestMismatch {
+                recorded: plan.digest.clone(),
+                computed: plan.compute_digest(),
+            });
+        }
+        Ok(plan)
     }
 
     /// Steps in a phase, in plan order.
@@ -235,6 +273,26 @@ mod tests {
         let read: Plan = serde_json::from_str(&text).unwrap();
         assert_eq!(read, plan);
         assert!(read.digest_is_valid());
+    }
+
+    #[test]
+    fn a_saved_plan_is_refused_when_edited_or_from_another_format() {
+        let plan = sample_plan();
+        let text = serde_json::to_string_pretty(&plan).unwrap();
+        assert_eq!(Plan::parse(&text).unwrap(), plan);
+        let edited = text.replace("\"irreversible\": true", "\"irreversible\": false");
+        assert!(matches!(
+            Plan::parse(&edited).unwrap_err(),
+            PlanFileError::DigestMismatch { .. }
+        ));
+        let mut other = plan.clone();
+        other.format_version = 2;
+        let error = Plan::parse(&serde_json::to_string(&other).unwrap()).unwrap_err();
+        assert!(matches!(error, PlanFileError::FormatVersion { found: 2 }));
+        assert!(matches!(
+            Plan::parse("{}").unwrap_err(),
+            PlanFileError::Invalid(_)
+        ));
     }
 
     #[test]

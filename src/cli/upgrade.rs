@@ -1,0 +1,182 @@
+//! `netctl upgrade plan`: flags → facts → [`plan_upgrade`] → printed (and optionally saved) plan.
+//!
+//! The command only translates: facts come from the datastore when one is given (see
+//! [`discover_facts`]) and every flag overrides them, so a plan can be made offline. Planning itself
+//! lives in `plan::resolve`; printing in `plan::render`. `upgrade apply` belongs to the executor.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+
+use crate::datastore::{Datastore, DatastoreType};
+use crate::plan::facts::{DiscoveredFacts, FactOverrides, Facts, InstallMethod, parse_set};
+use crate::plan::render::{self, PlanFormat};
+use crate::plan::{Plan, PlanRequest, Release, discover_facts, plan_upgrade};
+use crate::runbook::{RunbookSet, UPGRADE_PROCEDURE};
+
+/// Output formats of `upgrade plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanOutput {
+    /// A readable tree (default).
+    Text,
+    /// The plan document, stable and machine-readable.
+    Json,
+    /// A maintenance checklist for a change ticket.
+    Markdown,
+    /// The step graph for Graphviz.
+    Dot,
+    /// The step graph for Mermaid.
+    Mermaid,
+}
+
+impl From<PlanOutput> for PlanFormat {
+    fn from(output: PlanOutput) -> PlanFormat {
+        match output {
+            PlanOutput::Text => PlanFormat::Text,
+            PlanOutput::Json => PlanFormat::Json,
+            PlanOutput::Markdown => PlanFormat::Markdown,
+            PlanOutput::Dot => PlanFormat::Dot,
+            PlanOutput::Mermaid => PlanFormat::Mermaid,
+        }
+    }
+}
+
+/// Install methods as flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InstallMethodArg {
+    Operator,
+    Helm,
+    Manifest,
+}
+
+impl From<InstallMethodArg> for InstallMethod {
+    fn from(arg: InstallMethodArg) -> InstallMethod {
+        match arg {
+            InstallMethodArg::Operator => InstallMethod::Operator,
+            InstallMethodArg::Helm => InstallMethod::Helm,
+            InstallMethodArg::Manifest => InstallMethod::Manifest,
+        }
+    }
+}
+
+/// Datastore types as flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatastoreTypeArg {
+    Kubernetes,
+    Etcdv3,
+}
+
+impl From<DatastoreTypeArg> for DatastoreType {
+    fn from(arg: DatastoreTypeArg) -> DatastoreType {
+        match arg {
+            DatastoreTypeArg::Kubernetes => DatastoreType::Kubernetes,
+            DatastoreTypeArg::Etcdv3 => DatastoreType::EtcdV3,
+        }
+    }
+}
+
+/// Facts shared by `upgrade plan` and `runbook render`.
+#[derive(Debug, Clone, Args)]
+pub struct FactArgs {
+    /// The installed version (default: ClusterInformation `default` in the datastore).
+    #[arg(long, value_name = "VERSION")]
+    pub from: Option<Release>,
+    /// The datastore type (default: the configured datastore).
+    #[arg(long, value_enum)]
+    pub datastore_type: Option<DatastoreTypeArg>,
+    /// How the network was installed.
+    #[arg(long, value_enum)]
+    pub install_method: Option<InstallMethodArg>,
+    /// Set any fact, e.g. `--set alp_enabled=true`, `--set all_interfaces_host_endpoints=h1,h2`.
+    #[arg(long = "set", value_name = "FACT=VALUE")]
+    pub set: Vec<String>,
+    /// Use the runbooks of this directory instead of the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub runbooks: Option<PathBuf>,
+}
+
+impl FactArgs {
+    /// The overrides these flags give.
+    pub fn overrides(&self) -> anyhow::Result<FactOverrides> {
+        let set = self
+            .set
+            .iter()
+            .map(|text| parse_set(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FactOverrides {
+            from: self.from.clone(),
+            datastore_type: self.datastore_type.map(Into::into),
+            install_method: self.install_method.map(Into::into),
+            set,
+        })
+    }
+
+    /// Discovers what the datastore can tell (when there is one) and applies the flags over it.
+    pub async fn facts(&self, store: Option<&dyn Datastore>) -> anyhow::Result<Facts> {
+        let discovered = match store {
+            Some(store) => discover_facts(store).await?,
+            None => DiscoveredFacts::default(),
+        };
+        Ok(Facts::assemble(&discovered, &self.overrides()?)?)
+    }
+}
+
+/// `netctl upgrade plan`
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
+    #[arg(long, default_value = UPGRADE_PROCEDURE)]
+    pub procedure: String,
+    #[command(flatten)]
+    pub facts: FactArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: PlanOutput,
+    /// Also save the plan (JSON, with its facts and digest) for `upgrade apply --plan`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl PlanArgs {
+    /// Builds the plan these flags ask for.
+    pub async fn plan(&self, store: Option<&dyn Datastore>) -> anyhow::Result<Plan> {
+        let runbooks = RunbookSet::load(self.facts.runbooks.as_deref())?;
+        let facts = self.facts.facts(store).await?;
+        let request = PlanRequest {
+            procedure: self.procedure.clone(),
+            to: self.to.clone(),
+            facts,
+        };
+        Ok(plan_upgrade(&runbooks, &request)?)
+    }
+
+    /// Plans, prints to stdout and saves to `--out`.
+    pub async fn run(&self, store: Option<&dyn Datastore>) -> anyhow::Result<()> {
+        let plan = self.plan(store).await?;
+        if let Some(path) = &self.out {
+            save_plan(&plan, path)?;
+            eprintln!("saved plan {} to `{}`", plan.digest, path.display());
+        }
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(render::render(&plan, self.output.into()).as_bytes())?;
+        Ok(())
+    }
+}
+
+/// Writes a plan atomically (temporary file, fsync, rename) so a crash never leaves half a plan.
+pub fn save_plan(plan: &Plan, path: &std::path::Path) -> anyhow::Result<()> {
+    let text = render::json(plan);
+    let temporary = path.with_extension("json.tmp");
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    };
+    write().with_context(|| format!("cannot save the plan to `{}`", path.display()))
+}

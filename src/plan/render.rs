@@ -1,0 +1,502 @@
+//! Printing plans: a readable text tree, stable JSON, a Markdown change-ticket checklist, and the DAG
+//! as Graphviz `dot` or Mermaid.
+//!
+//! Every format shows the same content — phase, step, the exact action with its rendered arguments,
+//! why the step is included, and marks for points of no return (irreversible) and human gates
+//! (`pause`). Output is deterministic so it can be snapshot-tested and diffed. This module only
+//! formats; it never changes a plan.
+
+use std::fmt::Write as _;
+
+use super::action::{Action, ManifestSource};
+use super::{Phase, Plan, PlannedStep};
+
+/// The formats `upgrade plan -o` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Markdown,
+    Dot,
+    Mermaid,
+}
+
+impl PlanFormat {
+    pub const NAMES: [&'static str; 5] = ["text", "json", "markdown", "dot", "mermaid"];
+}
+
+impl std::str::FromStr for PlanFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "text" => Ok(PlanFormat::Text),
+            "json" => Ok(PlanFormat::Json),
+            "markdown" | "md" => Ok(PlanFormat::Markdown),
+            "dot" => Ok(PlanFormat::Dot),
+            "mermaid" => Ok(PlanFormat::Mermaid),
+            other => Err(other.to_string()),
+        }
+    }
+}
+
+/// Renders a plan in the given format (always ending with a newline).
+pub fn render(plan: &Plan, format: PlanFormat) -> String {
+    match format {
+        PlanFormat::Text => text(plan),
+        PlanFormat::Json => json(plan),
+        PlanFormat::Markdown => markdown(plan),
+        PlanFormat::Dot => dot(plan),
+        PlanFormat::Mermaid => mermaid(plan),
+    }
+}
+
+/// The plan as pretty JSON: the same document `--out` saves.
+pub fn json(plan: &Plan) -> String {
+    let mut text = serde_json::to_string_pretty(plan).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+const GATE_MARK: &str = "⏸";
+const IRREVERSIBLE_MARK: &str = "⚠";
+
+fn marks(step: &PlannedStep) -> String {
+    let mut marks = String::new();
+    if matches!(step.action, Action::Pause(_)) {
+        marks.push_str(GATE_MARK);
+        marks.push(' ');
+    }
+    if step.irreversible {
+        marks.push_str(IRREVERSIBLE_MARK);
+        marks.push(' ');
+    }
+    marks
+}
+
+fn title(plan: &Plan) -> String {
+    let facts = &plan.facts;
+    if plan.from == plan.to {
+        format!(
+            "procedure `{}` on {} ({} install, {} datastore)",
+            plan.procedure, plan.from, facts.install_method.value, facts.datastore_type.value
+        )
+    } else {
+        format!(
+            "{} {} → {} ({} install, {} datastore)",
+            plan.procedure,
+            plan.from,
+            plan.to,
+            facts.install_method.value,
+            facts.datastore_type.value
+        )
+    }
+}
+
+/// `(name, value, origin)` of every fact, values as compact JSON unless plain strings.
+fn fact_rows(plan: &Plan) -> Vec<(String, String, String)> {
+    let mut rows = Vec::new();
+    if let Ok(serde_json::Value::Object(facts)) = serde_json::to_value(&plan.facts) {
+        for (name, fact) in facts {
+            let value = match fact.get("value") {
+                Some(serde_json::Value::String(text)) if text.is_empty() => "\"\"".to_string(),
+                Some(serde_json::Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let origin = fact
+                .get("origin")
+                .and_then(|origin| origin.as_str())
+                .unwrap_or_default()
+                .to_string();
+            rows.push((name, value, origin));
+        }
+    }
+    rows
+}
+
+/// The readable tree.
+pub fn text(plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "plan: {}", title(plan));
+    let _ = writeln!(out, "digest: {}", plan.digest);
+    let _ = writeln!(out, "facts:");
+    let rows = fact_rows(plan);
+    let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(0);
+    for (name, value, origin) in rows {
+        let _ = writeln!(out, "  {name:width$}  {value}  ({origin})");
+    }
+    let mut number = 0;
+    for phase in Phase::ALL {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{phase}");
+        for (position, step) in steps.iter().enumerate() {
+            number += 1;
+            let last = position + 1 == steps.len();
+            let (branch, rail) = if last {
+                ("└─", "  ")
+            } else {
+                ("├─", "│ ")
+            };
+            let _ = writeln!(out, "{branch} {number}. {}{}", marks(step), step.id);
+            let _ = writeln!(out, "{rail}     {}", step.description);
+            let _ = writeln!(out, "{rail}     run:    {}", describe(&step.action));
+            if let Some(verify) = &step.verify {
+                let _ = writeln!(out, "{rail}     verify: {}", describe(verify));
+            }
+            if let Some(retry) = &step.retry {
+                let _ = writeln!(
+                    out,
+                    "{rail}     retry:  {} attempts, {} apart",
+                    retry.attempts, retry.delay
+                );
+            }
+            if !step.needs.is_empty() {
+                let _ = writeln!(out, "{rail}     needs:  {}", step.needs.join(", "));
+            }
+            let _ = writeln!(out, "{rail}     why:    {}", step.reason);
+        }
+    }
+    let gates = plan
+        .steps
+        .iter()
+        .filter(|step| matches!(step.action, Action::Pause(_)))
+        .count();
+    let irreversible = plan.steps.iter().filter(|step| step.irreversible).count();
+    let _ = writeln!(
+        out,
+        "\n{} steps, {gates} human gates ({GATE_MARK}), {irreversible} irreversible ({IRREVERSIBLE_MARK})",
+        plan.steps.len()
+    );
+    out
+}
+
+/// A maintenance checklist for a change ticket.
+pub fn markdown(plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Change: {}\n", title(plan));
+    let _ = writeln!(out, "Plan digest: `{}`\n", plan.digest);
+    let _ = writeln!(out, "| Fact | Value | Origin |\n|---|---|---|");
+    for (name, value, origin) in fact_rows(plan) {
+        let _ = writeln!(
+            out,
+            "| `{name}` | `{}` | {origin} |",
+            value.replace('|', "\\|")
+        );
+    }
+    let mut number = 0;
+    for phase in Phase::ALL {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n## Phase: {phase}\n");
+        for step in steps {
+            number += 1;
+            let mut flags = String::new();
+            if matches!(step.action, Action::Pause(_)) {
+                flags.push_str(" — **human gate**");
+            }
+            if step.irreversible {
+                flags.push_str(" — **irreversible: point of no return**");
+            }
+            let _ = writeln!(
+                out,
+                "- [ ] {number}. **{}**{flags}  \n  `{}`  \n  Run: `{}`  ",
+                step.description,
+                step.id,
+                describe(&step.action).replace('`', "'")
+            );
+            if let Some(verify) = &step.verify {
+                let _ = writeln!(out, "  Verify: `{}`  ", describe(verify).replace('`', "'"));
+            }
+            let _ = writeln!(out, "  Why: {}", step.reason);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n## Sign-off\n\n- [ ] Plan reviewed\n- [ ] Maintenance window confirmed\n- [ ] Upgrade completed and verified"
+    );
+    out
+}
+
+fn quoted(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The DAG in Graphviz: one cluster per phase, one edge per `needs`.
+pub fn dot(plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "digraph plan {{");
+    let _ = writeln!(out, "  label=\"{}\";", quoted(&title(plan)));
+    let _ = writeln!(
+        out,
+        "  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];"
+    );
+    for phase in Phase::ALL {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  subgraph \"cluster_{phase}\" {{\n    label=\"{phase}\";"
+        );
+        for step in steps {
+            let style = if step.irreversible {
+                ", color=red, penwidth=2"
+            } else if matches!(step.action, Action::Pause(_)) {
+                ", shape=octagon"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "    \"{}\" [label=\"{}{}\\n{}\"{style}];",
+                quoted(&step.id),
+                quoted(&marks(step)),
+                quoted(&step.id),
+                step.action.name()
+            );
+        }
+        let _ = writeln!(out, "  }}");
+    }
+    for step in &plan.steps {
+        for need in &step.needs {
+            let _ = writeln!(out, "  \"{}\" -> \"{}\";", quoted(need), quoted(&step.id));
+        }
+    }
+    let _ = writeln!(out, "}}");
+    out
+}
+
+/// The DAG in Mermaid (renders in GitHub and GitLab change tickets).
+pub fn mermaid(plan: &Plan) -> String {
+    let index: std::collections::HashMap<&str, usize> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(number, step)| (step.id.as_str(), number))
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "flowchart TD");
+    for phase in Phase::ALL {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  subgraph {}[\"{phase}\"]",
+            phase.as_str().replace('-', "_")
+        );
+        for step in steps {
+            let number = index.get(step.id.as_str()).copied().unwrap_or(0);
+            let label = format!("{}{}<br/>{}", marks(step), step.id, step.action.name())
+                .replace('"', "#quot;");
+            let shape = if matches!(step.action, Action::Pause(_)) {
+                format!("{{{{\"{label}\"}}}}")
+            } else {
+                format!("[\"{label}\"]")
+            };
+            let _ = writeln!(out, "    s{number}{shape}");
+        }
+        let _ = writeln!(out, "  end");
+    }
+    for (number, step) in plan.steps.iter().enumerate() {
+        for need in &step.needs {
+            if let Some(from) = index.get(need.as_str()) {
+                let _ = writeln!(out, "  s{from} --> s{number}");
+            }
+        }
+    }
+    for (number, step) in plan.steps.iter().enumerate() {
+        if step.irreversible {
+            let _ = writeln!(out, "  style s{number} stroke:#d00,stroke-width:3px");
+        }
+    }
+    out
+}
+
+/// Shell-style quoting for showing argv (display only; nothing is run through a shell).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+fn argv(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| shell_word(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn namespaced(namespace: &Option<String>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// One line that says exactly what an action does, with every rendered argument.
+pub fn describe(action: &Action) -> String {
+    let name = action.name();
+    match action {
+        Action::ResourceGet(target) | Action::ResourceDelete(target) => format!(
+            "{name} {} {}",
+            target.kind,
+            namespaced(&target.namespace, &target.name)
+        ),
+        Action::ResourceList(list) => {
+            let mut text = format!("{name} {}", list.kind);
+            if let Some(namespace) = &list.namespace {
+                let _ = write!(text, " -n {namespace}");
+            }
+            if let Some(selector) = &list.selector {
+                let _ = write!(text, " -l {}", shell_word(selector));
+            }
+            text
+        }
+        Action::ResourceCreate(documents)
+        | Action::ResourceApply(documents)
+        | Action::ResourceReplace(documents) => {
+            let names: Vec<String> = documents
+                .documents
+                .iter()
+                .map(|resource| resource.key().to_string())
+                .collect();
+            let mut text = format!("{name} {}", names.join(", "));
+            if let Some(file) = &documents.file {
+                let _ = write!(text, " (from {file})");
+            }
+            text
+        }
+        Action::ResourceLabel(label) => {
+            let target = format!(
+                "{name} {} {}",
+                label.kind,
+                namespaced(&label.namespace, &label.name)
+            );
+            match &label.value {
+                _ if label.remove => format!("{target} {}-", label.key),
+                Some(value) => format!(
+                    "{target} {}={}{}",
+                    label.key,
+                    shell_word(value),
+                    if label.overwrite { " --overwrite" } else { "" }
+                ),
+                None => target,
+            }
+        }
+        Action::ResourcePatch(patch) => format!(
+            "{name} {} {} --type={} {}",
+            patch.kind,
+            namespaced(&patch.namespace, &patch.name),
+            patch.patch_type,
+            shell_word(&patch.patch.to_string())
+        ),
+        Action::KubeApply(apply) => {
+            let mut text = name.to_string();
+            if apply.server_side {
+                let _ = write!(
+                    text,
+                    " --server-side --field-manager={}",
+                    apply.field_manager
+                );
+            }
+            if apply.force_conflicts {
+                text.push_str(" --force-conflicts");
+            }
+            match &apply.source {
+                ManifestSource::Url(url) => {
+                    let _ = write!(text, " -f {url}");
+                }
+                ManifestSource::File(file) => {
+                    let _ = write!(text, " -f {file}");
+                }
+                ManifestSource::Inline(inline) => {
+                    let _ = write!(text, " (inline manifest, {} bytes)", inline.len());
+                }
+            }
+            text
+        }
+        Action::KubePatch(patch) => format!(
+            "{name} {} {} --type={} {}",
+            patch.object.api_version,
+            patch.object,
+            patch.patch_type,
+            shell_word(&patch.patch.to_string())
+        ),
+        Action::KubeAnnotate(change) | Action::KubeLabel(change) => {
+            let values: Vec<String> = change
+                .values
+                .iter()
+                .map(|(key, value)| match value {
+                    Some(value) => shell_word(&format!("{key}={value}")),
+                    None => format!("{key}-"),
+                })
+                .collect();
+            format!(
+                "{name} {} {} {}{}",
+                change.object.api_version,
+                change.object,
+                values.join(" "),
+                if change.overwrite { " --overwrite" } else { "" }
+            )
+        }
+        Action::KubeDelete(delete) => {
+            let mut text = format!("{name} {} {}", delete.api_version, delete.kind);
+            if let Some(namespace) = &delete.namespace {
+                let _ = write!(text, " -n {namespace}");
+            }
+            let _ = write!(text, " -l {}", shell_word(&delete.selector));
+            text
+        }
+        Action::KubeWaitRollout(wait) => {
+            let mut text = format!("{name} {} -n {}", wait.kind, wait.namespace);
+            if let Some(object) = &wait.name {
+                let _ = write!(text, " {object}");
+            }
+            if let Some(selector) = &wait.selector {
+                let _ = write!(text, " -l {}", shell_word(selector));
+            }
+            if let Some(ready) = &wait.ready {
+                let _ = write!(text, " ready={ready}");
+            }
+            let _ = write!(text, " timeout={}", wait.timeout);
+            text
+        }
+        Action::Fetch(fetch) => format!("{name} {} -> {}", fetch.url, fetch.file),
+        Action::Helm(helm) => format!("helm {} (timeout {})", argv(&helm.args), helm.timeout),
+        Action::Exec(exec) => {
+            let env: Vec<String> = exec
+                .env
+                .iter()
+                .map(|(key, value)| shell_word(&format!("{key}={value}")))
+                .collect();
+            let mut text = name.to_string();
+            if !env.is_empty() {
+                let _ = write!(text, " env {}", env.join(" "));
+            }
+            let _ = write!(text, " {} (timeout {})", argv(&exec.command), exec.timeout);
+            text
+        }
+        Action::Check(check) => match (&check.equals, &check.matches) {
+            (Some(value), _) => format!("{name} {} == {value}", check.fact),
+            (None, Some(pattern)) => format!("{name} {} =~ {}", check.fact, shell_word(pattern)),
+            (None, None) => format!("{name} {}", check.fact),
+        },
+        Action::Pause(pause) => format!("{name} \"{}\"", pause.message),
+    }
+}

@@ -1,0 +1,747 @@
+//! Resolution: from the installed version, the target, and the facts, to one ordered plan.
+//!
+//! 1. The release catalog decides whether the path is supported (and names the route when not).
+//! 2. Runbooks of the procedure whose `appliesTo` requirements and `when` conditions hold are chosen.
+//! 3. Each step is rendered per string value (foreach items expanded), its `file:` loaded and its
+//!    `action`/`with` converted into a typed [`Action`].
+//! 4. The steps and their `needs` form one DAG (petgraph); a cycle is reported with its path. The DAG
+//!    is ordered topologically with a stable tie-break — phase, then runbook file order, then step
+//!    order — so the same inputs always give the same plan (and digest).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::{Value as Json, json};
+
+use super::catalog::{self, Catalog, CatalogError};
+use super::facts::Facts;
+use super::{Action, ActionError, Phase, Plan, PlannedStep, Release};
+use crate::resource::Resource;
+use crate::runbook::template::{TemplateError, Templates, context_from};
+use crate::runbook::{LoadedRunbook, RunbookSet, Step, UPGRADE_PROCEDURE};
+
+/// What to plan.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    /// `upgrade` or another procedure the runbooks define.
+    pub procedure: String,
+    /// The target as the user wrote it (`v3.29.2` or `v3.29`); required for `upgrade`.
+    pub to: Option<String>,
+    pub facts: Facts,
+}
+
+/// Why no plan could be made. Messages name the runbook and step at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("invalid target version")]
+    InvalidTarget(#[source] super::ReleaseError),
+    #[error(
+        "`--to` is required for the `upgrade` procedure\nhint: name the target release, e.g. `--to v3.29.2`"
+    )]
+    MissingTarget,
+    #[error("netctl has no runbooks for target `{to}`\nhint: known targets are {known}")]
+    UnknownTarget { to: String, known: String },
+    #[error(
+        "`{to}` names a release line and the catalog knows no latest patch for it\nhint: give the patch release, e.g. `--to {to}.0`"
+    )]
+    NeedsPatch { to: String },
+    #[error("`{to}` is not newer than the installed `{from}`; netctl plans upgrades only")]
+    NotAnUpgrade { from: Release, to: Release },
+    #[error(
+        "upgrading from `{from}` to `{to}` is not supported: {line} may only be upgraded from versions matching `{requirement}`\nhint: {hint}"
+    )]
+    Unsupported {
+        from: String,
+        to: String,
+        line: String,
+        requirement: String,
+        hint: String,
+    },
+    #[error("unknown procedure `{name}`\nhint: known procedures are {known}")]
+    UnknownProcedure { name: String, known: String },
+    #[error(
+        "no runbook performs the upgrade of a `{install_method}` install on the `{datastore_type}` datastore\nhint: check `--install-method` and `--datastore-type`"
+    )]
+    NoUpgradeRunbook {
+        install_method: String,
+        datastore_type: String,
+    },
+    #[error(
+        "runbook `{runbook}` names unknown version edge `{edge}`\nhint: edges are defined in `releases.yaml`"
+    )]
+    UnknownEdge { runbook: String, edge: String },
+    #[error("runbook `{runbook}`{}: {source}", step_suffix(.step))]
+    Template {
+        runbook: String,
+        step: Option<String>,
+        #[source]
+        source: TemplateError,
+    },
+    #[error("runbook `{runbook}` step `{step}`: {source}")]
+    Action {
+        runbook: String,
+        step: String,
+        #[source]
+        source: ActionError,
+    },
+    #[error("runbook `{runbook}` step `{step}`: `foreach` must give a list, got `{found}`")]
+    ForeachNotList {
+        runbook: String,
+        step: String,
+        found: String,
+    },
+    #[error("runbook `{runbook}` step `{step}`: file `{file}` is not beside the runbooks")]
+    MissingFile {
+        runbook: String,
+        step: String,
+        file: String,
+    },
+    #[error("runbook `{runbook}` step `{step}`: file `{file}` holds no valid resources: {message}")]
+    InvalidDocuments {
+        runbook: String,
+        step: String,
+        file: String,
+        message: String,
+    },
+    #[error("runbook `{runbook}` has two steps with id `{step}`")]
+    DuplicateStep { runbook: String, step: String },
+    #[error("runbook `{runbook}` step `{step}` needs `{need}`, which does not exist")]
+    DanglingNeed {
+        runbook: String,
+        step: String,
+        need: String,
+    },
+    #[error("step `{step}` ({phase}) needs `{need}`, which runs later ({need_phase})")]
+    NeedsLaterPhase {
+        step: String,
+        phase: Phase,
+        need: String,
+        need_phase: Phase,
+    },
+    #[error("steps form a cycle: {}", .cycle.join(" → "))]
+    Cycle { cycle: Vec<String> },
+}
+
+fn step_suffix(step: &Option<String>) -> String {
+    match step {
+        Some(step) => format!(" step `{step}`"),
+        None => String::new(),
+    }
+}
+
+/// The variables templates may use, besides `facts.<name>`, `params.<name>` and (in `foreach` steps)
+/// `item`.
+pub const CONTEXT_VARIABLES: [&str; 6] = [
+    "release_tag",
+    "release_line",
+    "from_version",
+    "namespaces.operator",
+    "namespaces.system",
+    "manifest_base_url",
+];
+
+/// The template context every runbook of a plan sees (before its own `params`).
+pub fn base_context(from: &Release, to: &Release, facts: &Facts) -> serde_json::Map<String, Json> {
+    let mut context = serde_json::Map::new();
+    context.insert("release_tag".into(), json!(to.to_string()));
+    context.insert("release_line".into(), json!(to.line()));
+    context.insert("from_version".into(), json!(from.to_string()));
+    context.insert(
+        "namespaces".into(),
+        json!({
+            "operator": facts.operator_namespace.value,
+            "system": facts.system_namespace.value,
+        }),
+    );
+    context.insert(
+        "manifest_base_url".into(),
+        json!(facts.manifest_base_url.value),
+    );
+    context.insert("facts".into(), Json::Object(facts.values()));
+    context
+}
+
+/// Plans `request` with the runbooks of `set`.
+pub fn plan_upgrade(set: &RunbookSet, request: &PlanRequest) -> Result<Plan, PlanError> {
+    let catalog = Catalog::parse(set.catalog_text().ok_or(CatalogError::Missing)?)?;
+    let from = request.facts.installed_version.value.clone();
+    let procedures = set.procedures();
+    if !procedures.contains(&request.procedure) {
+        return Err(PlanError::UnknownProcedure {
+            name: request.procedure.clone(),
+            known: procedures
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let to = if request.procedure == UPGRADE_PROCEDURE {
+        resolve_target(&catalog, &from, request.to.as_deref())?
+    } else {
+        // Other procedures change no version; they run against what is installed.
+        from.clone()
+    };
+
+    let templates = Templates::new();
+    let base = base_context(&from, &to, &request.facts);
+    let mut instances: Vec<Instance> = Vec::new();
+    let mut selected_upgrade_runbook = false;
+    for (runbook_index, loaded) in set.runbooks.iter().enumerate() {
+        let spec = &loaded.runbook.spec;
+        if spec.procedure != request.procedure {
+            continue;
+        }
+        let Some(reason) = runbook_reason(&catalog, loaded, &from, &to, &request.facts)? else {
+            continue;
+        };
+        let context = runbook_context(&templates, loaded, &base)?;
+        let reason = match &spec.when {
+            Some(condition) => {
+                let holds = templates
+                    .condition(condition, &context_from(&context))
+                    .map_err(|source| template_error(loaded, None, source))?;
+                if !holds {
+                    continue;
+                }
+                format!("{reason}; `{condition}`")
+            }
+            None => reason,
+        };
+        selected_upgrade_runbook |= spec.phase == Phase::Upgrade;
+        instantiate(
+            set,
+            &templates,
+            loaded,
+            runbook_index,
+            &context,
+            &reason,
+            &mut instances,
+        )?;
+    }
+    if request.procedure == UPGRADE_PROCEDURE && !selected_upgrade_runbook {
+        return Err(PlanError::NoUpgradeRunbook {
+            install_method: request.facts.install_method.value.to_string(),
+            datastore_type: request.facts.datastore_type.value.to_string(),
+        });
+    }
+    let steps = order(set, instances)?;
+    Ok(Plan::new(
+        request.procedure.clone(),
+        from,
+        to,
+        request.facts.clone(),
+        steps,
+    ))
+}
+
+/// Checks the path against the catalog and returns the full target release.
+fn resolve_target(
+    catalog: &Catalog,
+    from: &Release,
+    to: Option<&str>,
+) -> Result<Release, PlanError> {
+    let text = to.ok_or(PlanError::MissingTarget)?;
+    let (mut to, precise) =
+        Release::parse_with_precision(text).map_err(PlanError::InvalidTarget)?;
+    let target = catalog
+        .target(&to)
+        .ok_or_else(|| PlanError::UnknownTarget {
+            to: to.to_string(),
+            known: catalog.target_names(),
+        })?;
+    if !precise {
+        to = target.latest.clone().ok_or_else(|| PlanError::NeedsPatch {
+            to: target.release.clone(),
+        })?;
+    }
+    if to <= *from {
+        return Err(PlanError::NotAnUpgrade {
+            from: from.clone(),
+            to,
+        });
+    }
+    if !catalog.accepts(target, from) {
+        let hint = match catalog.route(from, target) {
+            Some(route) => format!(
+                "upgrade to {} first, then to {}",
+                route[0],
+                route[1..].join(", then to ")
+            ),
+            None => format!(
+                "no supported route from `{from}` is known; upgrade to a release {} accepts first",
+                target.release
+            ),
+        };
+        return Err(PlanError::Unsupported {
+            from: from.to_string(),
+            to: to.to_string(),
+            line: target.release.clone(),
+            requirement: target.upgrade_from.clone(),
+            hint,
+        });
+    }
+    Ok(to)
+}
+
+/// Why a runbook applies (`Some(reason)`), or `None` when its requirements do not hold.
+fn runbook_reason(
+    catalog: &Catalog,
+    loaded: &LoadedRunbook,
+    from: &Release,
+    to: &Release,
+    facts: &Facts,
+) -> Result<Option<String>, PlanError> {
+    let applies = &loaded.runbook.spec.applies_to;
+    let name = &loaded.runbook.metadata.name;
+    let mut reasons = Vec::new();
+    if let Some(edge_name) = &applies.edge {
+        let edge = catalog
+            .edge(edge_name)
+            .ok_or_else(|| PlanError::UnknownEdge {
+                runbook: name.clone(),
+                edge: edge_name.clone(),
+            })?;
+        if !catalog.crosses(edge, from, to) {
+            return Ok(None);
+        }
+        reasons.push(format!(
+            "crosses `{}` ({} → {}): {}",
+            edge.name, edge.from, edge.to, edge.description
+        ));
+    }
+    let place = format!("runbook `{name}`");
+    if let Some(text) = &applies.from {
+        if !catalog::matches(&catalog::requirement(text, &place)?, from) {
+            return Ok(None);
+        }
+        reasons.push(format!("installed `{from}` matches `{text}`"));
+    }
+    if let Some(text) = &applies.to {
+        if !catalog::matches(&catalog::requirement(text, &place)?, to) {
+            return Ok(None);
+        }
+        reasons.push(format!("target `{to}` matches `{text}`"));
+    }
+    if !applies.install_methods.is_empty() {
+        if !applies
+            .install_methods
+            .contains(&facts.install_method.value)
+        {
+            return Ok(None);
+        }
+        reasons.push(format!("install method `{}`", facts.install_method.value));
+    }
+    if !applies.datastore_types.is_empty() {
+        if !applies
+            .datastore_types
+            .contains(&facts.datastore_type.value)
+        {
+            return Ok(None);
+        }
+        reasons.push(format!("datastore `{}`", facts.datastore_type.value));
+    }
+    if reasons.is_empty() {
+        reasons.push("every path".to_string());
+    }
+    Ok(Some(reasons.join("; ")))
+}
+
+/// The base context plus the runbook's `params` (their defaults rendered against the base).
+fn runbook_context(
+    templates: &Templates,
+    loaded: &LoadedRunbook,
+    base: &serde_json::Map<String, Json>,
+) -> Result<serde_json::Map<String, Json>, PlanError> {
+    let base_value = context_from(base);
+    let mut params = serde_json::Map::new();
+    for (name, parameter) in &loaded.runbook.spec.params {
+        let value = templates
+            .render_value(&parameter.default, &base_value)
+            .map_err(|source| template_error(loaded, None, source))?;
+        params.insert(name.clone(), value);
+    }
+    let mut context = base.clone();
+    context.insert("params".into(), Json::Object(params));
+    Ok(context)
+}
+
+fn template_error(loaded: &LoadedRunbook, step: Option<&str>, source: TemplateError) -> PlanError {
+    PlanError::Template {
+        runbook: loaded.runbook.metadata.name.clone(),
+        step: step.map(str::to_string),
+        source,
+    }
+}
+
+/// (phase, runbook order, step order, item order): the stable tie-break of the topological sort.
+type OrderKey = (Phase, usize, usize, usize);
+
+/// One expanded step before ordering.
+#[derive(Debug)]
+struct Instance {
+    key: OrderKey,
+    runbook: String,
+    step_id: String,
+    needs: Vec<String>,
+    planned: PlannedStep,
+}
+
+/// Renders every step of one runbook (each `foreach` item separately) into instances.
+fn instantiate(
+    set: &RunbookSet,
+    templates: &Templates,
+    loaded: &LoadedRunbook,
+    runbook_index: usize,
+    context: &serde_json::Map<String, Json>,
+    reason: &str,
+    instances: &mut Vec<Instance>,
+) -> Result<(), PlanError> {
+    let runbook = &loaded.runbook;
+    let name = &runbook.metadata.name;
+    let mut seen = Vec::new();
+    for (step_index, step) in runbook.spec.steps.iter().enumerate() {
+        if seen.contains(&step.id) {
+            return Err(PlanError::DuplicateStep {
+                runbook: name.clone(),
+                step: step.id.clone(),
+            });
+        }
+        seen.push(step.id.clone());
+        let step_context = context_from(context);
+        let mut step_reason = reason.to_string();
+        if let Some(condition) = &step.when {
+            let holds = templates
+                .condition(condition, &step_context)
+                .map_err(|source| template_error(loaded, Some(&step.id), source))?;
+            if !holds {
+                continue;
+            }
+            step_reason = format!("{step_reason}; step condition `{condition}`");
+        }
+        let items: Vec<Option<Json>> = match &step.foreach {
+            None => vec![None],
+            Some(expression) => {
+                let value = templates
+                    .render_string(expression, &step_context)
+                    .map_err(|source| template_error(loaded, Some(&step.id), source))?;
+                match value {
+                    Json::Array(items) => items.into_iter().map(Some).collect(),
+                    other => {
+                        return Err(PlanError::ForeachNotList {
+                            runbook: name.clone(),
+                            step: step.id.clone(),
+                            found: other.to_string(),
+                        });
+                    }
+                }
+            }
+        };
+        for (item_index, item) in items.into_iter().enumerate() {
+            let mut item_context = context.clone();
+            let mut id = format!("{name}/{}", step.id);
+            let mut item_reason = step_reason.clone();
+            if let Some(item) = &item {
+                item_context.insert("item".into(), item.clone());
+                id = format!("{id}[{item_index}]");
+                let shown = describe_item(item);
+                item_reason = format!("{item_reason}; item `{shown}`");
+            }
+            let item_context = context_from(&item_context);
+            let action = render_action(
+                set,
+                templates,
+                loaded,
+                step,
+                &step.action,
+                step.with.as_ref(),
+                &item_context,
+            )?;
+            let verify = match &step.verify {
+                Some(verify) => Some(render_action(
+                    set,
+                    templates,
+                    loaded,
+                    step,
+                    &verify.action,
+                    verify.with.as_ref(),
+                    &item_context,
+                )?),
+                None => None,
+            };
+            let description = templates
+                .render_string(&step.description, &item_context)
+                .map_err(|source| template_error(loaded, Some(&step.id), source))?;
+            let description = match description {
+                Json::String(text) => text,
+                other => other.to_string(),
+            };
+            instances.push(Instance {
+                key: (runbook.spec.phase, runbook_index, step_index, item_index),
+                runbook: name.clone(),
+                step_id: step.id.clone(),
+                needs: step.needs.clone(),
+                planned: PlannedStep {
+                    id,
+                    runbook: name.clone(),
+                    phase: runbook.spec.phase,
+                    description,
+                    needs: Vec::new(),
+                    action,
+                    verify,
+                    irreversible: step.irreversible,
+                    retry: step.retry.clone(),
+                    register: step.register.clone(),
+                    reason: item_reason,
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Renders `with` and builds the typed action; `file:` arguments of resource writes are loaded,
+/// rendered per value and carried as documents.
+pub(crate) fn render_action(
+    set: &RunbookSet,
+    templates: &Templates,
+    loaded: &LoadedRunbook,
+    step: &Step,
+    action: &str,
+    with: Option<&serde_json::Map<String, Json>>,
+    context: &minijinja::Value,
+) -> Result<Action, PlanError> {
+    let runbook = &loaded.runbook.metadata.name;
+    let with = match with {
+        Some(with) => templates
+            .render_value(&Json::Object(with.clone()), context)
+            .map_err(|source| template_error(loaded, Some(&step.id), source))?,
+        None => Json::Null,
+    };
+    let with = match (action, with) {
+        ("resource.create" | "resource.apply" | "resource.replace", Json::Object(mut map))
+            if map.contains_key("file") =>
+        {
+            let file = map
+                .get("file")
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let documents =
+                load_documents(set, templates, &file, context).map_err(|error| match error {
+                    DocumentsError::Missing => PlanError::MissingFile {
+                        runbook: runbook.clone(),
+                        step: step.id.clone(),
+                        file: file.clone(),
+                    },
+                    DocumentsError::Template(source) => {
+                        template_error(loaded, Some(&step.id), source)
+                    }
+                    DocumentsError::Invalid(message) => PlanError::InvalidDocuments {
+                        runbook: runbook.clone(),
+                        step: step.id.clone(),
+                        file: file.clone(),
+                        message,
+                    },
+                })?;
+            map.insert("documents".into(), documents);
+            Json::Object(map)
+        }
+        (_, with) => with,
+    };
+    Action::from_parts(action, with).map_err(|source| PlanError::Action {
+        runbook: runbook.clone(),
+        step: step.id.clone(),
+        source,
+    })
+}
+
+/// How a `foreach` item appears in a step's reason: strings as they are, objects by kind and name.
+fn describe_item(item: &Json) -> String {
+    match item {
+        Json::String(text) => text.clone(),
+        Json::Object(map) if map.contains_key("name") => {
+            let text = |key: &str| map.get(key).and_then(Json::as_str).unwrap_or_default();
+            let mut shown = text("name").to_string();
+            if let Some(namespace) = map.get("namespace").and_then(Json::as_str) {
+                shown = format!("{namespace}/{shown}");
+            }
+            match map.get("kind").and_then(Json::as_str) {
+                Some(kind) => format!("{kind} {shown}"),
+                None => shown,
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+enum DocumentsError {
+    Missing,
+    Template(TemplateError),
+    Invalid(String),
+}
+
+/// Reads a multi-document YAML file beside the runbooks, renders each string, checks each document
+/// is a resource, and returns them as a JSON list.
+fn load_documents(
+    set: &RunbookSet,
+    templates: &Templates,
+    file: &str,
+    context: &minijinja::Value,
+) -> Result<Json, DocumentsError> {
+    let text = set.files.get(file).ok_or(DocumentsError::Missing)?;
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = <Json as serde::Deserialize>::deserialize(document)
+            .map_err(|error| DocumentsError::Invalid(error.to_string()))?;
+        if value.is_null() {
+            continue;
+        }
+        let rendered = templates
+            .render_value(&value, context)
+            .map_err(DocumentsError::Template)?;
+        let resource: Resource = serde_json::from_value(rendered.clone())
+            .map_err(|error| DocumentsError::Invalid(error.to_string()))?;
+        documents.push(serde_json::to_value(&resource).unwrap_or(rendered));
+    }
+    if documents.is_empty() {
+        return Err(DocumentsError::Invalid("the file is empty".to_string()));
+    }
+    Ok(Json::Array(documents))
+}
+
+/// Resolves `needs`, builds the DAG, refuses cycles and orders the steps.
+fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>, PlanError> {
+    // Which instances each (runbook, step id) expanded to.
+    let mut by_step: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    for (index, instance) in instances.iter().enumerate() {
+        by_step
+            .entry((instance.runbook.clone(), instance.step_id.clone()))
+            .or_default()
+            .push(index);
+    }
+    let mut graph: DiGraph<usize, ()> = DiGraph::new();
+    let nodes: Vec<NodeIndex> = (0..instances.len()).map(|i| graph.add_node(i)).collect();
+    let mut needs: Vec<Vec<usize>> = vec![Vec::new(); instances.len()];
+    for (index, instance) in instances.iter().enumerate() {
+        for need in &instance.needs {
+            let (runbook, step) = match need.split_once('/') {
+                Some((runbook, step)) => (runbook.to_string(), step.to_string()),
+                None => (instance.runbook.clone(), need.clone()),
+            };
+            let exists = set.runbooks.iter().any(|loaded| {
+                loaded.runbook.metadata.name == runbook
+                    && loaded.runbook.spec.steps.iter().any(|s| s.id == step)
+            });
+            if !exists {
+                return Err(PlanError::DanglingNeed {
+                    runbook: instance.runbook.clone(),
+                    step: instance.step_id.clone(),
+                    need: need.clone(),
+                });
+            }
+            // A need on a step that is not in this plan (skipped runbook or condition) is satisfied.
+            for &target in by_step
+                .get(&(runbook, step))
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                let target_phase = instances[target].key.0;
+                if target_phase > instance.key.0 {
+                    return Err(PlanError::NeedsLaterPhase {
+                        step: instance.planned.id.clone(),
+                        phase: instance.key.0,
+                        need: instances[target].planned.id.clone(),
+                        need_phase: target_phase,
+                    });
+                }
+                if !needs[index].contains(&target) {
+                    needs[index].push(target);
+                    graph.add_edge(nodes[target], nodes[index], ());
+                }
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        return Err(PlanError::Cycle {
+            cycle: cycle
+                .into_iter()
+                .map(|node| instances[graph[node]].planned.id.clone())
+                .collect(),
+        });
+    }
+
+    // Kahn's algorithm with a min-heap on the stable key: the smallest ready step always goes next,
+    // which also keeps phases in order (a step never needs a later phase, checked above).
+    let mut waiting: Vec<usize> = needs.iter().map(Vec::len).collect();
+    let mut ready: BinaryHeap<Reverse<(OrderKey, usize)>> = instances
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| waiting[*index] == 0)
+        .map(|(index, instance)| Reverse((instance.key, index)))
+        .collect();
+    let mut dependants: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (index, list) in needs.iter().enumerate() {
+        for &need in list {
+            dependants.entry(need).or_default().push(index);
+        }
+    }
+    let mut ordered = Vec::with_capacity(instances.len());
+    while let Some(Reverse((_, index))) = ready.pop() {
+        ordered.push(index);
+        for &dependant in dependants.get(&index).map(Vec::as_slice).unwrap_or(&[]) {
+            waiting[dependant] -= 1;
+            if waiting[dependant] == 0 {
+                ready.push(Reverse((instances[dependant].key, dependant)));
+            }
+        }
+    }
+    let ids: Vec<String> = instances.iter().map(|i| i.planned.id.clone()).collect();
+    let mut slots: Vec<Option<Instance>> = instances.into_iter().map(Some).collect();
+    Ok(ordered
+        .into_iter()
+        .filter_map(|index| {
+            let mut instance = slots[index].take()?;
+            let mut need_ids: Vec<(usize, String)> = needs[index]
+                .iter()
+                .map(|&need| (need, ids[need].clone()))
+                .collect();
+            need_ids.sort();
+            instance.planned.needs = need_ids.into_iter().map(|(_, id)| id).collect();
+            Some(instance.planned)
+        })
+        .collect())
+}
+
+/// One cycle of the graph as a closed path (first node repeated at the end), or `None`.
+pub(crate) fn find_cycle<N>(graph: &DiGraph<N, ()>) -> Option<Vec<NodeIndex>> {
+    for component in petgraph::algo::tarjan_scc(graph) {
+        let self_loop = component.len() == 1 && graph.contains_edge(component[0], component[0]);
+        if component.len() < 2 && !self_loop {
+            continue;
+        }
+        // Walk inside the component from its smallest node until a node repeats.
+        let start = *component.iter().min()?;
+        let mut path = vec![start];
+        let mut current = start;
+        loop {
+            let mut next: Vec<NodeIndex> = graph
+                .neighbors(current)
+                .filter(|node| component.contains(node))
+                .collect();
+            next.sort();
+            let node = *next.first()?;
+            if let Some(position) = path.iter().position(|&seen| seen == node) {
+                let mut cycle = path[position..].to_vec();
+                cycle.push(node);
+                return Some(cycle);
+            }
+            path.push(node);
+            current = node;
+        }
+    }
+    None
+}

@@ -1,0 +1,905 @@
+//! `netctl runbook lint`: static checks a reviewer would otherwise do by eye.
+//!
+//! Findings carry `file:line:col` and a code: schema errors, template syntax and undefined variables,
+//! unknown actions and bad arguments (each step is rendered against sample facts and converted into
+//! an action), duplicate ids, dangling `needs`, cycles, version requirements that can never match,
+//! irreversible steps without a preceding human gate, and command hygiene in `exec`/`helm` argv
+//! (bare `--dry-run`, `helm` without `--namespace`/`--version`, an object name written twice, shell
+//! syntax in an argv that runs no shell). Lint never contacts a cluster.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::{Value as Json, json};
+
+use super::template::{Templates, context_from};
+use super::{CATALOG_FILE, LoadedRunbook, RunbookError, RunbookSet, Step, parse_runbook};
+use crate::plan::catalog::{self, Catalog};
+use crate::plan::facts::FACT_NAMES;
+use crate::plan::resolve::{CONTEXT_VARIABLES, PlanError, find_cycle, render_action};
+use crate::plan::{Action, Phase, Release};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+}
+
+/// One problem in one file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finding {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub severity: Severity,
+    /// A stable short name, e.g. `undefined-variable`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}[{}]: {}",
+            self.file, self.line, self.column, self.severity, self.code, self.message
+        )
+    }
+}
+
+/// Lints files and directories (a directory means every runbook in it; the files beside a runbook
+/// are its assets and catalog). Several paths are linted together, so `needs` may cross them.
+pub fn lint_paths(paths: &[PathBuf]) -> Result<Vec<Finding>, RunbookError> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut assets: BTreeMap<String, String> = BTreeMap::new();
+    for path in paths {
+        let (directory, explicit) = if path.is_dir() {
+            (path.clone(), None)
+        } else {
+            let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            (parent, Some(path.clone()))
+        };
+        let listing = if directory.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            directory.clone()
+        };
+        let entries = std::fs::read_dir(&listing).map_err(|source| RunbookError::Read {
+            path: listing.clone(),
+            source,
+        })?;
+        let mut names: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|extension| extension == "yaml" || extension == "yml")
+            })
+            .collect();
+        names.sort();
+        for file in names {
+            let text = std::fs::read_to_string(&file).map_err(|source| RunbookError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            let name = file
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let is_target = match &explicit {
+                Some(explicit) => *explicit == file,
+                None => super::looks_like_runbook(&text),
+            };
+            if is_target {
+                files.push((file.display().to_string(), text));
+            } else if !super::looks_like_runbook(&text) {
+                assets.entry(name).or_insert(text);
+            }
+        }
+    }
+    Ok(lint_files(files, assets))
+}
+
+/// Lints the built-in runbooks.
+pub fn lint_embedded() -> Vec<Finding> {
+    let mut files = Vec::new();
+    let mut assets = BTreeMap::new();
+    for (name, text) in super::embedded::FILES {
+        if super::looks_like_runbook(text) {
+            files.push((format!("runbooks/{name}"), text.to_string()));
+        } else {
+            assets.insert(name.to_string(), text.to_string());
+        }
+    }
+    lint_files(files, assets)
+}
+
+/// Lints runbook texts `(shown path, text)` with `assets` (file name → text) beside them.
+pub fn lint_files(files: Vec<(String, String)>, assets: BTreeMap<String, String>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut set = RunbookSet {
+        files: assets,
+        origin: "lint".to_string(),
+        ..RunbookSet::default()
+    };
+    for (source, text) in files {
+        match parse_runbook(&source, &text) {
+            Ok(loaded) => {
+                if let Some(first) = set
+                    .runbooks
+                    .iter()
+                    .find(|other| other.runbook.metadata.name == loaded.runbook.metadata.name)
+                {
+                    findings.push(Finding {
+                        file: loaded.source.clone(),
+                        line: loaded.line_of_key("name"),
+                        column: 3,
+                        severity: Severity::Error,
+                        code: "duplicate-runbook",
+                        message: format!(
+                            "runbook `{}` is already defined in `{}`",
+                            loaded.runbook.metadata.name, first.source
+                        ),
+                    });
+                    continue;
+                }
+                set.runbooks.push(loaded);
+            }
+            Err(RunbookError::Invalid { location, message }) => findings.push(Finding {
+                file: location.file,
+                line: location.line,
+                column: location.column,
+                severity: Severity::Error,
+                code: "schema",
+                message,
+            }),
+            Err(other) => findings.push(Finding {
+                file: source,
+                line: 1,
+                column: 1,
+                severity: Severity::Error,
+                code: "schema",
+                message: other.to_string(),
+            }),
+        }
+    }
+    let catalog = set.files.get(CATALOG_FILE).map(|text| Catalog::parse(text));
+    let catalog = match catalog {
+        Some(Ok(catalog)) => Some(catalog),
+        Some(Err(error)) => {
+            findings.push(Finding {
+                file: CATALOG_FILE.to_string(),
+                line: 1,
+                column: 1,
+                severity: Severity::Error,
+                code: "catalog",
+                message: error.to_string(),
+            });
+            None
+        }
+        None => None,
+    };
+    let templates = Templates::new();
+    for loaded in &set.runbooks {
+        let mut linter = RunbookLinter {
+            set: &set,
+            loaded,
+            templates: &templates,
+            findings: &mut findings,
+        };
+        linter.check_requirements(catalog.as_ref());
+        linter.check_steps();
+    }
+    check_graph(&set, &mut findings);
+    findings.sort();
+    findings.dedup();
+    findings
+}
+
+struct RunbookLinter<'a> {
+    set: &'a RunbookSet,
+    loaded: &'a LoadedRunbook,
+    templates: &'a Templates,
+    findings: &'a mut Vec<Finding>,
+}
+
+impl RunbookLinter<'_> {
+    fn report(&mut self, line: usize, severity: Severity, code: &'static str, message: String) {
+        self.findings.push(Finding {
+            file: self.loaded.source.clone(),
+            line: line.max(1),
+            column: 1,
+            severity,
+            code,
+            message,
+        });
+    }
+
+    fn step_line(&self, step: &Step) -> usize {
+        self.loaded.line_of_step(&step.id)
+    }
+
+    /// Invalid requirements, requirements no version satisfies, `from`/`to` pairs no upgrade
+    /// satisfies, unknown edges and requirements no catalog target reaches.
+    fn check_requirements(&mut self, catalog: Option<&Catalog>) {
+        let applies = self.loaded.runbook.spec.applies_to.clone();
+        let mut parsed = Vec::new();
+        for (key, text) in [("from", &applies.from), ("to", &applies.to)] {
+            let Some(text) = text else { continue };
+            let line = self.loaded.line_of_key(key);
+            match semver::VersionReq::parse(text) {
+                Err(error) => self.report(
+                    line,
+                    Severity::Error,
+                    "requirement",
+                    format!("invalid version requirement `{text}` in `appliesTo.{key}`: {error}"),
+                ),
+                Ok(requirement) => {
+                    if candidates(&requirement)
+                        .iter()
+                        .all(|version| !catalog::matches(&requirement, version))
+                    {
+                        self.report(
+                            line,
+                            Severity::Error,
+                            "requirement",
+                            format!(
+                                "`appliesTo.{key}` requirement `{text}` can never match a release"
+                            ),
+                        );
+                    }
+                    parsed.push((key, text.clone(), requirement));
+                }
+            }
+        }
+        if let [(_, from_text, from), (_, to_text, to)] = parsed.as_slice() {
+            let lowest_from = candidates(from)
+                .into_iter()
+                .filter(|version| catalog::matches(from, version))
+                .min();
+            let highest_to = candidates(to)
+                .into_iter()
+                .filter(|version| catalog::matches(to, version))
+                .max();
+            if let (Some(lowest_from), Some(highest_to)) = (lowest_from, highest_to)
+                && lowest_from >= highest_to
+            {
+                self.report(
+                    self.loaded.line_of_key("to"),
+                    Severity::Error,
+                    "requirement",
+                    format!(
+                        "no upgrade goes from `{from_text}` to `{to_text}`: every matching target is older than every matching installed version"
+                    ),
+                );
+            }
+        }
+        let Some(catalog) = catalog else { return };
+        if let Some(edge) = &applies.edge
+            && catalog.edge(edge).is_none()
+        {
+            self.report(
+                self.loaded.line_of_key("edge"),
+                Severity::Error,
+                "unknown-edge",
+                format!(
+                    "unknown version edge `{edge}`; `{CATALOG_FILE}` defines none by that name"
+                ),
+            );
+        }
+        if let Some((_, text, to)) = parsed.iter().find(|(key, _, _)| *key == "to") {
+            let reachable = catalog.spec.targets.iter().any(|target| {
+                let Ok(line) = target.release.parse::<Release>() else {
+                    return false;
+                };
+                let newest = Release::new(line.0.major, line.0.minor, 999);
+                [line, newest]
+                    .iter()
+                    .chain(target.latest.iter())
+                    .any(|version| catalog::matches(to, version))
+            });
+            if !reachable && self.loaded.runbook.spec.procedure == super::UPGRADE_PROCEDURE {
+                self.report(
+                    self.loaded.line_of_key("to"),
+                    Severity::Warning,
+                    "unreachable",
+                    format!(
+                        "`appliesTo.to` requirement `{text}` matches none of the catalog's targets ({})",
+                        catalog.target_names()
+                    ),
+                );
+            }
+        }
+    }
+
+    fn check_steps(&mut self) {
+        let runbook = &self.loaded.runbook;
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for step in &runbook.spec.steps {
+            if let Some(first) = seen.insert(step.id.as_str(), self.step_line(step)) {
+                let line = self
+                    .loaded
+                    .text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, text)| {
+                        text.trim_start().trim_start_matches("- ").trim()
+                            == format!("id: {}", step.id)
+                    })
+                    .map(|(index, _)| index + 1)
+                    .nth(1)
+                    .unwrap_or(first);
+                self.report(
+                    line,
+                    Severity::Error,
+                    "duplicate-id",
+                    format!(
+                        "step id `{}` is used twice (first on line {first})",
+                        step.id
+                    ),
+                );
+            }
+        }
+        let params: Vec<String> = runbook.spec.params.keys().cloned().collect();
+        if let Some(condition) = &runbook.spec.when {
+            self.check_template(
+                self.loaded.line_of_key("when"),
+                condition,
+                true,
+                &params,
+                false,
+            );
+        }
+        for parameter in runbook.spec.params.values() {
+            self.check_value(
+                self.loaded.line_of_key("params"),
+                &parameter.default,
+                &[],
+                false,
+            );
+        }
+        for step in &runbook.spec.steps {
+            let line = self.step_line(step);
+            let has_item = step.foreach.is_some();
+            self.check_template(line, &step.description, false, &params, has_item);
+            if let Some(condition) = &step.when {
+                self.check_template(line, condition, true, &params, false);
+            }
+            if let Some(foreach) = &step.foreach {
+                self.check_template(line, foreach, false, &params, false);
+            }
+            if let Some(with) = &step.with {
+                self.check_value(line, &Json::Object(with.clone()), &params, has_item);
+            }
+            if let Some(verify) = &step.verify
+                && let Some(with) = &verify.with
+            {
+                self.check_value(line, &Json::Object(with.clone()), &params, has_item);
+            }
+            for name in std::iter::once(&step.action).chain(step.verify.as_ref().map(|v| &v.action))
+            {
+                if !Action::NAMES.contains(&name.as_str()) {
+                    self.report(
+                        line,
+                        Severity::Error,
+                        "unknown-action",
+                        format!(
+                            "step `{}`: unknown action `{name}`; known actions are {}",
+                            step.id,
+                            Action::NAMES.join(", ")
+                        ),
+                    );
+                }
+            }
+            self.check_hygiene(step, line);
+            self.check_rendering(step, line);
+        }
+    }
+
+    fn check_value(&mut self, line: usize, value: &Json, params: &[String], has_item: bool) {
+        match value {
+            Json::String(text) => self.check_template(line, text, false, params, has_item),
+            Json::Array(items) => {
+                for item in items {
+                    self.check_value(line, item, params, has_item);
+                }
+            }
+            Json::Object(map) => {
+                for item in map.values() {
+                    self.check_value(line, item, params, has_item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Syntax, and every variable read is one the context provides.
+    fn check_template(
+        &mut self,
+        line: usize,
+        text: &str,
+        is_expression: bool,
+        params: &[String],
+        has_item: bool,
+    ) {
+        if !is_expression && !text.contains("{{") && !text.contains("{%") {
+            return;
+        }
+        let variables = match self.templates.variables(text, is_expression) {
+            Ok(variables) => variables,
+            Err(error) => {
+                self.report(line, Severity::Error, "template-syntax", error.to_string());
+                return;
+            }
+        };
+        for variable in variables {
+            if !is_known_variable(&variable, params, has_item) {
+                let hint = if variable == "item" || variable.starts_with("item.") {
+                    " (`item` exists only in steps with `foreach`)".to_string()
+                } else {
+                    String::new()
+                };
+                self.report(
+                    line,
+                    Severity::Error,
+                    "undefined-variable",
+                    format!("template `{text}` reads undefined variable `{variable}`{hint}"),
+                );
+            }
+        }
+    }
+
+    /// Renders the step with sample facts and converts it into an action: bad `with` fields,
+    /// missing files and type errors show up here.
+    fn check_rendering(&mut self, step: &Step, line: usize) {
+        if !Action::NAMES.contains(&step.action.as_str()) {
+            return;
+        }
+        let context = sample_context(self.loaded, self.templates);
+        let item = match &step.foreach {
+            None => None,
+            Some(foreach) => match self
+                .templates
+                .render_string(foreach, &context_from(&context))
+            {
+                Ok(Json::Array(items)) => items.into_iter().next(),
+                Ok(other) => {
+                    self.report(
+                        line,
+                        Severity::Error,
+                        "invalid-arguments",
+                        format!(
+                            "step `{}`: `foreach` must give a list, got `{other}`",
+                            step.id
+                        ),
+                    );
+                    return;
+                }
+                // Undefined variables were reported statically.
+                Err(_) => return,
+            },
+        };
+        let mut context = context;
+        if let Some(item) = item {
+            context.insert("item".into(), item);
+        }
+        let context = context_from(&context);
+        let results = std::iter::once(render_action(
+            self.set,
+            self.templates,
+            self.loaded,
+            step,
+            &step.action,
+            step.with.as_ref(),
+            &context,
+        ))
+        .chain(
+            step.verify
+                .iter()
+                .filter(|verify| Action::NAMES.contains(&verify.action.as_str()))
+                .map(|verify| {
+                    render_action(
+                        self.set,
+                        self.templates,
+                        self.loaded,
+                        step,
+                        &verify.action,
+                        verify.with.as_ref(),
+                        &context,
+                    )
+                }),
+        );
+        for result in results {
+            match result {
+                Ok(_) | Err(PlanError::Template { .. }) => {}
+                Err(PlanError::Action { source, .. }) => {
+                    let mut message = format!("step `{}`: {source}", step.id);
+                    if let Some(cause) = std::error::Error::source(&source) {
+                        message = format!("{message}: {cause}");
+                    }
+                    self.report(line, Severity::Error, "invalid-arguments", message);
+                }
+                Err(other) => self.report(
+                    line,
+                    Severity::Error,
+                    "invalid-arguments",
+                    other.to_string(),
+                ),
+            }
+        }
+    }
+
+    fn check_hygiene(&mut self, step: &Step, line: usize) {
+        let Some(with) = &step.with else { return };
+        let words = |key: &str| -> Vec<String> {
+            with.get(key)
+                .and_then(Json::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|item| match item {
+                            Json::String(text) => text.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let argv = match step.action.as_str() {
+            "exec" => words("command"),
+            "helm" => {
+                let mut argv = vec!["helm".to_string()];
+                argv.extend(words("args"));
+                argv
+            }
+            _ => return,
+        };
+        let id = &step.id;
+        let mut problems = Vec::new();
+        if step.action == "exec" && argv.iter().any(|word| word == "--dry-run") {
+            problems.push(
+                "bare `--dry-run` is deprecated in kubectl; write `--dry-run=client` or `--dry-run=server` (or leave previews to `netctl upgrade apply --dry-run`)".to_string(),
+            );
+        }
+        if argv
+            .iter()
+            .any(|word| ["|", "&&", ";", ">", "<", "||"].contains(&word.as_str()))
+        {
+            problems.push(
+                "shell syntax in an argv: `exec` runs no shell; split the step or name a shell explicitly".to_string(),
+            );
+        }
+        let program = argv
+            .first()
+            .map(|word| word.rsplit('/').next().unwrap_or(word).to_string());
+        if program.as_deref() == Some("helm") {
+            let subcommand = argv
+                .iter()
+                .skip(1)
+                .find(|word| !word.starts_with('-'))
+                .cloned()
+                .unwrap_or_default();
+            let releases = [
+                "install",
+                "upgrade",
+                "uninstall",
+                "rollback",
+                "status",
+                "get",
+                "history",
+                "template",
+            ];
+            if releases.contains(&subcommand.as_str()) {
+                let has_namespace = argv.iter().any(|word| {
+                    word == "--namespace" || word == "-n" || word.starts_with("--namespace=")
+                });
+                if !has_namespace {
+                    problems.push(format!(
+                        "`helm {subcommand}` without `--namespace`: the result depends on the current kube context"
+                    ));
+                }
+            }
+            if ["install", "upgrade", "template"].contains(&subcommand.as_str())
+                && !argv
+                    .iter()
+                    .any(|word| word == "--version" || word.starts_with("--version="))
+            {
+                problems.push(format!(
+                    "`helm {subcommand}` without `--version`: the chart version depends on the repository cache"
+                ));
+            }
+        }
+        for pair in argv.windows(2) {
+            if pair[0] == pair[1] && !pair[0].starts_with('-') {
+                problems.push(format!(
+                    "`{}` is written twice in a row; an object name given twice is a second object (`kubectl patch clusterrolebinding x x`)",
+                    pair[0]
+                ));
+            }
+        }
+        for problem in problems {
+            self.report(
+                line,
+                Severity::Error,
+                "command-hygiene",
+                format!("step `{id}`: {problem}"),
+            );
+        }
+    }
+}
+
+/// Whether a dotted variable path is provided by the template context.
+fn is_known_variable(variable: &str, params: &[String], has_item: bool) -> bool {
+    let within = |root: &str| variable == root || variable.starts_with(&format!("{root}."));
+    if has_item && within("item") {
+        return true;
+    }
+    if variable == "facts"
+        || FACT_NAMES
+            .iter()
+            .any(|fact| within(&format!("facts.{fact}")))
+    {
+        return true;
+    }
+    if variable == "params"
+        || params
+            .iter()
+            .any(|param| within(&format!("params.{param}")))
+    {
+        return true;
+    }
+    if variable == "namespaces" {
+        return true;
+    }
+    // Functions and tests that minijinja reports as undeclared names.
+    if [
+        "require",
+        "range",
+        "none",
+        "true",
+        "false",
+        "namespace",
+        "dict",
+        "debug",
+    ]
+    .contains(&variable)
+    {
+        return true;
+    }
+    CONTEXT_VARIABLES.iter().any(|known| within(known))
+}
+
+/// Facts with a value for every field, so every `foreach` has an item and every `require` passes.
+fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::Map<String, Json> {
+    let from = Release::new(3, 20, 0);
+    let to = Release::new(3, 29, 7);
+    let discovered = crate::plan::DiscoveredFacts::default();
+    let overrides = crate::plan::FactOverrides {
+        from: Some(from.clone()),
+        install_method: Some(crate::plan::InstallMethod::Operator),
+        set: vec![
+            ("all_interfaces_host_endpoints".into(), "sample-hep".into()),
+            (
+                "owner_references".into(),
+                json!([{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "sample",
+                        "name": "sample", "ownerKind": "NetworkPolicy", "ownerName": "sample", "index": 0}])
+                .to_string(),
+            ),
+            ("alp_enabled".into(), "true".into()),
+            ("mesh_version".into(), "1.20.0".into()),
+        ],
+        ..crate::plan::FactOverrides::default()
+    };
+    let mut context = match crate::plan::Facts::assemble(&discovered, &overrides) {
+        Ok(facts) => crate::plan::resolve::base_context(&from, &to, &facts),
+        Err(_) => serde_json::Map::new(),
+    };
+    let base = context_from(&context);
+    let mut params = serde_json::Map::new();
+    for (name, parameter) in &loaded.runbook.spec.params {
+        let value = templates
+            .render_value(&parameter.default, &base)
+            .unwrap_or_else(|_| parameter.default.clone());
+        params.insert(name.clone(), value);
+    }
+    context.insert("params".into(), Json::Object(params));
+    context
+}
+
+/// Versions around every bound of a requirement: enough to decide whether anything matches.
+fn candidates(requirement: &semver::VersionReq) -> Vec<Release> {
+    let mut versions = vec![Release::new(0, 0, 0), Release::new(999, 0, 0)];
+    for comparator in &requirement.comparators {
+        let major = comparator.major;
+        let minor = comparator.minor.unwrap_or(0);
+        let patch = comparator.patch.unwrap_or(0);
+        versions.push(Release::new(major, minor, patch));
+        versions.push(Release::new(major, minor, patch + 1));
+        versions.push(Release::new(major, minor + 1, 0));
+        versions.push(Release::new(major + 1, 0, 0));
+        if patch > 0 {
+            versions.push(Release::new(major, minor, patch - 1));
+        }
+        if minor > 0 {
+            versions.push(Release::new(major, minor - 1, 999));
+        }
+        if major > 0 {
+            versions.push(Release::new(major - 1, 999, 999));
+        }
+    }
+    versions.sort();
+    versions.dedup();
+    versions
+}
+
+/// Cross-runbook checks: dangling `needs`, needs on a later phase, cycles, ungated irreversible steps.
+fn check_graph(set: &RunbookSet, findings: &mut Vec<Finding>) {
+    let mut graph: DiGraph<(usize, usize), ()> = DiGraph::new();
+    let mut nodes: HashMap<(String, String), NodeIndex> = HashMap::new();
+    for (runbook_index, loaded) in set.runbooks.iter().enumerate() {
+        for (step_index, step) in loaded.runbook.spec.steps.iter().enumerate() {
+            let key = (loaded.runbook.metadata.name.clone(), step.id.clone());
+            nodes
+                .entry(key)
+                .or_insert_with(|| graph.add_node((runbook_index, step_index)));
+        }
+    }
+    let phase_of =
+        |(runbook, _): (usize, usize)| -> Phase { set.runbooks[runbook].runbook.spec.phase };
+    let id_of = |(runbook, step): (usize, usize)| -> String {
+        let loaded = &set.runbooks[runbook];
+        format!(
+            "{}/{}",
+            loaded.runbook.metadata.name, loaded.runbook.spec.steps[step].id
+        )
+    };
+    for loaded in &set.runbooks {
+        let name = &loaded.runbook.metadata.name;
+        for step in &loaded.runbook.spec.steps {
+            let Some(&node) = nodes.get(&(name.clone(), step.id.clone())) else {
+                continue;
+            };
+            for need in &step.needs {
+                let key = match need.split_once('/') {
+                    Some((runbook, id)) => (runbook.to_string(), id.to_string()),
+                    None => (name.clone(), need.clone()),
+                };
+                let line = loaded.line_of_step(&step.id).max(1);
+                match nodes.get(&key) {
+                    None => findings.push(Finding {
+                        file: loaded.source.clone(),
+                        line,
+                        column: 1,
+                        severity: Severity::Error,
+                        code: "dangling-need",
+                        message: format!(
+                            "step `{}` needs `{need}`, which no runbook defines",
+                            step.id
+                        ),
+                    }),
+                    Some(&target) => {
+                        if phase_of(graph[target]) > loaded.runbook.spec.phase {
+                            findings.push(Finding {
+                                file: loaded.source.clone(),
+                                line,
+                                column: 1,
+                                severity: Severity::Error,
+                                code: "needs-later-phase",
+                                message: format!(
+                                    "step `{}` ({}) needs `{need}`, which runs in the later phase {}",
+                                    step.id,
+                                    loaded.runbook.spec.phase,
+                                    phase_of(graph[target])
+                                ),
+                            });
+                        }
+                        graph.update_edge(target, node, ());
+                    }
+                }
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let first = graph[cycle[0]];
+        let loaded = &set.runbooks[first.0];
+        findings.push(Finding {
+            file: loaded.source.clone(),
+            line: loaded
+                .line_of_step(&loaded.runbook.spec.steps[first.1].id)
+                .max(1),
+            column: 1,
+            severity: Severity::Error,
+            code: "cycle",
+            message: format!(
+                "steps form a cycle: {}",
+                cycle
+                    .iter()
+                    .map(|&node| id_of(graph[node]))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            ),
+        });
+        // Gate analysis below needs a DAG.
+        return;
+    }
+    for node in graph.node_indices() {
+        let (runbook, step_index) = graph[node];
+        let loaded = &set.runbooks[runbook];
+        let step = &loaded.runbook.spec.steps[step_index];
+        if !step.irreversible {
+            continue;
+        }
+        let mut stack: Vec<NodeIndex> = graph
+            .neighbors_directed(node, petgraph::Direction::Incoming)
+            .collect();
+        let mut seen = Vec::new();
+        let mut gated = false;
+        while let Some(current) = stack.pop() {
+            if seen.contains(&current) {
+                continue;
+            }
+            seen.push(current);
+            let (r, s) = graph[current];
+            if set.runbooks[r].runbook.spec.steps[s].action == "pause" {
+                gated = true;
+                break;
+            }
+            stack.extend(graph.neighbors_directed(current, petgraph::Direction::Incoming));
+        }
+        if !gated {
+            findings.push(Finding {
+                file: loaded.source.clone(),
+                line: loaded.line_of_step(&step.id).max(1),
+                column: 1,
+                severity: Severity::Error,
+                code: "ungated-irreversible",
+                message: format!(
+                    "irreversible step `{}` has no human gate before it; add a `pause` step to its `needs`",
+                    step.id
+                ),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_runbooks_lint_clean() {
+        let findings = lint_embedded();
+        assert!(
+            findings.is_empty(),
+            "{}",
+            findings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    #[test]
+    fn requirement_candidates_find_impossible_ranges() {
+        let never = semver::VersionReq::parse(">=3.30.0, <3.14.0").unwrap();
+        assert!(
+            candidates(&never)
+                .iter()
+                .all(|v| !catalog::matches(&never, v))
+        );
+        let some = semver::VersionReq::parse(">=3.14.0, <3.15.0").unwrap();
+        assert!(candidates(&some).iter().any(|v| catalog::matches(&some, v)));
+    }
+}

@@ -1,0 +1,324 @@
+//! Snapshot tests of the plans users see for the upgrade paths of the issue, built from the shipped
+//! runbooks with offline facts (every fact from a flag or a default).
+
+use netctl::datastore::DatastoreType;
+use netctl::plan::render::{self, PlanFormat};
+use netctl::plan::{
+    DiscoveredFacts, FactOverrides, Facts, InstallMethod, Plan, PlanRequest, Release, plan_upgrade,
+};
+use netctl::runbook::RunbookSet;
+
+fn plan(
+    from: &str,
+    to: &str,
+    install_method: InstallMethod,
+    datastore_type: DatastoreType,
+    set: &[(&str, &str)],
+) -> Result<Plan, netctl::plan::PlanError> {
+    let overrides = FactOverrides {
+        from: Some(from.parse::<Release>().unwrap()),
+        datastore_type: Some(datastore_type),
+        install_method: Some(install_method),
+        set: set
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+    };
+    let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
+    let runbooks = RunbookSet::embedded().unwrap();
+    plan_upgrade(
+        &runbooks,
+        &PlanRequest {
+            procedure: "upgrade".into(),
+            to: Some(to.into()),
+            facts,
+        },
+    )
+}
+
+fn step_ids(plan: &Plan) -> Vec<&str> {
+    plan.steps.iter().map(|step| step.id.as_str()).collect()
+}
+
+#[test]
+fn helm_from_v3_13_with_all_interfaces_host_endpoints() {
+    let plan = plan(
+        "v3.13.2",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[("all_interfaces_host_endpoints", "node1-eth0,node2-eth0")],
+    )
+    .unwrap();
+    let ids = step_ids(&plan);
+    // The temporary policy is in place before anything is upgraded, and removed only at the end.
+    let policy = ids
+        .iter()
+        .position(|id| *id == "hostendpoint-preparation/apply-allow-all-upgrade")
+        .unwrap();
+    let chart = ids
+        .iter()
+        .position(|id| *id == "helm-ownership-migration/install-chart")
+        .unwrap();
+    assert!(policy < chart);
+    assert_eq!(
+        ids.last(),
+        Some(&"hostendpoint-finish/unlabel-all-interfaces-heps[1]")
+    );
+    insta::assert_snapshot!(render::text(&plan));
+}
+
+#[test]
+fn helm_from_v3_20_crosses_the_ownership_edge() {
+    let plan = plan(
+        "v3.20.1",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap();
+    assert!(
+        step_ids(&plan)
+            .iter()
+            .all(|id| !id.starts_with("helm-upgrade/"))
+    );
+    insta::assert_snapshot!(render::text(&plan));
+    insta::assert_snapshot!("helm_from_v3_20_markdown", render::markdown(&plan));
+}
+
+#[test]
+fn helm_from_v3_23_takes_the_plain_upgrade() {
+    let plan = plan(
+        "v3.23.0",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap();
+    let ids = step_ids(&plan);
+    assert!(ids.contains(&"helm-upgrade/upgrade-release"));
+    assert!(
+        ids.iter()
+            .all(|id| !id.starts_with("helm-ownership-migration/"))
+    );
+}
+
+#[test]
+fn operator_from_v3_26_to_v3_29_detaches_owner_references() {
+    let references = r#"[{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"cart","ownerKind":"NetworkPolicy","ownerName":"cart-policy","index":1},{"apiVersion":"v1","kind":"ConfigMap","namespace":"shop","name":"cart-rules","ownerKind":"GlobalNetworkSet","ownerName":"blocked","index":0}]"#;
+    let plan = plan(
+        "v3.26.4",
+        "v3.29.2",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[("owner_references", references)],
+    )
+    .unwrap();
+    insta::assert_snapshot!(render::text(&plan));
+    insta::assert_snapshot!("operator_owner_references_json", render::json(&plan));
+    insta::assert_snapshot!(
+        "operator_owner_references_dot",
+        render::render(&plan, PlanFormat::Dot)
+    );
+    insta::assert_snapshot!(
+        "operator_owner_references_mermaid",
+        render::render(&plan, PlanFormat::Mermaid)
+    );
+    // The saved form reads back and still matches its digest.
+    let read: Plan = serde_json::from_str(&render::json(&plan)).unwrap();
+    assert!(read.digest_is_valid());
+    assert_eq!(read, plan);
+}
+
+#[test]
+fn operator_from_v3_28_has_no_owner_reference_steps() {
+    let plan = plan(
+        "v3.28.1",
+        "v3.29.2",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[("owner_references", r#"[{"apiVersion":"v1","kind":"ConfigMap","name":"x","ownerKind":"Tier","ownerName":"t","index":0}]"#)],
+    )
+    .unwrap();
+    assert!(
+        step_ids(&plan)
+            .iter()
+            .all(|id| !id.starts_with("ownerreferences"))
+    );
+}
+
+#[test]
+fn manifest_from_v3_25_to_v3_29_on_kubernetes() {
+    let plan = plan(
+        "v3.25.1",
+        "v3.29.2",
+        InstallMethod::Manifest,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap();
+    insta::assert_snapshot!(render::text(&plan));
+}
+
+#[test]
+fn manifest_canal_flavour_downloads_canal() {
+    let plan = plan(
+        "v3.25.1",
+        "v3.29",
+        InstallMethod::Manifest,
+        DatastoreType::Kubernetes,
+        &[("manifest_flavor", "canal")],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.to.to_string(),
+        "v3.29.7",
+        "a release line takes the catalog's latest patch"
+    );
+    let text = render::text(&plan);
+    assert!(
+        text.contains("/v3.29.7/manifests/canal.yaml -> upgrade.yaml"),
+        "{text}"
+    );
+}
+
+#[test]
+fn etcd_from_v3_24_to_v3_27_with_application_layer_policy() {
+    let plan = plan(
+        "v3.24.3",
+        "v3.27.4",
+        InstallMethod::Manifest,
+        DatastoreType::EtcdV3,
+        &[("alp_enabled", "true"), ("mesh_version", "1.15.7")],
+    )
+    .unwrap();
+    insta::assert_snapshot!(render::text(&plan));
+}
+
+#[test]
+fn application_layer_policy_without_a_mesh_version_is_refused() {
+    let error = plan(
+        "v3.24.3",
+        "v3.27.4",
+        InstallMethod::Manifest,
+        DatastoreType::EtcdV3,
+        &[("alp_enabled", "true")],
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(error.to_string());
+}
+
+#[test]
+fn v3_14_to_v3_29_is_refused_with_the_route() {
+    let error = plan(
+        "v3.14.0",
+        "v3.29.2",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(error.to_string());
+}
+
+#[test]
+fn other_refusals_name_the_reason() {
+    let unknown = plan(
+        "v3.20.0",
+        "v3.31.0",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap_err();
+    let downgrade = plan(
+        "v3.28.0",
+        "v3.27.4",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap_err();
+    let no_patch = plan(
+        "v3.20.0",
+        "v3.27",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap_err();
+    let operator_on_etcd = plan(
+        "v3.20.0",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::EtcdV3,
+        &[],
+    );
+    insta::assert_snapshot!(format!(
+        "{unknown}\n---\n{downgrade}\n---\n{no_patch}\n---\n{}",
+        operator_on_etcd
+            .map(|plan| plan.steps.len().to_string())
+            .unwrap_or_else(|e| e.to_string())
+    ));
+}
+
+#[test]
+fn a_release_candidate_target_keeps_its_version_edges() {
+    let plan = plan(
+        "v3.27.3",
+        "v3.29.0-rc1",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[("owner_references", r#"[{"apiVersion":"v1","kind":"ConfigMap","name":"x","ownerKind":"Tier","ownerName":"t","index":0}]"#)],
+    )
+    .unwrap();
+    assert!(step_ids(&plan).contains(&"ownerreferences-remove/remove-owner-reference[0]"));
+    assert!(render::text(&plan).contains("/v3.29.0-rc1/manifests/tigera-operator.yaml"));
+}
+
+#[test]
+fn plans_are_identical_run_to_run() {
+    let first = plan(
+        "v3.13.2",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[("all_interfaces_host_endpoints", "a,b,c")],
+    )
+    .unwrap();
+    for _ in 0..5 {
+        let again = plan(
+            "v3.13.2",
+            "v3.27.4",
+            InstallMethod::Helm,
+            DatastoreType::Kubernetes,
+            &[("all_interfaces_host_endpoints", "a,b,c")],
+        )
+        .unwrap();
+        assert_eq!(again.digest, first.digest);
+        assert_eq!(render::json(&again), render::json(&first));
+    }
+}
+
+#[test]
+fn the_auto_host_endpoint_procedure_is_planned_on_its_own() {
+    let overrides = FactOverrides {
+        from: Some("v3.29.2".parse().unwrap()),
+        install_method: Some(InstallMethod::Operator),
+        set: vec![("all_interfaces_host_endpoints".into(), "node1-eth0".into())],
+        ..FactOverrides::default()
+    };
+    let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
+    let plan = plan_upgrade(
+        &RunbookSet::embedded().unwrap(),
+        &PlanRequest {
+            procedure: "auto-host-endpoints".into(),
+            to: None,
+            facts,
+        },
+    )
+    .unwrap();
+    insta::assert_snapshot!(render::text(&plan));
+}
