@@ -253,14 +253,18 @@ impl ExecError {
             ExecError::Interrupted { step } => format!(
                 "check by hand whether it took effect, then `netctl upgrade apply --resume --rerun {step}` to run it again or `--skip {step}` if it did"
             ),
-            ExecError::StepFailed { source, .. } => {
-                let advice = source.hint();
-                let resume = "fix the cause, then `netctl upgrade apply --resume` continues from this step";
-                match advice {
-                    Some(advice) => format!("{advice}; then `netctl upgrade apply --resume` continues from this step"),
-                    None => resume.to_string(),
+            ExecError::StepFailed { step, source, .. } => match source.as_ref() {
+                StepError::KubernetesUnavailable { .. } => format!(
+                    "do this step by hand (`--dry-run` shows the exact request), then `netctl upgrade apply --resume --skip {step}`"
+                ),
+                other => {
+                    let resume = "`netctl upgrade apply --resume` continues from this step";
+                    match other.hint() {
+                        Some(advice) => format!("{advice}; then {resume}"),
+                        None => format!("fix the cause, then {resume}"),
+                    }
                 }
-            }
+            },
             ExecError::OrphanRunning { pid, .. } => format!(
                 "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
             ),

@@ -67,10 +67,9 @@ impl StepError {
             StepError::Resource(error) => error.hint(),
             StepError::Process(error) => error.hint(),
             StepError::Fetch(error) => error.hint(),
-            StepError::KubernetesUnavailable { .. } => Some(
-                "run this step by hand with kubectl (see `--dry-run` for the exact request), then `netctl upgrade apply --resume --skip STEP`"
-                    .to_string(),
-            ),
+            StepError::KubernetesUnavailable { .. } => {
+                Some("do it by hand with kubectl; `--dry-run` shows the exact request".to_string())
+            }
             StepError::NotAPostcondition { .. } => Some(
                 "use `resource.get`, `resource.list`, `check` or `exec` as `verify`".to_string(),
             ),
