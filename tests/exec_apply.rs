@@ -364,3 +364,109 @@ fn a_resume_refuses_a_different_plan_and_can_continue_from_another_machine() {
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert!(etcd.get(&format!("{HOST_ENDPOINTS}h2")).is_some());
 }
+
+#[test]
+fn resume_reports_drift_of_completed_steps_and_continues() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let mut create = step(
+        "pre/create-h2",
+        "Create host endpoint h2",
+        action(
+            "resource.create",
+            serde_json::json!({"documents": [host_endpoint("h2")]}),
+        ),
+    );
+    create.verify = Some(action(
+        "resource.get",
+        serde_json::json!({"kind": "HostEndpoint", "name": "h2"}),
+    ));
+    let log = operator.home().join("log.txt");
+    let plan_file = operator.write_plan(&plan(vec![
+        create,
+        step(
+            "pre/window",
+            "Confirm the window",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+        append_step("post/append-a", &log, "a"),
+    ]));
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(1));
+    // Someone removes what the first step made while the run waits at the gate.
+    assert!(etcd.delete(&format!("{HOST_ENDPOINTS}h2")));
+
+    let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let message = text(&resumed.stderr);
+    assert!(
+        message.contains("warning: drift: step `pre/create-h2` completed earlier, but its postcondition (HostEndpoint(h2) exists) no longer holds"),
+        "{message}"
+    );
+    assert!(
+        message.contains("completed: 3 steps; drift found in pre/create-h2"),
+        "{message}"
+    );
+    let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(r#""event":"drift","step":"pre/create-h2""#),
+        "{journal}"
+    );
+}
+
+#[test]
+fn a_failed_step_is_recorded_and_resume_runs_it_again_after_the_fix() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let fixed = operator.home().join("fixed");
+    let log = operator.home().join("log.txt");
+    let mut needs_fix = step(
+        "pre/needs-fix",
+        "Fails until the operator fixes it",
+        action(
+            "exec",
+            serde_json::json!({"command": ["test", "-e", fixed.display().to_string()]}),
+        ),
+    );
+    needs_fix.retry = Some(netctl::plan::RetryPolicy {
+        attempts: 2,
+        delay: netctl::plan::HumanDuration(Duration::from_millis(50)),
+    });
+    let plan_file = operator.write_plan(&plan(vec![
+        append_step("pre/append-a", &log, "a"),
+        needs_fix,
+        append_step("post/append-b", &log, "b"),
+    ]));
+    let failed = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(failed.status.code(), Some(1));
+    let message = text(&failed.stderr);
+    assert!(
+        message.contains(
+            "error: step `pre/needs-fix` failed after 2 attempt(s): `test` failed with exit code 1"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "hint: fix the cause, then `netctl upgrade apply --resume` continues from this step"
+        ),
+        "{message}"
+    );
+    let status = status_json(&operator);
+    assert_eq!(status["checkpoint"]["run"]["state"], "failed");
+    assert_eq!(status["checkpoint"]["steps"][1]["state"], "failed");
+    assert_eq!(status["checkpoint"]["steps"][1]["attempts"], 2);
+
+    std::fs::write(&fixed, "").unwrap();
+    let resumed = operator.run(&["upgrade", "apply", "--resume"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
+}

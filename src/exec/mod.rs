@@ -758,7 +758,6 @@ impl Executor {
                         step.id,
                         describe_action(verify)
                     );
-                    run.progress.note(&text);
                     crate::terminal::warn(&text);
                     let mut entry = run.journal.entry(JournalEvent::Drift);
                     entry.step = Some(step.id.clone());

@@ -47,6 +47,13 @@ pub enum FetchError {
 impl FetchError {
     pub fn hint(&self) -> Option<String> {
         match self {
+            FetchError::ReadLocal { url, .. } if url.starts_with("file://") => {
+                Some("check the path in the `file://` URL".to_string())
+            }
+            FetchError::ReadLocal { .. } => Some(
+                "with `--mirror-dir`, every download is read from `<mirror>/<host>/<path>`; copy the file there"
+                    .to_string(),
+            ),
             FetchError::Download { .. } | FetchError::Status { .. } => Some(
                 "for an air-gapped site, pass `--mirror-dir DIR` holding `<host>/<path>` copies of the files"
                     .to_string(),
