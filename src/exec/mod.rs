@@ -825,8 +825,10 @@ impl Executor {
         let (approved, how) = match (approved, run.options.interaction) {
             (true, _) => (true, "approved on the command line"),
             (false, Interaction::Terminal) => {
-                run.progress.finish();
-                let answer = pause::ask(&format!("{message}\ncontinue with step `{}`?", step.id))
+                let question = format!("{message}\ncontinue with step `{}`?", step.id);
+                let answer = run
+                    .progress
+                    .suspend(|| pause::ask(&question))
                     .map_err(ExecError::Prompt)?;
                 if !answer {
                     self.stop_at(step, run, &message).await?;

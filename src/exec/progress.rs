@@ -30,10 +30,16 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(mode: ProgressMode, total: usize, already_done: usize) -> Progress {
+        let target = ProgressDrawTarget::stderr();
+        // indicatif draws nothing on a terminal it cannot use (e.g. `TERM=dumb` or unset); plain
+        // lines are better than silence there.
+        let mode = match mode {
+            ProgressMode::Bar if target.is_hidden() => ProgressMode::Lines,
+            other => other,
+        };
         let bar = match mode {
             ProgressMode::Bar => {
-                let bar =
-                    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+                let bar = ProgressBar::with_draw_target(Some(total as u64), target);
                 let template = if crate::terminal::color() {
                     "{spinner:.cyan} [{pos}/{len}] {wide_msg} {elapsed:.dim}"
                 } else {
@@ -95,6 +101,14 @@ impl Progress {
     /// Anything else worth a line (drift, recovered steps).
     pub fn note(&self, text: &str) {
         self.line(text);
+    }
+
+    /// Runs `work` (e.g. a question on the terminal) with the bar hidden.
+    pub fn suspend<R>(&self, work: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(bar) => bar.suspend(work),
+            None => work(),
+        }
     }
 
     /// Removes the bar before the final message.
