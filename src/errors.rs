@@ -3,8 +3,11 @@
 //! only knows how to ask them for advice.
 
 use crate::cli::KubernetesNotAvailable;
+use crate::cli::UpgradeApplyError;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
+use crate::exec::ExecError;
+use crate::exec::lock::LockError;
 use crate::node::NodeError;
 
 /// The message and the advice to print for an error that ends a command.
@@ -42,6 +45,15 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
         }
         if let Some(node) = cause.downcast_ref::<NodeError>() {
             return node.hint();
+        }
+        if let Some(exec) = cause.downcast_ref::<ExecError>() {
+            return exec.hint();
+        }
+        if let Some(lock) = cause.downcast_ref::<LockError>() {
+            return lock.hint();
+        }
+        if let Some(upgrade) = cause.downcast_ref::<UpgradeApplyError>() {
+            return upgrade.hint();
         }
         if let Some(kubernetes) = cause.downcast_ref::<KubernetesNotAvailable>() {
             return Some(kubernetes.hint().to_string());

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod datastore;
 pub mod errors;
+pub mod exec;
 pub mod node;
 pub mod output;
 pub mod plan;

@@ -13,7 +13,11 @@ fn seed(etcd: &EtcdServer) {
         &format!("{ROOT}/clusterinformations/default"),
         r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.13.2","clusterType":"bgp","datastoreReady":true}}"#,
     );
-    for (name, interface) in [("node-a-all", "*"), ("node-a-eth0", "eth0"), ("node-b-all", "*")] {
+    for (name, interface) in [
+        ("node-a-all", "*"),
+        ("node-a-eth0", "eth0"),
+        ("node-b-all", "*"),
+    ] {
         etcd.put(
             &format!("{ROOT}/hostendpoints/{name}"),
             format!(
@@ -28,7 +32,16 @@ fn plan_json(etcd: &EtcdServer, extra: &[&str]) -> serde_json::Value {
     netctl
         .env("DATASTORE_TYPE", "etcdv3")
         .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(["upgrade", "plan", "--to", "v3.27.0", "--install-method", "manifest", "-o", "json"])
+        .args([
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--install-method",
+            "manifest",
+            "-o",
+            "json",
+        ])
         .args(extra);
     let output = netctl.output();
     assert!(
@@ -58,7 +71,8 @@ fn facts_are_discovered_from_the_datastore() {
         .map(|step| step["id"].as_str().unwrap())
         .collect();
     assert!(
-        ids.iter().any(|id| id.starts_with("hostendpoint-preparation/")),
+        ids.iter()
+            .any(|id| id.starts_with("hostendpoint-preparation/")),
         "the 9.2 preparation is planned: {ids:?}"
     );
     let labelled: Vec<&str> = plan["steps"]

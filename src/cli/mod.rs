@@ -9,17 +9,21 @@ mod get;
 mod node;
 pub mod runbook;
 pub mod upgrade;
+mod upgrade_apply;
+
+pub use upgrade_apply::UpgradeApplyError;
 mod version;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::{ClientConfig, Environment};
+use crate::datastore::coordination::Coordination;
 use crate::datastore::etcd::{EtcdStore, Timeouts};
 use crate::datastore::{Datastore, DatastoreType};
 use crate::terminal::{self, LogLevel};
@@ -67,9 +71,9 @@ pub enum Command {
     /// Show or check the client configuration
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// Plan and run upgrades from the versioned runbooks
+    /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
     #[command(subcommand)]
-    Upgrade(UpgradeCommand),
+    Upgrade(upgrade_apply::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand)]
     Runbook(runbook::RunbookCommand),
@@ -80,12 +84,6 @@ pub enum Command {
     /// Run the node agent container
     #[command(subcommand)]
     Node(node::NodeCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum UpgradeCommand {
-    /// Show exactly what an upgrade would do, step by step, and why
-    Plan(upgrade::PlanArgs),
 }
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -123,22 +121,37 @@ impl Context {
 
     /// Connects to the configured datastore and proves the connection works.
     pub async fn datastore(&self) -> anyhow::Result<Box<dyn Datastore>> {
-        let config = self.client_config()?;
-        match config.datastore_type.value {
+        match self.client_config()?.datastore_type.value {
+            DatastoreType::EtcdV3 => Ok(Box::new(self.connect_etcd().await?)),
+            DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
+        }
+    }
+
+    /// The datastore together with its coordination service (leases, lock and checkpoint mirror)
+    /// when it has one; the executor needs both for upgrade runs.
+    pub async fn coordinated_datastore(
+        &self,
+    ) -> anyhow::Result<(Arc<dyn Datastore>, Option<Arc<dyn Coordination>>)> {
+        match self.client_config()?.datastore_type.value {
             DatastoreType::EtcdV3 => {
-                let settings = config.etcd()?;
-                let timeouts = Timeouts {
-                    connect: self.global.request_timeout,
-                    request: self.global.request_timeout,
-                };
-                let store = EtcdStore::connect(&settings, timeouts)
-                    .await
-                    .context("cannot connect to the etcd datastore")?;
-                terminal::debug(format!("connected to etcd at {}", store.endpoints()));
-                Ok(Box::new(store))
+                let store = Arc::new(self.connect_etcd().await?);
+                Ok((store.clone(), Some(store)))
             }
             DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
         }
+    }
+
+    async fn connect_etcd(&self) -> anyhow::Result<EtcdStore> {
+        let settings = self.client_config()?.etcd()?;
+        let timeouts = Timeouts {
+            connect: self.global.request_timeout,
+            request: self.global.request_timeout,
+        };
+        let store = EtcdStore::connect(&settings, timeouts)
+            .await
+            .context("cannot connect to the etcd datastore")?;
+        terminal::debug(format!("connected to etcd at {}", store.endpoints()));
+        Ok(store)
     }
 }
 
@@ -180,17 +193,10 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
     match cli.command {
         Command::Get(args) => get::run(&context, args).await,
         Command::Config(command) => config::run(&context, command),
-        Command::Upgrade(UpgradeCommand::Plan(args)) => {
-            let store = context.datastore_for_facts(args.offline).await?;
-            args.run(store.as_deref()).await?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Runbook(command) => {
-            command.run()?;
-            Ok(ExitCode::SUCCESS)
-        }
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Node(command) => node::run(&context, command).await,
+        Command::Upgrade(command) => upgrade_apply::run(&context, command).await,
+        Command::Runbook(command) => command.run().map(|()| ExitCode::SUCCESS),
     }
 }

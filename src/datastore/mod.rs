@@ -6,6 +6,7 @@
 //! the resource exists, an update fails if the stored revision moved on. Lists come back one page at a
 //! time so callers can stream them with bounded memory.
 
+pub mod coordination;
 pub mod etcd;
 
 use async_trait::async_trait;

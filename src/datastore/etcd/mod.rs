@@ -8,6 +8,7 @@
 //! stays bounded by a page.
 
 mod conversion;
+pub mod coordination;
 mod errors;
 pub mod srv;
 
@@ -125,6 +126,24 @@ impl EtcdStore {
     /// The endpoints in use, for messages.
     pub fn endpoints(&self) -> &str {
         &self.endpoints
+    }
+
+    /// Runs one future within the request timeout, classifying failures; no retry. For the lease and
+    /// lock operations of `coordination`, whose callers decide what a failure means.
+    async fn request_once<T>(
+        &self,
+        operation: &str,
+        future: impl Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeouts.request, future).await {
+            Ok(result) => result.map_err(|error| {
+                errors::classify(error, &self.endpoints, operation, self.timeouts.request)
+            }),
+            Err(_) => Err(StoreError::Timeout {
+                endpoints: self.endpoints.clone(),
+                seconds: self.timeouts.request.as_secs(),
+            }),
+        }
     }
 
     /// Runs one request within the request timeout, classifying failures.

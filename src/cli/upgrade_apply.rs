@@ -1,0 +1,395 @@
+//! `netctl upgrade apply | status | unlock`: flags in, one executor call out.
+//!
+//! `apply` reads the plan (a saved `--plan` file, or the checkpoint's own plan with `--resume`),
+//! resolves the state directory, terminal and test hooks into [`ApplyOptions`], and hands everything
+//! to [`Executor::apply`]. `status` prints the checkpoint and the lock holder (stdout: it is data).
+//! `unlock` removes a lock by its id. Planning (`--to`, `upgrade plan`) lives with the runbook engine.
+
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::Context;
+use crate::datastore::coordination::Coordination;
+use crate::exec::actions::pause::Interaction;
+use crate::exec::checkpoint::{self, Checkpoint, CheckpointStore, RunState};
+use crate::exec::lock::{self, Holder};
+use crate::exec::progress::ProgressMode;
+use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
+use crate::plan::Plan;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum UpgradeCommand {
+    /// Show the steps an upgrade would take (and save them with `--out`)
+    Plan(super::upgrade::PlanArgs),
+    /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
+    Apply(ApplyArgs),
+    /// Show where the last upgrade run stands, and who holds the lock
+    Status(StatusArgs),
+    /// Remove a stuck upgrade lock by its id (see `upgrade status`)
+    Unlock(UnlockArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  netctl upgrade apply --plan plan.json --dry-run
+  netctl upgrade apply --plan plan.json
+  netctl upgrade apply --resume --approve pre-upgrade/confirm-window
+  netctl upgrade apply --resume --yes
+
+Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed or stopped at a
+gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
+#[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
+pub struct ApplyArgs {
+    /// Plan for this target release and run that plan (facts as for `upgrade plan`)
+    #[arg(long, value_name = "VERSION", conflicts_with = "plan")]
+    to: Option<String>,
+    #[command(flatten)]
+    facts: super::upgrade::FactArgs,
+    /// Run exactly this saved plan (refused when it is stale or was edited)
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+    /// Continue the run in the checkpoint (with `--plan`, it must be the same plan)
+    #[arg(long)]
+    resume: bool,
+    /// Print what every step would do and change nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Approve every gate and irreversible step without asking
+    #[arg(short, long)]
+    yes: bool,
+    /// Approve this gate or irreversible step (repeatable)
+    #[arg(long, value_name = "STEP")]
+    approve: Vec<String>,
+    /// On resume, run this interrupted step again even though it may have taken effect (repeatable)
+    #[arg(long, value_name = "STEP")]
+    rerun: Vec<String>,
+    /// Mark this step as done without running it, e.g. after doing it by hand (repeatable)
+    #[arg(long, value_name = "STEP")]
+    skip: Vec<String>,
+    /// Start a new run even though the checkpoint holds an unfinished one (it stays in the journal)
+    #[arg(long, conflicts_with = "resume")]
+    discard_checkpoint: bool,
+    /// Where the checkpoint, journal and downloads are kept [default: $XDG_STATE_HOME/netctl, else ~/.local/state/netctl]
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Serve downloads from this directory (`<host>/<path>`) instead of the network
+    #[arg(long, value_name = "DIR")]
+    mirror_dir: Option<PathBuf>,
+    /// How long the lock outlives a crashed run
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_duration)]
+    lock_ttl: Duration,
+    /// Progress display: a bar on a terminal, plain lines otherwise
+    #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
+    progress: ProgressChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressChoice {
+    Auto,
+    Bar,
+    Plain,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// The state directory of the run [default: as for `upgrade apply`]
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = StatusFormat::Text)]
+    output: StatusFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UnlockArgs {
+    /// The lock id, as `upgrade status` or the refusal message shows it
+    lock_id: String,
+}
+
+/// Why `upgrade apply` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum UpgradeApplyError {
+    #[error(
+        "no state directory: `--state-dir` was not given and neither XDG_STATE_HOME nor HOME is set"
+    )]
+    NoStateDirectory,
+    #[error("cannot read the plan file `{}`", path.display())]
+    ReadPlan {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot use the plan file `{}`", path.display())]
+    InvalidPlan {
+        path: PathBuf,
+        #[source]
+        source: crate::plan::PlanFileError,
+    },
+    #[error("upgrade runs need the etcd datastore (the lock and the checkpoint mirror live there)")]
+    NeedsEtcd,
+}
+
+impl UpgradeApplyError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            UpgradeApplyError::NoStateDirectory => Some("pass `--state-dir DIR`".to_string()),
+            _ => None,
+        }
+    }
+}
+
+fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(directory) => Ok(directory),
+        None => checkpoint::default_state_dir(&context.environment)
+            .ok_or_else(|| UpgradeApplyError::NoStateDirectory.into()),
+    }
+}
+
+fn read_plan(path: &Path) -> anyhow::Result<Plan> {
+    let text = std::fs::read_to_string(path).map_err(|source| UpgradeApplyError::ReadPlan {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let plan = Plan::parse(&text).map_err(|source| UpgradeApplyError::InvalidPlan {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(plan)
+}
+
+pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        UpgradeCommand::Plan(args) => {
+            let store = context.datastore_for_facts(args.offline).await?;
+            args.run(store.as_deref()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        UpgradeCommand::Apply(args) => apply(context, args).await,
+        UpgradeCommand::Status(args) => status(context, args).await,
+        UpgradeCommand::Unlock(args) => unlock(context, args).await,
+    }
+}
+
+async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
+    let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
+    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let options = ApplyOptions {
+        mode: if args.dry_run {
+            RunMode::DryRun
+        } else {
+            RunMode::Execute
+        },
+        start: match (args.resume, args.discard_checkpoint) {
+            (true, _) => StartMode::Resume,
+            (false, true) => StartMode::Discard,
+            (false, false) => StartMode::New,
+        },
+        confirmation: if args.yes {
+            Confirmation::AssumeYes
+        } else {
+            Confirmation::Ask
+        },
+        interaction: if std::io::stdin().is_terminal() && stderr_is_terminal {
+            Interaction::Terminal
+        } else {
+            Interaction::Unattended
+        },
+        progress: match (args.progress, stderr_is_terminal) {
+            (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
+            (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
+        },
+        approved: args.approve.into_iter().collect::<BTreeSet<_>>(),
+        rerun: args.rerun.into_iter().collect(),
+        skip: args.skip.into_iter().collect(),
+        state_dir: state_dir(context, args.state_dir)?,
+        mirror_dir: args.mirror_dir,
+        lock_ttl: args.lock_ttl,
+        crash_point: CrashPoint::from_environment(&context.environment)?,
+    };
+    let (datastore, coordination) = context.coordinated_datastore().await?;
+    let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
+    let plan = match (&args.to, saved_plan) {
+        (Some(target), _) => {
+            let request = super::upgrade::PlanArgs {
+                to: Some(target.clone()),
+                procedure: crate::runbook::UPGRADE_PROCEDURE.to_string(),
+                facts: args.facts.clone(),
+                output: super::upgrade::PlanOutput::Text,
+                out: None,
+                offline: false,
+            };
+            let plan = request.plan(Some(datastore.as_ref())).await?;
+            eprintln!(
+                "planned {} {} → {}: {} steps ({})",
+                plan.procedure,
+                plan.from,
+                plan.to,
+                plan.steps.len(),
+                plan.digest
+            );
+            Some(plan)
+        }
+        (None, saved) => saved,
+    };
+    let executor = Executor::new(
+        datastore,
+        Some(coordination),
+        Holder::current(&context.environment),
+    );
+    let mut stdout = std::io::stdout().lock();
+    let report = executor.apply(plan, &options, &mut stdout).await?;
+    stdout.flush().context("cannot write the transcript")?;
+    if options.mode == RunMode::Execute {
+        let drift = if report.drift.is_empty() {
+            String::new()
+        } else {
+            format!("; drift found in {}", report.drift.join(", "))
+        };
+        eprintln!(
+            "upgrade run {} completed: {} steps{drift}",
+            report.run_id, report.steps
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let directory = state_dir(context, args.state_dir)?;
+    // The datastore is optional for status: without it, the local checkpoint is still worth showing.
+    let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
+        Ok((_, coordination)) => coordination,
+        Err(error) => {
+            crate::terminal::warn(format!(
+                "showing the local checkpoint only; the datastore is not reachable: {error:#}"
+            ));
+            None
+        }
+    };
+    let store = CheckpointStore::new(directory.clone(), coordination.clone());
+    let checkpoint = store.load_latest().await?;
+    let held = match &coordination {
+        Some(coordination) => lock::current(coordination.as_ref()).await?,
+        None => None,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match args.output {
+        StatusFormat::Json => {
+            let value = serde_json::json!({
+                "checkpoint": checkpoint,
+                "lock": held.as_ref().map(|(record, _, _)| record),
+            });
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        }
+        StatusFormat::Text => print_status(
+            &mut stdout,
+            checkpoint.as_ref(),
+            held.map(|h| h.0),
+            &directory,
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_status(
+    out: &mut dyn Write,
+    checkpoint: Option<&Checkpoint>,
+    lock: Option<lock::LockRecord>,
+    directory: &Path,
+) -> std::io::Result<()> {
+    match &lock {
+        Some(record) => writeln!(
+            out,
+            "lock:     held by {} for `{}` (lock id {})",
+            record.holder, record.operation, record.id
+        )?,
+        None => writeln!(out, "lock:     not held")?,
+    }
+    let Some(checkpoint) = checkpoint else {
+        writeln!(
+            out,
+            "run:      none recorded in `{}` or in the datastore",
+            directory.display()
+        )?;
+        return Ok(());
+    };
+    let state = match &checkpoint.run {
+        RunState::InProgress if lock.is_some() => "in progress".to_string(),
+        RunState::InProgress => {
+            "interrupted (resume with `netctl upgrade apply --resume`)".to_string()
+        }
+        RunState::WaitingAtGate { step } => format!(
+            "waiting at gate `{step}` (continue with `netctl upgrade apply --resume --approve {step}`)"
+        ),
+        RunState::Failed { step } => {
+            format!("failed at `{step}` (fix, then `netctl upgrade apply --resume`)")
+        }
+        RunState::Completed => "completed".to_string(),
+    };
+    let plan = &checkpoint.plan;
+    writeln!(out, "run:      {} — {state}", checkpoint.run_id)?;
+    writeln!(
+        out,
+        "plan:     {} ({} {} → {}, {} steps)",
+        checkpoint.plan_digest,
+        plan.procedure,
+        plan.from,
+        plan.to,
+        plan.steps.len()
+    )?;
+    writeln!(
+        out,
+        "started:  {} by {}@{}",
+        checkpoint.started_at, checkpoint.started_by.user, checkpoint.started_by.host
+    )?;
+    writeln!(out, "updated:  {}", checkpoint.updated_at)?;
+    writeln!(
+        out,
+        "steps:    {} of {} done",
+        checkpoint.done_count(),
+        checkpoint.steps.len()
+    )?;
+    let width = checkpoint
+        .steps
+        .iter()
+        .map(|record| record.id.chars().count())
+        .max()
+        .unwrap_or(0);
+    for record in &checkpoint.steps {
+        let detail = record
+            .error
+            .as_deref()
+            .or(record.summary.as_deref())
+            .unwrap_or("");
+        writeln!(
+            out,
+            "  {:<9}  {:<width$}  {detail}",
+            record.state.as_str(),
+            record.id
+        )?;
+    }
+    Ok(())
+}
+
+async fn unlock(context: &Context, args: UnlockArgs) -> anyhow::Result<ExitCode> {
+    let (_, coordination) = context.coordinated_datastore().await?;
+    let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
+    let record = lock::unlock(coordination.as_ref(), &args.lock_id).await?;
+    eprintln!(
+        "removed upgrade lock {} held by {} for `{}`",
+        record.id, record.holder, record.operation
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,235 @@
+//! Performing one action: the exhaustive `match` over [`Action`] that makes dry-run total.
+//!
+//! [`perform`] is the only way the executor touches the world. Each family lives in its own file
+//! (`resource`, `process`, `fetch`, `check`, `kube`, `pause`) and takes the [`RunMode`]: in dry-run it
+//! does every read it needs (so the transcript shows the real document that would be written) and
+//! nothing else. [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`]
+//! says whether an interrupted step may simply run again.
+
+pub mod check;
+pub mod fetch;
+pub mod kube;
+pub mod pause;
+pub mod process;
+pub mod resource;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::datastore::Datastore;
+use crate::plan::action::PatchType;
+use crate::plan::{Action, Facts};
+
+pub use super::RunMode;
+pub use resource::{ExistingPolicy, WriteSemantics};
+
+/// What an action did (or, in dry-run, would do).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// One line for progress and the journal.
+    pub summary: String,
+    /// The detailed account for the dry-run transcript: documents, requests, command lines.
+    pub transcript: Vec<String>,
+    /// What a step's `register` keeps.
+    pub output: Option<serde_json::Value>,
+}
+
+impl Outcome {
+    fn line(text: String) -> Outcome {
+        Outcome {
+            summary: text.clone(),
+            transcript: vec![text],
+            output: None,
+        }
+    }
+}
+
+/// Why an action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Resource(#[from] resource::ResourceActionError),
+    #[error(transparent)]
+    Process(#[from] process::ProcessError),
+    #[error(transparent)]
+    Fetch(#[from] fetch::FetchError),
+    #[error(transparent)]
+    Check(#[from] check::CheckError),
+    #[error("`{action}` needs the Kubernetes API client, which is not in this build")]
+    KubernetesUnavailable { action: &'static str },
+    #[error("`{action}` cannot be used as a postcondition (`verify`)")]
+    NotAPostcondition { action: &'static str },
+}
+
+impl StepError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            StepError::Resource(error) => error.hint(),
+            StepError::Process(error) => error.hint(),
+            StepError::Fetch(error) => error.hint(),
+            StepError::KubernetesUnavailable { .. } => {
+                Some("do it by hand with kubectl; `--dry-run` shows the exact request".to_string())
+            }
+            StepError::NotAPostcondition { .. } => Some(
+                "use `resource.get`, `resource.list`, `check` or `exec` as `verify`".to_string(),
+            ),
+            StepError::Check(_) => None,
+        }
+    }
+}
+
+/// What an action may use.
+pub struct ActionContext<'a> {
+    pub datastore: &'a dyn Datastore,
+    /// Facts as the cluster shows them now (discoverable ones re-read).
+    pub facts: &'a Facts,
+    /// Where `fetch` writes and `kube.apply` with a `file` source reads.
+    pub files_dir: PathBuf,
+    /// A local copy of download URLs for air-gapped sites.
+    pub mirror_dir: Option<PathBuf>,
+    pub semantics: WriteSemantics,
+    /// Outputs registered by earlier steps (a resumed `fetch` keeps the bytes it recorded).
+    pub outputs: &'a BTreeMap<String, serde_json::Value>,
+    /// The `register` name of the step being performed, if any.
+    pub register: Option<&'a str>,
+    /// Where to record a started program's pid (upgrade runs; not one-step commands or `verify`).
+    pub child_tracking: Option<process::ChildTracking>,
+}
+
+/// Performs (or in dry-run describes) one action.
+pub async fn perform(
+    context: &ActionContext<'_>,
+    action: &Action,
+    mode: RunMode,
+) -> Result<Outcome, StepError> {
+    let store = context.datastore;
+    let kube_unavailable = || StepError::KubernetesUnavailable {
+        action: action.name(),
+    };
+    let describe = |lines: Vec<String>| -> Result<Outcome, StepError> {
+        match mode {
+            RunMode::DryRun => Ok(Outcome {
+                summary: lines.first().cloned().unwrap_or_default(),
+                transcript: lines,
+                output: None,
+            }),
+            RunMode::Execute => Err(kube_unavailable()),
+        }
+    };
+    Ok(match action {
+        Action::ResourceGet(target) => resource::get(store, target).await?,
+        Action::ResourceList(list) => resource::list(store, list).await?,
+        Action::ResourceCreate(documents) => {
+            resource::create(store, documents, context.semantics, mode).await?
+        }
+        Action::ResourceApply(documents) => resource::apply(store, documents, false, mode).await?,
+        Action::ResourceReplace(documents) => resource::apply(store, documents, true, mode).await?,
+        Action::ResourceDelete(target) => {
+            resource::delete(store, target, context.semantics, mode).await?
+        }
+        Action::ResourceLabel(label) => resource::label(store, label, mode).await?,
+        Action::ResourcePatch(patch) => resource::patch(store, patch, mode).await?,
+        Action::KubeApply(apply) => describe(kube::describe_apply(apply, &context.files_dir))?,
+        Action::KubePatch(patch) => describe(kube::describe_patch(patch))?,
+        Action::KubeAnnotate(change) => describe(kube::describe_metadata(change, "annotations"))?,
+        Action::KubeLabel(change) => describe(kube::describe_metadata(change, "labels"))?,
+        Action::KubeDelete(delete) => describe(kube::describe_delete(delete))?,
+        Action::KubeWaitRollout(wait) => describe(kube::describe_wait(wait))?,
+        Action::Fetch(request) => {
+            let recorded = context
+                .register
+                .and_then(|name| context.outputs.get(name))
+                .and_then(|output| output.get("sha256"))
+                .and_then(|digest| digest.as_str());
+            fetch::fetch(
+                request,
+                &context.files_dir,
+                context.mirror_dir.as_deref(),
+                recorded,
+                mode,
+            )
+            .await?
+        }
+        Action::Helm(helm) => {
+            let mut argv = vec!["helm".to_string()];
+            argv.extend(helm.args.iter().cloned());
+            process::run(
+                &argv,
+                &BTreeMap::new(),
+                helm.timeout.0,
+                mode,
+                context.child_tracking.as_ref(),
+            )
+            .await?
+        }
+        Action::Exec(exec) => {
+            process::run(
+                &exec.command,
+                &exec.env,
+                exec.timeout.0,
+                mode,
+                context.child_tracking.as_ref(),
+            )
+            .await?
+        }
+        Action::Check(check) => check::evaluate(check, context.facts)?,
+        Action::Pause(gate) => pause::describe(gate, mode),
+    })
+}
+
+/// Whether a postcondition holds. Reads only.
+pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool, StepError> {
+    match verify {
+        Action::ResourceGet(target) => Ok(resource::exists(context.datastore, target).await?),
+        Action::ResourceList(list) => {
+            let outcome = resource::list(context.datastore, list).await?;
+            Ok(outcome
+                .output
+                .and_then(|names| names.as_array().map(|names| !names.is_empty()))
+                .unwrap_or(false))
+        }
+        Action::Check(check) => match check::evaluate(check, context.facts) {
+            Ok(_) => Ok(true),
+            Err(check::CheckError::NotEqual { .. } | check::CheckError::NoMatch { .. }) => {
+                Ok(false)
+            }
+            Err(error) => Err(error.into()),
+        },
+        Action::Exec(exec) => {
+            let (code, _, _) =
+                process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
+            Ok(code == Some(0))
+        }
+        Action::KubeWaitRollout(_) => Err(StepError::KubernetesUnavailable {
+            action: verify.name(),
+        }),
+        other => Err(StepError::NotAPostcondition {
+            action: other.name(),
+        }),
+    }
+}
+
+/// Whether running the action twice has the same effect as running it once, so an interrupted step
+/// may run again without asking.
+pub fn is_idempotent(action: &Action) -> bool {
+    match action {
+        Action::ResourceGet(_)
+        | Action::ResourceList(_)
+        | Action::ResourceApply(_)
+        | Action::ResourceReplace(_)
+        | Action::ResourceDelete(_)
+        | Action::ResourceLabel(_)
+        | Action::KubeApply(_)
+        | Action::KubeAnnotate(_)
+        | Action::KubeLabel(_)
+        | Action::KubeDelete(_)
+        | Action::KubeWaitRollout(_)
+        | Action::Fetch(_)
+        | Action::Check(_)
+        | Action::Pause(_) => true,
+        Action::ResourcePatch(patch) => patch.patch_type == PatchType::Merge,
+        Action::KubePatch(patch) => patch.patch_type == PatchType::Merge,
+        // A second create fails (or, with skip, hides that the first one ran); programs may do anything.
+        Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
+    }
+}

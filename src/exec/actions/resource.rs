@@ -1,0 +1,678 @@
+//! `resource.*` actions: reads and conditional writes of `projectcalico.org/v3` resources through the
+//! [`Datastore`] trait, with upstream's semantics.
+//!
+//! - create keeps only name, namespace, labels and annotations of the input metadata;
+//! - apply creates, and on "already exists" updates with the stored metadata merged in (labels and
+//!   annotations from the user; uid, creation time and revision from the store);
+//! - replace updates (conditionally when the document carries a `resourceVersion`);
+//! - label follows upstream's `--overwrite` rules and messages;
+//! - patch is an RFC 7386 merge patch or an RFC 6902 JSON patch of the stored document;
+//! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries).
+//!
+//! Every document about to be written goes through [`prepare_for_write`], the one place validation and
+//! defaulting plug in. In dry-run every read still happens and the document that would be written is
+//! returned for the transcript, but nothing is written.
+
+use std::time::Duration;
+
+use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::plan::action::{
+    PatchType, ResourceDocuments, ResourceLabel, ResourceList, ResourcePatch, ResourceTarget,
+};
+use crate::resource::{API_VERSION, Kind, Resource, ResourceKey};
+
+use super::{Outcome, RunMode};
+
+/// How often an update is retried after a conflict when the user gave no revision (as upstream).
+const CONFLICT_ATTEMPTS: u32 = 5;
+
+/// The pause between conflict retries; short, because the next read gets the new revision.
+const CONFLICT_PAUSE: Duration = Duration::from_millis(200);
+
+/// What to do when a create finds the resource, or a delete does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExistingPolicy {
+    /// Fail with "already exists" / "does not exist" (the plain commands).
+    #[default]
+    Fail,
+    /// Count it as success (`--skip-exists`, `--skip-not-exists`, and resumable plan steps).
+    Skip,
+}
+
+/// Per-command write semantics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteSemantics {
+    pub create_existing: ExistingPolicy,
+    pub delete_missing: ExistingPolicy,
+}
+
+/// Why a resource document may not be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {key}: {reason}")]
+pub struct ValidationError {
+    pub key: String,
+    pub reason: String,
+}
+
+/// The one gate every document passes before it is written (create, apply, replace, label, patch).
+///
+/// Until resource validation and defaulting are merged this checks only what the executor itself
+/// relies on — the API version and a non-empty name, and a namespace exactly for namespaced kinds.
+/// The real `validate_and_default` replaces this body; callers do not change.
+pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError> {
+    let invalid = |reason: String| ValidationError {
+        key: resource.key().to_string(),
+        reason,
+    };
+    if resource.api_version != API_VERSION {
+        return Err(invalid(format!(
+            "apiVersion is `{}`, expected `{API_VERSION}`",
+            resource.api_version
+        )));
+    }
+    if resource.metadata.name.trim().is_empty() {
+        return Err(invalid("metadata.name must not be empty".to_string()));
+    }
+    match (resource.kind.is_namespaced(), &resource.metadata.namespace) {
+        (true, None) => resource.metadata.namespace = Some("default".to_string()),
+        (false, Some(namespace)) => {
+            return Err(invalid(format!(
+                "{} is not namespaced, but namespace `{namespace}` was given",
+                resource.kind
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Why a resource action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResourceActionError {
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("cannot {operation} {key}")]
+    Store {
+        operation: &'static str,
+        key: ResourceKey,
+        // Boxed: a `StoreError` is large and the other variants carry none (clippy `result_large_err`).
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("cannot remove label of {kind} {name}, key {key} does not exist")]
+    LabelMissing {
+        kind: String,
+        name: String,
+        key: String,
+    },
+    #[error(
+        "failed to update label of {kind} {name}, key {key} is already present. please use '--overwrite' to set a new value."
+    )]
+    LabelPresent {
+        kind: String,
+        name: String,
+        key: String,
+    },
+    #[error("cannot apply the {patch_type} patch to {key}: {reason}")]
+    Patch {
+        key: ResourceKey,
+        patch_type: PatchType,
+        reason: String,
+    },
+    #[error("label selectors (`{selector}`) in `resource.list` are not supported by this build")]
+    SelectorUnsupported { selector: String },
+    #[error("the patch would change the identity of {key} (kind, name or namespace)")]
+    PatchChangesIdentity { key: ResourceKey },
+    #[error("{key} was still changing after {CONFLICT_ATTEMPTS} attempts")]
+    GaveUp {
+        key: ResourceKey,
+        #[source]
+        source: Box<StoreError>,
+    },
+}
+
+impl ResourceActionError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ResourceActionError::Store { source, .. }
+            | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
+            _ => None,
+        }
+    }
+}
+
+fn store_error(
+    operation: &'static str,
+    key: &ResourceKey,
+) -> impl Fn(StoreError) -> ResourceActionError {
+    let key = key.clone();
+    move |source| ResourceActionError::Store {
+        operation,
+        key: key.clone(),
+        source: Box::new(source),
+    }
+}
+
+/// The key of a target, with upstream's `default` namespace for namespaced kinds.
+pub fn target_key(kind: Kind, namespace: Option<&str>, name: &str) -> ResourceKey {
+    let namespace = match (kind.is_namespaced(), namespace) {
+        (true, Some(namespace)) => Some(namespace.to_string()),
+        (true, None) => Some("default".to_string()),
+        (false, _) => None,
+    };
+    ResourceKey::new(kind, namespace, name)
+}
+
+fn document_lines(resource: &Resource) -> Vec<String> {
+    let mut shown = resource.clone();
+    // A dry-run shows the document as the user would see it after the write, without the revision
+    // it was read at (that changes on write anyway).
+    shown.metadata.resource_version = None;
+    let text = serde_yaml::to_string(&shown).unwrap_or_else(|error| format!("<{error}>"));
+    text.lines().map(|line| format!("    {line}")).collect()
+}
+
+/// The metadata create keeps (upstream `prepareMetadataForCreate`).
+fn metadata_for_create(resource: &mut Resource) {
+    let metadata = &mut resource.metadata;
+    metadata.uid = None;
+    metadata.creation_timestamp = None;
+    metadata.resource_version = None;
+    metadata.other.clear();
+}
+
+/// The document to store when updating `stored` with the user's `input` (upstream
+/// `mergeMetadataForUpdate`): labels and annotations from the user, the rest of the metadata from the
+/// store.
+fn merge_for_update(input: &Resource, stored: &Resource) -> Resource {
+    let mut merged = input.clone();
+    let mut metadata = stored.metadata.clone();
+    metadata.labels = input.metadata.labels.clone();
+    metadata.annotations = input.metadata.annotations.clone();
+    merged.metadata = metadata;
+    merged
+}
+
+pub async fn get(
+    store: &dyn Datastore,
+    target: &ResourceTarget,
+) -> Result<Outcome, ResourceActionError> {
+    let key = target_key(target.kind, target.namespace.as_deref(), &target.name);
+    let resource = store.get(&key).await.map_err(store_error("read", &key))?;
+    Ok(Outcome {
+        summary: format!("read {key}"),
+        transcript: vec![format!(
+            "read {key} (revision {})",
+            resource.metadata.resource_version.as_deref().unwrap_or("?")
+        )],
+        output: serde_json::to_value(&resource).ok(),
+    })
+}
+
+pub async fn list(
+    store: &dyn Datastore,
+    request: &ResourceList,
+) -> Result<Outcome, ResourceActionError> {
+    let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
+    let mut names = Vec::new();
+    crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
+        names.push(resource.key().to_string());
+        Ok(())
+    })
+    .await
+    .map_err(store_error(
+        "list",
+        &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
+    ))?;
+    // Selector filtering arrives with the selector evaluator; until then a selector is refused
+    // rather than ignored, so a postcondition never passes by accident.
+    if let Some(selector) = &request.selector {
+        return Err(ResourceActionError::SelectorUnsupported {
+            selector: selector.clone(),
+        });
+    }
+    Ok(Outcome {
+        summary: format!("listed {} {}", names.len(), request.kind.plural()),
+        transcript: vec![format!(
+            "list {} ({} found)",
+            request.kind.plural(),
+            names.len()
+        )],
+        output: Some(serde_json::json!(names)),
+    })
+}
+
+/// What a create, apply or replace of one document did (or would do).
+enum WriteKind {
+    Created,
+    Updated,
+    Skipped,
+}
+
+pub async fn create(
+    store: &dyn Datastore,
+    documents: &ResourceDocuments,
+    semantics: WriteSemantics,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let mut outcome = Outcome::default();
+    let mut counts = (0, 0);
+    for document in &documents.documents {
+        let mut resource = document.clone();
+        prepare_for_write(&mut resource)?;
+        metadata_for_create(&mut resource);
+        let key = resource.key();
+        let exists = match store.get(&key).await {
+            Ok(_) => true,
+            Err(StoreError::NotFound(_)) => false,
+            Err(source) => return Err(store_error("read", &key)(source)),
+        };
+        let kind = match (mode, exists, semantics.create_existing) {
+            (_, true, ExistingPolicy::Skip) => WriteKind::Skipped,
+            (_, true, ExistingPolicy::Fail) => {
+                return Err(store_error("create", &key)(StoreError::AlreadyExists(
+                    key.clone(),
+                )));
+            }
+            (RunMode::DryRun, false, _) => WriteKind::Created,
+            (RunMode::Execute, false, policy) => match store.create(&resource).await {
+                Ok(_) => WriteKind::Created,
+                // Someone created it between the read and the write.
+                Err(StoreError::AlreadyExists(_)) if policy == ExistingPolicy::Skip => {
+                    WriteKind::Skipped
+                }
+                Err(source) => return Err(store_error("create", &key)(source)),
+            },
+        };
+        record_write(
+            &mut outcome,
+            &mut counts,
+            kind,
+            &key,
+            &resource,
+            mode,
+            "create",
+        );
+    }
+    outcome.summary = format!(
+        "created {} resource(s), {} already existed",
+        counts.0, counts.1
+    );
+    Ok(outcome)
+}
+
+fn record_write(
+    outcome: &mut Outcome,
+    counts: &mut (usize, usize),
+    kind: WriteKind,
+    key: &ResourceKey,
+    resource: &Resource,
+    mode: RunMode,
+    verb: &str,
+) {
+    let would = if mode == RunMode::DryRun {
+        "would "
+    } else {
+        ""
+    };
+    match kind {
+        WriteKind::Created => {
+            counts.0 += 1;
+            outcome.transcript.push(format!("{would}create {key}:"));
+            outcome.transcript.extend(document_lines(resource));
+        }
+        WriteKind::Updated => {
+            counts.0 += 1;
+            outcome
+                .transcript
+                .push(format!("{would}update {key} ({verb}):"));
+            outcome.transcript.extend(document_lines(resource));
+        }
+        WriteKind::Skipped => {
+            counts.1 += 1;
+            outcome
+                .transcript
+                .push(format!("{key} already exists; skipped"));
+        }
+    }
+}
+
+/// Apply (`replace_only = false`) or replace (`true`) every document.
+pub async fn apply(
+    store: &dyn Datastore,
+    documents: &ResourceDocuments,
+    replace_only: bool,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let verb = if replace_only { "replace" } else { "apply" };
+    let mut outcome = Outcome::default();
+    let mut counts = (0, 0);
+    for document in &documents.documents {
+        let mut input = document.clone();
+        prepare_for_write(&mut input)?;
+        let key = input.key();
+        let mut attempt = 1;
+        loop {
+            let stored = match store.get(&key).await {
+                Ok(stored) => Some(stored),
+                Err(StoreError::NotFound(_)) => None,
+                Err(source) => return Err(store_error("read", &key)(source)),
+            };
+            let result = match stored {
+                None if replace_only => {
+                    return Err(store_error("replace", &key)(StoreError::NotFound(
+                        key.clone(),
+                    )));
+                }
+                None => {
+                    let mut created = input.clone();
+                    metadata_for_create(&mut created);
+                    if mode == RunMode::Execute {
+                        match store.create(&created).await {
+                            Ok(_) => Ok((WriteKind::Created, created)),
+                            Err(error) => Err(error),
+                        }
+                    } else {
+                        Ok((WriteKind::Created, created))
+                    }
+                }
+                Some(stored) => {
+                    let merged = match &input.metadata.resource_version {
+                        // The user named a revision: a conditional update of exactly that revision.
+                        Some(revision) => {
+                            let mut merged = merge_for_update(&input, &stored);
+                            merged.metadata.resource_version = Some(revision.clone());
+                            merged
+                        }
+                        None => merge_for_update(&input, &stored),
+                    };
+                    if mode == RunMode::Execute {
+                        store
+                            .update(&merged)
+                            .await
+                            .map(|_| (WriteKind::Updated, merged))
+                    } else {
+                        Ok((WriteKind::Updated, merged))
+                    }
+                }
+            };
+            match result {
+                Ok((kind, written)) => {
+                    record_write(&mut outcome, &mut counts, kind, &key, &written, mode, verb);
+                    break;
+                }
+                Err(StoreError::Conflict { .. } | StoreError::AlreadyExists(_))
+                    if input.metadata.resource_version.is_none() && attempt < CONFLICT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(CONFLICT_PAUSE).await;
+                }
+                Err(source @ StoreError::Conflict { .. })
+                    if input.metadata.resource_version.is_none() =>
+                {
+                    return Err(ResourceActionError::GaveUp {
+                        key,
+                        source: Box::new(source),
+                    });
+                }
+                Err(source) => return Err(store_error(verb_static(verb), &key)(source)),
+            }
+        }
+    }
+    let past = if replace_only { "replaced" } else { "applied" };
+    outcome.summary = format!("{past} {} resource(s)", counts.0);
+    Ok(outcome)
+}
+
+fn verb_static(verb: &str) -> &'static str {
+    match verb {
+        "replace" => "replace",
+        _ => "apply",
+    }
+}
+
+pub async fn delete(
+    store: &dyn Datastore,
+    target: &ResourceTarget,
+    semantics: WriteSemantics,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let key = target_key(target.kind, target.namespace.as_deref(), &target.name);
+    let missing = |key: &ResourceKey| -> Result<Outcome, ResourceActionError> {
+        match semantics.delete_missing {
+            ExistingPolicy::Skip => Ok(Outcome {
+                summary: format!("{key} does not exist; nothing to delete"),
+                transcript: vec![format!("{key} does not exist; skipped")],
+                output: None,
+            }),
+            ExistingPolicy::Fail => Err(store_error("delete", key)(StoreError::NotFound(
+                key.clone(),
+            ))),
+        }
+    };
+    let stored = match store.get(&key).await {
+        Ok(stored) => stored,
+        Err(StoreError::NotFound(_)) => return missing(&key),
+        Err(source) => return Err(store_error("read", &key)(source)),
+    };
+    if mode == RunMode::DryRun {
+        return Ok(Outcome {
+            summary: format!("would delete {key}"),
+            transcript: vec![format!(
+                "would delete {key} (revision {})",
+                stored.metadata.resource_version.as_deref().unwrap_or("?")
+            )],
+            output: None,
+        });
+    }
+    match store.delete(&key, None).await {
+        Ok(_) => Ok(Outcome {
+            summary: format!("deleted {key}"),
+            transcript: vec![format!("delete {key}")],
+            output: None,
+        }),
+        Err(StoreError::NotFound(_)) => missing(&key),
+        Err(source) => Err(store_error("delete", &key)(source)),
+    }
+}
+
+/// Reads, changes and conditionally updates one resource, re-reading on conflict.
+async fn read_modify_write(
+    store: &dyn Datastore,
+    key: &ResourceKey,
+    mode: RunMode,
+    mut change: impl FnMut(&mut Resource) -> Result<Option<String>, ResourceActionError>,
+) -> Result<(Resource, Option<String>), ResourceActionError> {
+    let mut attempt = 1;
+    loop {
+        let mut resource = store.get(key).await.map_err(store_error("read", key))?;
+        let note = change(&mut resource)?;
+        prepare_for_write(&mut resource)?;
+        if mode == RunMode::DryRun {
+            return Ok((resource, note));
+        }
+        match store.update(&resource).await {
+            Ok(written) => return Ok((written, note)),
+            Err(StoreError::Conflict { .. }) if attempt < CONFLICT_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(CONFLICT_PAUSE).await;
+            }
+            Err(source @ StoreError::Conflict { .. }) => {
+                return Err(ResourceActionError::GaveUp {
+                    key: key.clone(),
+                    source: Box::new(source),
+                });
+            }
+            Err(source) => return Err(store_error("update", key)(source)),
+        }
+    }
+}
+
+pub async fn label(
+    store: &dyn Datastore,
+    request: &ResourceLabel,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
+    let kind_text = request.kind.as_str().to_ascii_lowercase();
+    let (resource, message) = read_modify_write(store, &key, mode, |resource| {
+        let labels = &mut resource.metadata.labels;
+        let existing = labels.get(&request.key).cloned();
+        let message = if request.remove {
+            if existing.is_none() {
+                return Err(ResourceActionError::LabelMissing {
+                    kind: kind_text.clone(),
+                    name: request.name.clone(),
+                    key: request.key.clone(),
+                });
+            }
+            labels.remove(&request.key);
+            format!(
+                "removed label {} from {} {}",
+                request.key, kind_text, request.name
+            )
+        } else {
+            let value = request.value.clone().unwrap_or_default();
+            match existing {
+                // Setting the value it already has is an update, not a conflict (as upstream).
+                Some(current) if current != value && !request.overwrite => {
+                    return Err(ResourceActionError::LabelPresent {
+                        kind: kind_text.clone(),
+                        name: request.name.clone(),
+                        key: request.key.clone(),
+                    });
+                }
+                Some(_) => {
+                    labels.insert(request.key.clone(), value);
+                    format!(
+                        "updated label {} on {} {}",
+                        request.key, kind_text, request.name
+                    )
+                }
+                None => {
+                    labels.insert(request.key.clone(), value);
+                    format!(
+                        "set label {} on {} {}",
+                        request.key, kind_text, request.name
+                    )
+                }
+            }
+        };
+        Ok(Some(message))
+    })
+    .await?;
+    let message = message.unwrap_or_default();
+    let mut outcome = Outcome::default();
+    let would = if mode == RunMode::DryRun {
+        "would "
+    } else {
+        ""
+    };
+    outcome
+        .transcript
+        .push(format!("{would}update {key} ({message}):"));
+    outcome.transcript.extend(document_lines(&resource));
+    outcome.summary = format!("Successfully {message}");
+    Ok(outcome)
+}
+
+pub async fn patch(
+    store: &dyn Datastore,
+    request: &ResourcePatch,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
+    let (resource, _) = read_modify_write(store, &key, mode, |resource| {
+        let failed = |reason: String| ResourceActionError::Patch {
+            key: key.clone(),
+            patch_type: request.patch_type,
+            reason,
+        };
+        let revision = resource.metadata.resource_version.clone();
+        let mut document =
+            serde_json::to_value(&*resource).map_err(|error| failed(error.to_string()))?;
+        match request.patch_type {
+            PatchType::Merge => json_patch::merge(&mut document, &request.patch),
+            PatchType::Json => {
+                let operations: json_patch::Patch =
+                    serde_json::from_value(request.patch.clone())
+                        .map_err(|error| failed(format!("not a JSON patch: {error}")))?;
+                json_patch::patch(&mut document, &operations)
+                    .map_err(|error| failed(error.to_string()))?;
+            }
+        }
+        let mut patched: Resource = serde_json::from_value(document)
+            .map_err(|error| failed(format!("the result is not a resource: {error}")))?;
+        if patched.key() != resource.key() {
+            return Err(ResourceActionError::PatchChangesIdentity { key: key.clone() });
+        }
+        // The update is conditional on the revision that was read, whatever the patch said.
+        patched.metadata.resource_version = revision;
+        *resource = patched;
+        Ok(None)
+    })
+    .await?;
+    let would = if mode == RunMode::DryRun {
+        "would "
+    } else {
+        ""
+    };
+    let mut outcome = Outcome {
+        summary: format!("Successfully patched 1 '{}' resource", request.kind),
+        ..Outcome::default()
+    };
+    outcome.transcript.push(format!(
+        "{would}update {key} ({} patch):",
+        request.patch_type
+    ));
+    outcome.transcript.extend(document_lines(&resource));
+    Ok(outcome)
+}
+
+/// Whether a resource exists (the postcondition of `resource.get`).
+pub async fn exists(
+    store: &dyn Datastore,
+    target: &ResourceTarget,
+) -> Result<bool, ResourceActionError> {
+    let key = target_key(target.kind, target.namespace.as_deref(), &target.name);
+    match store.get(&key).await {
+        Ok(_) => Ok(true),
+        Err(StoreError::NotFound(_)) => Ok(false),
+        Err(source) => Err(store_error("read", &key)(source)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_update_takes_labels_from_the_user_and_the_rest_from_the_store() {
+        let mut stored = Resource::new(Kind::HostEndpoint, "h1");
+        stored.metadata.uid = Some("u1".into());
+        stored.metadata.resource_version = Some("7".into());
+        stored.metadata.labels.insert("old".into(), "x".into());
+        let mut input = Resource::new(Kind::HostEndpoint, "h1");
+        input.metadata.labels.insert("new".into(), "y".into());
+        input.metadata.uid = Some("forged".into());
+        let merged = merge_for_update(&input, &stored);
+        assert_eq!(merged.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(merged.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(merged.metadata.labels.keys().collect::<Vec<_>>(), ["new"]);
+    }
+
+    #[test]
+    fn writes_need_the_api_version_and_a_name() {
+        let mut resource = Resource::new(Kind::NetworkPolicy, "p");
+        prepare_for_write(&mut resource).unwrap();
+        assert_eq!(resource.metadata.namespace.as_deref(), Some("default"));
+        let mut nameless = Resource::new(Kind::HostEndpoint, "");
+        assert!(prepare_for_write(&mut nameless).is_err());
+        let mut foreign = Resource::new(Kind::HostEndpoint, "h");
+        foreign.api_version = "v1".into();
+        assert_eq!(
+            prepare_for_write(&mut foreign).unwrap_err().to_string(),
+            "invalid HostEndpoint(h): apiVersion is `v1`, expected `projectcalico.org/v3`"
+        );
+    }
+}

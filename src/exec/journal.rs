@@ -1,0 +1,253 @@
+//! The journal: an append-only JSON-lines record of every step — who, when, what, result, how long.
+//!
+//! It lives beside the checkpoint and is never rewritten, so it is the audit trail of a maintenance
+//! window across crashes and resumes. Entries carry a one-line summary of the action, never resource
+//! documents or command output, and secrets are redacted before anything is written (see
+//! [`redact_argv`] and [`redact_env`]); etcd credentials never reach the executor at all.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::lock::Holder;
+
+/// What happened to a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JournalEvent {
+    RunStarted,
+    RunResumed,
+    Started,
+    Succeeded,
+    Failed,
+    /// A failed attempt that will be retried.
+    Retrying,
+    /// An interrupted step whose postcondition already held, so it was not run again.
+    Recovered,
+    /// A completed step whose postcondition no longer holds.
+    Drift,
+    Approved,
+    StoppedAtGate,
+    RunCompleted,
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, Serialize)]
+pub struct JournalEntry {
+    pub time: String,
+    pub run_id: String,
+    pub plan_digest: String,
+    pub user: String,
+    pub host: String,
+    pub pid: u32,
+    pub event: JournalEvent,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Why the journal could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the journal `{}`", path.display())]
+pub struct JournalError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// An open journal file.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    run_id: String,
+    plan_digest: String,
+    holder: Holder,
+}
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `path` for appending.
+    pub fn open(
+        path: &Path,
+        run_id: &str,
+        plan_digest: &str,
+        holder: &Holder,
+    ) -> Result<Journal, JournalError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|source| JournalError {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+            run_id: run_id.to_string(),
+            plan_digest: plan_digest.to_string(),
+            holder: holder.clone(),
+        })
+    }
+
+    /// A new entry for this run, to be completed by the caller.
+    pub fn entry(&self, event: JournalEvent) -> JournalEntry {
+        JournalEntry {
+            time: super::now_rfc3339(),
+            run_id: self.run_id.clone(),
+            plan_digest: self.plan_digest.clone(),
+            user: self.holder.user.clone(),
+            host: self.holder.host.clone(),
+            pid: self.holder.pid,
+            event,
+            step: None,
+            action: None,
+            attempt: None,
+            duration_ms: None,
+            summary: None,
+            error: None,
+        }
+    }
+
+    /// Appends one line and flushes it to disk (the journal must survive the crash it documents).
+    pub fn record(&mut self, entry: &JournalEntry) -> Result<(), JournalError> {
+        let error = |source| JournalError {
+            path: self.path.clone(),
+            source,
+        };
+        let mut line =
+            serde_json::to_vec(entry).map_err(|source| error(std::io::Error::other(source)))?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(error)?;
+        self.file.sync_data().map_err(error)
+    }
+}
+
+/// Whether a variable or option name suggests a secret.
+fn looks_secret(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "private",
+        "credential",
+        "key",
+    ]
+    .iter()
+    .any(|word| lower.contains(word))
+}
+
+pub const REDACTED: &str = "<redacted>";
+
+/// Environment variables for display: values of secret-looking names are replaced.
+pub fn redact_env(env: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(name, value)| {
+            let shown = if looks_secret(name) {
+                REDACTED.to_string()
+            } else {
+                value.clone()
+            };
+            (name.clone(), shown)
+        })
+        .collect()
+}
+
+/// An argv for display: `--password=x`, `--token x` and `password=x` lose their values.
+pub fn redact_argv(argv: &[String]) -> Vec<String> {
+    let mut shown = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for argument in argv {
+        if hide_next {
+            shown.push(REDACTED.to_string());
+            hide_next = false;
+            continue;
+        }
+        match argument.split_once('=') {
+            Some((name, _)) if looks_secret(name) => shown.push(format!("{name}={REDACTED}")),
+            None if argument.starts_with('-') && looks_secret(argument) => {
+                shown.push(argument.clone());
+                hide_next = true;
+            }
+            _ => shown.push(argument.clone()),
+        }
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_in_argv_and_env_are_redacted() {
+        let argv: Vec<String> = [
+            "etcdctl",
+            "--password",
+            "hunter2",
+            "--user=root",
+            "token=abc",
+            "get",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            redact_argv(&argv),
+            [
+                "etcdctl",
+                "--password",
+                REDACTED,
+                "--user=root",
+                "token=<redacted>",
+                "get"
+            ]
+        );
+        let env = BTreeMap::from([
+            ("ETCD_PASSWORD".to_string(), "hunter2".to_string()),
+            ("MODE".to_string(), "fast".to_string()),
+        ]);
+        assert_eq!(
+            redact_env(&env),
+            [
+                ("ETCD_PASSWORD".to_string(), REDACTED.to_string()),
+                ("MODE".to_string(), "fast".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn every_entry_is_one_appended_line() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("journal.jsonl");
+        let holder = Holder {
+            user: "ops".into(),
+            host: "h".into(),
+            pid: 1,
+            started: "t".into(),
+        };
+        for _ in 0..2 {
+            let mut journal = Journal::open(&path, "run", "sha256:x", &holder).unwrap();
+            let mut entry = journal.entry(JournalEvent::Started);
+            entry.step = Some("a/b".into());
+            journal.record(&entry).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["event"], "started");
+        assert_eq!(first["user"], "ops");
+    }
+}

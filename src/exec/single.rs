@@ -1,0 +1,58 @@
+//! One-step plans: how `create`, `apply`, `replace`, `delete`, `label` and `patch` use the executor.
+//!
+//! A normal command builds `Plan::single(...)` and hands it to `Executor::run_one`, so dry-run,
+//! retries, error reporting and the optional journal behave exactly as in an upgrade. One-step runs
+//! take no lock and write no checkpoint: they are one conditional write, safe to repeat.
+
+use crate::datastore::DatastoreType;
+use crate::plan::{
+    Action, Fact, FactOrigin, Facts, InstallMethod, Phase, Plan, PlannedStep, Release,
+};
+
+impl Plan {
+    /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
+    pub fn single(procedure: &str, description: impl Into<String>, action: Action) -> Plan {
+        let step = PlannedStep {
+            id: procedure.to_string(),
+            runbook: procedure.to_string(),
+            phase: Phase::Upgrade,
+            description: description.into(),
+            needs: vec![],
+            action,
+            verify: None,
+            irreversible: false,
+            retry: None,
+            register: None,
+            reason: format!("`netctl {procedure}`"),
+        };
+        Plan::new(
+            procedure,
+            Release::UNKNOWN,
+            Release::UNKNOWN,
+            unknown_facts(),
+            vec![step],
+        )
+    }
+}
+
+/// Facts for a plan that depends on none: every value a default.
+fn unknown_facts() -> Facts {
+    let default = |value| Fact::new(value, FactOrigin::Default);
+    Facts {
+        installed_version: Fact::new(Release::UNKNOWN, FactOrigin::Default),
+        datastore_type: Fact::new(DatastoreType::EtcdV3, FactOrigin::Default),
+        install_method: Fact::new(InstallMethod::Manifest, FactOrigin::Default),
+        operator_namespace: default(String::new()),
+        system_namespace: default(String::new()),
+        helm_release: default(String::new()),
+        manifest_flavor: Fact::new(
+            crate::plan::facts::ManifestFlavor::Calico,
+            FactOrigin::Default,
+        ),
+        manifest_base_url: default(String::new()),
+        all_interfaces_host_endpoints: Fact::new(Vec::new(), FactOrigin::Default),
+        owner_references: Fact::new(Vec::new(), FactOrigin::Default),
+        alp_enabled: Fact::new(false, FactOrigin::Default),
+        mesh_version: default(String::new()),
+    }
+}

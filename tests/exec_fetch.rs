@@ -1,0 +1,143 @@
+//! `fetch` steps in upgrade runs: over HTTP (a one-file server on loopback), from a mirror directory
+//! for air-gapped sites, with the bytes kept in the state directory and their digest registered in
+//! the checkpoint; a missing file fails the step with advice.
+
+mod exec_common;
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+
+use exec_common::*;
+use support::EtcdServer;
+
+const MANIFEST: &str = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: calico-node\n";
+
+/// Serves `MANIFEST` for `/calico.yaml` and 404 for anything else, until the test ends.
+fn serve() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request_line = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            // Drain the headers.
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok() && line.trim() != "" {
+                line.clear();
+            }
+            let response = if request_line.starts_with("GET /calico.yaml ") {
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{MANIFEST}",
+                    MANIFEST.len()
+                )
+            } else {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_string()
+            };
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    format!("http://{address}")
+}
+
+fn fetch_step(id: &str, url: &str, file: &str) -> netctl::plan::PlannedStep {
+    let mut step = step(
+        id,
+        &format!("Download {file}"),
+        action("fetch", serde_json::json!({"url": url, "file": file})),
+    );
+    step.register = Some(id.replace('/', "_"));
+    step
+}
+
+#[test]
+fn downloads_are_kept_beside_the_checkpoint_with_their_digest() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let server = serve();
+
+    // Online: over HTTP.
+    let online = Operator::new(&etcd);
+    let plan_file = online.write_plan(&plan(vec![fetch_step(
+        "pre/download",
+        &format!("{server}/calico.yaml"),
+        "v3.29.2/calico.yaml",
+    )]));
+    let output = online.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let kept = online.state_dir().join("files/v3.29.2/calico.yaml");
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), MANIFEST);
+    let online_digest = status_json(&online)["checkpoint"]["outputs"]["pre_download"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(online_digest.starts_with("sha256:"));
+
+    // Air-gapped: every URL is read from `<mirror>/<host>/<path>`, never from the network.
+    let offline = Operator::new(&etcd);
+    offline
+        .netctl
+        .write_file("mirror/downloads.example/v3.29.2/calico.yaml", MANIFEST);
+    let plan_file = offline.write_plan(&plan(vec![fetch_step(
+        "pre/download",
+        "https://downloads.example/v3.29.2/calico.yaml",
+        "v3.29.2/calico.yaml",
+    )]));
+    let mirror = offline.home().join("mirror");
+    let output = offline.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let outputs = &status_json(&offline)["checkpoint"]["outputs"];
+    assert_eq!(
+        outputs["pre_download"]["sha256"],
+        online_digest.as_str(),
+        "same bytes"
+    );
+}
+
+#[test]
+fn a_missing_download_fails_the_step_with_advice() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let server = serve();
+    let plan_file = operator.write_plan(&plan(vec![fetch_step(
+        "pre/http",
+        &format!("{server}/missing.yaml"),
+        "missing.yaml",
+    )]));
+    let output = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let message = scrub(&text(&output.stderr), operator.home());
+    assert!(
+        message.contains(
+            "error: step `pre/http` failed after 1 attempt(s): cannot download `http://127.0.0.1:"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("the server answered 404"), "{message}");
+    assert!(
+        message.contains("hint: for an air-gapped site, pass `--mirror-dir DIR`"),
+        "{message}"
+    );
+}

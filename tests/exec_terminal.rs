@@ -1,0 +1,157 @@
+//! Runs on a terminal (a pseudo-terminal from util-linux `script`): a human gate asks on the terminal
+//! and goes on after `y`, stops after anything else; the progress bar is drawn only there.
+
+mod exec_common;
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use exec_common::*;
+use support::{EtcdServer, Netctl};
+
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Runs netctl under `script` with `answer` typed on the terminal; returns exit success and the
+/// terminal transcript.
+fn on_terminal(operator: &Operator, args: &[&str], answer: &str) -> (bool, String) {
+    on_terminal_of_type(operator, args, answer, "xterm")
+}
+
+fn on_terminal_of_type(
+    operator: &Operator,
+    args: &[&str],
+    answer: &str,
+    term: &str,
+) -> (bool, String) {
+    let mut command_line = vec![
+        quote(&Netctl::program().display().to_string()),
+        "-c".to_string(),
+        quote(&operator.home().join("netctl.cfg").display().to_string()),
+    ];
+    command_line.extend(args.iter().map(|arg| quote(arg)));
+    command_line.push("--state-dir".to_string());
+    command_line.push(quote(&operator.state_dir().display().to_string()));
+    let mut child = Command::new("script")
+        .args(["-qec", &command_line.join(" "), "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", operator.home())
+        .env("USER", "ops")
+        .env("NO_COLOR", "1")
+        .env("TERM", term)
+        .env("SHELL", "/bin/sh")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` is installed (apt-get install bsdutils)");
+    // Typed ahead: the terminal holds the line until netctl reads its answer.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (output.status.success(), text(&output.stdout))
+}
+
+fn gate_plan(operator: &Operator) -> netctl::plan::Plan {
+    let log = operator.home().join("log.txt");
+    plan(vec![
+        append_step("pre/append-a", &log, "a"),
+        step(
+            "pre/window",
+            "Confirm the window",
+            action(
+                "pause",
+                serde_json::json!({"message": "is the window open?"}),
+            ),
+        ),
+        append_step("post/append-b", &log, "b"),
+    ])
+}
+
+#[test]
+fn a_gate_asks_on_the_terminal_and_continues_after_yes() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let plan_file = operator.write_plan(&gate_plan(&operator));
+    let (success, transcript) = on_terminal(
+        &operator,
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        "y\n",
+    );
+    assert!(success, "{transcript}");
+    assert!(
+        transcript.contains("is the window open?")
+            && transcript.contains("continue with step `pre/window`? [y/N]"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("[3/3] post/append-b: succeeded"),
+        "the bar prints finished steps above itself: {transcript}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(operator.home().join("log.txt")).unwrap(),
+        "a\nb\n"
+    );
+    let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(r#""summary":"confirmed on the terminal""#),
+        "{journal}"
+    );
+}
+
+#[test]
+fn a_gate_answered_no_stops_the_run_with_a_checkpoint() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let plan_file = operator.write_plan(&gate_plan(&operator));
+    let (success, transcript) = on_terminal(
+        &operator,
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        "n\n",
+    );
+    assert!(!success, "{transcript}");
+    assert!(
+        transcript.contains("step `pre/window` was not confirmed"),
+        "{transcript}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(operator.home().join("log.txt")).unwrap(),
+        "a\n"
+    );
+    let status = status_json(&operator);
+    assert_eq!(status["checkpoint"]["run"]["state"], "waiting-at-gate");
+}
+
+#[test]
+fn a_terminal_that_cannot_draw_a_bar_gets_plain_lines() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let plan_file = operator.write_plan(&gate_plan(&operator));
+    let (success, transcript) = on_terminal_of_type(
+        &operator,
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        "",
+        "dumb",
+    );
+    assert!(success, "{transcript}");
+    for line in [
+        "[1/3] pre/append-a: append `a`",
+        "[2/3] pre/window: Confirm the window",
+        "[3/3] post/append-b: succeeded",
+    ] {
+        assert!(transcript.contains(line), "{line} in {transcript}");
+    }
+}
