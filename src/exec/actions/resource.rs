@@ -19,7 +19,7 @@ use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::plan::action::{
     PatchType, ResourceDocuments, ResourceLabel, ResourceList, ResourcePatch, ResourceTarget,
 };
-use crate::resource::{API_VERSION, Kind, Resource, ResourceKey};
+use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::{Outcome, RunMode};
 
@@ -54,36 +54,27 @@ pub struct ValidationError {
     pub reason: String,
 }
 
-/// The one gate every document passes before it is written (create, apply, replace, label, patch).
-///
-/// Until resource validation and defaulting are merged this checks only what the executor itself
-/// relies on — the API version and a non-empty name, and a namespace exactly for namespaced kinds.
-/// The real `validate_and_default` replaces this body; callers do not change.
+/// The one gate every document passes before it is written (create, apply, replace, label, patch):
+/// a namespaced kind without a namespace goes to `default` (as upstream), then the full client-side
+/// validation and defaulting of `resource::validate_and_default` runs. Every error of the document is
+/// reported at once, one field per line.
 pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError> {
-    let invalid = |reason: String| ValidationError {
+    if resource.kind.is_namespaced() && resource.metadata.namespace.is_none() {
+        resource.metadata.namespace = Some("default".to_string());
+    }
+    crate::resource::validate_and_default(resource).map_err(|invalid| ValidationError {
         key: resource.key().to_string(),
-        reason,
-    };
-    if resource.api_version != API_VERSION {
-        return Err(invalid(format!(
-            "apiVersion is `{}`, expected `{API_VERSION}`",
-            resource.api_version
-        )));
-    }
-    if resource.metadata.name.trim().is_empty() {
-        return Err(invalid("metadata.name must not be empty".to_string()));
-    }
-    match (resource.kind.is_namespaced(), &resource.metadata.namespace) {
-        (true, None) => resource.metadata.namespace = Some("default".to_string()),
-        (false, Some(namespace)) => {
-            return Err(invalid(format!(
-                "{} is not namespaced, but namespace `{namespace}` was given",
-                resource.kind
-            )));
-        }
-        _ => {}
-    }
-    Ok(())
+        reason: format!(
+            "{} problem(s):\n  {}",
+            invalid.errors.len(),
+            invalid
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        ),
+    })
 }
 
 /// Why a resource action failed.
@@ -662,17 +653,18 @@ mod tests {
     }
 
     #[test]
-    fn writes_need_the_api_version_and_a_name() {
+    fn writes_are_validated_and_defaulted_with_every_problem_reported() {
         let mut resource = Resource::new(Kind::NetworkPolicy, "p");
         prepare_for_write(&mut resource).unwrap();
         assert_eq!(resource.metadata.namespace.as_deref(), Some("default"));
+        assert_eq!(resource.spec["types"], serde_json::json!(["Ingress"]), "types are defaulted");
         let mut nameless = Resource::new(Kind::HostEndpoint, "");
         assert!(prepare_for_write(&mut nameless).is_err());
         let mut foreign = Resource::new(Kind::HostEndpoint, "h");
         foreign.api_version = "v1".into();
         assert_eq!(
             prepare_for_write(&mut foreign).unwrap_err().to_string(),
-            "invalid HostEndpoint(h): apiVersion is `v1`, expected `projectcalico.org/v3`"
+            "invalid HostEndpoint(h): 3 problem(s):\n  apiVersion = 'v1': must be `projectcalico.org/v3`\n  spec.node: no node has been specified\n  spec: no interface or expected IPs have been specified (set `interfaceName`, `expectedIPs` or both)"
         );
     }
 }
