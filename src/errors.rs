@@ -2,11 +2,12 @@
 //! the chain offers. Typed errors stay in their modules (`ConfigError`, `StoreError`, ...); this file
 //! only knows how to ask them for advice.
 
-use crate::cli::KubernetesNotAvailable;
 use crate::cli::UpgradeApplyError;
+use crate::cli::{ClusterTooNew, KubernetesNotAvailable};
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::exec::ExecError;
+use crate::exec::actions::StepError;
 use crate::exec::lock::LockError;
 use crate::node::NodeError;
 
@@ -46,6 +47,9 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
         if let Some(node) = cause.downcast_ref::<NodeError>() {
             return node.hint();
         }
+        if let Some(step) = cause.downcast_ref::<StepError>() {
+            return step.hint();
+        }
         if let Some(exec) = cause.downcast_ref::<ExecError>() {
             return exec.hint();
         }
@@ -54,6 +58,9 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
         }
         if let Some(upgrade) = cause.downcast_ref::<UpgradeApplyError>() {
             return upgrade.hint();
+        }
+        if let Some(too_new) = cause.downcast_ref::<ClusterTooNew>() {
+            return Some(too_new.hint().to_string());
         }
         if let Some(kubernetes) = cause.downcast_ref::<KubernetesNotAvailable>() {
             return Some(kubernetes.hint().to_string());

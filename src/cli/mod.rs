@@ -12,7 +12,9 @@ pub mod upgrade;
 mod upgrade_apply;
 
 pub use upgrade_apply::UpgradeApplyError;
+pub use write::ClusterTooNew;
 mod version;
+mod write;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +70,20 @@ pub struct GlobalOptions {
 pub enum Command {
     /// Show resources
     Get(get::GetArgs),
+    /// Create resources from files (fails for any that already exist)
+    Create(write::CreateArgs),
+    /// Create or update resources from files
+    Apply(write::ApplyArgs),
+    /// Replace existing resources from files
+    Replace(write::ReplaceArgs),
+    /// Delete resources by name or as listed in files
+    Delete(write::DeleteArgs),
+    /// Set or remove a label on a resource
+    Label(write::LabelArgs),
+    /// Change a resource with a JSON merge patch or JSON patch
+    Patch(write::PatchArgs),
+    /// Check resource files without a datastore (validation and defaulting only)
+    Validate(write::ValidateArgs),
     /// Show or check the client configuration
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -192,6 +208,13 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
     let context = Context::new(cli.global, environment);
     match cli.command {
         Command::Get(args) => get::run(&context, args).await,
+        Command::Create(args) => write::create(&context, args).await,
+        Command::Apply(args) => write::apply(&context, args).await,
+        Command::Replace(args) => write::replace(&context, args).await,
+        Command::Delete(args) => write::delete(&context, args).await,
+        Command::Label(args) => write::label(&context, args).await,
+        Command::Patch(args) => write::patch(&context, args).await,
+        Command::Validate(args) => write::validate(args),
         Command::Config(command) => config::run(&context, command),
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),

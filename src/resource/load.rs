@@ -212,7 +212,14 @@ fn has_manifest_extension(path: &Path) -> bool {
 /// Loads every input and validates (and defaults) every resource. Returns ALL problems at once —
 /// unreadable files, malformed documents and invalid resources across every input — so a caller can
 /// refuse before writing anything.
-pub fn load_and_validate(inputs: &[Input]) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+///
+/// `namespace` is the command's `-n/--namespace`: a namespaced resource without a namespace gets it
+/// (or `default` when no flag was given), and one whose namespace differs from the flag is a problem
+/// (`reference/calicoctl.md` §4.1).
+pub fn load_and_validate(
+    inputs: &[Input],
+    namespace: Option<&str>,
+) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
     let mut problems = Vec::new();
     let mut loaded = Vec::new();
     for input in inputs {
@@ -236,6 +243,23 @@ pub fn load_and_validate(inputs: &[Input]) -> Result<Vec<(String, Vec<Resource>)
             mut resource,
         } in located
         {
+            if resource.kind.is_namespaced() {
+                match (&resource.metadata.namespace, namespace) {
+                    (None, flag) => {
+                        resource.metadata.namespace = Some(flag.unwrap_or("default").to_string());
+                    }
+                    (Some(own), Some(flag)) if own != flag => {
+                        problems.push(LoadError::Document {
+                            location,
+                            reason: format!(
+                                "the resource's namespace `{own}` does not match `--namespace {flag}`"
+                            ),
+                        });
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             match validate_and_default(&mut resource) {
                 Ok(()) => resources.push(resource),
                 Err(error) => problems.push(LoadError::Invalid {

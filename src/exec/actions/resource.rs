@@ -77,6 +77,19 @@ pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError>
     })
 }
 
+/// Validates and defaults every document before any is written, so a bad document later in a file
+/// never leaves the earlier ones applied.
+fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, ValidationError> {
+    documents
+        .documents
+        .iter()
+        .map(|document| {
+            let mut resource = document.clone();
+            prepare_for_write(&mut resource).map(|()| resource)
+        })
+        .collect()
+}
+
 /// Why a resource action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceActionError {
@@ -248,9 +261,7 @@ pub async fn create(
 ) -> Result<Outcome, ResourceActionError> {
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    for document in &documents.documents {
-        let mut resource = document.clone();
-        prepare_for_write(&mut resource)?;
+    for mut resource in prepare_all(documents)? {
         metadata_for_create(&mut resource);
         let key = resource.key();
         let exists = match store.get(&key).await {
@@ -338,9 +349,7 @@ pub async fn apply(
     let verb = if replace_only { "replace" } else { "apply" };
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    for document in &documents.documents {
-        let mut input = document.clone();
-        prepare_for_write(&mut input)?;
+    for input in prepare_all(documents)? {
         let key = input.key();
         let mut attempt = 1;
         loop {
@@ -657,7 +666,11 @@ mod tests {
         let mut resource = Resource::new(Kind::NetworkPolicy, "p");
         prepare_for_write(&mut resource).unwrap();
         assert_eq!(resource.metadata.namespace.as_deref(), Some("default"));
-        assert_eq!(resource.spec["types"], serde_json::json!(["Ingress"]), "types are defaulted");
+        assert_eq!(
+            resource.spec["types"],
+            serde_json::json!(["Ingress"]),
+            "types are defaulted"
+        );
         let mut nameless = Resource::new(Kind::HostEndpoint, "");
         assert!(prepare_for_write(&mut nameless).is_err());
         let mut foreign = Resource::new(Kind::HostEndpoint, "h");

@@ -221,7 +221,7 @@ fn load_and_validate_reports_every_problem_of_every_input() {
             text: "kind: [".to_string(),
         },
     ];
-    let error = load_and_validate(&inputs).unwrap_err();
+    let error = load_and_validate(&inputs, None).unwrap_err();
     let text = error
         .to_string()
         .replace(&directory.path().display().to_string(), "DIR");
@@ -242,7 +242,7 @@ fn load_and_validate_returns_defaulted_resources() {
         origin: "<stdin>".to_string(),
         text: POOL.to_string(),
     }];
-    let files = load_and_validate(&inputs).unwrap();
+    let files = load_and_validate(&inputs, None).unwrap();
     assert_eq!(files[0].0, "<stdin>");
     assert_eq!(files[0].1[0].spec["blockSize"], 26);
 }

@@ -1,0 +1,447 @@
+//! The resource commands through the binary against a real etcd: `create`, `apply`, `replace`,
+//! `delete`, `label`, `patch`, `validate` and `get`, with the guarantees users rely on — every document
+//! validated before any is written, `--dry-run` changes nothing, writes refused on a cluster newer than
+//! netctl knows, ClusterInformation read-only — and upstream-compatible storage.
+
+mod support;
+
+use support::{EtcdServer, Netctl};
+
+const ROOT: &str = "/calico/resources/v3/projectcalico.org";
+
+const POLICY: &str = "apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata:
+  name: allow-all-upgrade
+spec:
+  selector: has(host-endpoint-upgrade)
+  types: [Ingress, Egress]
+  ingress: [{action: Log}, {action: Allow}]
+  egress: [{action: Log}, {action: Allow}]
+";
+
+const HOST_ENDPOINTS: &str = "apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-all, labels: {zone: a}}
+spec: {node: node1, interfaceName: '*'}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-eth0}
+spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
+";
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
+    netctl_with_input(etcd, args, None)
+}
+
+fn netctl_with_input(etcd: &EtcdServer, args: &[&str], input: Option<&str>) -> Run {
+    let mut command = Netctl::new();
+    command
+        .env("DATASTORE_TYPE", "etcdv3")
+        .env("ETCD_ENDPOINTS", etcd.endpoint())
+        .args(args);
+    if let Some(input) = input {
+        command.stdin(input);
+    }
+    let output = command.output();
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn ok(run: Run) -> String {
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    run.stdout
+}
+
+fn failed(run: Run) -> String {
+    assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
+    run.stderr
+}
+
+#[test]
+fn apply_from_stdin_stores_upstream_format_and_reads_back() {
+    let etcd = EtcdServer::start();
+    let out = ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(POLICY),
+    ));
+    assert_eq!(out, "Successfully applied 1 resource(s)\n");
+    let stored: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&format!(
+                "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+            ))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stored["spec"]["selector"], "has(host-endpoint-upgrade)");
+    assert_eq!(stored["spec"]["ingress"][0]["action"], "Log");
+    let table = ok(netctl(&etcd, &["get", "gnp", "-o", "wide"]));
+    assert!(table.contains("allow-all-upgrade   default"), "{table}");
+    // Applying again updates in place (uid kept).
+    let uid = stored["metadata"]["uid"].clone();
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(POLICY),
+    ));
+    let again: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&format!(
+                "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+            ))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(again["metadata"]["uid"], uid);
+}
+
+#[test]
+fn one_invalid_document_means_nothing_is_written() {
+    let etcd = EtcdServer::start();
+    let input = format!(
+        "{HOST_ENDPOINTS}---\napiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {{name: broken}}\nspec: {{interfaceName: 'eth0:1'}}\n"
+    );
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(&input),
+    ));
+    assert!(stderr.contains("`<stdin>` document 3"), "{stderr}");
+    assert!(
+        stderr.contains("spec.node: no node has been specified"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("spec.interfaceName = 'eth0:1'"), "{stderr}");
+    assert_eq!(
+        etcd.dump_prefix_bytes("/calico/"),
+        before,
+        "nothing was written"
+    );
+}
+
+#[test]
+fn dry_run_shows_the_documents_and_changes_nothing() {
+    let etcd = EtcdServer::start();
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let out = ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-", "--dry-run"],
+        Some(HOST_ENDPOINTS),
+    ));
+    assert!(
+        out.contains("would create HostEndpoint(node1-all):"),
+        "{out}"
+    );
+    assert!(out.contains("interfaceName: '*'"), "{out}");
+    assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
+}
+
+#[test]
+fn create_replace_delete_follow_existence_rules() {
+    let etcd = EtcdServer::start();
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+    assert!(
+        stderr.contains("resource already exists: HostEndpoint(node1-all)"),
+        "{stderr}"
+    );
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "--skip-exists", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+
+    let missing = "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {name: ghost}\nspec: {node: n, interfaceName: eth1}\n";
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["replace", "-f", "-"],
+        Some(missing),
+    ));
+    assert!(
+        stderr.contains("resource does not exist: HostEndpoint(ghost)"),
+        "{stderr}"
+    );
+
+    ok(netctl(&etcd, &["delete", "hostendpoint", "node1-eth0"]));
+    assert!(
+        etcd.get(&format!("{ROOT}/hostendpoints/node1-eth0"))
+            .is_none()
+    );
+    let stderr = failed(netctl(&etcd, &["delete", "hep", "node1-eth0"]));
+    assert!(
+        stderr.contains("resource does not exist: HostEndpoint(node1-eth0)"),
+        "{stderr}"
+    );
+    ok(netctl(
+        &etcd,
+        &["delete", "hep", "node1-eth0", "--skip-not-exists"],
+    ));
+    ok(netctl_with_input(
+        &etcd,
+        &["delete", "-f", "-", "--skip-not-exists"],
+        Some(HOST_ENDPOINTS),
+    ));
+    assert!(
+        etcd.get_prefix(&format!("{ROOT}/hostendpoints/"))
+            .is_empty()
+    );
+}
+
+#[test]
+fn label_set_overwrite_remove_and_select() {
+    let etcd = EtcdServer::start();
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+    let out = ok(netctl(
+        &etcd,
+        &[
+            "label",
+            "hostendpoint",
+            "node1-all",
+            "host-endpoint-upgrade=",
+        ],
+    ));
+    assert_eq!(
+        out,
+        "Successfully set label host-endpoint-upgrade on hostendpoint node1-all\n"
+    );
+    let stderr = failed(netctl(
+        &etcd,
+        &["label", "hostendpoint", "node1-all", "zone=b"],
+    ));
+    assert!(stderr.contains("please use '--overwrite'"), "{stderr}");
+    ok(netctl(
+        &etcd,
+        &[
+            "label",
+            "hostendpoint",
+            "node1-all",
+            "zone=b",
+            "--overwrite",
+        ],
+    ));
+
+    let selected = ok(netctl(
+        &etcd,
+        &[
+            "get",
+            "hep",
+            "-l",
+            "has(host-endpoint-upgrade) && zone == 'b'",
+            "-o",
+            "name",
+        ],
+    ));
+    assert_eq!(selected, "hostendpoint/node1-all\n");
+    let wide = ok(netctl(&etcd, &["get", "hep", "-o", "wide"]));
+    assert!(wide.contains("node1-all    node1   *"), "{wide}");
+
+    ok(netctl(
+        &etcd,
+        &[
+            "label",
+            "hep",
+            "node1-all",
+            "host-endpoint-upgrade",
+            "--remove",
+        ],
+    ));
+    let stderr = failed(netctl(
+        &etcd,
+        &[
+            "label",
+            "hep",
+            "node1-all",
+            "host-endpoint-upgrade",
+            "--remove",
+        ],
+    ));
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let bad = failed(netctl(&etcd, &["label", "hep", "node1-all", "a=b=c"]));
+    assert!(bad.contains("invalid label `a=b=c`"), "{bad}");
+}
+
+#[test]
+fn patch_merge_and_json_are_validated_before_writing() {
+    let etcd = EtcdServer::start();
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+    ok(netctl(
+        &etcd,
+        &[
+            "patch",
+            "hep",
+            "node1-eth0",
+            "-p",
+            r#"{"spec":{"expectedIPs":["10.0.0.2"]}}"#,
+        ],
+    ));
+    ok(netctl(
+        &etcd,
+        &[
+            "patch",
+            "hep",
+            "node1-eth0",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/interfaceName","value":"eth1"}]"#,
+        ],
+    ));
+    let yaml = ok(netctl(&etcd, &["get", "hep", "node1-eth0", "-o", "yaml"]));
+    assert!(
+        yaml.contains("- 10.0.0.2") && yaml.contains("interfaceName: eth1"),
+        "{yaml}"
+    );
+
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let stderr = failed(netctl(
+        &etcd,
+        &[
+            "patch",
+            "hep",
+            "node1-eth0",
+            "-p",
+            r#"{"spec":{"interfaceName":"bad:name"}}"#,
+        ],
+    ));
+    assert!(
+        stderr.contains("spec.interfaceName = 'bad:name'"),
+        "{stderr}"
+    );
+    assert_eq!(
+        etcd.dump_prefix_bytes("/calico/"),
+        before,
+        "an invalid result is not written"
+    );
+    let stderr = failed(netctl(
+        &etcd,
+        &["patch", "hep", "node1-eth0", "-p", "{not json"],
+    ));
+    assert!(stderr.contains("the patch is not valid JSON"), "{stderr}");
+}
+
+#[test]
+fn validate_needs_no_datastore() {
+    let mut command = Netctl::new();
+    let file = command.write_file("heps.yaml", HOST_ENDPOINTS);
+    command.args(["validate", "-f"]).arg(&file);
+    let output = command.output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "Successfully validated 2 resource(s)\n"
+    );
+
+    let mut bad = Netctl::new();
+    let file = bad.write_file("bad.yaml", "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.0.0.1/24}\n");
+    bad.args(["validate", "-f"]).arg(&file);
+    let output = bad.output();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("spec.cidr"), "{stderr}");
+}
+
+#[test]
+fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
+    let etcd = EtcdServer::start();
+    etcd.put(
+        &format!("{ROOT}/clusterinformations/default"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.31.2"}}"#,
+    );
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(POLICY),
+    ));
+    assert!(
+        stderr.contains(
+            "the cluster runs v3.31.2, newer than the newest release this netctl knows (v3.29)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-version-mismatch"), "{stderr}");
+    assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
+    ok(netctl_with_input(
+        &etcd,
+        &["--allow-version-mismatch", "apply", "-f", "-"],
+        Some(POLICY),
+    ));
+    // Reading is always allowed.
+    ok(netctl(&etcd, &["get", "gnp"]));
+}
+
+#[test]
+fn cluster_information_is_read_only() {
+    let etcd = EtcdServer::start();
+    let info = "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.29.2}\n";
+    let stderr = failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(info)));
+    assert!(
+        stderr.contains("ClusterInformation(default) is read-only"),
+        "{stderr}"
+    );
+    let stderr = failed(netctl(&etcd, &["delete", "clusterinformation", "default"]));
+    assert!(stderr.contains("read-only"), "{stderr}");
+}
+
+#[test]
+fn namespaced_resources_use_the_namespace_flag() {
+    let etcd = EtcdServer::start();
+    let policy = "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: deny}\nspec: {selector: all()}\n";
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-n", "prod", "-f", "-"],
+        Some(policy),
+    ));
+    assert!(
+        etcd.get(&format!("{ROOT}/networkpolicies/prod/default.deny"))
+            .is_some()
+    );
+    let all = ok(netctl(&etcd, &["get", "networkpolicy", "-A"]));
+    assert!(all.starts_with("NAMESPACE"), "{all}");
+    assert!(all.contains("prod        deny"), "{all}");
+    let none = ok(netctl(&etcd, &["get", "networkpolicy"]));
+    assert_eq!(none, "NAME   TIER   \n\n", "the default namespace has none");
+    let mismatch = "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: deny, namespace: dev}\nspec: {selector: all()}\n";
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["apply", "-n", "prod", "-f", "-"],
+        Some(mismatch),
+    ));
+    assert!(
+        stderr.contains("does not match `--namespace prod`"),
+        "{stderr}"
+    );
+}
