@@ -45,13 +45,35 @@ run() { echo; echo "\$ netctl $*" >&2; "$netctl" "$@"; }
 run config view
 echo; echo "==> an empty datastore lists no nodes (not an error)" >&2
 run get nodes
-echo "==> registering three nodes as the node agent would" >&2
+echo "==> registering three nodes and the cluster information, as the node agent would" >&2
 for node in node-a node-b node-c; do
   ETCDCTL_API=3 etcdctl --endpoints "$endpoint" put "/calico/resources/v3/projectcalico.org/nodes/${node}" \
     "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"Node\",\"metadata\":{\"name\":\"${node}\"},\"spec\":{\"bgp\":{\"ipv4Address\":\"10.0.0.1/24\"}}}" >/dev/null
 done
-run get nodes
+ETCDCTL_API=3 etcdctl --endpoints "$endpoint" put /calico/resources/v3/projectcalico.org/clusterinformations/default \
+  '{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.13.2","clusterType":"bgp","datastoreReady":true}}' >/dev/null
+run get nodes -o wide
 run version
+
+echo; echo "==> host endpoints: one all-interfaces (\`*\`), one named" >&2
+cat > "${work}/hostendpoints.yaml" <<'YAML'
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node-a-all, labels: {role: worker}}
+spec: {node: node-a, interfaceName: "*"}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node-b-eth0, labels: {role: worker}}
+spec: {node: node-b, interfaceName: eth0, expectedIPs: [10.0.0.2]}
+YAML
+run apply -f "${work}/hostendpoints.yaml"
+run get hostendpoints -o wide
+
+echo; echo "==> planning the upgrade v3.13 -> v3.27 from facts read from this datastore" >&2
+run upgrade plan --to v3.27.0 --install-method manifest
+echo; echo "==> the same plan as a dry run: exactly what would be written, nothing changed" >&2
+run upgrade apply --to v3.27.0 --install-method manifest --dry-run --state-dir "${work}/state" || true
 
 if [ "$keep" = true ]; then
   echo
