@@ -334,9 +334,38 @@ fn describe(verb: &str, resources: &[Resource]) -> String {
     }
 }
 
-pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitCode> {
-    let documents = args.files.load()?;
+/// The three document commands differ only in the action and how existing resources are treated.
+#[derive(Debug, Clone, Copy)]
+enum DocumentCommand {
+    Create,
+    Apply,
+    Replace,
+}
+
+async fn write_documents(
+    context: &Context,
+    command: DocumentCommand,
+    files: &FileArgs,
+    dry_run: DryRunArg,
+    semantics: WriteSemantics,
+) -> anyhow::Result<ExitCode> {
+    let documents = files.load()?;
     let store = writable_datastore(context).await?;
+    let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
+        DocumentCommand::Create => ("create", Action::ResourceCreate),
+        DocumentCommand::Apply => ("apply", Action::ResourceApply),
+        DocumentCommand::Replace => ("replace", Action::ResourceReplace),
+    };
+    let description = describe(verb, &documents);
+    let action = build(ResourceDocuments {
+        documents,
+        file: None,
+    });
+    run_step(context, store, verb, description, action, dry_run.mode(), semantics).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitCode> {
     let semantics = WriteSemantics {
         create_existing: if args.skip_exists {
             ExistingPolicy::Skip
@@ -345,66 +374,17 @@ pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitC
         },
         ..WriteSemantics::default()
     };
-    let description = describe("create", &documents);
-    let action = Action::ResourceCreate(ResourceDocuments {
-        documents,
-        file: None,
-    });
-    run_step(
-        context,
-        store,
-        "create",
-        description,
-        action,
-        args.dry_run.mode(),
-        semantics,
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    write_documents(context, DocumentCommand::Create, &args.files, args.dry_run, semantics).await
 }
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
-    let documents = args.files.load()?;
-    let store = writable_datastore(context).await?;
-    let description = describe("apply", &documents);
-    let action = Action::ResourceApply(ResourceDocuments {
-        documents,
-        file: None,
-    });
     let semantics = WriteSemantics::default();
-    run_step(
-        context,
-        store,
-        "apply",
-        description,
-        action,
-        args.dry_run.mode(),
-        semantics,
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    write_documents(context, DocumentCommand::Apply, &args.files, args.dry_run, semantics).await
 }
 
 pub async fn replace(context: &Context, args: ReplaceArgs) -> anyhow::Result<ExitCode> {
-    let documents = args.files.load()?;
-    let store = writable_datastore(context).await?;
-    let description = describe("replace", &documents);
-    let action = Action::ResourceReplace(ResourceDocuments {
-        documents,
-        file: None,
-    });
     let semantics = WriteSemantics::default();
-    run_step(
-        context,
-        store,
-        "replace",
-        description,
-        action,
-        args.dry_run.mode(),
-        semantics,
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    write_documents(context, DocumentCommand::Replace, &args.files, args.dry_run, semantics).await
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
