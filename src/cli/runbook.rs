@@ -35,6 +35,10 @@ impl RunbookCommand {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:
+  netctl runbook lint                      # the runbooks built into netctl
+  netctl runbook lint runbooks/ my-site/   # files under review
+Exit status 1 when any finding is an error; each finding names file:line:col and the check.")]
 pub struct LintArgs {
     /// Runbook files or directories; the files beside each are its assets and catalog.
     #[arg(value_name = "PATH")]
@@ -71,6 +75,12 @@ impl LintArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:
+  netctl runbook render --from v3.22.0 --to v3.29.2 --install-method helm
+  # review a change to the runbooks: render both versions for the same edge and diff them
+  netctl runbook render --from v3.26.0 --to v3.29.2 --install-method operator --runbooks old/ > before.txt
+  netctl runbook render --from v3.26.0 --to v3.29.2 --install-method operator --runbooks runbooks/ > after.txt
+  diff before.txt after.txt")]
 pub struct RenderArgs {
     /// The target release.
     #[arg(long, value_name = "VERSION")]
@@ -105,6 +115,7 @@ impl RenderArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  netctl runbook list\n  netctl runbook list --runbooks ./runbooks")]
 pub struct ListArgs {
     /// Use the runbooks of this directory instead of the built-in ones.
     #[arg(long, value_name = "DIR")]

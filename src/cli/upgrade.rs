@@ -125,6 +125,12 @@ impl FactArgs {
 
 /// `netctl upgrade plan`
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:
+  netctl upgrade plan --to v3.29.2                     # facts read from the configured datastore
+  netctl upgrade plan --to v3.29.2 -o markdown > change-ticket.md
+  netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
+  netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
+  netctl upgrade plan --procedure auto-host-endpoints -o mermaid")]
 pub struct PlanArgs {
     /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
     #[arg(long, value_name = "VERSION")]
