@@ -115,7 +115,9 @@ impl RenderArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Examples:\n  netctl runbook list\n  netctl runbook list --runbooks ./runbooks")]
+#[command(
+    after_help = "Examples:\n  netctl runbook list\n  netctl runbook list --runbooks ./runbooks"
+)]
 pub struct ListArgs {
     /// Use the runbooks of this directory instead of the built-in ones.
     #[arg(long, value_name = "DIR")]

@@ -361,7 +361,16 @@ async fn write_documents(
         documents,
         file: None,
     });
-    run_step(context, store, verb, description, action, dry_run.mode(), semantics).await?;
+    run_step(
+        context,
+        store,
+        verb,
+        description,
+        action,
+        dry_run.mode(),
+        semantics,
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -374,17 +383,38 @@ pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitC
         },
         ..WriteSemantics::default()
     };
-    write_documents(context, DocumentCommand::Create, &args.files, args.dry_run, semantics).await
+    write_documents(
+        context,
+        DocumentCommand::Create,
+        &args.files,
+        args.dry_run,
+        semantics,
+    )
+    .await
 }
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let semantics = WriteSemantics::default();
-    write_documents(context, DocumentCommand::Apply, &args.files, args.dry_run, semantics).await
+    write_documents(
+        context,
+        DocumentCommand::Apply,
+        &args.files,
+        args.dry_run,
+        semantics,
+    )
+    .await
 }
 
 pub async fn replace(context: &Context, args: ReplaceArgs) -> anyhow::Result<ExitCode> {
     let semantics = WriteSemantics::default();
-    write_documents(context, DocumentCommand::Replace, &args.files, args.dry_run, semantics).await
+    write_documents(
+        context,
+        DocumentCommand::Replace,
+        &args.files,
+        args.dry_run,
+        semantics,
+    )
+    .await
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
