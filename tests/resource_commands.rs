@@ -445,3 +445,78 @@ fn namespaced_resources_use_the_namespace_flag() {
         "{stderr}"
     );
 }
+
+#[test]
+fn rules_that_need_the_datastore_are_checked_before_writing() {
+    let etcd = EtcdServer::start();
+    let pool = |name: &str, cidr: &str| {
+        format!(
+            "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {{name: {name}}}\nspec: {{cidr: {cidr}}}\n"
+        )
+    };
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(&pool("pool-a", "10.0.0.0/16")),
+    ));
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(&pool("pool-b", "10.0.128.0/24")),
+    ));
+    assert!(
+        stderr.contains("overlaps with IPPool(pool-a) CIDR 10.0.0.0/16"),
+        "{stderr}"
+    );
+    // Two new pools in one file that overlap each other: neither is written.
+    let both = format!(
+        "{}---\n{}",
+        pool("pool-c", "10.1.0.0/16"),
+        pool("pool-d", "10.1.0.0/20")
+    );
+    let stderr = failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(&both)));
+    assert!(stderr.contains("overlaps with IPPool(pool-d)"), "{stderr}");
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(&pool("pool-a", "10.9.0.0/16")),
+    ));
+    assert!(stderr.contains("spec.cidr cannot be changed"), "{stderr}");
+    assert_eq!(
+        etcd.dump_prefix_bytes("/calico/"),
+        before,
+        "no refused write changed anything"
+    );
+
+    let tiered = "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: security.block}\nspec: {tier: security, selector: all()}\n";
+    let stderr = failed(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(tiered),
+    ));
+    assert!(
+        stderr.contains("tier `security` does not exist"),
+        "{stderr}"
+    );
+    let tier = "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: security}\nspec: {order: 100}\n";
+    ok(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(tier)));
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(tiered),
+    ));
+    let stderr = failed(netctl(&etcd, &["delete", "tier", "security"]));
+    assert!(stderr.contains("the tier still holds policies"), "{stderr}");
+    ok(netctl(&etcd, &["delete", "gnp", "security.block"]));
+    ok(netctl(&etcd, &["delete", "tier", "security"]));
+    etcd.put(
+        &format!("{ROOT}/tiers/default"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"default"},"spec":{"order":1000000}}"#,
+    );
+    let stderr = failed(netctl(&etcd, &["delete", "tier", "default"]));
+    assert!(
+        stderr.contains("built in and cannot be deleted"),
+        "{stderr}"
+    );
+}

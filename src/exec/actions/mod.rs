@@ -12,6 +12,7 @@ pub mod kube;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod store_rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -21,6 +21,8 @@ use crate::plan::action::{
 };
 use crate::resource::{Kind, Resource, ResourceKey};
 
+use super::store_rules;
+
 use super::{Outcome, RunMode};
 
 /// How often an update is retried after a conflict when the user gave no revision (as upstream).
@@ -261,7 +263,9 @@ pub async fn create(
 ) -> Result<Outcome, ResourceActionError> {
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    for mut resource in prepare_all(documents)? {
+    let prepared = prepare_all(documents)?;
+    store_rules::check_writes(store, &prepared).await?;
+    for mut resource in prepared {
         metadata_for_create(&mut resource);
         let key = resource.key();
         let exists = match store.get(&key).await {
@@ -349,7 +353,9 @@ pub async fn apply(
     let verb = if replace_only { "replace" } else { "apply" };
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    for input in prepare_all(documents)? {
+    let prepared = prepare_all(documents)?;
+    store_rules::check_writes(store, &prepared).await?;
+    for input in prepared {
         let key = input.key();
         let mut attempt = 1;
         loop {
@@ -455,6 +461,7 @@ pub async fn delete(
         Err(StoreError::NotFound(_)) => return missing(&key),
         Err(source) => return Err(store_error("read", &key)(source)),
     };
+    store_rules::check_delete(store, &key).await?;
     if mode == RunMode::DryRun {
         return Ok(Outcome {
             summary: format!("would delete {key}"),
@@ -488,6 +495,7 @@ async fn read_modify_write(
         let mut resource = store.get(key).await.map_err(store_error("read", key))?;
         let note = change(&mut resource)?;
         prepare_for_write(&mut resource)?;
+        store_rules::check_writes(store, std::slice::from_ref(&resource)).await?;
         if mode == RunMode::DryRun {
             return Ok((resource, note));
         }

@@ -1,0 +1,166 @@
+//! The validation rules that need the datastore, checked before a write (upstream's clientv3 checks
+//! them too, `reference/calicoctl.md` §4.4, §4.6, §4.12): IP pools must not overlap other pools and
+//! keep their CIDR and block size; a policy's tier must exist; the built-in tiers and tiers that still
+//! hold policies cannot be deleted. Everything that needs only the document is in
+//! `resource::validate`.
+//!
+//! The checks read current state, so they narrow but cannot close the window in which another writer
+//! changes it; the write itself stays conditional.
+
+use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
+use crate::resource::validate::syntax::Cidr;
+use crate::resource::{Kind, Resource, ResourceKey};
+
+use super::resource::ValidationError;
+
+/// Tiers upstream creates and never lets users delete.
+const BUILT_IN_TIERS: [&str; 2] = ["default", "adminnetworkpolicy"];
+
+fn invalid(key: &ResourceKey, reason: String) -> ValidationError {
+    ValidationError {
+        key: key.to_string(),
+        reason,
+    }
+}
+
+fn unreadable(key: &ResourceKey, error: StoreError) -> ValidationError {
+    invalid(
+        key,
+        format!("cannot check it against the datastore: {error}"),
+    )
+}
+
+fn spec_text<'a>(resource: &'a Resource, field: &str) -> Option<&'a str> {
+    resource.spec.get(field).and_then(|value| value.as_str())
+}
+
+/// Checks writes of `batch` (already validated and defaulted), as a whole: pools in the batch may not
+/// overlap each other either.
+pub async fn check_writes(
+    store: &dyn Datastore,
+    batch: &[Resource],
+) -> Result<(), ValidationError> {
+    for resource in batch {
+        let key = resource.key();
+        match resource.kind {
+            Kind::IpPool => check_pool(store, resource, batch).await?,
+            Kind::NetworkPolicy | Kind::GlobalNetworkPolicy => {
+                let tier = spec_text(resource, "tier").unwrap_or("default");
+                if tier != "default" {
+                    match store.get(&ResourceKey::new(Kind::Tier, None, tier)).await {
+                        Ok(_) => {}
+                        Err(StoreError::NotFound(_)) => {
+                            return Err(invalid(
+                                &key,
+                                format!(
+                                    "spec.tier = '{tier}': tier `{tier}` does not exist; create it first"
+                                ),
+                            ));
+                        }
+                        Err(error) => return Err(unreadable(&key, error)),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+async fn check_pool(
+    store: &dyn Datastore,
+    pool: &Resource,
+    batch: &[Resource],
+) -> Result<(), ValidationError> {
+    let key = pool.key();
+    let Some(cidr) = spec_text(pool, "cidr").and_then(Cidr::parse) else {
+        return Ok(()); // the document validation already reported it
+    };
+    match store.get(&key).await {
+        Ok(stored) => {
+            for field in ["cidr", "blockSize"] {
+                let (before, after) = (stored.spec.get(field), pool.spec.get(field));
+                let same = match field {
+                    "cidr" => {
+                        before
+                            .and_then(|v| v.as_str())
+                            .and_then(Cidr::parse)
+                            .map(|c| c.network().to_string())
+                            == Some(cidr.network().to_string())
+                    }
+                    _ => before == after,
+                };
+                if !same {
+                    return Err(invalid(
+                        &key,
+                        format!(
+                            "spec.{field} cannot be changed on an existing IP pool; create a new pool instead"
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(StoreError::NotFound(_)) => {}
+        Err(error) => return Err(unreadable(&key, error)),
+    }
+    let mut overlap: Option<(String, String)> = None;
+    let mut check = |other: &Resource| {
+        if other.metadata.name == pool.metadata.name || overlap.is_some() {
+            return;
+        }
+        if let Some(text) = spec_text(other, "cidr")
+            && let Some(other_cidr) = Cidr::parse(text)
+            && cidr.overlaps(&other_cidr)
+        {
+            overlap = Some((other.metadata.name.clone(), text.to_string()));
+        }
+    };
+    batch
+        .iter()
+        .filter(|r| r.kind == Kind::IpPool)
+        .for_each(&mut check);
+    for_each(store, &ListOptions::new(Kind::IpPool), |other: Resource| {
+        check(&other);
+        Ok::<(), StoreError>(())
+    })
+    .await
+    .map_err(|error| unreadable(&key, error))?;
+    match overlap {
+        Some((other, other_cidr)) => Err(invalid(
+            &key,
+            format!("spec.cidr = '{cidr}': overlaps with IPPool({other}) CIDR {other_cidr}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a delete: built-in tiers and tiers that still hold policies stay.
+pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<(), ValidationError> {
+    if key.kind != Kind::Tier {
+        return Ok(());
+    }
+    if BUILT_IN_TIERS.contains(&key.name.as_str()) {
+        return Err(invalid(
+            key,
+            format!("the `{}` tier is built in and cannot be deleted", key.name),
+        ));
+    }
+    for kind in [Kind::GlobalNetworkPolicy, Kind::NetworkPolicy] {
+        let mut holder: Option<String> = None;
+        for_each(store, &ListOptions::new(kind), |policy: Resource| {
+            if holder.is_none() && spec_text(&policy, "tier") == Some(key.name.as_str()) {
+                holder = Some(policy.key().to_string());
+            }
+            Ok::<(), StoreError>(())
+        })
+        .await
+        .map_err(|error| unreadable(key, error))?;
+        if let Some(policy) = holder {
+            return Err(invalid(
+                key,
+                format!("the tier still holds policies (e.g. {policy}); delete or move them first"),
+            ));
+        }
+    }
+    Ok(())
+}
