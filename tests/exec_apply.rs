@@ -470,3 +470,39 @@ fn a_failed_step_is_recorded_and_resume_runs_it_again_after_the_fix() {
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
 }
+
+#[test]
+fn the_lock_is_kept_alive_for_a_run_longer_than_its_lease() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let slow = step(
+        "pre/slow",
+        "Take longer than the lease",
+        action("exec", serde_json::json!({"command": ["sleep", "5"]})),
+    );
+    let plan_file = operator.write_plan(&plan(vec![slow]));
+    let mut running = operator.spawn(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--lock-ttl",
+            "2s",
+        ],
+        &operator.state_dir(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while etcd.get(LOCK_KEY).is_none() {
+        assert!(Instant::now() < deadline, "the run never took the lock");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first_seen = etcd.get(LOCK_KEY).unwrap();
+    // Two lease lifetimes later the same lock is still there: it was renewed, not re-taken.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(etcd.get(LOCK_KEY), Some(first_seen));
+    let finished = running.wait_with_output().unwrap();
+    assert!(finished.status.success(), "{}", text(&finished.stderr));
+    assert_eq!(etcd.get(LOCK_KEY), None);
+}

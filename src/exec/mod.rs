@@ -826,10 +826,14 @@ impl Executor {
             (true, _) => (true, "approved on the command line"),
             (false, Interaction::Terminal) => {
                 let question = format!("{message}\ncontinue with step `{}`?", step.id);
-                let answer = run
-                    .progress
-                    .suspend(|| pause::ask(&question))
-                    .map_err(ExecError::Prompt)?;
+                let ask = || run.progress.suspend(|| pause::ask(&question));
+                // A person may take minutes to answer; the lock's lease must be renewed meanwhile,
+                // so the blocking read must not hold up a runtime worker.
+                let answer = match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(ask),
+                    _ => ask(),
+                }
+                .map_err(ExecError::Prompt)?;
                 if !answer {
                     self.stop_at(step, run, &message).await?;
                     return Err(ExecError::Declined {
