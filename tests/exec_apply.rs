@@ -482,7 +482,7 @@ fn the_lock_is_kept_alive_for_a_run_longer_than_its_lease() {
         action("exec", serde_json::json!({"command": ["sleep", "5"]})),
     );
     let plan_file = operator.write_plan(&plan(vec![slow]));
-    let mut running = operator.spawn(
+    let running = operator.spawn(
         &[
             "upgrade",
             "apply",
