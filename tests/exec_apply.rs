@@ -170,6 +170,49 @@ fn an_unattended_run_stops_at_a_gate_and_resume_continues_past_it() {
 }
 
 #[test]
+fn an_unfinished_run_can_be_discarded_for_a_new_one() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let plan_file = operator.write_plan(&plan(vec![
+        step(
+            "pre/window",
+            "Confirm the window",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+        append_step("pre/append-a", &log, "a"),
+    ]));
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(1));
+    let first_run = status_json(&operator)["checkpoint"]["run_id"].clone();
+
+    let fresh = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--discard-checkpoint",
+            "--yes",
+        ],
+        &[],
+    );
+    assert!(fresh.status.success(), "{}", text(&fresh.stderr));
+    let status = status_json(&operator);
+    assert_ne!(status["checkpoint"]["run_id"], first_run);
+    assert_eq!(status["checkpoint"]["run"]["state"], "completed");
+    let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(first_run.as_str().unwrap()),
+        "the journal keeps the discarded run"
+    );
+}
+
+#[test]
 fn progress_without_a_terminal_is_one_line_per_step() {
     let etcd = EtcdServer::start();
     seed(&etcd);
