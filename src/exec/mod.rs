@@ -218,6 +218,8 @@ pub enum ExecError {
     UnknownStep { flag: &'static str, step: String },
     #[error("invalid `{CRASH_HOOK_VARIABLE}` value `{value}`: expected `<step-id>:<before|after>`")]
     InvalidCrashHook { value: String },
+    #[error("interrupted; the run stopped where it was")]
+    Cancelled,
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -265,6 +267,9 @@ impl ExecError {
                     }
                 }
             },
+            ExecError::Cancelled => {
+                "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
+            }
             ExecError::OrphanRunning { pid, .. } => format!(
                 "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
             ),
@@ -649,8 +654,18 @@ impl Executor {
         run.journal.record(&entry)?;
         run.store.save(&mut run.checkpoint).await?;
 
-        let result = self.run_steps(&plan, &mut run, resuming).await;
+        // Ctrl-C stops the run where it is: the step in progress stays `running` in the checkpoint
+        // (nobody knows whether it took effect; resume decides), its program is killed with it
+        // (`kill_on_drop`), and the caller releases the lock at once instead of leaving it to expire.
+        let result = tokio::select! {
+            result = self.run_steps(&plan, &mut run, resuming) => result,
+            _ = tokio::signal::ctrl_c() => Err(ExecError::Cancelled),
+        };
         run.progress.finish();
+        if matches!(result, Err(ExecError::Cancelled)) {
+            let entry = run.journal.entry(JournalEvent::Cancelled);
+            run.journal.record(&entry)?;
+        }
         result
     }
 
@@ -826,6 +841,23 @@ impl Executor {
             (true, _) => (true, "approved on the command line"),
             (false, Interaction::Terminal) => {
                 let question = format!("{message}\ncontinue with step `{}`?", step.id);
+                // The question blocks this task, so the executor's own Ctrl-C handling cannot run
+                // until it is answered; a watcher releases the lock and ends the process instead.
+                // Nothing was started for this step: the checkpoint already says where the run is.
+                // (The one place besides `main` that exits: there is no caller to return to.)
+                let revocation = run.lock.map(RunLock::revocation);
+                let watcher = tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        if let Some(revocation) = revocation {
+                            revocation.await;
+                        }
+                        crate::terminal::error(
+                            "interrupted at a question; nothing more was changed",
+                            Some("`netctl upgrade apply --resume` asks again"),
+                        );
+                        std::process::exit(1);
+                    }
+                });
                 let ask = || run.progress.suspend(|| pause::ask(&question));
                 // A person may take minutes to answer; the lock's lease must be renewed meanwhile,
                 // so the blocking read must not hold up a runtime worker.
@@ -833,7 +865,9 @@ impl Executor {
                     tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(ask),
                     _ => ask(),
                 }
-                .map_err(ExecError::Prompt)?;
+                .map_err(ExecError::Prompt);
+                watcher.abort();
+                let answer = answer?;
                 if !answer {
                     self.stop_at(step, run, &message).await?;
                     return Err(ExecError::Declined {
