@@ -214,6 +214,12 @@ pub enum ExecError {
         pid: u32,
         program: String,
     },
+    #[error("cannot restore what completed step `{step}` downloaded")]
+    Restore {
+        step: String,
+        #[source]
+        source: Box<StepError>,
+    },
     #[error("`{flag}` names step `{step}`, which is not in the plan")]
     UnknownStep { flag: &'static str, step: String },
     #[error("invalid `{CRASH_HOOK_VARIABLE}` value `{value}`: expected `<step-id>:<before|after>`")]
@@ -267,6 +273,7 @@ impl ExecError {
                     }
                 }
             },
+            ExecError::Restore { source, .. } => return source.hint(),
             ExecError::Cancelled => {
                 "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
             }
@@ -335,6 +342,7 @@ impl Executor {
             semantics,
             outputs,
             register,
+            recorded_digest: None,
             child_tracking: None,
         }
     }
@@ -731,6 +739,7 @@ impl Executor {
             // The program ended after netctl died; its effect is judged by the step's postcondition.
             let _ = std::fs::remove_file(&child_file);
         }
+        self.restore_downloads(plan, run).await?;
         let mut drift = Vec::new();
         let mut facts: Option<Facts> = None;
         for (index, step) in plan.steps.iter().enumerate() {
@@ -824,6 +833,43 @@ impl Executor {
             }
         }
         Ok(drift)
+    }
+
+    /// On resume, makes sure every completed download is in this machine's state directory with the
+    /// digest the run recorded: a resume on another machine downloads it again and refuses other
+    /// bytes, so every later step sees what the run started with.
+    async fn restore_downloads(&self, plan: &Plan, run: &mut Run<'_>) -> Result<(), ExecError> {
+        for (index, step) in plan.steps.iter().enumerate() {
+            let record = run.checkpoint.step(index);
+            let (Action::Fetch(request), StepState::Succeeded, Some(digest)) =
+                (&step.action, record.state, record.download_digest.clone())
+            else {
+                continue;
+            };
+            let files = run.store.directory().join(checkpoint::FILES_DIR);
+            let mut context = self.context(
+                &plan.facts,
+                files,
+                run.options.mirror_dir.clone(),
+                plan_semantics(),
+                &run.checkpoint.outputs,
+                None,
+            );
+            context.recorded_digest = Some(digest);
+            let outcome = actions::perform(&context, &step.action, RunMode::Execute)
+                .await
+                .map_err(|source| ExecError::Restore {
+                    step: step.id.clone(),
+                    source: Box::new(source),
+                })?;
+            if outcome.summary.starts_with("downloaded") {
+                run.progress.note(&format!(
+                    "step `{}`: downloaded {} again for this machine (same digest)",
+                    step.id, request.url
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Stops before a gate or an irreversible step unless it is approved.
@@ -960,6 +1006,14 @@ impl Executor {
                     record.state = StepState::Succeeded;
                     record.finished_at = Some(now_rfc3339());
                     record.summary = Some(outcome.summary.clone());
+                    if let Action::Fetch(_) = step.action {
+                        record.download_digest = outcome
+                            .output
+                            .as_ref()
+                            .and_then(|output| output.get("sha256"))
+                            .and_then(|digest| digest.as_str())
+                            .map(str::to_string);
+                    }
                     if let (Some(name), Some(output)) = (&step.register, outcome.output.clone()) {
                         run.checkpoint.outputs.insert(name.clone(), output);
                     }
@@ -1044,6 +1098,12 @@ impl Executor {
             &run.checkpoint.outputs,
             step.register.as_deref(),
         );
+        context.recorded_digest = run
+            .checkpoint
+            .steps
+            .iter()
+            .find(|record| record.id == step.id)
+            .and_then(|record| record.download_digest.clone());
         context.child_tracking = Some(actions::process::ChildTracking {
             file: run.store.directory().join(checkpoint::CHILD_FILE),
             step: step.id.clone(),
