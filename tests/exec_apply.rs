@@ -170,6 +170,49 @@ fn an_unattended_run_stops_at_a_gate_and_resume_continues_past_it() {
 }
 
 #[test]
+fn an_unfinished_run_can_be_discarded_for_a_new_one() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let plan_file = operator.write_plan(&plan(vec![
+        step(
+            "pre/window",
+            "Confirm the window",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+        append_step("pre/append-a", &log, "a"),
+    ]));
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(1));
+    let first_run = status_json(&operator)["checkpoint"]["run_id"].clone();
+
+    let fresh = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--discard-checkpoint",
+            "--yes",
+        ],
+        &[],
+    );
+    assert!(fresh.status.success(), "{}", text(&fresh.stderr));
+    let status = status_json(&operator);
+    assert_ne!(status["checkpoint"]["run_id"], first_run);
+    assert_eq!(status["checkpoint"]["run"]["state"], "completed");
+    let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(first_run.as_str().unwrap()),
+        "the journal keeps the discarded run"
+    );
+}
+
+#[test]
 fn progress_without_a_terminal_is_one_line_per_step() {
     let etcd = EtcdServer::start();
     seed(&etcd);
@@ -469,4 +512,40 @@ fn a_failed_step_is_recorded_and_resume_runs_it_again_after_the_fix() {
     let resumed = operator.run(&["upgrade", "apply", "--resume"], &[]);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
+}
+
+#[test]
+fn the_lock_is_kept_alive_for_a_run_longer_than_its_lease() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let slow = step(
+        "pre/slow",
+        "Take longer than the lease",
+        action("exec", serde_json::json!({"command": ["sleep", "5"]})),
+    );
+    let plan_file = operator.write_plan(&plan(vec![slow]));
+    let running = operator.spawn(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--lock-ttl",
+            "2s",
+        ],
+        &operator.state_dir(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while etcd.get(LOCK_KEY).is_none() {
+        assert!(Instant::now() < deadline, "the run never took the lock");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first_seen = etcd.get(LOCK_KEY).unwrap();
+    // Two lease lifetimes later the same lock is still there: it was renewed, not re-taken.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(etcd.get(LOCK_KEY), Some(first_seen));
+    let finished = running.wait_with_output().unwrap();
+    assert!(finished.status.success(), "{}", text(&finished.stderr));
+    assert_eq!(etcd.get(LOCK_KEY), None);
 }

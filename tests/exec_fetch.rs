@@ -141,3 +141,58 @@ fn a_missing_download_fails_the_step_with_advice() {
         "{message}"
     );
 }
+
+#[test]
+fn a_resume_on_another_machine_downloads_again_and_insists_on_the_same_bytes() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let first = Operator::new(&etcd);
+    let source = first.netctl.write_file("published/calico.yaml", MANIFEST);
+    let plan = plan(vec![
+        step(
+            "pre/download",
+            "Download the manifest",
+            action(
+                "fetch",
+                serde_json::json!({"url": format!("file://{}", source.display()), "file": "upgrade.yaml"}),
+            ),
+        ),
+        step(
+            "pre/window",
+            "Confirm the window",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+    ]);
+    let plan_file = first.write_plan(&plan);
+    let stopped = first.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(1));
+
+    // The published file changes; a second machine (no local state) tries to resume.
+    std::fs::write(&source, format!("{MANIFEST}# edited\n")).unwrap();
+    let second = Operator::new(&etcd);
+    let refused = second.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert_eq!(refused.status.code(), Some(1));
+    let message = text(&refused.stderr);
+    assert!(
+        message.contains("cannot restore what completed step `pre/download` downloaded")
+            && message.contains("now serves different bytes"),
+        "{message}"
+    );
+
+    // Put back the original: the second machine downloads it again and finishes the run.
+    std::fs::write(&source, MANIFEST).unwrap();
+    let resumed = second.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(
+        std::fs::read_to_string(second.state_dir().join("files/upgrade.yaml")).unwrap(),
+        MANIFEST
+    );
+    assert!(
+        text(&resumed.stderr).contains("downloaded file://"),
+        "{}",
+        text(&resumed.stderr)
+    );
+}

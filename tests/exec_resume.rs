@@ -327,3 +327,71 @@ fn a_run_killed_from_outside_in_the_middle_of_a_step_resumes() {
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "slow\nb\n");
 }
+
+#[test]
+fn ctrl_c_stops_the_run_releases_the_lock_and_resume_continues() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let started = operator.home().join("started");
+    let script = format!(
+        "if [ -e '{0}' ]; then echo slow >> '{1}'; else touch '{0}'; sleep 30; echo slow >> '{1}'; fi",
+        started.display(),
+        log.display()
+    );
+    let mut slow = step(
+        "pre/slow",
+        "A slow program",
+        action("exec", serde_json::json!({"command": ["sh", "-c", script]})),
+    );
+    slow.verify = Some(action(
+        "exec",
+        serde_json::json!({"command": ["grep", "-qx", "slow", log.display().to_string()]}),
+    ));
+    let plan_file = operator.write_plan(&plan(vec![slow, append_step("post/append-b", &log, "b")]));
+    let child = operator.spawn(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &operator.state_dir(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains("error: interrupted; the run stopped where it was"),
+        "{message}"
+    );
+    assert_eq!(etcd.get(LOCK_KEY), None, "the lock is released at once");
+    let status = status_json(&operator);
+    assert_eq!(status["checkpoint"]["steps"][0]["state"], "running");
+    assert!(
+        !operator.state_dir().join("running-program.json").exists()
+            || !std::path::Path::new(&format!("/proc/{}", child_pid_of(&operator))).exists(),
+        "the step's program was stopped with netctl"
+    );
+
+    let resumed = operator.run(&["upgrade", "apply", "--resume"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "slow\nb\n");
+}
+
+fn child_pid_of(operator: &Operator) -> u64 {
+    std::fs::read(operator.state_dir().join("running-program.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|record| record["pid"].as_u64())
+        .unwrap_or(0)
+}

@@ -26,6 +26,18 @@ fn on_terminal_of_type(
     answer: &str,
     term: &str,
 ) -> (bool, String) {
+    on_terminal_answering(operator, args, answer, term, None)
+}
+
+/// Like [`on_terminal`], but types `answer` only once the terminal shows `wait_for` (for keys like
+/// ^C that act when typed rather than when read).
+fn on_terminal_answering(
+    operator: &Operator,
+    args: &[&str],
+    answer: &str,
+    term: &str,
+    wait_for: Option<&str>,
+) -> (bool, String) {
     let mut command_line = vec![
         quote(&Netctl::program().display().to_string()),
         "-c".to_string(),
@@ -48,12 +60,39 @@ fn on_terminal_of_type(
         .stderr(Stdio::piped())
         .spawn()
         .expect("util-linux `script` is installed (apt-get install bsdutils)");
-    // Typed ahead: the terminal holds the line until netctl reads its answer.
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(count) = std::io::Read::read(&mut stdout, &mut buffer) {
+                if count == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buffer[..count]);
+            }
+        })
+    };
+    if let Some(marker) = wait_for {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !text(&seen.lock().unwrap()).contains(marker) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`{marker}` never appeared: {}",
+                text(&seen.lock().unwrap())
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    // Otherwise typed ahead: the terminal holds the line until netctl reads its answer.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(answer.as_bytes()).unwrap();
     drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    (output.status.success(), text(&output.stdout))
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let transcript = text(&seen.lock().unwrap());
+    (status.success(), transcript)
 }
 
 fn gate_plan(operator: &Operator) -> netctl::plan::Plan {
@@ -154,4 +193,36 @@ fn a_terminal_that_cannot_draw_a_bar_gets_plain_lines() {
     ] {
         assert!(transcript.contains(line), "{line} in {transcript}");
     }
+}
+
+#[test]
+fn ctrl_c_at_a_question_ends_the_run_and_releases_the_lock() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let plan_file = operator.write_plan(&gate_plan(&operator));
+    // ^C typed on the terminal: the terminal driver sends SIGINT to netctl.
+    let (success, transcript) = on_terminal_answering(
+        &operator,
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        "\x03",
+        "xterm",
+        Some("[y/N]"),
+    );
+    assert!(!success, "{transcript}");
+    assert!(
+        transcript.contains("interrupted at a question; nothing more was changed"),
+        "{transcript}"
+    );
+    assert_eq!(etcd.get(LOCK_KEY), None, "the lock was released");
+    assert_eq!(
+        std::fs::read_to_string(operator.home().join("log.txt")).unwrap(),
+        "a\n"
+    );
+    let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(
+        std::fs::read_to_string(operator.home().join("log.txt")).unwrap(),
+        "a\nb\n"
+    );
 }

@@ -97,6 +97,10 @@ pub struct StepRecord {
     /// A one-line account of what the step did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// For `fetch` steps: the sha256 of what was downloaded, so a resume — on this machine or
+    /// another — uses exactly those bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_digest: Option<String>,
 }
 
 /// Why a run is not (yet) running.
@@ -158,6 +162,7 @@ impl Checkpoint {
                     finished_at: None,
                     error: None,
                     summary: None,
+                    download_digest: None,
                 })
                 .collect(),
             outputs: BTreeMap::new(),

@@ -31,6 +31,8 @@ pub enum JournalEvent {
     Drift,
     Approved,
     StoppedAtGate,
+    /// Interrupted by the operator (Ctrl-C).
+    Cancelled,
     RunCompleted,
 }
 

@@ -202,6 +202,16 @@ impl RunLock {
         }
     }
 
+    /// A future that revokes the lease, for a path that cannot return through the executor (an
+    /// interrupt while a blocking question waits for its answer).
+    pub fn revocation(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let coordination = self.coordination.clone();
+        let lease = self.lease;
+        async move {
+            let _ = coordination.revoke_lease(lease).await;
+        }
+    }
+
     /// Stops renewing and revokes the lease, which deletes the lock key.
     pub async fn release(self) -> Result<(), LockError> {
         self.renewal.abort();

@@ -214,10 +214,18 @@ pub enum ExecError {
         pid: u32,
         program: String,
     },
+    #[error("cannot restore what completed step `{step}` downloaded")]
+    Restore {
+        step: String,
+        #[source]
+        source: Box<StepError>,
+    },
     #[error("`{flag}` names step `{step}`, which is not in the plan")]
     UnknownStep { flag: &'static str, step: String },
     #[error("invalid `{CRASH_HOOK_VARIABLE}` value `{value}`: expected `<step-id>:<before|after>`")]
     InvalidCrashHook { value: String },
+    #[error("interrupted; the run stopped where it was")]
+    Cancelled,
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -265,6 +273,10 @@ impl ExecError {
                     }
                 }
             },
+            ExecError::Restore { source, .. } => return source.hint(),
+            ExecError::Cancelled => {
+                "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
+            }
             ExecError::OrphanRunning { pid, .. } => format!(
                 "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
             ),
@@ -330,6 +342,7 @@ impl Executor {
             semantics,
             outputs,
             register,
+            recorded_digest: None,
             child_tracking: None,
         }
     }
@@ -649,8 +662,18 @@ impl Executor {
         run.journal.record(&entry)?;
         run.store.save(&mut run.checkpoint).await?;
 
-        let result = self.run_steps(&plan, &mut run, resuming).await;
+        // Ctrl-C stops the run where it is: the step in progress stays `running` in the checkpoint
+        // (nobody knows whether it took effect; resume decides), its program is killed with it
+        // (`kill_on_drop`), and the caller releases the lock at once instead of leaving it to expire.
+        let result = tokio::select! {
+            result = self.run_steps(&plan, &mut run, resuming) => result,
+            _ = tokio::signal::ctrl_c() => Err(ExecError::Cancelled),
+        };
         run.progress.finish();
+        if matches!(result, Err(ExecError::Cancelled)) {
+            let entry = run.journal.entry(JournalEvent::Cancelled);
+            run.journal.record(&entry)?;
+        }
         result
     }
 
@@ -716,6 +739,7 @@ impl Executor {
             // The program ended after netctl died; its effect is judged by the step's postcondition.
             let _ = std::fs::remove_file(&child_file);
         }
+        self.restore_downloads(plan, run).await?;
         let mut drift = Vec::new();
         let mut facts: Option<Facts> = None;
         for (index, step) in plan.steps.iter().enumerate() {
@@ -811,6 +835,43 @@ impl Executor {
         Ok(drift)
     }
 
+    /// On resume, makes sure every completed download is in this machine's state directory with the
+    /// digest the run recorded: a resume on another machine downloads it again and refuses other
+    /// bytes, so every later step sees what the run started with.
+    async fn restore_downloads(&self, plan: &Plan, run: &mut Run<'_>) -> Result<(), ExecError> {
+        for (index, step) in plan.steps.iter().enumerate() {
+            let record = run.checkpoint.step(index);
+            let (Action::Fetch(request), StepState::Succeeded, Some(digest)) =
+                (&step.action, record.state, record.download_digest.clone())
+            else {
+                continue;
+            };
+            let files = run.store.directory().join(checkpoint::FILES_DIR);
+            let mut context = self.context(
+                &plan.facts,
+                files,
+                run.options.mirror_dir.clone(),
+                plan_semantics(),
+                &run.checkpoint.outputs,
+                None,
+            );
+            context.recorded_digest = Some(digest);
+            let outcome = actions::perform(&context, &step.action, RunMode::Execute)
+                .await
+                .map_err(|source| ExecError::Restore {
+                    step: step.id.clone(),
+                    source: Box::new(source),
+                })?;
+            if outcome.summary.starts_with("downloaded") {
+                run.progress.note(&format!(
+                    "step `{}`: downloaded {} again for this machine (same digest)",
+                    step.id, request.url
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Stops before a gate or an irreversible step unless it is approved.
     async fn pass_gate(&self, step: &PlannedStep, run: &mut Run<'_>) -> Result<(), ExecError> {
         let message = match &step.action {
@@ -826,10 +887,33 @@ impl Executor {
             (true, _) => (true, "approved on the command line"),
             (false, Interaction::Terminal) => {
                 let question = format!("{message}\ncontinue with step `{}`?", step.id);
-                let answer = run
-                    .progress
-                    .suspend(|| pause::ask(&question))
-                    .map_err(ExecError::Prompt)?;
+                // The question blocks this task, so the executor's own Ctrl-C handling cannot run
+                // until it is answered; a watcher releases the lock and ends the process instead.
+                // Nothing was started for this step: the checkpoint already says where the run is.
+                // (The one place besides `main` that exits: there is no caller to return to.)
+                let revocation = run.lock.map(RunLock::revocation);
+                let watcher = tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        if let Some(revocation) = revocation {
+                            revocation.await;
+                        }
+                        crate::terminal::error(
+                            "interrupted at a question; nothing more was changed",
+                            Some("`netctl upgrade apply --resume` asks again"),
+                        );
+                        std::process::exit(1);
+                    }
+                });
+                let ask = || run.progress.suspend(|| pause::ask(&question));
+                // A person may take minutes to answer; the lock's lease must be renewed meanwhile,
+                // so the blocking read must not hold up a runtime worker.
+                let answer = match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(ask),
+                    _ => ask(),
+                }
+                .map_err(ExecError::Prompt);
+                watcher.abort();
+                let answer = answer?;
                 if !answer {
                     self.stop_at(step, run, &message).await?;
                     return Err(ExecError::Declined {
@@ -922,6 +1006,14 @@ impl Executor {
                     record.state = StepState::Succeeded;
                     record.finished_at = Some(now_rfc3339());
                     record.summary = Some(outcome.summary.clone());
+                    if let Action::Fetch(_) = step.action {
+                        record.download_digest = outcome
+                            .output
+                            .as_ref()
+                            .and_then(|output| output.get("sha256"))
+                            .and_then(|digest| digest.as_str())
+                            .map(str::to_string);
+                    }
                     if let (Some(name), Some(output)) = (&step.register, outcome.output.clone()) {
                         run.checkpoint.outputs.insert(name.clone(), output);
                     }
@@ -1006,6 +1098,12 @@ impl Executor {
             &run.checkpoint.outputs,
             step.register.as_deref(),
         );
+        context.recorded_digest = run
+            .checkpoint
+            .steps
+            .iter()
+            .find(|record| record.id == step.id)
+            .and_then(|record| record.download_digest.clone());
         context.child_tracking = Some(actions::process::ChildTracking {
             file: run.store.directory().join(checkpoint::CHILD_FILE),
             step: step.id.clone(),

@@ -4,7 +4,8 @@
 //! `file://` URLs read a local file; with a mirror directory, any URL is served from
 //! `<mirror>/<host>/<path>` instead of the network (air-gapped sites); `http(s)://` goes through reqwest
 //! with rustls. The file is written atomically and its sha256 becomes the step's output. When the file
-//! is already there with the recorded digest (a resumed run), nothing is downloaded again.
+//! is already there with the recorded digest (a resumed run), nothing is downloaded again; when it
+//! must be downloaded again (a resume on another machine), the bytes must have that digest.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +37,14 @@ pub enum FetchError {
     },
     #[error("cannot download `{url}`: the server answered {status}")]
     Status { url: String, status: u16 },
+    #[error(
+        "`{url}` now serves different bytes ({found}) than this run downloaded before ({recorded})"
+    )]
+    Changed {
+        url: String,
+        recorded: String,
+        found: String,
+    },
     #[error("cannot write `{}`", path.display())]
     Write {
         path: PathBuf,
@@ -47,6 +56,10 @@ pub enum FetchError {
 impl FetchError {
     pub fn hint(&self) -> Option<String> {
         match self {
+            FetchError::Changed { .. } => Some(
+                "the run must use the bytes it started with; restore the original file (or the mirror), or start a new plan"
+                    .to_string(),
+            ),
             FetchError::ReadLocal { url, .. } if url.starts_with("file://") => {
                 Some("check the path in the `file://` URL".to_string())
             }
@@ -170,6 +183,16 @@ pub async fn fetch(
         }
     }
     let (bytes, source) = read_bytes(&request.url, mirror).await?;
+    let digest = sha256(&bytes);
+    if let Some(recorded) = recorded_digest {
+        if digest != recorded {
+            return Err(FetchError::Changed {
+                url: request.url.clone(),
+                recorded: recorded.to_string(),
+                found: digest,
+            });
+        }
+    }
     let write = |source| FetchError::Write {
         path: target.clone(),
         source,
@@ -178,7 +201,6 @@ pub async fn fetch(
         std::fs::create_dir_all(parent).map_err(write)?;
     }
     write_atomically(&target, &bytes).map_err(write)?;
-    let digest = sha256(&bytes);
     Ok(Outcome {
         summary: format!(
             "downloaded {} from {source} ({} bytes, {digest})",

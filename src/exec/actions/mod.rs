@@ -89,10 +89,12 @@ pub struct ActionContext<'a> {
     /// A local copy of download URLs for air-gapped sites.
     pub mirror_dir: Option<PathBuf>,
     pub semantics: WriteSemantics,
-    /// Outputs registered by earlier steps (a resumed `fetch` keeps the bytes it recorded).
+    /// Outputs registered by earlier steps.
     pub outputs: &'a BTreeMap<String, serde_json::Value>,
     /// The `register` name of the step being performed, if any.
     pub register: Option<&'a str>,
+    /// For a `fetch` that ran before: the digest it recorded; the same bytes must come back.
+    pub recorded_digest: Option<String>,
     /// Where to record a started program's pid (upgrade runs; not one-step commands or `verify`).
     pub child_tracking: Option<process::ChildTracking>,
 }
@@ -137,16 +139,11 @@ pub async fn perform(
         Action::KubeDelete(delete) => describe(kube::describe_delete(delete))?,
         Action::KubeWaitRollout(wait) => describe(kube::describe_wait(wait))?,
         Action::Fetch(request) => {
-            let recorded = context
-                .register
-                .and_then(|name| context.outputs.get(name))
-                .and_then(|output| output.get("sha256"))
-                .and_then(|digest| digest.as_str());
             fetch::fetch(
                 request,
                 &context.files_dir,
                 context.mirror_dir.as_deref(),
-                recorded,
+                context.recorded_digest.as_deref(),
                 mode,
             )
             .await?

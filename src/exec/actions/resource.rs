@@ -653,6 +653,133 @@ pub async fn exists(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datastore::{DatastoreType, Page};
+    use std::sync::Mutex;
+
+    /// A one-resource store whose next `conflicts` updates fail as if someone else wrote first (the
+    /// revision moves on each time), to prove the re-read-and-retry path deterministically; real
+    /// etcd cannot be made to lose a race on cue.
+    struct RacingStore {
+        resource: Mutex<Resource>,
+        conflicts: Mutex<u32>,
+        updates: Mutex<u32>,
+    }
+
+    impl RacingStore {
+        fn new(conflicts: u32) -> RacingStore {
+            let mut resource = Resource::new(Kind::HostEndpoint, "h1");
+            resource.metadata.resource_version = Some("1".into());
+            RacingStore {
+                resource: Mutex::new(resource),
+                conflicts: Mutex::new(conflicts),
+                updates: Mutex::new(0),
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Datastore for RacingStore {
+        fn kind(&self) -> DatastoreType {
+            DatastoreType::EtcdV3
+        }
+        async fn check(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn get(&self, _: &ResourceKey) -> Result<Resource, StoreError> {
+            Ok(self.resource.lock().unwrap().clone())
+        }
+        async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
+            unreachable!("not listed in these tests")
+        }
+        async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
+            Err(StoreError::AlreadyExists(resource.key()))
+        }
+        async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
+            *self.updates.lock().unwrap() += 1;
+            let mut stored = self.resource.lock().unwrap();
+            let current: u64 = stored
+                .metadata
+                .resource_version
+                .as_deref()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let mut conflicts = self.conflicts.lock().unwrap();
+            if *conflicts > 0 {
+                *conflicts -= 1;
+                // Another writer got there first.
+                stored.metadata.resource_version = Some((current + 1).to_string());
+                return Err(StoreError::Conflict {
+                    key: resource.key(),
+                    expected: resource
+                        .metadata
+                        .resource_version
+                        .clone()
+                        .unwrap_or_default(),
+                    current: (current + 1).to_string(),
+                });
+            }
+            assert_eq!(
+                resource.metadata.resource_version.as_deref(),
+                Some(current.to_string().as_str()),
+                "an update is conditional on the revision just read"
+            );
+            let mut written = resource.clone();
+            written.metadata.resource_version = Some((current + 1).to_string());
+            *stored = written.clone();
+            Ok(written)
+        }
+        async fn delete(&self, key: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
+            Err(StoreError::NotFound(key.clone()))
+        }
+    }
+
+    fn label_request() -> ResourceLabel {
+        ResourceLabel {
+            kind: Kind::HostEndpoint,
+            name: "h1".into(),
+            namespace: None,
+            key: "upgrade".into(),
+            value: Some("yes".into()),
+            overwrite: false,
+            remove: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_conflicting_update_is_retried_after_reading_again() {
+        let store = RacingStore::new(2);
+        label(&store, &label_request(), RunMode::Execute)
+            .await
+            .unwrap();
+        assert_eq!(*store.updates.lock().unwrap(), 3);
+        let stored = store.resource.lock().unwrap().clone();
+        assert_eq!(stored.metadata.labels["upgrade"], "yes");
+
+        let store = RacingStore::new(1);
+        let documents = ResourceDocuments {
+            documents: vec![Resource::new(Kind::HostEndpoint, "h1")],
+            file: None,
+        };
+        apply(&store, &documents, false, RunMode::Execute)
+            .await
+            .unwrap();
+        assert_eq!(*store.updates.lock().unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_resource_that_keeps_changing_is_given_up_on() {
+        let store = RacingStore::new(u32::MAX);
+        let error = label(&store, &label_request(), RunMode::Execute)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ResourceActionError::GaveUp { .. }));
+        assert_eq!(*store.updates.lock().unwrap(), CONFLICT_ATTEMPTS);
+        assert_eq!(
+            error.to_string(),
+            "HostEndpoint(h1) was still changing after 5 attempts"
+        );
+    }
 
     #[test]
     fn an_update_takes_labels_from_the_user_and_the_rest_from_the_store() {
