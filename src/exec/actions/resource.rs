@@ -22,6 +22,7 @@ use crate::plan::action::{
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::store_rules;
+use crate::resource::selector::Selector;
 
 use super::{Outcome, RunMode};
 
@@ -125,8 +126,8 @@ pub enum ResourceActionError {
         patch_type: PatchType,
         reason: String,
     },
-    #[error("label selectors (`{selector}`) in `resource.list` are not supported by this build")]
-    SelectorUnsupported { selector: String },
+    #[error("{reason}")]
+    InvalidSelector { reason: String },
     #[error("the patch would change the identity of {key} (kind, name or namespace)")]
     PatchChangesIdentity { key: ResourceKey },
     #[error("{key} was still changing after {CONFLICT_ATTEMPTS} attempts")]
@@ -219,10 +220,24 @@ pub async fn list(
     store: &dyn Datastore,
     request: &ResourceList,
 ) -> Result<Outcome, ResourceActionError> {
+    let selector = request
+        .selector
+        .as_deref()
+        .map(|text| {
+            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
+                reason: error.to_string(),
+            })
+        })
+        .transpose()?;
     let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
     let mut names = Vec::new();
     crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
-        names.push(resource.key().to_string());
+        if selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
+        {
+            names.push(resource.key().to_string());
+        }
         Ok(())
     })
     .await
@@ -230,13 +245,6 @@ pub async fn list(
         "list",
         &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
     ))?;
-    // Selector filtering arrives with the selector evaluator; until then a selector is refused
-    // rather than ignored, so a postcondition never passes by accident.
-    if let Some(selector) = &request.selector {
-        return Err(ResourceActionError::SelectorUnsupported {
-            selector: selector.clone(),
-        });
-    }
     Ok(Outcome {
         summary: format!("listed {} {}", names.len(), request.kind.plural()),
         transcript: vec![format!(
@@ -667,7 +675,7 @@ mod tests {
 
     impl RacingStore {
         fn new(conflicts: u32) -> RacingStore {
-            let mut resource = Resource::new(Kind::HostEndpoint, "h1");
+            let mut resource = host_endpoint();
             resource.metadata.resource_version = Some("1".into());
             RacingStore {
                 resource: Mutex::new(resource),
@@ -734,6 +742,13 @@ mod tests {
         }
     }
 
+    /// A valid host endpoint: every write is validated.
+    fn host_endpoint() -> Resource {
+        let mut resource = Resource::new(Kind::HostEndpoint, "h1");
+        resource.spec = serde_json::json!({"node": "n1", "interfaceName": "eth0"});
+        resource
+    }
+
     fn label_request() -> ResourceLabel {
         ResourceLabel {
             kind: Kind::HostEndpoint,
@@ -758,7 +773,7 @@ mod tests {
 
         let store = RacingStore::new(1);
         let documents = ResourceDocuments {
-            documents: vec![Resource::new(Kind::HostEndpoint, "h1")],
+            documents: vec![host_endpoint()],
             file: None,
         };
         apply(&store, &documents, false, RunMode::Execute)
