@@ -520,3 +520,66 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
         "{stderr}"
     );
 }
+
+#[test]
+fn deleting_a_node_takes_what_belongs_to_it() {
+    let etcd = EtcdServer::start();
+    let documents = "apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node1}
+spec: {}
+---
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node2}
+spec: {}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-eth0}
+spec: {node: node1, interfaceName: eth0}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node2-eth0}
+spec: {node: node2, interfaceName: eth0}
+---
+apiVersion: projectcalico.org/v3
+kind: BGPPeer
+metadata: {name: node1-tor}
+spec: {node: node1, peerIP: 10.0.0.254, asNumber: 64513}
+---
+apiVersion: projectcalico.org/v3
+kind: FelixConfiguration
+metadata: {name: node.node1}
+spec: {}
+";
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(documents),
+    ));
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let plan = ok(netctl(&etcd, &["delete", "node", "node1", "--dry-run"]));
+    for line in [
+        "would delete HostEndpoint(node1-eth0) (belongs to Node(node1))",
+        "would delete BGPPeer(node1-tor) (belongs to Node(node1))",
+        "would delete FelixConfiguration(node.node1) (belongs to Node(node1))",
+    ] {
+        assert!(plan.contains(line), "{plan}");
+    }
+    assert!(!plan.contains("node2"), "{plan}");
+    assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
+
+    let out = ok(netctl(&etcd, &["delete", "node", "node1"]));
+    assert_eq!(
+        out,
+        "Successfully deleted Node(node1) and 3 resource(s) that belonged to it\n"
+    );
+    let remaining: Vec<String> = etcd
+        .get_prefix(ROOT)
+        .into_iter()
+        .map(|(key, _)| key.trim_start_matches(ROOT).to_string())
+        .collect();
+    assert_eq!(remaining, ["/hostendpoints/node2-eth0", "/nodes/node2"]);
+}

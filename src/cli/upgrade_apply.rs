@@ -97,7 +97,9 @@ pub enum ProgressChoice {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade")]
+#[command(
+    after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade"
+)]
 pub struct StatusArgs {
     /// The state directory of the run [default: as for `upgrade apply`]
     #[arg(long, value_name = "DIR")]
@@ -114,7 +116,9 @@ pub enum StatusFormat {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  netctl upgrade status            # shows who holds the lock and its id\n  netctl upgrade unlock 7f3c9a2e   # only when that holder is gone for good\nA lock whose holder crashed expires by itself when its lease runs out.")]
+#[command(
+    after_help = "Examples:\n  netctl upgrade status            # shows who holds the lock and its id\n  netctl upgrade unlock 7f3c9a2e   # only when that holder is gone for good\nA lock whose holder crashed expires by itself when its lease runs out."
+)]
 pub struct UnlockArgs {
     /// The lock id, as `upgrade status` or the refusal message shows it
     lock_id: String,

@@ -470,22 +470,55 @@ pub async fn delete(
         Err(source) => return Err(store_error("read", &key)(source)),
     };
     store_rules::check_delete(store, &key).await?;
+    let dependents = if key.kind == Kind::Node {
+        store_rules::node_dependents(store, &key.name)
+            .await
+            .map_err(store_error("list the dependents of", &key))?
+    } else {
+        Vec::new()
+    };
     if mode == RunMode::DryRun {
+        let mut transcript: Vec<String> = dependents
+            .iter()
+            .map(|dependent| format!("would delete {dependent} (belongs to {key})"))
+            .collect();
+        transcript.push(format!(
+            "would delete {key} (revision {})",
+            stored.metadata.resource_version.as_deref().unwrap_or("?")
+        ));
         return Ok(Outcome {
             summary: format!("would delete {key}"),
-            transcript: vec![format!(
-                "would delete {key} (revision {})",
-                stored.metadata.resource_version.as_deref().unwrap_or("?")
-            )],
+            transcript,
             output: None,
         });
     }
-    match store.delete(&key, None).await {
-        Ok(_) => Ok(Outcome {
-            summary: format!("deleted {key}"),
-            transcript: vec![format!("delete {key}")],
-            output: None,
-        }),
+    let mut transcript = Vec::new();
+    for dependent in &dependents {
+        match store.delete(dependent, None).await {
+            // Gone already (someone else cleaned up): the goal holds.
+            Ok(_) | Err(StoreError::NotFound(_)) => {
+                transcript.push(format!("delete {dependent} (belongs to {key})"));
+            }
+            Err(source) => return Err(store_error("delete", dependent)(source)),
+        }
+    }
+    // Conditional on the revision read above: a node changed meanwhile is reported, not deleted.
+    match store
+        .delete(&key, stored.metadata.resource_version.as_deref())
+        .await
+    {
+        Ok(_) => {
+            transcript.push(format!("delete {key}"));
+            let summary = match dependents.len() {
+                0 => format!("deleted {key}"),
+                count => format!("deleted {key} and {count} resource(s) that belonged to it"),
+            };
+            Ok(Outcome {
+                summary,
+                transcript,
+                output: None,
+            })
+        }
         Err(StoreError::NotFound(_)) => missing(&key),
         Err(source) => Err(store_error("delete", &key)(source)),
     }

@@ -164,3 +164,32 @@ pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<()
     }
     Ok(())
 }
+
+/// What deleting a Node takes with it, as upstream's node deletion does (`reference/calicoctl.md`
+/// §4.7): the node's workload endpoints, host endpoints and BGP peers, and its per-node
+/// FelixConfiguration and BGPConfiguration (`node.<name>`). IPAM blocks and handles are not modelled by
+/// netctl and are left to the node controller.
+pub async fn node_dependents(
+    store: &dyn Datastore,
+    node: &str,
+) -> Result<Vec<ResourceKey>, StoreError> {
+    let mut dependents = Vec::new();
+    for kind in [Kind::WorkloadEndpoint, Kind::HostEndpoint, Kind::BgpPeer] {
+        for_each(store, &ListOptions::new(kind), |resource: Resource| {
+            if spec_text(&resource, "node") == Some(node) {
+                dependents.push(resource.key());
+            }
+            Ok::<(), StoreError>(())
+        })
+        .await?;
+    }
+    for kind in [Kind::FelixConfiguration, Kind::BgpConfiguration] {
+        let key = ResourceKey::new(kind, None, format!("node.{node}"));
+        match store.get(&key).await {
+            Ok(_) => dependents.push(key),
+            Err(StoreError::NotFound(_)) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(dependents)
+}
