@@ -211,7 +211,10 @@ impl Context {
 }
 
 impl Context {
-    /// The datastore to discover upgrade facts from, or `None` when planning offline (`--offline`).
+    /// The datastore to discover upgrade facts from, or `None` when planning offline: with
+    /// `--offline`, or when nothing names a datastore at all (the default `kubernetes` type with no
+    /// kubeconfig, no API endpoint and no in-cluster service) — said on stderr, so the plan's fact
+    /// origins are never mistaken for discovered ones.
     pub async fn datastore_for_facts(
         &self,
         offline: bool,
@@ -219,9 +222,27 @@ impl Context {
         if offline {
             return Ok(None);
         }
+        let config = self.client_config()?;
+        if config.datastore_type.value == DatastoreType::Kubernetes
+            && config.datastore_type.origin == crate::config::Origin::Default
+        {
+            let settings = self.kubernetes_settings()?;
+            if settings.kubeconfig.is_none()
+                && settings.api_endpoint.is_none()
+                && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
+            {
+                terminal::warn(
+                    "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
+                );
+                return Ok(None);
+            }
+        }
         Ok(Some(self.datastore().await?))
     }
 }
+
+/// Set in every pod: its presence means the in-cluster service account can be used.
+const IN_CLUSTER_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {

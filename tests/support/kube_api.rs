@@ -271,6 +271,66 @@ impl KubeApiServer {
         state.store(key, object, resource)
     }
 
+    /// Server-side applies `object` as field manager `manager` (with force), as another tool such as
+    /// Helm would, so that `manager` owns its fields.
+    pub fn apply_as(&self, manager: &str, object: Value) -> Value {
+        let api_version = object["apiVersion"]
+            .as_str()
+            .expect("apiVersion")
+            .to_string();
+        let kind = object["kind"].as_str().expect("kind").to_string();
+        let resource = *RESOURCE_TYPES
+            .iter()
+            .find(|resource| resource.api_version() == api_version && resource.kind == kind)
+            .unwrap_or_else(|| panic!("unknown type {api_version} {kind}"));
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        let key = object_key(&resource, &namespace, &name);
+        let mut state = self.lock();
+        let previous = state.objects.get(&key).cloned();
+        let response = server_side_apply(
+            &mut state,
+            &resource,
+            key.clone(),
+            previous,
+            object,
+            manager,
+            true,
+            false,
+        );
+        assert!(
+            response.status().is_success(),
+            "apply_as failed: {}",
+            response.status()
+        );
+        state.objects.get(&key).cloned().expect("applied object")
+    }
+
+    /// The field manager owning each field of an object (`.spec.template...` → manager).
+    pub fn owners(
+        &self,
+        api_version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> BTreeMap<String, String> {
+        let group = api_version
+            .rsplit_once('/')
+            .map(|(group, _)| group)
+            .unwrap_or("");
+        self.lock()
+            .owners
+            .get(&(group.into(), plural.into(), namespace.into(), name.into()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// The stored object, if any. `api_version` as in manifests (`v1`, `apps/v1`).
     pub fn get(
         &self,
@@ -580,10 +640,22 @@ fn handle(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let path = uri.path().to_string();
-    state.requests.push(match uri.query() {
+    // DELETE may carry `dryRun` in its DeleteOptions body instead of the query; both count, and
+    // the request log shows it either way.
+    let body_dry_run = method == Method::DELETE
+        && serde_json::from_slice::<Value>(&body).is_ok_and(|options| {
+            options["dryRun"]
+                .as_array()
+                .is_some_and(|values| values.iter().any(|value| value == "All"))
+        });
+    let mut line = match uri.query() {
         Some(query) => format!("{method} {path}?{query}"),
         None => format!("{method} {path}"),
-    });
+    };
+    if body_dry_run {
+        line.push_str(" (body: dryRun=All)");
+    }
+    state.requests.push(line);
     let forbidden = state.forbidden.iter().any(|(forbidden_method, prefix)| {
         path.starts_with(prefix.as_str())
             && forbidden_method
@@ -609,7 +681,10 @@ fn handle(
             json!({}),
         );
     };
-    let query = query_pairs(&uri);
+    let mut query = query_pairs(&uri);
+    if body_dry_run {
+        query.insert("dryRun".into(), "All".into());
+    }
     match (route, method.clone()) {
         (Route::Version, Method::GET) => json_response(
             StatusCode::OK,
