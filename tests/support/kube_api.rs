@@ -10,8 +10,9 @@
 //! on every write; and 403 for configurable paths. Tests drive `status` (pods, daemonsets, deployments)
 //! through [`KubeApiServer::set_status`], as the kubelet and controllers would.
 //!
-//! It does not implement watches, RBAC, admission, defaulting, field selectors, tables or protobuf:
-//! clients that ask for tables get plain lists, as from an older server.
+//! It does not implement watches, RBAC, admission, defaulting, field selectors, tables, protobuf or
+//! the OpenAPI documents: clients that ask for tables get plain lists, as from an older server, and
+//! `kubectl apply` needs `--validate=false` (`tests/kube_kubectl.rs` checks kubectl against it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
