@@ -157,9 +157,10 @@ impl Context {
                 let store = Arc::new(self.connect_etcd().await?);
                 Ok((store.clone(), Some(store)))
             }
-            // Coordination (lock lease, checkpoint mirror) is not implemented on Kubernetes yet: runs
-            // go without the cluster-wide lock and the mirror, as with `--no-lock`.
-            DatastoreType::Kubernetes => Ok((Arc::new(self.connect_kubernetes().await?), None)),
+            DatastoreType::Kubernetes => {
+                let store = Arc::new(self.connect_kubernetes().await?);
+                Ok((store.clone(), Some(store)))
+            }
         }
     }
 

@@ -6,10 +6,12 @@
 //! a PUT carrying the `resourceVersion` read (409 `Conflict` if someone else wrote since), delete
 //! carries `resourceVersion` and UID preconditions. Lists use the API's `limit` and `continue`, so a
 //! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources) and
-//! `derived` (Nodes, Profiles); error classification in `errors`.
+//! `derived` (Nodes, Profiles); error classification in `errors`; the upgrade lock and checkpoint
+//! mirror (Leases and ConfigMaps) in `coordination`.
 
 pub mod client;
 mod conversion;
+pub mod coordination;
 mod derived;
 mod errors;
 
