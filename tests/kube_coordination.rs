@@ -1,7 +1,8 @@
 //! `upgrade apply` on the `kubernetes` datastore, end to end against the in-process API server: facts
 //! discovered from the Calico CRDs, the upgrade lock as a ConfigMap attached to a
 //! `coordination.k8s.io/v1` Lease (released at the end), the checkpoint mirrored into a ConfigMap,
-//! and a lock left by an expired Lease treated as gone.
+//! a lock left by an expired Lease treated as gone, and a plan made offline from a runbook directory
+//! whose `kube.*` steps run against the same cluster.
 
 mod support;
 
@@ -174,5 +175,110 @@ fn a_lock_left_by_an_expired_lease_does_not_block() {
     assert!(
         kube.get("v1", "configmaps", "kube-system", "netctl-upgrade-lock")
             .is_none()
+    );
+}
+
+/// A runbook set with one upgrade runbook that uses the `kube.*` actions (no rollout wait: the
+/// rollout is covered in `tests/kube_actions.rs`).
+const RUNBOOK: &str = "apiVersion: netctl.projectcalico.org/v1
+kind: Runbook
+metadata: {name: kube-steps, description: kube actions from a runbook}
+spec:
+  appliesTo:
+    installMethods: [manifest]
+    datastoreTypes: [kubernetes]
+  phase: upgrade
+  steps:
+    - id: apply
+      description: apply a config map
+      action: kube.apply
+      with:
+        server_side: true
+        source:
+          inline: |
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: settings, namespace: calico-system}
+            data: {mtu: '1440'}
+    - id: patch
+      needs: [apply]
+      description: raise the MTU
+      action: kube.patch
+      with:
+        object: {api_version: v1, kind: ConfigMap, name: settings, namespace: calico-system}
+        patch: {data: {mtu: '1450'}}
+    - id: label-node
+      needs: [apply]
+      description: label the node
+      action: kube.label
+      with:
+        object: {api_version: v1, kind: Node, name: n1}
+        values: {projectcalico.org/upgraded: 'true'}
+";
+
+#[test]
+fn a_plan_made_from_runbooks_offline_runs_on_the_kubernetes_datastore() {
+    let kube = KubeApiServer::start();
+    seed(&kube);
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "calico-system"}}),
+    );
+    let netctl = Netctl::new();
+    netctl.write_file("runbooks/kube-steps.yaml", RUNBOOK);
+    netctl.write_file(
+        "runbooks/releases.yaml",
+        std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/runbooks/releases.yaml"
+        ))
+        .unwrap(),
+    );
+    let plan_file = netctl.home().join("plan.json");
+    let output = netctl
+        .command()
+        .args(["upgrade", "plan", "--offline", "--runbooks"])
+        .arg(netctl.home().join("runbooks"))
+        .args([
+            "--from",
+            "v3.26.4",
+            "--to",
+            "v3.29.2",
+            "--datastore-type",
+            "kubernetes",
+        ])
+        .args(["--install-method", "manifest", "--out"])
+        .arg(&plan_file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let output = netctl
+        .command()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .env("USER", "ops")
+        .args(["upgrade", "apply", "--plan"])
+        .arg(&plan_file)
+        .arg("--state-dir")
+        .arg(netctl.home().join("state"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let settings = kube
+        .get("v1", "configmaps", "calico-system", "settings")
+        .unwrap();
+    assert_eq!(settings["data"]["mtu"], "1450");
+    let node = kube.get("v1", "nodes", "", "n1").unwrap();
+    assert_eq!(
+        node["metadata"]["labels"]["projectcalico.org/upgraded"],
+        "true"
     );
 }

@@ -173,16 +173,24 @@ impl Context {
     }
 
     /// A Kubernetes API client for the executor's `kube.*` actions, when the configuration names a
-    /// cluster (a kubeconfig, an API endpoint, or the in-cluster service account); `None` otherwise.
+    /// cluster (a kubeconfig, an API endpoint, or the in-cluster service account); `None` when
+    /// nothing does. A cluster that is named but unusable (a broken kubeconfig, an unknown context)
+    /// is an error, not a silent `None`.
     pub async fn kubernetes_client(&self) -> anyhow::Result<Option<kube::Client>> {
         let settings = self.kubernetes_settings()?;
-        match crate::datastore::kube::client::build(&settings, self.global.request_timeout).await {
-            Ok(api) => Ok(Some(api.client)),
-            Err(error) => {
-                terminal::debug(format!("no Kubernetes client: {error}"));
-                Ok(None)
-            }
+        if settings.kubeconfig.is_none()
+            && settings.api_endpoint.is_none()
+            && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
+        {
+            terminal::debug(
+                "no Kubernetes cluster is configured: `kube.*` steps are only described",
+            );
+            return Ok(None);
         }
+        let api = crate::datastore::kube::client::build(&settings, self.global.request_timeout)
+            .await
+            .context("cannot set up the Kubernetes client for `kube.*` steps")?;
+        Ok(Some(api.client))
     }
 
     async fn connect_kubernetes(&self) -> anyhow::Result<KubeStore> {
