@@ -42,8 +42,14 @@ pub fn chain_text(error: &dyn std::error::Error) -> String {
 pub fn classify(error: kube::Error, request: &Request<'_>) -> StoreError {
     if let kube::Error::Api(status) = &error {
         let message = status.message.clone();
+        // A missing object's 404 names it in `details`; a resource type the server does not serve
+        // (the CRD is not installed) answers with empty or no details.
+        let names_nothing = status
+            .details
+            .as_ref()
+            .is_none_or(|details| details.name.is_empty());
         return match (status.code, request.key) {
-            (404, _) if status.details.is_none() => StoreError::NotInstalled {
+            (404, _) if names_nothing => StoreError::NotInstalled {
                 server: request.server.to_string(),
                 resource: request.resource.to_string(),
             },
@@ -119,4 +125,65 @@ pub fn transport(error: &dyn std::error::Error, server: &str, timeout: Duration)
         return unavailable(&text);
     }
     StoreError::Other(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Kind;
+    use kube::core::Status;
+    use kube::core::response::StatusDetails;
+
+    fn api_error(code: u16, reason: &str, name: &str) -> kube::Error {
+        kube::Error::Api(Box::new(Status {
+            code,
+            reason: reason.to_string(),
+            message: format!("{reason} message"),
+            details: Some(
+                serde_json::from_value::<StatusDetails>(serde_json::json!({ "name": name }))
+                    .expect("status details"),
+            ),
+            ..Status::default()
+        }))
+    }
+
+    #[test]
+    fn statuses_become_store_errors() {
+        let key = ResourceKey::new(Kind::IpPool, None, "pool");
+        let request = Request {
+            server: "https://k8s:6443",
+            verb: "update",
+            resource: "ippools.crd.projectcalico.org",
+            key: Some(&key),
+            expected: Some("7"),
+            timeout: Duration::from_secs(10),
+        };
+        let classify = |error| classify(error, &request);
+        assert!(matches!(
+            classify(api_error(404, "NotFound", "pool")),
+            StoreError::NotFound(_)
+        ));
+        assert!(matches!(
+            classify(api_error(404, "NotFound", "")),
+            StoreError::NotInstalled { .. }
+        ));
+        assert!(matches!(
+            classify(api_error(409, "AlreadyExists", "pool")),
+            StoreError::AlreadyExists(_)
+        ));
+        assert!(matches!(
+            classify(api_error(409, "Conflict", "pool")),
+            StoreError::Conflict { ref expected, .. } if expected == "7"
+        ));
+        let denied = classify(api_error(403, "Forbidden", "pool"));
+        assert_eq!(
+            denied.to_string(),
+            "permission denied by the datastore for `update` on `ippools.crd.projectcalico.org`"
+        );
+        assert!(denied.hint().unwrap().contains("RBAC"));
+        assert!(matches!(
+            classify(api_error(401, "Unauthorized", "")),
+            StoreError::AuthenticationFailed { .. }
+        ));
+    }
 }
