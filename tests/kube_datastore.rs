@@ -1,7 +1,8 @@
 //! The resource commands through the binary against the `kubernetes` datastore, served by the
 //! in-process API server (`support::kube_api`): upstream-compatible custom resources, Nodes mapped
 //! onto Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts, list paging, and the
-//! errors users meet — conflict, not found, forbidden, unreachable API, bad kubeconfig.
+//! errors users meet — conflict, not found, forbidden, unreachable API, bad kubeconfig — and the
+//! same commands printing the same thing (UIDs, revisions and times aside) on etcd and Kubernetes.
 
 mod support;
 
@@ -541,4 +542,79 @@ fn profiles_are_derived_from_namespaces_and_service_accounts() {
         stderr.contains("operation `delete` is not supported on Profile"),
         "{stderr}"
     );
+}
+
+/// Runs `args` against a datastore chosen by `env` and returns stdout, stderr and the exit code with
+/// the values that differ between datastores by nature (UIDs, revisions, times) masked.
+fn masked(env: &[(&str, String)], args: &[&str], input: Option<&str>) -> String {
+    let mut command = Netctl::new();
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.args(args);
+    if let Some(input) = input {
+        command.stdin(input);
+    }
+    let output = command.output();
+    let text = format!(
+        "exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let masks = [
+        (r#"(uid"?: )"?[^\s",]+"?"#, "${1}[UID]"),
+        (r#"(resourceVersion"?: )"?[^\s",]+"?"#, "${1}[RV]"),
+        (r#"(creationTimestamp"?: )"?[^\s",]+"?"#, "${1}[TIME]"),
+    ];
+    masks.iter().fold(text, |text, (pattern, replacement)| {
+        regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, *replacement)
+            .into_owned()
+    })
+}
+
+#[test]
+fn the_same_commands_print_the_same_on_etcd_and_kubernetes() {
+    let etcd = support::EtcdServer::start();
+    let kube = KubeApiServer::start();
+    let etcd_env = [
+        ("DATASTORE_TYPE", "etcdv3".to_string()),
+        ("ETCD_ENDPOINTS", etcd.endpoint()),
+    ];
+    let kube_env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", kube.kubeconfig_path().display().to_string()),
+    ];
+    let steps: [(&[&str], Option<&str>); 14] = [
+        (&["create", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["create", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["apply", "-f", "-"], Some(POLICY)),
+        (&["label", "hep", "node1-all", "stage=upgrade"], None),
+        (&["label", "hep", "node1-all", "zone=b"], None),
+        (
+            &[
+                "patch",
+                "hep",
+                "node1-eth0",
+                "-p",
+                r#"{"spec":{"expectedIPs":["10.0.0.9"]}}"#,
+            ],
+            None,
+        ),
+        (&["get", "hep"], None),
+        (&["get", "hep", "-o", "wide"], None),
+        (&["get", "gnp", "-o", "yaml"], None),
+        (&["get", "hep", "node1-all", "-o", "json"], None),
+        (&["get", "hep", "-l", "zone == 'a'", "-o", "name"], None),
+        (&["replace", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["delete", "hep", "node1-eth0"], None),
+        (&["delete", "hep", "node1-eth0"], None),
+    ];
+    for (args, input) in steps {
+        let on_etcd = masked(&etcd_env, args, input);
+        let on_kube = masked(&kube_env, args, input);
+        assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
+    }
 }
