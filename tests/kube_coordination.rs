@@ -282,3 +282,43 @@ fn a_plan_made_from_runbooks_offline_runs_on_the_kubernetes_datastore() {
         "true"
     );
 }
+
+#[test]
+fn upgrade_plan_discovers_facts_from_the_kubernetes_datastore() {
+    let kube = KubeApiServer::start();
+    seed(&kube);
+    kube.put(json!({"apiVersion": CALICO, "kind": "HostEndpoint",
+        "metadata": {"name": "n1-star"}, "spec": {"node": "n1", "interfaceName": "*"}}));
+    let netctl = Netctl::new();
+    let plan_file = netctl.home().join("plan.json");
+    let output = netctl
+        .command()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .args([
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.29.2",
+            "--install-method",
+            "manifest",
+            "--out",
+        ])
+        .arg(&plan_file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let plan: Plan = serde_json::from_str(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    let facts = serde_json::to_value(&plan.facts).unwrap();
+    assert_eq!(facts["installed_version"]["value"], "v3.26.4", "{facts:#}");
+    assert_eq!(facts["datastore_type"]["value"], "kubernetes", "{facts:#}");
+    assert_eq!(
+        facts["all_interfaces_host_endpoints"]["value"],
+        json!(["n1-star"]),
+        "{facts:#}"
+    );
+}
