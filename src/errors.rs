@@ -2,8 +2,8 @@
 //! the chain offers. Typed errors stay in their modules (`ConfigError`, `StoreError`, ...); this file
 //! only knows how to ask them for advice.
 
+use crate::cli::ClusterTooNew;
 use crate::cli::UpgradeApplyError;
-use crate::cli::{ClusterTooNew, KubernetesNotAvailable};
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::exec::ExecError;
@@ -61,9 +61,6 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
         }
         if let Some(too_new) = cause.downcast_ref::<ClusterTooNew>() {
             return Some(too_new.hint().to_string());
-        }
-        if let Some(kubernetes) = cause.downcast_ref::<KubernetesNotAvailable>() {
-            return Some(kubernetes.hint().to_string());
         }
         None
     })

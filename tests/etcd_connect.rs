@@ -370,18 +370,6 @@ fn cluster_keeps_serving_when_the_leader_dies() {
 }
 
 #[test]
-fn kubernetes_datastore_is_refused_with_a_hint() {
-    let mut netctl = Netctl::new();
-    netctl.args(["get", "nodes"]);
-    let stderr = stderr_of_failure(&netctl);
-    assert!(
-        stderr.contains("`kubernetes` datastore is not supported by this build"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("DATASTORE_TYPE=etcdv3"), "{stderr}");
-}
-
-#[test]
 fn endpoints_without_datastore_type_warn() {
     let mut netctl = Netctl::new();
     netctl

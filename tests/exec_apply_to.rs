@@ -77,7 +77,7 @@ fn apply_to_plans_with_the_runbooks_and_runs_through_the_executor() {
     let resumed_text = text(&resumed.stderr);
     assert_eq!(resumed.status.code(), Some(1), "{resumed_text}");
     assert!(
-        resumed_text.contains("needs the Kubernetes API client, which is not in this build"),
+        resumed_text.contains("needs the Kubernetes API, and no cluster is configured"),
         "{resumed_text}"
     );
     assert!(

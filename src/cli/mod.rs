@@ -24,9 +24,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
-use crate::config::{ClientConfig, Environment};
+use crate::config::{ClientConfig, Environment, KubernetesSettings};
 use crate::datastore::coordination::Coordination;
 use crate::datastore::etcd::{EtcdStore, Timeouts};
+use crate::datastore::kube::KubeStore;
 use crate::datastore::{Datastore, DatastoreType};
 use crate::terminal::{self, LogLevel};
 
@@ -64,6 +65,9 @@ pub struct GlobalOptions {
     /// Time limit for connecting and for each datastore request (e.g. 10s, 1m)
     #[arg(long, global = true, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Kubeconfig context to use with the `kubernetes` datastore (over k8sCurrentContext)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,7 +143,7 @@ impl Context {
     pub async fn datastore(&self) -> anyhow::Result<Box<dyn Datastore>> {
         match self.client_config()?.datastore_type.value {
             DatastoreType::EtcdV3 => Ok(Box::new(self.connect_etcd().await?)),
-            DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
+            DatastoreType::Kubernetes => Ok(Box::new(self.connect_kubernetes().await?)),
         }
     }
 
@@ -153,8 +157,52 @@ impl Context {
                 let store = Arc::new(self.connect_etcd().await?);
                 Ok((store.clone(), Some(store)))
             }
-            DatastoreType::Kubernetes => Err(anyhow::Error::new(KubernetesNotAvailable)),
+            DatastoreType::Kubernetes => {
+                let store = Arc::new(self.connect_kubernetes().await?);
+                Ok((store.clone(), Some(store)))
+            }
         }
+    }
+
+    /// The validated Kubernetes settings (kubeconfig, context, overrides).
+    pub fn kubernetes_settings(&self) -> anyhow::Result<KubernetesSettings> {
+        let home = self.environment.exact("HOME").map(PathBuf::from);
+        Ok(self
+            .client_config()?
+            .kubernetes(self.global.context.as_deref(), home.as_deref())?)
+    }
+
+    /// A Kubernetes API client for the executor's `kube.*` actions, when the configuration names a
+    /// cluster (a kubeconfig, an API endpoint, or the in-cluster service account); `None` when
+    /// nothing does. A cluster that is named but unusable (a broken kubeconfig, an unknown context)
+    /// is an error, not a silent `None`.
+    pub async fn kubernetes_client(&self) -> anyhow::Result<Option<kube::Client>> {
+        let settings = self.kubernetes_settings()?;
+        if settings.kubeconfig.is_none()
+            && settings.api_endpoint.is_none()
+            && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
+        {
+            terminal::debug(
+                "no Kubernetes cluster is configured: `kube.*` steps are only described",
+            );
+            return Ok(None);
+        }
+        let api = crate::datastore::kube::client::build(&settings, self.global.request_timeout)
+            .await
+            .context("cannot set up the Kubernetes client for `kube.*` steps")?;
+        Ok(Some(api.client))
+    }
+
+    async fn connect_kubernetes(&self) -> anyhow::Result<KubeStore> {
+        let settings = self.kubernetes_settings()?;
+        let store = KubeStore::connect(&settings, self.global.request_timeout)
+            .await
+            .context("cannot connect to the kubernetes datastore")?;
+        terminal::debug(format!(
+            "connected to the Kubernetes API at {}",
+            store.server()
+        ));
+        Ok(store)
     }
 
     async fn connect_etcd(&self) -> anyhow::Result<EtcdStore> {
@@ -172,9 +220,10 @@ impl Context {
 }
 
 impl Context {
-    /// The datastore to discover upgrade facts from, or `None` when planning offline: with `--offline`,
-    /// or when the configured datastore is Kubernetes, which this build cannot read yet (said on
-    /// stderr, so the plan's fact origins are never mistaken for discovered ones).
+    /// The datastore to discover upgrade facts from, or `None` when planning offline: with
+    /// `--offline`, or when nothing names a datastore at all (the default `kubernetes` type with no
+    /// kubeconfig, no API endpoint and no in-cluster service) — said on stderr, so the plan's fact
+    /// origins are never mistaken for discovered ones.
     pub async fn datastore_for_facts(
         &self,
         offline: bool,
@@ -182,26 +231,27 @@ impl Context {
         if offline {
             return Ok(None);
         }
-        if self.client_config()?.datastore_type.value == DatastoreType::Kubernetes {
-            terminal::warn(
-                "facts are not discovered from the `kubernetes` datastore in this build: planning from flags and defaults (pass `--offline` to silence this)",
-            );
-            return Ok(None);
+        let config = self.client_config()?;
+        if config.datastore_type.value == DatastoreType::Kubernetes
+            && config.datastore_type.origin == crate::config::Origin::Default
+        {
+            let settings = self.kubernetes_settings()?;
+            if settings.kubeconfig.is_none()
+                && settings.api_endpoint.is_none()
+                && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
+            {
+                terminal::warn(
+                    "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
+                );
+                return Ok(None);
+            }
         }
         Ok(Some(self.datastore().await?))
     }
 }
 
-/// The Kubernetes datastore is not part of this build yet; say so instead of failing obscurely.
-#[derive(Debug, thiserror::Error)]
-#[error("the `kubernetes` datastore is not supported by this build of netctl yet")]
-pub struct KubernetesNotAvailable;
-
-impl KubernetesNotAvailable {
-    pub fn hint(&self) -> &'static str {
-        "for etcd, set `DATASTORE_TYPE=etcdv3` and `ETCD_ENDPOINTS` (or `datastoreType: etcdv3` in the config file)"
-    }
-}
+/// Set in every pod: its presence means the in-cluster service account can be used.
+const IN_CLUSTER_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {

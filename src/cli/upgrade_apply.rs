@@ -254,7 +254,8 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
         datastore,
         Some(coordination),
         Holder::current(&context.environment),
-    );
+    )
+    .with_kubernetes(context.kubernetes_client().await?);
     let mut stdout = std::io::stdout().lock();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;

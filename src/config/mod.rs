@@ -11,6 +11,7 @@
 mod env;
 mod etcd;
 pub mod file;
+mod kubernetes;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ pub use etcd::{
     Scheme, Secret, TlsMaterial,
 };
 pub use file::{NetApiConfigDocument, NetApiConfigSpec};
+pub use kubernetes::KubernetesSettings;
 
 use crate::datastore::DatastoreType;
 
@@ -101,6 +103,12 @@ pub enum ConfigError {
     },
     #[error("invalid `{variable}` value `{value}`: expected an IP address with an optional port")]
     InvalidResolver { variable: String, value: String },
+    #[error("kubeconfig `{path}` (from {origin}) does not exist")]
+    MissingKubeconfig { path: String, origin: Origin },
+    #[error("invalid Kubernetes API endpoint `{endpoint}` (from {origin})")]
+    InvalidKubernetesEndpoint { endpoint: String, origin: Origin },
+    #[error("context `{context}` is asked for but there is no kubeconfig to take it from")]
+    ContextWithoutKubeconfig { context: String },
     #[error("invalid boolean `{value}` for {name} (from {origin}): expected `true` or `false`")]
     InvalidBool {
         name: &'static str,
@@ -146,6 +154,15 @@ impl ConfigError {
                 "set `DATASTORE_TYPE` (or `datastoreType`) to `etcdv3` or `kubernetes`".into()
             }
             ConfigError::ReadPem { .. } => "check the path and that netctl may read the file".into(),
+            ConfigError::MissingKubeconfig { .. } => {
+                "point `KUBECONFIG` (or `kubeconfig` in the config file) at an existing kubeconfig file".into()
+            }
+            ConfigError::InvalidKubernetesEndpoint { .. } => {
+                "the API endpoint is a URL such as `https://10.0.0.1:6443`, without a path".into()
+            }
+            ConfigError::ContextWithoutKubeconfig { .. } => {
+                "set `KUBECONFIG` (or `kubeconfig`), or drop `--context` / `k8sCurrentContext`".into()
+            }
             ConfigError::NotPem { .. } => {
                 "certificates and keys must be PEM (`-----BEGIN ...-----` blocks)".into()
             }
@@ -503,6 +520,16 @@ impl ClientConfig {
     /// Validates the etcd options completely and reads the key and certificate files.
     pub fn etcd(&self) -> Result<EtcdSettings, ConfigError> {
         etcd::resolve(self)
+    }
+
+    /// Validates the Kubernetes options. `context` is the `--context` flag; `home` is where
+    /// `~/.kube/config` is looked for when no kubeconfig is configured.
+    pub fn kubernetes(
+        &self,
+        context: Option<&str>,
+        home: Option<&Path>,
+    ) -> Result<KubernetesSettings, ConfigError> {
+        kubernetes::resolve(self, context, home)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `Datastore` trait: what netctl asks of a resource store, and the errors a caller can match on.
 //!
-//! Two backends implement it — `etcd` (etcd v3, upstream key layout) and, later, `kube` (CRDs). Each
+//! Two backends implement it — `etcd` (etcd v3, upstream key layout) and `kube` (Calico CRDs and core
+//! objects through the Kubernetes API). Each
 //! converts between [`Resource`] and its own storage format at its boundary; nothing above this module
 //! knows keys, revisions or CRDs. Every write is conditional (optimistic concurrency): a create fails if
 //! the resource exists, an update fails if the stored revision moved on. Lists come back one page at a
@@ -8,6 +9,7 @@
 
 pub mod coordination;
 pub mod etcd;
+pub mod kube;
 
 use async_trait::async_trait;
 
@@ -78,15 +80,30 @@ pub enum StoreError {
         reason: &'static str,
     },
     #[error("{detail}")]
-    AuthenticationFailed { detail: String },
+    AuthenticationFailed {
+        datastore: DatastoreType,
+        detail: String,
+    },
     #[error("permission denied by the datastore for {operation}")]
-    PermissionDenied { operation: String, detail: String },
+    PermissionDenied {
+        datastore: DatastoreType,
+        operation: String,
+        detail: String,
+    },
     #[error("TLS handshake with {endpoint} failed: {detail}")]
     Tls { endpoint: String, detail: String },
     #[error("no datastore endpoint could be reached ({endpoints}): {detail}")]
-    Unavailable { endpoints: String, detail: String },
+    Unavailable {
+        datastore: DatastoreType,
+        endpoints: String,
+        detail: String,
+    },
     #[error("the datastore did not answer within {seconds}s ({endpoints})")]
-    Timeout { endpoints: String, seconds: u64 },
+    Timeout {
+        datastore: DatastoreType,
+        endpoints: String,
+        seconds: u64,
+    },
     #[error("stored value at `{location}` is not a valid resource")]
     InvalidData {
         location: String,
@@ -97,6 +114,10 @@ pub enum StoreError {
     InvalidResourceVersion(String),
     #[error("failed to discover etcd endpoints through SRV records `{name}`: {detail}")]
     Discovery { name: String, detail: String },
+    #[error("cannot use {location} to reach the Kubernetes API: {detail}")]
+    Kubeconfig { location: String, detail: String },
+    #[error("the Kubernetes API at {server} does not serve `{resource}`")]
+    NotInstalled { server: String, resource: String },
     #[error("datastore request failed: {0}")]
     Other(String),
 }
@@ -105,6 +126,34 @@ impl StoreError {
     /// Advice for the user, printed on its own `hint:` line.
     pub fn hint(&self) -> Option<&'static str> {
         Some(match self {
+            StoreError::AuthenticationFailed {
+                datastore: DatastoreType::Kubernetes,
+                ..
+            } => {
+                "check the credentials of the kubeconfig user (token, client certificate) or k8sAPIToken"
+            }
+            StoreError::PermissionDenied {
+                datastore: DatastoreType::Kubernetes,
+                ..
+            } => {
+                "ask a cluster administrator for RBAC access to the `crd.projectcalico.org` resources (see `kubectl auth can-i`)"
+            }
+            StoreError::Unavailable {
+                datastore: DatastoreType::Kubernetes,
+                ..
+            }
+            | StoreError::Timeout {
+                datastore: DatastoreType::Kubernetes,
+                ..
+            } => {
+                "check that the cluster is up and that the kubeconfig (KUBECONFIG, --context) or k8sAPIEndpoint names its API server"
+            }
+            StoreError::Kubeconfig { .. } => {
+                "check KUBECONFIG (or `kubeconfig`), the context (`--context`, k8sCurrentContext) and the k8s* overrides"
+            }
+            StoreError::NotInstalled { .. } => {
+                "install the Calico CRDs (`crd.projectcalico.org`) in the cluster, or check the kubeconfig context"
+            }
             StoreError::AuthenticationFailed { .. } => {
                 "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
             }

@@ -299,6 +299,8 @@ pub struct Executor {
     datastore: Arc<dyn Datastore>,
     coordination: Option<Arc<dyn Coordination>>,
     holder: Holder,
+    /// The Kubernetes API client for `kube.*` actions, when a cluster is configured.
+    kubernetes: Option<kube::Client>,
 }
 
 /// The state of one `apply` while it runs.
@@ -322,7 +324,14 @@ impl Executor {
             datastore,
             coordination,
             holder,
+            kubernetes: None,
         }
+    }
+
+    /// Gives `kube.*` actions a Kubernetes API client; without one they are only described.
+    pub fn with_kubernetes(mut self, client: Option<kube::Client>) -> Executor {
+        self.kubernetes = client;
+        self
     }
 
     fn context<'a>(
@@ -344,6 +353,7 @@ impl Executor {
             register,
             recorded_digest: None,
             child_tracking: None,
+            kubernetes: self.kubernetes.clone(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Test support for netctl's integration tests: real etcd servers, a real DNS server, generated
-//! certificates and a sandboxed `netctl` command.
+//! certificates, an in-process Kubernetes API server and a sandboxed `netctl` command.
 //!
 //! Integration tests include it with `mod support;`. Everything here runs real programs on loopback:
 //! Debian's `etcd` 3.4 and `etcdctl` ([`etcd`]), `dnsmasq` for SRV discovery ([`dns`]), certificates
@@ -45,6 +45,7 @@
 
 pub mod dns;
 pub mod etcd;
+pub mod kube_api;
 pub mod netctl;
 pub mod pki;
 mod process;
@@ -54,6 +55,7 @@ pub use dns::{DnsServer, DnsServerBuilder, SrvRecord};
 pub use etcd::{
     AuthSetup, EtcdCluster, EtcdClusterBuilder, EtcdServer, EtcdServerBuilder, Etcdctl, KeyValue,
 };
+pub use kube_api::KubeApiServer;
 pub use netctl::Netctl;
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::find_program;

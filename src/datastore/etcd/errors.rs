@@ -7,7 +7,7 @@
 
 use std::error::Error as _;
 
-use crate::datastore::StoreError;
+use crate::datastore::{DatastoreType, StoreError};
 
 /// The text of an error and all its sources, joined with `: `.
 fn chain_text(error: &etcd_client::Error) -> String {
@@ -38,6 +38,7 @@ pub fn classify(
         _ => None,
     };
     let unavailable = |detail: &str| StoreError::Unavailable {
+        datastore: DatastoreType::EtcdV3,
         endpoints: endpoints.to_string(),
         detail: detail.to_string(),
     };
@@ -48,21 +49,25 @@ pub fn classify(
 
     if lower.contains("authentication failed") || lower.contains("invalid user id or password") {
         return StoreError::AuthenticationFailed {
+            datastore: DatastoreType::EtcdV3,
             detail: "etcd rejected the user name or password".into(),
         };
     }
     if lower.contains("user name is empty") {
         return StoreError::AuthenticationFailed {
+            datastore: DatastoreType::EtcdV3,
             detail: "etcd requires authentication but no user name is configured".into(),
         };
     }
     if lower.contains("invalid auth token") || lower.contains("auth token is expired") {
         return StoreError::AuthenticationFailed {
+            datastore: DatastoreType::EtcdV3,
             detail: "the etcd authentication token expired and could not be renewed".into(),
         };
     }
     if status_code == Some(tonic_code::PERMISSION_DENIED) || lower.contains("permission denied") {
         return StoreError::PermissionDenied {
+            datastore: DatastoreType::EtcdV3,
             operation: operation.to_string(),
             detail: text,
         };
@@ -99,6 +104,7 @@ pub fn classify(
         || lower.contains("deadline")
     {
         return StoreError::Timeout {
+            datastore: DatastoreType::EtcdV3,
             endpoints: endpoints.to_string(),
             seconds: timeout.as_secs(),
         };

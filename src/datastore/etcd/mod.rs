@@ -20,7 +20,7 @@ use etcd_client::{
     KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 
-pub use conversion::{RESOURCE_ROOT, key_path, list_prefix};
+pub use conversion::{RESOURCE_ROOT, key_path, list_prefix, stored_name};
 
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
 use crate::config::{EndpointSource, EtcdSettings};
@@ -99,6 +99,7 @@ impl EtcdStore {
                 .map_err(|error| errors::classify(error, &shown, "connect", timeouts.connect))?,
             Err(_) => {
                 return Err(StoreError::Timeout {
+                    datastore: DatastoreType::EtcdV3,
                     endpoints: shown,
                     seconds: (timeouts.connect + timeouts.request).as_secs(),
                 });
@@ -140,6 +141,7 @@ impl EtcdStore {
                 errors::classify(error, &self.endpoints, operation, self.timeouts.request)
             }),
             Err(_) => Err(StoreError::Timeout {
+                datastore: DatastoreType::EtcdV3,
                 endpoints: self.endpoints.clone(),
                 seconds: self.timeouts.request.as_secs(),
             }),
@@ -180,6 +182,7 @@ impl EtcdStore {
                 }
                 Err(_) => {
                     return Err(StoreError::Timeout {
+                        datastore: DatastoreType::EtcdV3,
                         endpoints: self.endpoints.clone(),
                         seconds: self.timeouts.request.as_secs(),
                     });

@@ -110,7 +110,10 @@ fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
     Some(mirror.join(relative))
 }
 
-async fn read_bytes(url: &str, mirror: Option<&Path>) -> Result<(Vec<u8>, String), FetchError> {
+pub(super) async fn read_bytes(
+    url: &str,
+    mirror: Option<&Path>,
+) -> Result<(Vec<u8>, String), FetchError> {
     let read_local = |path: PathBuf| {
         std::fs::read(&path).map_err(|source| FetchError::ReadLocal {
             url: url.to_string(),

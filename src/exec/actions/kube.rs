@@ -1,12 +1,132 @@
-//! `kube.*` actions: Kubernetes requests. The Kubernetes API client is not part of this build, so in
-//! execute mode every `kube.*` action fails with a typed error before anything is sent; in dry-run the
-//! exact request that would be sent (method, path, content type, body size) is described, so a dry-run
-//! of a whole upgrade plan stays total.
+//! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
+//! merge and JSON patches, annotations and labels, delete by label selector, and waiting for a
+//! DaemonSet, Deployment or set of pods to roll out.
+//!
+//! Every action first describes the exact requests (method, path, content type, body size), so a
+//! dry-run of a whole plan stays total even without a cluster. With a cluster, a dry-run also sends
+//! the writes with `dryRun=All`, so the API server's admission, validation and field-ownership checks
+//! are part of the rehearsal; reads are real. In execute mode the writes are sent for real. Errors say
+//! which object and request failed, with the API server's own message.
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::Scope;
+use serde_json::{Value, json};
+
+use super::{Outcome, RunMode};
 use crate::plan::action::{
     KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeWaitRollout,
     ManifestSource, PatchType,
 };
+use crate::terminal;
+
+/// How often a rollout wait reads the cluster again.
+const ROLLOUT_POLL: Duration = Duration::from_millis(500);
+
+/// Why a `kube.*` action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeActionError {
+    #[error("cannot read the manifest `{}`", path.display())]
+    ReadManifest {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot download the manifest")]
+    DownloadManifest(#[source] super::fetch::FetchError),
+    #[error("the manifest {origin} is not valid YAML")]
+    ManifestSyntax {
+        origin: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("document {index} of the manifest {origin} has no {field}")]
+    ManifestIncomplete {
+        origin: String,
+        index: usize,
+        field: &'static str,
+    },
+    #[error("the Kubernetes API does not serve `{kind}` in `{api_version}`")]
+    UnknownType { api_version: String, kind: String },
+    #[error("{what} was refused by the Kubernetes API ({code} {reason}): {message}")]
+    Refused {
+        what: String,
+        code: u16,
+        reason: String,
+        message: String,
+    },
+    #[error("{what} failed: the Kubernetes API could not be reached: {detail}")]
+    Unreachable { what: String, detail: String },
+    #[error("cannot apply the JSON patch to {object}: {detail}")]
+    JsonPatch { object: String, detail: String },
+    #[error("{object} already has {field} `{key}` = `{current}`; not changing it to `{wanted}`")]
+    WouldOverwrite {
+        object: String,
+        field: &'static str,
+        key: String,
+        current: String,
+        wanted: String,
+    },
+    #[error("{target} did not roll out within {timeout}: {last}")]
+    RolloutTimeout {
+        target: String,
+        timeout: String,
+        last: String,
+    },
+    #[error("invalid ready count `{0}`: expected `N/M`, e.g. `2/2`")]
+    InvalidReadyCount(String),
+}
+
+impl KubeActionError {
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            KubeActionError::Refused { code: 409, message, .. } if message.contains("conflict with") => {
+                "another field manager owns these fields: set `force_conflicts: true` on the step if netctl should take them over".into()
+            }
+            KubeActionError::Refused { code: 409, .. } => {
+                "the object changed while netctl worked on it; run the step again".into()
+            }
+            KubeActionError::Refused { code: 403, .. } => {
+                "ask a cluster administrator for RBAC access (see `kubectl auth can-i`)".into()
+            }
+            KubeActionError::Refused { code: 404, .. } => {
+                "check the kind, namespace and name (and that the CRD of the kind is installed)".into()
+            }
+            KubeActionError::Unreachable { .. } => {
+                "check that the cluster is up and that KUBECONFIG (or `--context`) names its API server".into()
+            }
+            KubeActionError::UnknownType { .. } => {
+                "install the CRD that defines the kind first (apply CRDs in an earlier step)".into()
+            }
+            KubeActionError::WouldOverwrite { .. } => {
+                "set `overwrite: true` on the step to replace existing values".into()
+            }
+            KubeActionError::RolloutTimeout { .. } => {
+                "look at the pods (`kubectl get pods`, `kubectl describe`), then resume the run or raise `timeout`".into()
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// Turns a client error into one that names what was being done.
+fn request_error(what: String, error: kube::Error) -> KubeActionError {
+    match error {
+        kube::Error::Api(status) => KubeActionError::Refused {
+            what,
+            code: status.code,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+        },
+        other => KubeActionError::Unreachable {
+            what,
+            detail: crate::datastore::kube::chain_text(&other),
+        },
+    }
+}
 
 /// The lower-case plural of a Kubernetes kind (`Deployment` → `deployments`, `NetworkPolicy` →
 /// `networkpolicies`), as the API path uses it.
@@ -210,6 +330,667 @@ pub fn describe_wait(wait: &KubeWaitRollout) -> Vec<String> {
     )]
 }
 
+/// The API resource (plural, scope) of `apiVersion`/`kind`, from the API server's discovery.
+async fn resolve(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(ApiResource, bool), KubeActionError> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    match kube::discovery::pinned_kind(client, &gvk).await {
+        Ok((resource, capabilities)) => Ok((resource, capabilities.scope == Scope::Namespaced)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(KubeActionError::UnknownType {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        }),
+        Err(kube::Error::Discovery(_)) => Err(KubeActionError::UnknownType {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        }),
+        Err(error) => Err(request_error(
+            format!("discovery of `{kind}` in `{api_version}`"),
+            error,
+        )),
+    }
+}
+
+/// The API of one type, for an object in `namespace` (namespaced types) or cluster-wide.
+fn api_for(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespaced: bool,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    match (namespaced, namespace) {
+        (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, resource),
+        (true, None) => Api::default_namespaced_with(client.clone(), resource),
+        (false, _) => Api::all_with(client.clone(), resource),
+    }
+}
+
+async fn object_api(
+    client: &kube::Client,
+    object: &KubeObject,
+) -> Result<Api<DynamicObject>, KubeActionError> {
+    let (resource, namespaced) = resolve(client, &object.api_version, &object.kind).await?;
+    Ok(api_for(
+        client,
+        &resource,
+        namespaced,
+        object.namespace.as_deref(),
+    ))
+}
+
+/// What a dry-run with a cluster adds to a description: the server's verdict on each write.
+fn with_lines(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+    outcome.transcript.extend(lines);
+    outcome
+}
+
+fn described(lines: Vec<String>) -> Outcome {
+    Outcome {
+        summary: lines.first().cloned().unwrap_or_default(),
+        transcript: lines,
+        output: None,
+    }
+}
+
+fn done(summary: String, output: Value) -> Outcome {
+    Outcome {
+        summary: summary.clone(),
+        transcript: vec![summary],
+        output: Some(output),
+    }
+}
+
+/// The manifest text and where it came from.
+async fn manifest_text(
+    source: &ManifestSource,
+    files_dir: &Path,
+    mirror_dir: Option<&Path>,
+) -> Result<(String, String), KubeActionError> {
+    match source {
+        ManifestSource::Inline(text) => Ok((text.clone(), "the inline manifest".into())),
+        ManifestSource::File(file) => {
+            let path = super::fetch::target_path(files_dir, file)
+                .map_err(KubeActionError::DownloadManifest)?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|source| KubeActionError::ReadManifest { path, source })?;
+            Ok((text, format!("`{file}`")))
+        }
+        ManifestSource::Url(url) => {
+            let (bytes, _) = super::fetch::read_bytes(url, mirror_dir)
+                .await
+                .map_err(KubeActionError::DownloadManifest)?;
+            Ok((
+                String::from_utf8_lossy(&bytes).into_owned(),
+                format!("`{url}`"),
+            ))
+        }
+    }
+}
+
+/// The documents of a manifest, CustomResourceDefinitions first (so the objects of a CRD the same
+/// manifest defines can be applied), then Namespaces, then the rest in manifest order.
+pub fn manifest_documents(text: &str, origin: &str) -> Result<Vec<Value>, KubeActionError> {
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value: Value = serde::Deserialize::deserialize(document).map_err(|source| {
+            KubeActionError::ManifestSyntax {
+                origin: origin.to_string(),
+                source,
+            }
+        })?;
+        if value.is_null() {
+            continue;
+        }
+        let index = documents.len() + 1;
+        for (pointer, field) in [
+            ("/apiVersion", "apiVersion"),
+            ("/kind", "kind"),
+            ("/metadata/name", "metadata.name"),
+        ] {
+            if value.pointer(pointer).and_then(Value::as_str).is_none() {
+                return Err(KubeActionError::ManifestIncomplete {
+                    origin: origin.to_string(),
+                    index,
+                    field,
+                });
+            }
+        }
+        documents.push(value);
+    }
+    let rank = |document: &Value| match document["kind"].as_str() {
+        Some("CustomResourceDefinition") => 0,
+        Some("Namespace") => 1,
+        _ => 2,
+    };
+    documents.sort_by_key(rank);
+    Ok(documents)
+}
+
+fn document_object(document: &Value) -> KubeObject {
+    let field = |pointer: &str| {
+        document
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    KubeObject {
+        api_version: field("/apiVersion").unwrap_or_default(),
+        kind: field("/kind").unwrap_or_default(),
+        name: field("/metadata/name").unwrap_or_default(),
+        namespace: field("/metadata/namespace"),
+    }
+}
+
+/// `kube.apply`: server-side apply (or create-or-replace) of every object of a manifest.
+pub async fn apply(
+    client: &kube::Client,
+    apply: &KubeApply,
+    files_dir: &Path,
+    mirror_dir: Option<&Path>,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let description = describe_apply(apply, files_dir);
+    let (text, origin) = manifest_text(&apply.source, files_dir, mirror_dir).await?;
+    let documents = manifest_documents(&text, &origin)?;
+    let dry_run = mode == RunMode::DryRun;
+    let mut lines = Vec::new();
+    let mut applied = Vec::new();
+    for document in &documents {
+        let object = document_object(document);
+        let what = format!(
+            "{} of {object}",
+            if apply.server_side {
+                "server-side apply"
+            } else {
+                "apply"
+            }
+        );
+        let api = object_api(client, &object).await?;
+        let result = if apply.server_side {
+            let mut params = PatchParams::apply(&apply.field_manager);
+            params.force = apply.force_conflicts;
+            params.dry_run = dry_run;
+            api.patch(&object.name, &params, &Patch::Apply(document))
+                .await
+        } else {
+            create_or_replace(&api, &object.name, document, dry_run).await
+        };
+        let written = result.map_err(|error| request_error(what, error))?;
+        let version = written
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        lines.push(if dry_run {
+            format!("  server dry-run accepted {object}")
+        } else {
+            format!("  applied {object} (resourceVersion {version})")
+        });
+        applied.push(json!({ "object": object.to_string(), "resourceVersion": version }));
+    }
+    if dry_run {
+        return Ok(with_lines(described(description), lines));
+    }
+    let mut outcome = done(
+        format!("applied {} object(s) of {origin}", documents.len()),
+        json!({ "applied": applied }),
+    );
+    outcome.transcript.extend(lines);
+    Ok(outcome)
+}
+
+/// Create when absent, else replace at the revision read (client-side apply semantics without the
+/// last-applied annotation: the manifest is the whole object).
+async fn create_or_replace(
+    api: &Api<DynamicObject>,
+    name: &str,
+    document: &Value,
+    dry_run: bool,
+) -> Result<DynamicObject, kube::Error> {
+    let params = PostParams {
+        dry_run,
+        field_manager: Some(crate::plan::action::DEFAULT_FIELD_MANAGER.to_string()),
+    };
+    let mut object: DynamicObject =
+        serde_json::from_value(document.clone()).map_err(kube::Error::SerdeError)?;
+    match api.get_opt(name).await? {
+        None => api.create(&params, &object).await,
+        Some(current) => {
+            object.metadata.resource_version = current.metadata.resource_version;
+            api.replace(name, &params, &object).await
+        }
+    }
+}
+
+/// `kube.patch`: a JSON merge patch, or a JSON patch applied to the object read and written back
+/// at that revision (so a concurrent change is a conflict, not lost).
+pub async fn patch(
+    client: &kube::Client,
+    patch: &KubePatch,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let description = describe_patch(patch);
+    let object = &patch.object;
+    let what = format!("patch of {object}");
+    let api = object_api(client, object).await?;
+    let dry_run = mode == RunMode::DryRun;
+    let written = match patch.patch_type {
+        PatchType::Merge => {
+            let params = PatchParams {
+                dry_run,
+                ..PatchParams::default()
+            };
+            api.patch(&object.name, &params, &Patch::Merge(&patch.patch))
+                .await
+                .map_err(|error| request_error(what, error))?
+        }
+        PatchType::Json => {
+            let current = api
+                .get(&object.name)
+                .await
+                .map_err(|error| request_error(what.clone(), error))?;
+            let mut value =
+                serde_json::to_value(&current).map_err(|error| KubeActionError::JsonPatch {
+                    object: object.to_string(),
+                    detail: error.to_string(),
+                })?;
+            let operations: json_patch::Patch = serde_json::from_value(patch.patch.clone())
+                .map_err(|error| KubeActionError::JsonPatch {
+                    object: object.to_string(),
+                    detail: error.to_string(),
+                })?;
+            json_patch::patch(&mut value, &operations).map_err(|error| {
+                KubeActionError::JsonPatch {
+                    object: object.to_string(),
+                    detail: error.to_string(),
+                }
+            })?;
+            let updated: DynamicObject =
+                serde_json::from_value(value).map_err(|error| KubeActionError::JsonPatch {
+                    object: object.to_string(),
+                    detail: error.to_string(),
+                })?;
+            let params = PostParams {
+                dry_run,
+                field_manager: None,
+            };
+            api.replace(&object.name, &params, &updated)
+                .await
+                .map_err(|error| request_error(what, error))?
+        }
+    };
+    if dry_run {
+        return Ok(with_lines(
+            described(description),
+            vec![format!("  server dry-run accepted the patch of {object}")],
+        ));
+    }
+    Ok(done(
+        format!("patched {object}"),
+        json!({ "object": object.to_string(), "resourceVersion": written.metadata.resource_version }),
+    ))
+}
+
+/// `kube.annotate` and `kube.label`: a merge patch of `metadata.<field>`; without `overwrite`, a key
+/// that already has another value is refused before anything is written.
+pub async fn change_metadata(
+    client: &kube::Client,
+    change: &KubeMetadataChange,
+    field: &'static str,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let description = describe_metadata(change, field);
+    let object = &change.object;
+    let what = format!("change of the {field} of {object}");
+    let api = object_api(client, object).await?;
+    if !change.overwrite {
+        let current = api
+            .get(&object.name)
+            .await
+            .map_err(|error| request_error(what.clone(), error))?;
+        let existing = match field {
+            "labels" => current.metadata.labels.unwrap_or_default(),
+            _ => current.metadata.annotations.unwrap_or_default(),
+        };
+        for (key, wanted) in &change.values {
+            if let (Some(current), Some(wanted)) = (existing.get(key), wanted)
+                && current != wanted
+            {
+                return Err(KubeActionError::WouldOverwrite {
+                    object: object.to_string(),
+                    field: if field == "labels" {
+                        "label"
+                    } else {
+                        "annotation"
+                    },
+                    key: key.clone(),
+                    current: current.clone(),
+                    wanted: wanted.clone(),
+                });
+            }
+        }
+    }
+    let values: serde_json::Map<String, Value> = change
+        .values
+        .iter()
+        .map(|(key, value)| (key.clone(), json!(value)))
+        .collect();
+    let body = json!({ "metadata": { field: values } });
+    let params = PatchParams {
+        dry_run: mode == RunMode::DryRun,
+        ..PatchParams::default()
+    };
+    api.patch(&object.name, &params, &Patch::Merge(&body))
+        .await
+        .map_err(|error| request_error(what, error))?;
+    if mode == RunMode::DryRun {
+        return Ok(with_lines(
+            described(description),
+            vec![format!("  server dry-run accepted the {field} of {object}")],
+        ));
+    }
+    Ok(done(
+        format!("set {} {field} on {object}", change.values.len()),
+        json!({ "object": object.to_string() }),
+    ))
+}
+
+/// `kube.delete`: lists what the selector matches with a server-side dry-run delete, then (in
+/// execute mode) deletes exactly that collection.
+pub async fn delete(
+    client: &kube::Client,
+    delete: &KubeDelete,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let description = describe_delete(delete);
+    let (resource, namespaced) = resolve(client, &delete.api_version, &delete.kind).await?;
+    let api = api_for(client, &resource, namespaced, delete.namespace.as_deref());
+    let list = ListParams::default().labels(&delete.selector);
+    let where_ = match &delete.namespace {
+        Some(namespace) => format!(
+            "{} in `{namespace}` matching `{}`",
+            resource.plural, delete.selector
+        ),
+        None => format!("{} matching `{}`", resource.plural, delete.selector),
+    };
+    let rehearsal = api
+        .delete_collection(&DeleteParams::default().dry_run(), &list)
+        .await
+        .map_err(|error| request_error(format!("server dry-run delete of {where_}"), error))?;
+    // The API answers with the list of what it deleted, or a bare Status when that is not known.
+    let names: Vec<String> = rehearsal
+        .left()
+        .map(|list| {
+            list.items
+                .iter()
+                .filter_map(|item| item.metadata.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut listing = vec![format!(
+        "  server dry-run: {} {} would be deleted{}",
+        names.len(),
+        resource.plural,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", names.join(", "))
+        }
+    )];
+    if mode == RunMode::DryRun {
+        return Ok(with_lines(described(description), listing));
+    }
+    if !names.is_empty() {
+        api.delete_collection(&DeleteParams::default(), &list)
+            .await
+            .map_err(|error| request_error(format!("delete of {where_}"), error))?;
+    }
+    let summary = format!("deleted {} {}", names.len(), where_);
+    listing.insert(0, summary.clone());
+    Ok(Outcome {
+        summary,
+        transcript: listing,
+        output: Some(json!({ "deleted": names })),
+    })
+}
+
+/// Expected ready containers per pod, from `N/M`.
+fn parse_ready(text: &str) -> Result<(usize, usize), KubeActionError> {
+    let invalid = || KubeActionError::InvalidReadyCount(text.to_string());
+    let (ready, total) = text.split_once('/').ok_or_else(invalid)?;
+    Ok((
+        ready.trim().parse().map_err(|_| invalid())?,
+        total.trim().parse().map_err(|_| invalid())?,
+    ))
+}
+
+/// One look at a rollout: whether it is done, and the counts to report.
+#[derive(Debug, Clone, PartialEq)]
+struct RolloutState {
+    done: bool,
+    report: String,
+}
+
+/// Whether a DaemonSet or Deployment has rolled out: the controller saw the latest spec and every
+/// desired replica is updated and available. Returns `(done, report, pod selector)`.
+fn workload_state(kind: &str, object: &Value) -> (bool, String, Option<String>) {
+    let number = |pointer: &str| object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
+    let generation = number("/metadata/generation");
+    let observed = number("/status/observedGeneration");
+    let (desired, updated, available) = if kind == "DaemonSet" {
+        (
+            number("/status/desiredNumberScheduled"),
+            number("/status/updatedNumberScheduled"),
+            number("/status/numberAvailable"),
+        )
+    } else {
+        (
+            object
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1),
+            number("/status/updatedReplicas"),
+            number("/status/availableReplicas"),
+        )
+    };
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let done = observed >= generation && updated == desired && available == desired;
+    let report = format!(
+        "{kind} {name}: {updated}/{desired} updated, {available}/{desired} available{}",
+        if observed < generation {
+            " (controller has not seen the latest spec yet)"
+        } else {
+            ""
+        }
+    );
+    let selector = object["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|selector| !selector.is_empty());
+    (done, report, selector)
+}
+
+/// Whether every pod runs with the expected containers ready.
+fn pods_state(pods: &[Value], expected: Option<(usize, usize)>) -> (bool, String) {
+    let mut good = 0;
+    let mut details = Vec::new();
+    for pod in pods {
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+        let statuses = pod["status"]["containerStatuses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let total = statuses.len().max(
+            pod["spec"]["containers"]
+                .as_array()
+                .map(Vec::len)
+                .unwrap_or(0),
+        );
+        let ready = statuses
+            .iter()
+            .filter(|status| status["ready"].as_bool() == Some(true))
+            .count();
+        let ok = phase == "Running"
+            && match expected {
+                Some((want_ready, want_total)) => ready == want_ready && total == want_total,
+                None => ready == total && total > 0,
+            };
+        if ok {
+            good += 1;
+        } else {
+            details.push(format!("{name} {phase} {ready}/{total}"));
+        }
+    }
+    let mut report = format!("{good}/{} pods running and ready", pods.len());
+    if !details.is_empty() {
+        report.push_str(&format!(" (waiting for {})", details.join(", ")));
+    }
+    (!pods.is_empty() && good == pods.len(), report)
+}
+
+/// Reads the rollout once.
+async fn rollout_state(
+    client: &kube::Client,
+    wait: &KubeWaitRollout,
+    expected: Option<(usize, usize)>,
+) -> Result<RolloutState, KubeActionError> {
+    let target = describe_target(wait);
+    let read = |error| request_error(format!("read of {target}"), error);
+    let pods: Api<DynamicObject> = {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
+        Api::namespaced_with(client.clone(), &wait.namespace, &resource)
+    };
+    let mut reports = Vec::new();
+    let mut done = true;
+    let mut selectors = Vec::new();
+    if wait.kind == "Pod" {
+        selectors.push(wait.selector.clone().unwrap_or_default());
+    } else {
+        let (group, version) = ("apps", "v1");
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, &wait.kind),
+            &plural(&wait.kind),
+        );
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &wait.namespace, &resource);
+        let objects = match &wait.name {
+            Some(name) => vec![api.get(name).await.map_err(read)?],
+            None => {
+                let mut params = ListParams::default();
+                if let Some(selector) = &wait.selector {
+                    params = params.labels(selector);
+                }
+                api.list(&params).await.map_err(read)?.items
+            }
+        };
+        if objects.is_empty() {
+            done = false;
+            reports.push(format!("no {} found yet", plural(&wait.kind)));
+        }
+        for object in objects {
+            let value = serde_json::to_value(&object).unwrap_or_default();
+            let (object_done, report, selector) = workload_state(&wait.kind, &value);
+            done &= object_done;
+            reports.push(report);
+            if let Some(selector) = selector {
+                selectors.push(selector);
+            }
+        }
+    }
+    for selector in selectors {
+        let mut params = ListParams::default();
+        if !selector.is_empty() {
+            params = params.labels(&selector);
+        }
+        let list = pods.list(&params).await.map_err(read)?;
+        let values: Vec<Value> = list
+            .items
+            .iter()
+            .map(|pod| serde_json::to_value(pod).unwrap_or_default())
+            .collect();
+        let (pods_done, report) = pods_state(&values, expected);
+        done &= pods_done;
+        reports.push(report);
+    }
+    Ok(RolloutState {
+        done,
+        report: reports.join("; "),
+    })
+}
+
+fn describe_target(wait: &KubeWaitRollout) -> String {
+    match (&wait.name, &wait.selector) {
+        (Some(name), _) => format!("{} {}/{name}", wait.kind, wait.namespace),
+        (None, Some(selector)) => format!(
+            "{} in `{}` matching `{selector}`",
+            plural(&wait.kind),
+            wait.namespace
+        ),
+        (None, None) => format!("{} in `{}`", plural(&wait.kind), wait.namespace),
+    }
+}
+
+/// `kube.wait_rollout`: polls until rolled out, reporting the counts whenever they change.
+pub async fn wait_rollout(
+    client: &kube::Client,
+    wait: &KubeWaitRollout,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
+    let target = describe_target(wait);
+    if mode == RunMode::DryRun {
+        let state = rollout_state(client, wait, expected).await?;
+        return Ok(with_lines(
+            described(describe_wait(wait)),
+            vec![format!("  now: {}", state.report)],
+        ));
+    }
+    let started = Instant::now();
+    let mut last_report = String::new();
+    loop {
+        let state = rollout_state(client, wait, expected).await?;
+        if state.report != last_report {
+            terminal::warn(format!("waiting for {target}: {}", state.report));
+            last_report = state.report.clone();
+        }
+        if state.done {
+            return Ok(done(
+                format!("{target} rolled out: {}", state.report),
+                json!({ "target": target, "status": state.report }),
+            ));
+        }
+        if started.elapsed() >= wait.timeout.0 {
+            return Err(KubeActionError::RolloutTimeout {
+                target,
+                timeout: humantime::format_duration(wait.timeout.0).to_string(),
+                last: state.report,
+            });
+        }
+        tokio::time::sleep(ROLLOUT_POLL).await;
+    }
+}
+
+/// Whether a rollout is complete now (a `verify` postcondition).
+pub async fn rolled_out(
+    client: &kube::Client,
+    wait: &KubeWaitRollout,
+) -> Result<bool, KubeActionError> {
+    let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
+    Ok(rollout_state(client, wait, expected).await?.done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +1011,50 @@ mod tests {
             "/api/v1/namespaces/x/configmaps"
         );
         assert_eq!(plural("NetworkPolicy"), "networkpolicies");
+    }
+
+    #[test]
+    fn crds_and_namespaces_are_applied_first() {
+        let manifest = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a, namespace: x}\n---\n\
+            apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n\
+            apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: c}\n";
+        let kinds: Vec<String> = manifest_documents(manifest, "m")
+            .unwrap()
+            .iter()
+            .map(|document| document["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["CustomResourceDefinition", "Namespace", "DaemonSet"]
+        );
+        let error = manifest_documents("apiVersion: v1\nkind: ConfigMap\n", "m").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "document 1 of the manifest m has no metadata.name"
+        );
+    }
+
+    #[test]
+    fn rollout_needs_updated_available_replicas_and_ready_pods() {
+        let daemon_set = json!({"metadata": {"name": "calico-node", "generation": 2},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "calico-node"}}},
+            "status": {"observedGeneration": 2, "desiredNumberScheduled": 2,
+                       "updatedNumberScheduled": 1, "numberAvailable": 2}});
+        let (done, report, selector) = workload_state("DaemonSet", &daemon_set);
+        assert!(!done);
+        assert_eq!(report, "DaemonSet calico-node: 1/2 updated, 2/2 available");
+        assert_eq!(selector.as_deref(), Some("k8s-app=calico-node"));
+
+        let pod = |phase: &str, ready: [bool; 2]| {
+            json!({"metadata": {"name": "p"},
+            "status": {"phase": phase, "containerStatuses": [{"ready": ready[0]}, {"ready": ready[1]}]}})
+        };
+        assert!(pods_state(&[pod("Running", [true, true])], None).0);
+        assert!(!pods_state(&[pod("Running", [true, false])], None).0);
+        assert!(pods_state(&[pod("Running", [true, false])], Some((1, 2))).0);
+        assert!(!pods_state(&[pod("Pending", [true, true])], None).0);
+        assert!(!pods_state(&[], None).0);
+        assert_eq!(parse_ready("2/2").unwrap(), (2, 2));
+        assert!(parse_ready("two").is_err());
     }
 }

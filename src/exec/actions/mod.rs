@@ -56,7 +56,9 @@ pub enum StepError {
     Fetch(#[from] fetch::FetchError),
     #[error(transparent)]
     Check(#[from] check::CheckError),
-    #[error("`{action}` needs the Kubernetes API client, which is not in this build")]
+    #[error(transparent)]
+    Kube(#[from] kube::KubeActionError),
+    #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
     NotAPostcondition { action: &'static str },
@@ -68,9 +70,10 @@ impl StepError {
             StepError::Resource(error) => error.hint(),
             StepError::Process(error) => error.hint(),
             StepError::Fetch(error) => error.hint(),
-            StepError::KubernetesUnavailable { .. } => {
-                Some("do it by hand with kubectl; `--dry-run` shows the exact request".to_string())
-            }
+            StepError::Kube(error) => error.hint(),
+            StepError::KubernetesUnavailable { .. } => Some(
+                "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
+            ),
             StepError::NotAPostcondition { .. } => Some(
                 "use `resource.get`, `resource.list`, `check` or `exec` as `verify`".to_string(),
             ),
@@ -97,6 +100,8 @@ pub struct ActionContext<'a> {
     pub recorded_digest: Option<String>,
     /// Where to record a started program's pid (upgrade runs; not one-step commands or `verify`).
     pub child_tracking: Option<process::ChildTracking>,
+    /// The Kubernetes API client for `kube.*` actions, when a cluster is configured.
+    pub kubernetes: Option<::kube::Client>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -109,6 +114,7 @@ pub async fn perform(
     let kube_unavailable = || StepError::KubernetesUnavailable {
         action: action.name(),
     };
+    // Without a cluster, a dry-run describes the request and a real run refuses before sending.
     let describe = |lines: Vec<String>| -> Result<Outcome, StepError> {
         match mode {
             RunMode::DryRun => Ok(Outcome {
@@ -119,6 +125,8 @@ pub async fn perform(
             RunMode::Execute => Err(kube_unavailable()),
         }
     };
+    let files_dir = context.files_dir.as_path();
+    let mirror_dir = context.mirror_dir.as_deref();
     Ok(match action {
         Action::ResourceGet(target) => resource::get(store, target).await?,
         Action::ResourceList(list) => resource::list(store, list).await?,
@@ -132,12 +140,30 @@ pub async fn perform(
         }
         Action::ResourceLabel(label) => resource::label(store, label, mode).await?,
         Action::ResourcePatch(patch) => resource::patch(store, patch, mode).await?,
-        Action::KubeApply(apply) => describe(kube::describe_apply(apply, &context.files_dir))?,
-        Action::KubePatch(patch) => describe(kube::describe_patch(patch))?,
-        Action::KubeAnnotate(change) => describe(kube::describe_metadata(change, "annotations"))?,
-        Action::KubeLabel(change) => describe(kube::describe_metadata(change, "labels"))?,
-        Action::KubeDelete(delete) => describe(kube::describe_delete(delete))?,
-        Action::KubeWaitRollout(wait) => describe(kube::describe_wait(wait))?,
+        Action::KubeApply(apply) => match &context.kubernetes {
+            Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
+            None => describe(kube::describe_apply(apply, files_dir))?,
+        },
+        Action::KubePatch(patch) => match &context.kubernetes {
+            Some(client) => kube::patch(client, patch, mode).await?,
+            None => describe(kube::describe_patch(patch))?,
+        },
+        Action::KubeAnnotate(change) => match &context.kubernetes {
+            Some(client) => kube::change_metadata(client, change, "annotations", mode).await?,
+            None => describe(kube::describe_metadata(change, "annotations"))?,
+        },
+        Action::KubeLabel(change) => match &context.kubernetes {
+            Some(client) => kube::change_metadata(client, change, "labels", mode).await?,
+            None => describe(kube::describe_metadata(change, "labels"))?,
+        },
+        Action::KubeDelete(delete) => match &context.kubernetes {
+            Some(client) => kube::delete(client, delete, mode).await?,
+            None => describe(kube::describe_delete(delete))?,
+        },
+        Action::KubeWaitRollout(wait) => match &context.kubernetes {
+            Some(client) => kube::wait_rollout(client, wait, mode).await?,
+            None => describe(kube::describe_wait(wait))?,
+        },
         Action::Fetch(request) => {
             fetch::fetch(
                 request,
@@ -198,9 +224,12 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
                 process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
             Ok(code == Some(0))
         }
-        Action::KubeWaitRollout(_) => Err(StepError::KubernetesUnavailable {
-            action: verify.name(),
-        }),
+        Action::KubeWaitRollout(wait) => match &context.kubernetes {
+            Some(client) => Ok(kube::rolled_out(client, wait).await?),
+            None => Err(StepError::KubernetesUnavailable {
+                action: verify.name(),
+            }),
+        },
         other => Err(StepError::NotAPostcondition {
             action: other.name(),
         }),

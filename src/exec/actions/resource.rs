@@ -22,6 +22,7 @@ use crate::plan::action::{
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::store_rules;
+use crate::datastore::DatastoreType;
 use crate::resource::selector::Selector;
 
 use super::{Outcome, RunMode};
@@ -470,7 +471,9 @@ pub async fn delete(
         Err(source) => return Err(store_error("read", &key)(source)),
     };
     store_rules::check_delete(store, &key).await?;
-    let dependents = if key.kind == Kind::Node {
+    // Only where netctl owns node deletion: on Kubernetes, Nodes belong to the cluster and the
+    // datastore refuses to delete them, so nothing may be deleted on their behalf first.
+    let dependents = if key.kind == Kind::Node && store.kind() == DatastoreType::EtcdV3 {
         store_rules::node_dependents(store, &key.name)
             .await
             .map_err(store_error("list the dependents of", &key))?

@@ -1,0 +1,442 @@
+//! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
+//!
+//! - a Calico `Node` is a Kubernetes Node: its BGP and tunnel fields live in `projectcalico.org/*`
+//!   annotations, its labels are the Node's labels, its addresses come from the Node's status. An
+//!   update merges into the Kubernetes Node (a merge patch carrying the `resourceVersion` read, so a
+//!   concurrent change is a conflict); create and delete are Kubernetes' business.
+//! - `Profile`s are read-only: `kns.<namespace>` from each Namespace, `ksa.<namespace>.<account>`
+//!   from each ServiceAccount, plus `projectcalico-default-allow`.
+//!
+//! Workload endpoints (derived from pods) are not read by this build.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::KubeStore;
+use crate::datastore::{ListOptions, Page, StoreError};
+use crate::resource::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
+
+pub const NODES: &str = "Nodes are Kubernetes Nodes in the `kubernetes` datastore: create and delete them through Kubernetes";
+pub const PROFILES: &str = "Profiles are derived from Kubernetes Namespaces and ServiceAccounts in the `kubernetes` datastore";
+pub const WORKLOAD_ENDPOINTS: &str =
+    "workload endpoints are derived from pods, which this build does not read";
+
+/// The annotation prefix of Calico Node fields on a Kubernetes Node.
+const ANNOTATION_PREFIX: &str = "projectcalico.org/";
+
+/// The name of the profile that allows everything.
+pub const DEFAULT_ALLOW_PROFILE: &str = "projectcalico-default-allow";
+
+/// `(spec path, annotation name)` for the Node fields kept in annotations.
+const NODE_ANNOTATIONS: [(&[&str], &str); 9] = [
+    (&["bgp", "ipv4Address"], "IPv4Address"),
+    (&["bgp", "ipv6Address"], "IPv6Address"),
+    (&["bgp", "asNumber"], "ASNumber"),
+    (
+        &["bgp", "routeReflectorClusterID"],
+        "RouteReflectorClusterID",
+    ),
+    (&["bgp", "ipv4IPIPTunnelAddr"], "IPv4IPIPTunnelAddr"),
+    (&["ipv4VXLANTunnelAddr"], "IPv4VXLANTunnelAddr"),
+    (&["vxlanTunnelMACAddr"], "VXLANTunnelMACAddr"),
+    (&["ipv6VXLANTunnelAddr"], "IPv6VXLANTunnelAddr"),
+    (&["vxlanTunnelMACAddrV6"], "VXLANTunnelMACAddrV6"),
+];
+
+const WIREGUARD_ANNOTATIONS: [(&str, &str); 2] = [
+    ("interfaceIPv4Address", "IPv4WireguardInterfaceAddr"),
+    ("interfaceIPv6Address", "IPv6WireguardInterfaceAddr"),
+];
+
+fn node_api(store: &KubeStore) -> Api<Node> {
+    Api::all(store.api.client.clone())
+}
+
+/// The Calico Node a Kubernetes Node represents.
+pub fn node_to_resource(node: &Node) -> Resource {
+    let metadata = &node.metadata;
+    let annotations = metadata.annotations.clone().unwrap_or_default();
+    let annotation = |name: &str| annotations.get(&format!("{ANNOTATION_PREFIX}{name}"));
+    let mut spec = json!({});
+    for (path, name) in NODE_ANNOTATIONS {
+        let Some(value) = annotation(name) else {
+            continue;
+        };
+        let value = match name {
+            "ASNumber" => value
+                .parse::<u64>()
+                .map(Value::from)
+                .unwrap_or(json!(value)),
+            _ => json!(value),
+        };
+        match path {
+            [field] => spec[*field] = value,
+            [group, field] => spec[*group][*field] = value,
+            _ => {}
+        }
+    }
+    for (field, name) in WIREGUARD_ANNOTATIONS {
+        if let Some(value) = annotation(name) {
+            spec["wireguard"][field] = json!(value);
+        }
+    }
+    let name = metadata.name.clone().unwrap_or_default();
+    let addresses: Vec<Value> = node
+        .status
+        .as_ref()
+        .and_then(|status| status.addresses.as_ref())
+        .map(|addresses| {
+            addresses
+                .iter()
+                .filter(|address| address.type_ == "InternalIP" || address.type_ == "ExternalIP")
+                .map(|address| json!({"address": address.address, "type": address.type_}))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !addresses.is_empty() {
+        spec["addresses"] = json!(addresses);
+    }
+    spec["orchRefs"] = json!([{ "nodeName": name, "orchestrator": "k8s" }]);
+    Resource {
+        api_version: API_VERSION.to_string(),
+        kind: Kind::Node,
+        metadata: ObjectMeta {
+            name,
+            uid: metadata.uid.clone(),
+            creation_timestamp: metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|time| time.0.to_string()),
+            resource_version: metadata.resource_version.clone(),
+            labels: metadata.labels.clone().unwrap_or_default(),
+            ..ObjectMeta::default()
+        },
+        spec,
+    }
+}
+
+/// The merge patch that makes a Kubernetes Node carry `resource`: the Calico annotations set or
+/// removed, the labels made equal, and the `resourceVersion` read as a precondition.
+pub fn node_patch(current: &Node, resource: &Resource) -> Value {
+    let mut annotations = serde_json::Map::new();
+    let spec = &resource.spec;
+    for (path, name) in NODE_ANNOTATIONS {
+        let value = path.iter().try_fold(spec, |value, field| value.get(*field));
+        let value = match value {
+            Some(Value::String(text)) if !text.is_empty() => json!(text),
+            Some(Value::Number(number)) => json!(number.to_string()),
+            _ => Value::Null,
+        };
+        annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
+    }
+    for (field, name) in WIREGUARD_ANNOTATIONS {
+        let value = match spec["wireguard"][field].as_str() {
+            Some(text) if !text.is_empty() => json!(text),
+            _ => Value::Null,
+        };
+        annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
+    }
+    let existing = current.metadata.annotations.clone().unwrap_or_default();
+    annotations.retain(|key, value| !value.is_null() || existing.contains_key(key));
+    let mut labels: serde_json::Map<String, Value> = resource
+        .metadata
+        .labels
+        .iter()
+        .map(|(key, value)| (key.clone(), json!(value)))
+        .collect();
+    for key in current.metadata.labels.clone().unwrap_or_default().keys() {
+        labels.entry(key.clone()).or_insert(Value::Null);
+    }
+    json!({
+        "metadata": {
+            "resourceVersion": resource.metadata.resource_version,
+            "annotations": annotations,
+            "labels": labels,
+        }
+    })
+}
+
+pub async fn get_node(store: &KubeStore, key: &ResourceKey) -> Result<Resource, StoreError> {
+    let api = node_api(store);
+    let node = store
+        .call(
+            store.request("get", "nodes", Some(key), None),
+            api.get(&key.name),
+        )
+        .await?;
+    Ok(node_to_resource(&node))
+}
+
+pub async fn list_nodes(
+    store: &KubeStore,
+    options: &ListOptions,
+    continue_token: Option<&str>,
+) -> Result<Page, StoreError> {
+    let api = node_api(store);
+    let mut params = ListParams::default().limit(super::page_size(options));
+    if let Some(token) = continue_token {
+        params = params.continue_token(token);
+    }
+    let list = store
+        .call(
+            store.request("list", "nodes", None, None),
+            api.list(&params),
+        )
+        .await?;
+    Ok(Page {
+        items: list.items.iter().map(node_to_resource).collect(),
+        continue_token: list.metadata.continue_.filter(|token| !token.is_empty()),
+        revision: list.metadata.resource_version.unwrap_or_default(),
+    })
+}
+
+pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resource, StoreError> {
+    let key = resource.key();
+    let expected = resource
+        .metadata
+        .resource_version
+        .clone()
+        .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+    let api = node_api(store);
+    let current = store
+        .call(
+            store.request("get", "nodes", Some(&key), None),
+            api.get(&key.name),
+        )
+        .await?;
+    let patch = node_patch(&current, resource);
+    let result = store
+        .call(
+            store.request("update", "nodes", Some(&key), Some(&expected)),
+            api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await;
+    match result {
+        Ok(node) => Ok(node_to_resource(&node)),
+        Err(StoreError::Conflict { key, expected, .. }) => Err(StoreError::Conflict {
+            key,
+            expected,
+            current: current.metadata.resource_version.unwrap_or_default(),
+        }),
+        Err(error) => Err(error),
+    }
+}
+
+fn allow_all() -> Value {
+    json!([{ "action": "Allow" }])
+}
+
+fn profile(name: String, resource_version: Option<String>, spec: Value) -> Resource {
+    Resource {
+        api_version: API_VERSION.to_string(),
+        kind: Kind::Profile,
+        metadata: ObjectMeta {
+            name,
+            resource_version,
+            ..ObjectMeta::default()
+        },
+        spec,
+    }
+}
+
+fn default_allow_profile() -> Resource {
+    profile(
+        DEFAULT_ALLOW_PROFILE.to_string(),
+        Some("0".into()),
+        json!({ "ingress": allow_all(), "egress": allow_all() }),
+    )
+}
+
+fn labels_to_apply(prefix: &str, name: &str, labels: &BTreeMap<String, String>) -> Value {
+    let mut applied = serde_json::Map::new();
+    applied.insert(format!("{prefix}.projectcalico.org/name"), json!(name));
+    for (key, value) in labels {
+        applied.insert(format!("{prefix}.{key}"), json!(value));
+    }
+    Value::Object(applied)
+}
+
+/// The `kns.<namespace>` profile of a Namespace.
+pub fn namespace_profile(namespace: &Namespace) -> Resource {
+    let name = namespace.metadata.name.clone().unwrap_or_default();
+    let labels = namespace.metadata.labels.clone().unwrap_or_default();
+    profile(
+        format!("kns.{name}"),
+        namespace.metadata.resource_version.clone(),
+        json!({
+            "ingress": allow_all(),
+            "egress": allow_all(),
+            "labelsToApply": labels_to_apply("pcns", &name, &labels),
+        }),
+    )
+}
+
+/// The `ksa.<namespace>.<account>` profile of a ServiceAccount.
+pub fn service_account_profile(account: &ServiceAccount) -> Resource {
+    let name = account.metadata.name.clone().unwrap_or_default();
+    let namespace = account.metadata.namespace.clone().unwrap_or_default();
+    let labels = account.metadata.labels.clone().unwrap_or_default();
+    profile(
+        format!("ksa.{namespace}.{name}"),
+        account.metadata.resource_version.clone(),
+        json!({ "labelsToApply": labels_to_apply("pcsa", &name, &labels) }),
+    )
+}
+
+pub async fn get_profile(store: &KubeStore, key: &ResourceKey) -> Result<Resource, StoreError> {
+    let client = store.api.client.clone();
+    if key.name == DEFAULT_ALLOW_PROFILE {
+        return Ok(default_allow_profile());
+    }
+    if let Some(namespace) = key.name.strip_prefix("kns.") {
+        let api: Api<Namespace> = Api::all(client);
+        let found = store
+            .call(
+                store.request("get", "namespaces", Some(key), None),
+                api.get(namespace),
+            )
+            .await?;
+        return Ok(namespace_profile(&found));
+    }
+    if let Some((namespace, account)) = key
+        .name
+        .strip_prefix("ksa.")
+        .and_then(|rest| rest.split_once('.'))
+    {
+        let api: Api<ServiceAccount> = Api::namespaced(client, namespace);
+        let found = store
+            .call(
+                store.request("get", "serviceaccounts", Some(key), None),
+                api.get(account),
+            )
+            .await?;
+        return Ok(service_account_profile(&found));
+    }
+    Err(StoreError::NotFound(key.clone()))
+}
+
+/// Every profile in one page: the default-allow profile, then one per Namespace and one per
+/// ServiceAccount (read in pages of the requested size; there are as many as namespaces and
+/// accounts, so the result is bounded by the cluster's size, not by the resources of policy).
+pub async fn list_profiles(
+    store: &KubeStore,
+    options: &ListOptions,
+    _continue_token: Option<&str>,
+) -> Result<Page, StoreError> {
+    let client = store.api.client.clone();
+    let mut items = vec![default_allow_profile()];
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut token: Option<String> = None;
+    let mut revision;
+    loop {
+        let mut params = ListParams::default().limit(super::page_size(options));
+        if let Some(token) = &token {
+            params = params.continue_token(token);
+        }
+        let list = store
+            .call(
+                store.request("list", "namespaces", None, None),
+                namespaces.list(&params),
+            )
+            .await?;
+        items.extend(list.items.iter().map(namespace_profile));
+        revision = list.metadata.resource_version.unwrap_or_default();
+        token = list.metadata.continue_.filter(|token| !token.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    let accounts: Api<ServiceAccount> = Api::all(client);
+    loop {
+        let mut params = ListParams::default().limit(super::page_size(options));
+        if let Some(token) = &token {
+            params = params.continue_token(token);
+        }
+        let list = store
+            .call(
+                store.request("list", "serviceaccounts", None, None),
+                accounts.list(&params),
+            )
+            .await?;
+        items.extend(list.items.iter().map(service_account_profile));
+        token = list.metadata.continue_.filter(|token| !token.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    Ok(Page {
+        items,
+        continue_token: None,
+        revision,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_fields_round_trip_through_annotations() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "node1", "resourceVersion": "5", "labels": {"zone": "a"},
+                "annotations": {"projectcalico.org/IPv4Address": "10.0.0.1/24",
+                                "projectcalico.org/ASNumber": "64512",
+                                "projectcalico.org/IPv4VXLANTunnelAddr": "10.244.0.1"}},
+            "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                                     {"type": "Hostname", "address": "node1"}]}
+        }))
+        .unwrap();
+        let resource = node_to_resource(&node);
+        assert_eq!(resource.spec["bgp"]["ipv4Address"], "10.0.0.1/24");
+        assert_eq!(resource.spec["bgp"]["asNumber"], 64512);
+        assert_eq!(resource.spec["ipv4VXLANTunnelAddr"], "10.244.0.1");
+        assert_eq!(
+            resource.spec["addresses"],
+            json!([{"address": "10.0.0.1", "type": "InternalIP"}])
+        );
+        assert_eq!(resource.metadata.labels["zone"], "a");
+        crate::resource::validate_and_default(&mut resource.clone()).unwrap();
+
+        let mut changed = resource.clone();
+        changed.spec["bgp"]["ipv4Address"] = json!("10.0.0.2/24");
+        changed
+            .spec
+            .as_object_mut()
+            .unwrap()
+            .remove("ipv4VXLANTunnelAddr");
+        changed.metadata.labels.clear();
+        let patch = node_patch(&node, &changed);
+        let annotations = &patch["metadata"]["annotations"];
+        assert_eq!(annotations["projectcalico.org/IPv4Address"], "10.0.0.2/24");
+        assert_eq!(annotations["projectcalico.org/ASNumber"], "64512");
+        assert!(annotations["projectcalico.org/IPv4VXLANTunnelAddr"].is_null());
+        assert!(annotations.get("projectcalico.org/IPv6Address").is_none());
+        assert!(patch["metadata"]["labels"]["zone"].is_null());
+        assert_eq!(patch["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn profiles_come_from_namespaces_and_service_accounts() {
+        let namespace: Namespace = serde_json::from_value(
+            json!({"metadata": {"name": "prod", "labels": {"team": "a"}, "resourceVersion": "3"}}),
+        )
+        .unwrap();
+        let profile = namespace_profile(&namespace);
+        assert_eq!(profile.metadata.name, "kns.prod");
+        assert_eq!(
+            profile.spec["labelsToApply"]["pcns.projectcalico.org/name"],
+            "prod"
+        );
+        assert_eq!(profile.spec["labelsToApply"]["pcns.team"], "a");
+        let account: ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "prod"}}))
+                .unwrap();
+        assert_eq!(
+            service_account_profile(&account).metadata.name,
+            "ksa.prod.web"
+        );
+    }
+}

@@ -1,0 +1,620 @@
+//! The resource commands through the binary against the `kubernetes` datastore, served by the
+//! in-process API server (`support::kube_api`): upstream-compatible custom resources, Nodes mapped
+//! onto Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts, list paging, and the
+//! errors users meet — conflict, not found, forbidden, unreachable API, bad kubeconfig — and the
+//! same commands printing the same thing (UIDs, revisions and times aside) on etcd and Kubernetes.
+
+mod support;
+
+use serde_json::json;
+use support::{KubeApiServer, Netctl};
+
+const CALICO: &str = "crd.projectcalico.org/v1";
+
+const POLICY: &str = "apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata:
+  name: allow-all-upgrade
+  labels: {team: net}
+spec:
+  selector: has(host-endpoint-upgrade)
+  types: [Ingress, Egress]
+  ingress: [{action: Log}, {action: Allow}]
+  egress: [{action: Log}, {action: Allow}]
+";
+
+const HOST_ENDPOINTS: &str = "apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-all, labels: {zone: a}}
+spec: {node: node1, interfaceName: '*'}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-eth0}
+spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
+";
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(server: &KubeApiServer, args: &[&str], input: Option<&str>) -> Run {
+    let mut command = Netctl::new();
+    command
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", server.kubeconfig_path())
+        .args(args);
+    if let Some(input) = input {
+        command.stdin(input);
+    }
+    let output = command.output();
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn ok(run: Run) -> String {
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    run.stdout
+}
+
+fn failed(run: Run) -> String {
+    assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
+    run.stderr
+}
+
+#[test]
+fn apply_stores_upstream_custom_resources_and_reads_back() {
+    let server = KubeApiServer::start();
+    let out = ok(run(&server, &["apply", "-f", "-"], Some(POLICY)));
+    assert_eq!(out, "Successfully applied 1 resource(s)\n");
+
+    let stored = server
+        .get(
+            CALICO,
+            "globalnetworkpolicies",
+            "",
+            "default.allow-all-upgrade",
+        )
+        .expect("stored under the tiered name");
+    assert_eq!(stored["kind"], "GlobalNetworkPolicy");
+    assert_eq!(stored["spec"]["selector"], "has(host-endpoint-upgrade)");
+    // Only Calico labels on the custom resource itself; all of them in the metadata annotation.
+    assert!(
+        stored["metadata"]["labels"].get("team").is_none(),
+        "{stored}"
+    );
+    let annotation: serde_json::Value = serde_json::from_str(
+        stored["metadata"]["annotations"]["projectcalico.org/metadata"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(annotation["name"], "allow-all-upgrade");
+    assert_eq!(annotation["labels"]["team"], "net");
+
+    let table = ok(run(&server, &["get", "gnp", "-o", "wide"], None));
+    assert!(table.contains("allow-all-upgrade   default"), "{table}");
+    let yaml = ok(run(
+        &server,
+        &["get", "gnp", "allow-all-upgrade", "-o", "yaml"],
+        None,
+    ));
+    assert!(yaml.contains("name: allow-all-upgrade\n"), "{yaml}");
+    assert!(yaml.contains("team: net"), "{yaml}");
+    assert!(!yaml.contains("projectcalico.org/metadata"), "{yaml}");
+    // The v3 UID is the bit-reversed form of the custom resource's.
+    let uid = stored["metadata"]["uid"].as_str().unwrap();
+    assert!(
+        yaml.contains(&format!(
+            "uid: {}",
+            netctl::datastore::kube::convert_uid(uid)
+        )),
+        "{yaml}"
+    );
+
+    // Applying again updates in place.
+    ok(run(&server, &["apply", "-f", "-"], Some(POLICY)));
+    let again = server
+        .get(
+            CALICO,
+            "globalnetworkpolicies",
+            "",
+            "default.allow-all-upgrade",
+        )
+        .unwrap();
+    assert_eq!(again["metadata"]["uid"], stored["metadata"]["uid"]);
+    assert_ne!(
+        again["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn create_replace_delete_label_and_patch() {
+    let server = KubeApiServer::start();
+    ok(run(&server, &["create", "-f", "-"], Some(HOST_ENDPOINTS)));
+    assert_eq!(
+        server.names(CALICO, "hostendpoints"),
+        ["node1-all", "node1-eth0"]
+    );
+    let stderr = failed(run(&server, &["create", "-f", "-"], Some(HOST_ENDPOINTS)));
+    assert!(
+        stderr.contains("resource already exists: HostEndpoint(node1-all)"),
+        "{stderr}"
+    );
+
+    ok(run(
+        &server,
+        &[
+            "label",
+            "hostendpoint",
+            "node1-all",
+            "host-endpoint-upgrade=",
+        ],
+        None,
+    ));
+    let selected = ok(run(
+        &server,
+        &[
+            "get",
+            "hep",
+            "-l",
+            "has(host-endpoint-upgrade)",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(selected, "hostendpoint/node1-all\n");
+
+    ok(run(
+        &server,
+        &[
+            "patch",
+            "hep",
+            "node1-eth0",
+            "-p",
+            r#"{"spec":{"expectedIPs":["10.0.0.2"]}}"#,
+        ],
+        None,
+    ));
+    let patched = server
+        .get(CALICO, "hostendpoints", "", "node1-eth0")
+        .unwrap();
+    assert_eq!(patched["spec"]["expectedIPs"], json!(["10.0.0.2"]));
+
+    ok(run(
+        &server,
+        &["delete", "hostendpoint", "node1-eth0"],
+        None,
+    ));
+    assert_eq!(server.names(CALICO, "hostendpoints"), ["node1-all"]);
+    let stderr = failed(run(&server, &["delete", "hep", "node1-eth0"], None));
+    assert!(
+        stderr.contains("resource does not exist: HostEndpoint(node1-eth0)"),
+        "{stderr}"
+    );
+    let stderr = failed(run(&server, &["get", "hep", "ghost"], None));
+    assert!(
+        stderr.contains("resource does not exist: HostEndpoint(ghost)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn namespaced_resources_live_in_their_namespace() {
+    let server = KubeApiServer::start();
+    let policy = "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: web}\nspec: {selector: all()}\n";
+    ok(run(
+        &server,
+        &["apply", "-n", "prod", "-f", "-"],
+        Some(policy),
+    ));
+    assert_eq!(
+        server.names(CALICO, "networkpolicies"),
+        ["prod/default.web"]
+    );
+    let listed = ok(run(
+        &server,
+        &["get", "networkpolicy", "-A", "-o", "name"],
+        None,
+    ));
+    assert_eq!(listed, "networkpolicy/web\n");
+    let none = ok(run(
+        &server,
+        &["get", "networkpolicy", "-n", "dev", "-o", "name"],
+        None,
+    ));
+    assert_eq!(none, "");
+}
+
+#[test]
+fn a_stale_resource_version_is_a_conflict() {
+    let server = KubeApiServer::start();
+    ok(run(&server, &["create", "-f", "-"], Some(HOST_ENDPOINTS)));
+    let current = server
+        .get(CALICO, "hostendpoints", "", "node1-all")
+        .unwrap();
+    // Someone else changes it after it was read at its first version.
+    let first_version = current["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(run(
+        &server,
+        &["label", "hep", "node1-all", "zone=b", "--overwrite"],
+        None,
+    ));
+    let current = server
+        .get(CALICO, "hostendpoints", "", "node1-all")
+        .unwrap();
+    let stale = "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {name: node1-all, resourceVersion: 'FIRST'}\nspec: {node: node1, interfaceName: eth9}\n"
+        .replace("FIRST", &first_version);
+    let current_version = current["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stderr = failed(run(&server, &["replace", "-f", "-"], Some(&stale)));
+    assert!(
+        stderr.contains(&format!(
+            "update conflict: HostEndpoint(node1-all) was changed by someone else (stored revision {current_version}, expected {first_version})"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: read the resource again and retry the change"),
+        "{stderr}"
+    );
+    let unchanged = server
+        .get(CALICO, "hostendpoints", "", "node1-all")
+        .unwrap();
+    assert_eq!(unchanged["spec"]["interfaceName"], "*");
+}
+
+#[test]
+fn forbidden_requests_say_what_was_refused() {
+    let server = KubeApiServer::start();
+    server.forbid(None, "/apis/crd.projectcalico.org/v1/ippools");
+    let stderr = failed(run(&server, &["get", "ippools"], None));
+    assert!(
+        stderr.contains(
+            "permission denied by the datastore for `list` on `ippools.crd.projectcalico.org`"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: ask a cluster administrator for RBAC access"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_api_server_is_reported_with_its_address() {
+    let server = KubeApiServer::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let kubeconfig = server
+        .kubeconfig_yaml()
+        .replace(&server.url(), &format!("http://{address}"));
+    let path = server.directory().join("unreachable");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", &path)
+        .args(["get", "ippools"])
+        .output();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to the kubernetes datastore: no datastore endpoint could be reached (http://{address}): connection refused"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: check that the cluster is up"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_calico_crds_the_datastore_says_so() {
+    let server = KubeApiServer::start();
+    // A kubeconfig whose server path prefix leads nowhere: every request is a 404 without details.
+    let kubeconfig = server
+        .kubeconfig_yaml()
+        .replace(&server.url(), &format!("{}/elsewhere", server.url()));
+    let path = server.directory().join("elsewhere");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", &path)
+        .args(["get", "ippools"])
+        .output();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("does not serve `clusterinformations.crd.projectcalico.org`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: install the Calico CRDs"), "{stderr}");
+}
+
+#[test]
+fn a_missing_kubeconfig_or_context_is_a_configuration_error() {
+    let server = KubeApiServer::start();
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["get", "ippools"])
+        .output();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("kubeconfig `/nonexistent/kubeconfig` (from `KUBECONFIG`) does not exist"),
+        "{stderr}"
+    );
+
+    let stderr = failed(run(
+        &server,
+        &["--context", "other", "get", "ippools"],
+        None,
+    ));
+    assert!(stderr.contains("has no context `other`"), "{stderr}");
+    assert!(stderr.contains("hint: check KUBECONFIG"), "{stderr}");
+
+    // Without any kubeconfig, outside a pod.
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .args(["get", "ippools"])
+        .output();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("netctl is not running in a pod"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_context_flag_picks_the_kubeconfig_context() {
+    let server = KubeApiServer::start();
+    ok(run(&server, &["create", "-f", "-"], Some(HOST_ENDPOINTS)));
+    // Current context points at a closed port; `--context good` at the server.
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: good\n  cluster: {{server: {url}}}\n- name: bad\n  cluster: {{server: 'http://127.0.0.1:9'}}\n\
+         users:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: good\n  context: {{cluster: good, user: u}}\n- name: bad\n  context: {{cluster: bad, user: u}}\ncurrent-context: bad\n",
+        url = server.url()
+    );
+    let path = server.directory().join("two-contexts");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", &path)
+        .args(["--context", "good", "get", "hep", "-o", "name"])
+        .output();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "hostendpoint/node1-all\nhostendpoint/node1-eth0\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = Netctl::new()
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", &path)
+        .env("K8S_CURRENT_CONTEXT", "good")
+        .args(["get", "hep", "-o", "name"])
+        .output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn lists_are_read_in_pages() {
+    let server = KubeApiServer::start();
+    for index in 0..5 {
+        server.put(json!({
+            "apiVersion": CALICO, "kind": "IPPool",
+            "metadata": {"name": format!("pool-{index}")},
+            "spec": {"cidr": format!("10.{index}.0.0/16")}
+        }));
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let environment = netctl::config::Environment::from_pairs([(
+            "KUBECONFIG",
+            server.kubeconfig_path().display().to_string(),
+        )]);
+        let config = netctl::config::load_with_default(
+            None,
+            std::path::Path::new("/nonexistent"),
+            &environment,
+        )
+        .unwrap();
+        let settings = config.kubernetes(None, None).unwrap();
+        let store = netctl::datastore::kube::KubeStore::connect(
+            &settings,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let mut options = netctl::datastore::ListOptions::new(netctl::resource::Kind::IpPool);
+        options.page_size = 2;
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
+                .await
+                .unwrap();
+            pages.push(
+                page.items
+                    .iter()
+                    .map(|item| item.metadata.name.clone())
+                    .collect::<Vec<_>>(),
+            );
+            match page.continue_token {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(
+            pages,
+            [
+                vec!["pool-0", "pool-1"],
+                vec!["pool-2", "pool-3"],
+                vec!["pool-4"]
+            ]
+        );
+    });
+    let lists: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| request.starts_with("GET /apis/crd.projectcalico.org/v1/ippools"))
+        .collect();
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert!(
+        lists[1].contains("limit=2") && lists[1].contains("continue="),
+        "{lists:?}"
+    );
+    // Through the binary, upstream-written pools (no metadata annotation) read back.
+    let names = ok(run(&server, &["get", "ippools", "-o", "name"], None));
+    assert_eq!(names.lines().count(), 5, "{names}");
+}
+
+#[test]
+fn nodes_are_kubernetes_nodes() {
+    let server = KubeApiServer::start();
+    server.put(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node1", "labels": {"kubernetes.io/os": "linux"},
+            "annotations": {"projectcalico.org/IPv4Address": "10.0.0.1/24",
+                            "projectcalico.org/ASNumber": "64512"}},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}
+    }));
+    let yaml = ok(run(&server, &["get", "node", "node1", "-o", "yaml"], None));
+    assert!(yaml.contains("ipv4Address: 10.0.0.1/24"), "{yaml}");
+    assert!(yaml.contains("asNumber: 64512"), "{yaml}");
+    assert!(yaml.contains("orchestrator: k8s"), "{yaml}");
+
+    let changed = yaml.replace("10.0.0.1/24", "10.0.0.7/24");
+    ok(run(&server, &["apply", "-f", "-"], Some(&changed)));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert_eq!(
+        node["metadata"]["annotations"]["projectcalico.org/IPv4Address"],
+        "10.0.0.7/24"
+    );
+    assert_eq!(node["metadata"]["labels"]["kubernetes.io/os"], "linux");
+
+    let stderr = failed(run(&server, &["delete", "node", "node1"], None));
+    assert!(
+        stderr.contains("operation `delete` is not supported on Node"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn profiles_are_derived_from_namespaces_and_service_accounts() {
+    let server = KubeApiServer::start();
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "prod", "labels": {"team": "a"}}}));
+    server.put(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "web", "namespace": "prod"}}));
+    let names = ok(run(&server, &["get", "profiles", "-o", "name"], None));
+    assert_eq!(
+        names,
+        "profile/projectcalico-default-allow\nprofile/kns.prod\nprofile/ksa.prod.web\n"
+    );
+    let yaml = ok(run(
+        &server,
+        &["get", "profile", "kns.prod", "-o", "yaml"],
+        None,
+    ));
+    assert!(yaml.contains("pcns.team: a"), "{yaml}");
+    let stderr = failed(run(&server, &["delete", "profile", "kns.prod"], None));
+    assert!(
+        stderr.contains("operation `delete` is not supported on Profile"),
+        "{stderr}"
+    );
+}
+
+/// Runs `args` against a datastore chosen by `env` and returns stdout, stderr and the exit code with
+/// the values that differ between datastores by nature (UIDs, revisions, times) masked.
+fn masked(env: &[(&str, String)], args: &[&str], input: Option<&str>) -> String {
+    let mut command = Netctl::new();
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.args(args);
+    if let Some(input) = input {
+        command.stdin(input);
+    }
+    let output = command.output();
+    let text = format!(
+        "exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let masks = [
+        (r#"(uid"?: )"?[^\s",]+"?"#, "${1}[UID]"),
+        (r#"(resourceVersion"?: )"?[^\s",]+"?"#, "${1}[RV]"),
+        (r#"(creationTimestamp"?: )"?[^\s",]+"?"#, "${1}[TIME]"),
+    ];
+    masks.iter().fold(text, |text, (pattern, replacement)| {
+        regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, *replacement)
+            .into_owned()
+    })
+}
+
+#[test]
+fn the_same_commands_print_the_same_on_etcd_and_kubernetes() {
+    let etcd = support::EtcdServer::start();
+    let kube = KubeApiServer::start();
+    let etcd_env = [
+        ("DATASTORE_TYPE", "etcdv3".to_string()),
+        ("ETCD_ENDPOINTS", etcd.endpoint()),
+    ];
+    let kube_env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", kube.kubeconfig_path().display().to_string()),
+    ];
+    let steps: [(&[&str], Option<&str>); 14] = [
+        (&["create", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["create", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["apply", "-f", "-"], Some(POLICY)),
+        (&["label", "hep", "node1-all", "stage=upgrade"], None),
+        (&["label", "hep", "node1-all", "zone=b"], None),
+        (
+            &[
+                "patch",
+                "hep",
+                "node1-eth0",
+                "-p",
+                r#"{"spec":{"expectedIPs":["10.0.0.9"]}}"#,
+            ],
+            None,
+        ),
+        (&["get", "hep"], None),
+        (&["get", "hep", "-o", "wide"], None),
+        (&["get", "gnp", "-o", "yaml"], None),
+        (&["get", "hep", "node1-all", "-o", "json"], None),
+        (&["get", "hep", "-l", "zone == 'a'", "-o", "name"], None),
+        (&["replace", "-f", "-"], Some(HOST_ENDPOINTS)),
+        (&["delete", "hep", "node1-eth0"], None),
+        (&["delete", "hep", "node1-eth0"], None),
+    ];
+    for (args, input) in steps {
+        let on_etcd = masked(&etcd_env, args, input);
+        let on_kube = masked(&kube_env, args, input);
+        assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
+    }
+}
