@@ -1,0 +1,365 @@
+//! End-to-end upgrades: `upgrade plan` and `upgrade apply` of the shipped runbooks against a real etcd
+//! and the in-process Kubernetes API test server, with the manifests served from a mirror directory
+//! (`--mirror-dir`, layout `<host>/<path>`), each run killed with SIGKILL in the middle and resumed.
+//!
+//! The test plays the cluster's other actors: it reports rollouts (`set_status` and ready pods) as the
+//! controllers and kubelet would, and bumps ClusterInformation `calicoVersion` as the upgraded node
+//! agents would, between the kill after the apply step and `--resume`. Nothing here talks to a real
+//! cluster or the network.
+
+mod exec_common;
+mod support;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+
+use exec_common::{Operator, scrub, status_json, text};
+use serde_json::{Value, json};
+use support::{EtcdServer, KubeApiServer};
+
+const ROOT: &str = "/calico/resources/v3/projectcalico.org";
+const MANIFEST_HOST: &str = "raw.githubusercontent.com/projectcalico/calico";
+
+/// An operator whose netctl uses `etcd` as the datastore and `kube` as the cluster.
+fn operator_for(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
+    let mut operator = Operator::new(etcd);
+    let config = format!(
+        "{}  kubeconfig: {}\n",
+        operator.config(),
+        serde_json::to_string(&kube.kubeconfig_path().display().to_string()).unwrap()
+    );
+    operator.netctl.config_file(&config);
+    operator
+}
+
+/// Writes `text` as the mirrored `manifests/<file>` of `tag`, returns the mirror directory.
+fn mirror(operator: &Operator, tag: &str, file: &str, text: &str) -> PathBuf {
+    operator.netctl.write_file(
+        &format!("mirror/{MANIFEST_HOST}/{tag}/manifests/{file}"),
+        text,
+    );
+    operator.home().join("mirror")
+}
+
+/// The workloads of a manifest install in `kube-system`, at `version`.
+fn manifest_workloads(version: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: calico-config
+  namespace: kube-system
+data:
+  etcd_endpoints: "http://127.0.0.1:2379"
+  calico_backend: bird
+  veth_mtu: "0"
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: calico-node
+  namespace: kube-system
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: calico-node
+  namespace: kube-system
+  labels:
+    k8s-app: calico-node
+spec:
+  selector:
+    matchLabels:
+      k8s-app: calico-node
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 1
+  template:
+    metadata:
+      labels:
+        k8s-app: calico-node
+    spec:
+      hostNetwork: true
+      serviceAccountName: calico-node
+      containers:
+        - name: calico-node
+          image: docker.io/calico/node:{version}
+          env:
+            - name: DATASTORE_TYPE
+              value: etcdv3
+            - name: ETCD_ENDPOINTS
+              valueFrom:
+                configMapKeyRef:
+                  name: calico-config
+                  key: etcd_endpoints
+        - name: bird-exporter
+          image: docker.io/calico/node:{version}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: calico-kube-controllers
+  namespace: kube-system
+  labels:
+    k8s-app: calico-kube-controllers
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      k8s-app: calico-kube-controllers
+  template:
+    metadata:
+      labels:
+        k8s-app: calico-kube-controllers
+    spec:
+      containers:
+        - name: calico-kube-controllers
+          image: docker.io/calico/kube-controllers:{version}
+"#
+    )
+}
+
+/// Stores the objects of a YAML stream as they are (the install made before the upgrade).
+fn install(kube: &KubeApiServer, manifest: &str) {
+    for document in manifest.split("\n---\n") {
+        let object: Value = serde_yaml::from_str(document).expect("manifest document");
+        kube.put(object);
+    }
+}
+
+/// Plays the controllers and kubelet: the workload's latest spec is observed and fully rolled out,
+/// and its pods run with `ready` of `total` containers ready.
+fn roll_out(kube: &KubeApiServer, plural: &str, name: &str, ready: usize, total: usize) {
+    let object = kube
+        .get("apps/v1", plural, "kube-system", name)
+        .unwrap_or_else(|| panic!("no {plural} `{name}`"));
+    let generation = object["metadata"]["generation"].as_i64().unwrap_or(1);
+    let status = if plural == "daemonsets" {
+        json!({"observedGeneration": generation, "desiredNumberScheduled": 2,
+               "updatedNumberScheduled": 2, "numberAvailable": 2})
+    } else {
+        json!({"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
+               "availableReplicas": 1, "readyReplicas": 1})
+    };
+    kube.set_status("apps/v1", plural, "kube-system", name, status);
+    let pods = if plural == "daemonsets" { 2 } else { 1 };
+    for index in 0..pods {
+        let statuses: Vec<Value> = (0..total)
+            .map(|container| json!({"name": format!("c{container}"), "ready": container < ready}))
+            .collect();
+        kube.put(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-{index}"), "namespace": "kube-system",
+                         "labels": {"k8s-app": name}},
+            "spec": {"containers": (0..total).map(|c| json!({"name": format!("c{c}"), "image": "x"})).collect::<Vec<_>>()},
+            "status": {"phase": "Running", "containerStatuses": statuses}
+        }));
+    }
+}
+
+/// The id of the lock a killed run left behind.
+fn stale_lock_id(operator: &Operator) -> String {
+    let status = status_json(operator);
+    status["lock"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a killed run leaves its lock: {status}"))
+        .to_string()
+}
+
+/// Runs `upgrade apply` killed at `kill_point`, asserts the kill, and removes the dead run's lock.
+fn apply_killed_at(operator: &Operator, args: &[&str], kill_point: &str) {
+    let crashed = operator.run(args, &[("NETCTL_TEST_CRASH_AFTER", kill_point)]);
+    assert_eq!(
+        crashed.status.signal(),
+        Some(9),
+        "the run was not killed at {kill_point}: {}",
+        text(&crashed.stderr)
+    );
+    let lock_id = stale_lock_id(operator);
+    let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
+    assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
+}
+
+fn assert_success(output: &std::process::Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
+/// `upgrade plan --to <to> --out plan.json` with discovery; returns the plan file and its JSON.
+fn plan(operator: &Operator, to: &str, extra: &[&str]) -> (PathBuf, Value) {
+    let file = operator.home().join("plan.json");
+    let mut args = vec![
+        "upgrade",
+        "plan",
+        "--to",
+        to,
+        "-o",
+        "json",
+        "--out",
+        file.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let output = operator.run(&args, &[]);
+    assert_success(&output, "upgrade plan");
+    let plan: Value = serde_json::from_slice(&output.stdout).expect("plan JSON");
+    (file, plan)
+}
+
+fn step_ids(plan: &Value) -> Vec<String> {
+    plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn etcd_json(etcd: &EtcdServer, key: &str) -> Option<Value> {
+    etcd.get(key)
+        .map(|text| serde_json::from_str(&text).expect("stored JSON"))
+}
+
+fn set_etcd_version(etcd: &EtcdServer, version: &str) {
+    etcd.put(
+        &format!("{ROOT}/clusterinformations/default"),
+        format!(
+            r#"{{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{{"name":"default","uid":"c1","creationTimestamp":"2026-01-01T00:00:00Z"}},"spec":{{"calicoVersion":"{version}","clusterType":"k8s,bgp","datastoreReady":true}}}}"#
+        ),
+    );
+}
+
+/// The etcd datastore with a manifest install at v3.13 and one all-interfaces host endpoint.
+fn etcd_manifest_cluster() -> (EtcdServer, KubeApiServer) {
+    let etcd = EtcdServer::start();
+    set_etcd_version(&etcd, "v3.13.2");
+    etcd.put(
+        &format!("{ROOT}/hostendpoints/node-a-all"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"node-a-all","uid":"h1","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"role":"edge"}},"spec":{"node":"node-a","interfaceName":"*"}}"#,
+    );
+    etcd.put(
+        &format!("{ROOT}/hostendpoints/node-a-eth0"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"node-a-eth0","uid":"h2","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"node":"node-a","interfaceName":"eth0","expectedIPs":["10.0.0.1"]}}"#,
+    );
+    let kube = KubeApiServer::start();
+    install(&kube, &manifest_workloads("v3.13.2"));
+    (etcd, kube)
+}
+
+#[test]
+fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoint() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &manifest_workloads("v3.27.0"),
+    );
+    let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    assert_eq!(
+        plan["facts"]["all_interfaces_host_endpoints"]["value"],
+        json!(["node-a-all"])
+    );
+    let ids = step_ids(&plan);
+    assert!(
+        ids.contains(&"etcd-upgrade/apply-manifest".to_string()),
+        "{ids:?}"
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
+
+    // The pre-upgrade phase ran: the label and the temporary policy exist.
+    let endpoint = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-all")).unwrap();
+    assert_eq!(
+        endpoint["metadata"]["labels"],
+        json!({"role": "edge", "host-endpoint-upgrade": ""})
+    );
+    let untouched = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-eth0")).unwrap();
+    assert!(untouched["metadata"]["labels"].is_null(), "{untouched}");
+    let policy = etcd_json(
+        &etcd,
+        &format!("{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"),
+    )
+    .expect("allow-all-upgrade exists after pre-upgrade");
+    assert_eq!(
+        policy["spec"]["selector"],
+        json!("has(host-endpoint-upgrade)")
+    );
+    // The manifest was server-side applied by netctl.
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    assert_eq!(
+        node["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.27.0"
+    );
+    let owners = kube.owners("apps/v1", "daemonsets", "kube-system", "calico-node");
+    assert!(
+        owners.values().any(|manager| manager == "netctl"),
+        "{owners:?}"
+    );
+    let controllers = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "kube-system",
+            "calico-kube-controllers",
+        )
+        .unwrap();
+    assert_eq!(
+        controllers["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/kube-controllers:v3.27.0"
+    );
+
+    // The cluster does its part: the workloads roll out (calico-node 1/2 ready, as with etcd) and
+    // the new node agents report their version.
+    roll_out(&kube, "daemonsets", "calico-node", 1, 2);
+    roll_out(&kube, "deployments", "calico-kube-controllers", 1, 1);
+    set_etcd_version(&etcd, "v3.27.0");
+
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert!(status["lock"].is_null(), "{status}");
+
+    // The finish phase removed the temporary policy and the label.
+    assert!(
+        etcd.get(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .is_none()
+    );
+    let endpoint = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-all")).unwrap();
+    assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
+}
