@@ -13,7 +13,7 @@ mod support;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 
-use exec_common::{Operator, scrub, status_json, text};
+use exec_common::{Operator, filters, status_json, text};
 use serde_json::{Value, json};
 use support::{EtcdServer, KubeApiServer};
 
@@ -362,4 +362,101 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     );
     let endpoint = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-all")).unwrap();
     assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
+}
+
+/// `upgrade apply --dry-run` of `plan_file`: asserts the datastore and the cluster are unchanged and
+/// snapshots the transcript (stdout) as `name`.
+fn dry_run_snapshot(
+    operator: &Operator,
+    etcd: &EtcdServer,
+    kube: &KubeApiServer,
+    plan_file: &std::path::Path,
+    mirror: &std::path::Path,
+    name: &str,
+) {
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let objects_before: Vec<Vec<String>> = [
+        ("apps/v1", "daemonsets"),
+        ("apps/v1", "deployments"),
+        ("v1", "configmaps"),
+        ("v1", "secrets"),
+    ]
+    .iter()
+    .map(|(api_version, plural)| {
+        kube.names(api_version, plural)
+            .iter()
+            .map(|name| {
+                let (namespace, name) = name.split_once('/').unwrap_or(("", name));
+                kube.get(api_version, plural, namespace, name)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    })
+    .collect();
+    let output = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_success(&output, "dry-run");
+    assert_eq!(
+        before,
+        etcd.dump_prefix_bytes("/calico/"),
+        "a dry-run leaves etcd byte-identical"
+    );
+    let objects_after: Vec<Vec<String>> = [
+        ("apps/v1", "daemonsets"),
+        ("apps/v1", "deployments"),
+        ("v1", "configmaps"),
+        ("v1", "secrets"),
+    ]
+    .iter()
+    .map(|(api_version, plural)| {
+        kube.names(api_version, plural)
+            .iter()
+            .map(|name| {
+                let (namespace, name) = name.split_once('/').unwrap_or(("", name));
+                kube.get(api_version, plural, namespace, name)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    })
+    .collect();
+    assert_eq!(objects_before, objects_after, "a dry-run changes no object");
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in filters(operator.home()) {
+        settings.add_filter(&pattern, replacement);
+    }
+    settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
+    settings.bind(|| insta::assert_snapshot!(name, text(&output.stdout)));
+}
+
+#[test]
+fn etcd_manifest_dry_run_transcript() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &manifest_workloads("v3.27.0"),
+    );
+    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    dry_run_snapshot(
+        &operator,
+        &etcd,
+        &kube,
+        &plan_file,
+        &mirror,
+        "etcd_manifest_v3_13_to_v3_27_dry_run",
+    );
 }
