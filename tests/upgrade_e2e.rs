@@ -13,23 +13,72 @@ mod support;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 
-use exec_common::{Operator, filters, status_json, text};
+use exec_common::{filters, text};
 use serde_json::{Value, json};
-use support::{EtcdServer, KubeApiServer};
+use support::{EtcdServer, KubeApiServer, Netctl};
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 const MANIFEST_HOST: &str = "raw.githubusercontent.com/projectcalico/calico";
 
+/// A sandboxed netctl with a config file, `USER=ops` and the state directory `$HOME/state`.
+struct Operator {
+    netctl: Netctl,
+}
+
+impl Operator {
+    fn with_config(config: &str) -> Operator {
+        let mut netctl = Netctl::new();
+        netctl.config_file(config).env("USER", "ops");
+        Operator { netctl }
+    }
+
+    fn home(&self) -> &std::path::Path {
+        self.netctl.home()
+    }
+
+    /// `netctl <args>`, with the state directory added to `upgrade apply|status`.
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        let mut command = self.netctl.command();
+        command.args(args);
+        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
+            command.arg("--state-dir").arg(self.home().join("state"));
+        }
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().expect("run netctl")
+    }
+}
+
+fn kubeconfig_line(kube: &KubeApiServer) -> String {
+    format!(
+        "  kubeconfig: {}\n",
+        serde_json::to_string(&kube.kubeconfig_path().display().to_string()).unwrap()
+    )
+}
+
 /// An operator whose netctl uses `etcd` as the datastore and `kube` as the cluster.
 fn operator_for(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
-    let mut operator = Operator::new(etcd);
-    let config = format!(
-        "{}  kubeconfig: {}\n",
-        operator.config(),
-        serde_json::to_string(&kube.kubeconfig_path().display().to_string()).unwrap()
-    );
-    operator.netctl.config_file(&config);
-    operator
+    Operator::with_config(&format!(
+        "{}{}",
+        etcd.netctl_config_yaml(),
+        kubeconfig_line(kube)
+    ))
+}
+
+/// An operator whose netctl uses `kube` as the Kubernetes datastore and cluster.
+fn kubernetes_operator(kube: &KubeApiServer) -> Operator {
+    Operator::with_config(&format!(
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata: {{}}\nspec:\n  datastoreType: kubernetes\n{}",
+        kubeconfig_line(kube)
+    ))
+}
+
+/// The `upgrade status -o json` value.
+fn status_json(operator: &Operator) -> Value {
+    let output = operator.run(&["upgrade", "status", "-o", "json"], &[]);
+    assert_success(&output, "upgrade status");
+    serde_json::from_slice(&output.stdout).expect("status JSON")
 }
 
 /// Writes `text` as the mirrored `manifests/<file>` of `tag`, returns the mirror directory.
@@ -41,8 +90,13 @@ fn mirror(operator: &Operator, tag: &str, file: &str, text: &str) -> PathBuf {
     operator.home().join("mirror")
 }
 
-/// The workloads of a manifest install in `kube-system`, at `version`.
+/// The workloads of a manifest install in `kube-system`, at `version`, with the etcd datastore.
 fn manifest_workloads(version: &str) -> String {
+    manifest_for(version, "etcdv3")
+}
+
+/// The workloads of a manifest install in `kube-system`, at `version`, for `datastore`.
+fn manifest_for(version: &str, datastore: &str) -> String {
     format!(
         r#"apiVersion: v1
 kind: ConfigMap
@@ -87,7 +141,7 @@ spec:
           image: docker.io/calico/node:{version}
           env:
             - name: DATASTORE_TYPE
-              value: etcdv3
+              value: {datastore}
             - name: ETCD_ENDPOINTS
               valueFrom:
                 configMapKeyRef:
@@ -458,5 +512,92 @@ fn etcd_manifest_dry_run_transcript() {
         &plan_file,
         &mirror,
         "etcd_manifest_v3_13_to_v3_27_dry_run",
+    );
+}
+
+fn set_kube_version(kube: &KubeApiServer, version: &str) {
+    kube.put(json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "ClusterInformation",
+        "metadata": {"name": "default"},
+        "spec": {"calicoVersion": version, "clusterType": "k8s,bgp,kdd", "datastoreReady": true}
+    }));
+}
+
+#[test]
+fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.25.2");
+    install(&kube, &manifest_for("v3.25.2", "kubernetes"));
+    let operator = kubernetes_operator(&kube);
+    let mirror = mirror(
+        &operator,
+        "v3.29.0",
+        "calico.yaml",
+        &manifest_for("v3.29.0", "kubernetes"),
+    );
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &[]);
+    assert_eq!(plan["facts"]["datastore_type"]["value"], "kubernetes");
+    assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    assert_eq!(plan["facts"]["manifest_flavor"]["value"], "calico");
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    assert_eq!(
+        node["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.29.0"
+    );
+    let owners = kube.owners("apps/v1", "daemonsets", "kube-system", "calico-node");
+    assert!(
+        owners.values().any(|manager| manager == "netctl"),
+        "{owners:?}"
+    );
+    // Until the node agents report the new version, the run cannot finish.
+    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert!(status["lock"].is_null(), "{status}");
+    let steps: Vec<(String, String)> = status["checkpoint"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| {
+            (
+                step["id"].as_str().unwrap().to_string(),
+                step["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        steps.len() == 6 && steps.iter().all(|(_, state)| state == "succeeded"),
+        "{steps:?}"
     );
 }
