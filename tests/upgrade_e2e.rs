@@ -66,12 +66,25 @@ fn operator_for(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
     ))
 }
 
-/// An operator whose netctl uses `kube` as the Kubernetes datastore and cluster.
+/// An operator whose netctl uses `kube` as the Kubernetes datastore and cluster, configured by
+/// environment (so the `netctl` that `exec` steps start finds the same cluster), with `$HOME/bin`
+/// first on `PATH` holding a `netctl` link to the binary under test.
 fn kubernetes_operator(kube: &KubeApiServer) -> Operator {
-    Operator::with_config(&format!(
-        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata: {{}}\nspec:\n  datastoreType: kubernetes\n{}",
-        kubeconfig_line(kube)
-    ))
+    let mut netctl = Netctl::new();
+    let bin = netctl.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(Netctl::program(), bin.join("netctl")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    );
+    netctl
+        .env("PATH", path)
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .env("USER", "ops");
+    Operator { netctl }
 }
 
 /// The `upgrade status -o json` value.
@@ -185,8 +198,19 @@ fn install(kube: &KubeApiServer, manifest: &str) {
 /// Plays the controllers and kubelet: the workload's latest spec is observed and fully rolled out,
 /// and its pods run with `ready` of `total` containers ready.
 fn roll_out(kube: &KubeApiServer, plural: &str, name: &str, ready: usize, total: usize) {
+    roll_out_in(kube, "kube-system", plural, name, ready, total)
+}
+
+fn roll_out_in(
+    kube: &KubeApiServer,
+    namespace: &str,
+    plural: &str,
+    name: &str,
+    ready: usize,
+    total: usize,
+) {
     let object = kube
-        .get("apps/v1", plural, "kube-system", name)
+        .get("apps/v1", plural, namespace, name)
         .unwrap_or_else(|| panic!("no {plural} `{name}`"));
     let generation = object["metadata"]["generation"].as_i64().unwrap_or(1);
     let status = if plural == "daemonsets" {
@@ -196,7 +220,7 @@ fn roll_out(kube: &KubeApiServer, plural: &str, name: &str, ready: usize, total:
         json!({"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
                "availableReplicas": 1, "readyReplicas": 1})
     };
-    kube.set_status("apps/v1", plural, "kube-system", name, status);
+    kube.set_status("apps/v1", plural, namespace, name, status);
     let pods = if plural == "daemonsets" { 2 } else { 1 };
     for index in 0..pods {
         let statuses: Vec<Value> = (0..total)
@@ -204,8 +228,8 @@ fn roll_out(kube: &KubeApiServer, plural: &str, name: &str, ready: usize, total:
             .collect();
         kube.put(json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("{name}-{index}"), "namespace": "kube-system",
-                         "labels": {"k8s-app": name}},
+            "metadata": {"name": format!("{name}-{index}"), "namespace": namespace,
+                         "labels": object["spec"]["selector"]["matchLabels"].clone()},
             "spec": {"containers": (0..total).map(|c| json!({"name": format!("c{c}"), "image": "x"})).collect::<Vec<_>>()},
             "status": {"phase": "Running", "containerStatuses": statuses}
         }));
@@ -418,36 +442,46 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
 }
 
-/// `upgrade apply --dry-run` of `plan_file`: asserts the datastore and the cluster are unchanged and
-/// snapshots the transcript (stdout) as `name`.
+/// Every stored object of the types the scenarios touch, as JSON text.
+fn cluster_objects(kube: &KubeApiServer) -> Vec<String> {
+    [
+        ("v1", "namespaces"),
+        ("v1", "serviceaccounts"),
+        ("v1", "configmaps"),
+        ("v1", "secrets"),
+        ("apps/v1", "daemonsets"),
+        ("apps/v1", "deployments"),
+        ("apiextensions.k8s.io/v1", "customresourcedefinitions"),
+        ("crd.projectcalico.org/v1", "clusterinformations"),
+        ("crd.projectcalico.org/v1", "tiers"),
+    ]
+    .iter()
+    .flat_map(|(api_version, plural)| {
+        kube.names(api_version, plural)
+            .into_iter()
+            .map(move |name| {
+                let (namespace, name) = name.split_once('/').unwrap_or(("", &name));
+                kube.get(api_version, plural, namespace, name)
+                    .unwrap()
+                    .to_string()
+            })
+    })
+    .collect()
+}
+
+/// `upgrade apply --dry-run` of `plan_file`: asserts that etcd (when there is one) stays
+/// byte-identical and no object on the API server changes, and snapshots the transcript (stdout) as
+/// `name`.
 fn dry_run_snapshot(
     operator: &Operator,
-    etcd: &EtcdServer,
+    etcd: Option<&EtcdServer>,
     kube: &KubeApiServer,
     plan_file: &std::path::Path,
     mirror: &std::path::Path,
     name: &str,
 ) {
-    let before = etcd.dump_prefix_bytes("/calico/");
-    let objects_before: Vec<Vec<String>> = [
-        ("apps/v1", "daemonsets"),
-        ("apps/v1", "deployments"),
-        ("v1", "configmaps"),
-        ("v1", "secrets"),
-    ]
-    .iter()
-    .map(|(api_version, plural)| {
-        kube.names(api_version, plural)
-            .iter()
-            .map(|name| {
-                let (namespace, name) = name.split_once('/').unwrap_or(("", name));
-                kube.get(api_version, plural, namespace, name)
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    })
-    .collect();
+    let before = etcd.map(|etcd| etcd.dump_prefix_bytes("/calico/"));
+    let objects_before = cluster_objects(kube);
     let output = operator.run(
         &[
             "upgrade",
@@ -463,29 +497,14 @@ fn dry_run_snapshot(
     assert_success(&output, "dry-run");
     assert_eq!(
         before,
-        etcd.dump_prefix_bytes("/calico/"),
+        etcd.map(|etcd| etcd.dump_prefix_bytes("/calico/")),
         "a dry-run leaves etcd byte-identical"
     );
-    let objects_after: Vec<Vec<String>> = [
-        ("apps/v1", "daemonsets"),
-        ("apps/v1", "deployments"),
-        ("v1", "configmaps"),
-        ("v1", "secrets"),
-    ]
-    .iter()
-    .map(|(api_version, plural)| {
-        kube.names(api_version, plural)
-            .iter()
-            .map(|name| {
-                let (namespace, name) = name.split_once('/').unwrap_or(("", name));
-                kube.get(api_version, plural, namespace, name)
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    })
-    .collect();
-    assert_eq!(objects_before, objects_after, "a dry-run changes no object");
+    assert_eq!(
+        objects_before,
+        cluster_objects(kube),
+        "a dry-run changes no object"
+    );
     let mut settings = insta::Settings::clone_current();
     for (pattern, replacement) in filters(operator.home()) {
         settings.add_filter(&pattern, replacement);
@@ -507,7 +526,7 @@ fn etcd_manifest_dry_run_transcript() {
     let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
     dry_run_snapshot(
         &operator,
-        &etcd,
+        Some(&etcd),
         &kube,
         &plan_file,
         &mirror,
@@ -599,5 +618,217 @@ fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
     assert!(
         steps.len() == 6 && steps.iter().all(|(_, state)| state == "succeeded"),
         "{steps:?}"
+    );
+}
+
+fn operator_deployment(image: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "tigera-operator", "namespace": "tigera-operator",
+                     "labels": {"k8s-app": "tigera-operator"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"name": "tigera-operator"}},
+                 "template": {"metadata": {"labels": {"name": "tigera-operator"}},
+                              "spec": {"serviceAccountName": "tigera-operator",
+                                       "containers": [{"name": "tigera-operator", "image": image}]}}}
+    })
+}
+
+/// The operator manifest of a release: its namespace, service account and Deployment.
+fn operator_manifest(image: &str) -> String {
+    let deployment = serde_yaml::to_string(&operator_deployment(image)).unwrap();
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tigera-operator\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: tigera-operator\n  namespace: tigera-operator\n---\n{deployment}"
+    )
+}
+
+/// The `metadata.uid` of Tier `security` as a `projectcalico.org/v3` resource.
+fn v3_tier_uid(operator: &Operator) -> String {
+    let output = operator.run(&["get", "tier", "security", "-o", "json"], &[]);
+    assert_success(&output, "get tier");
+    let tier: Value = serde_json::from_slice(&output.stdout).unwrap();
+    tier["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+fn tier(uid_hint: &str) -> Value {
+    json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "Tier",
+        "metadata": {"name": "security", "labels": {"generation-hint": uid_hint}},
+        "spec": {"order": 100}
+    })
+}
+
+/// The Kubernetes datastore with an operator install at v3.26 and Tier `security`.
+fn operator_cluster() -> KubeApiServer {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.26.1");
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tigera-operator"}}),
+    );
+    kube.put(operator_deployment("quay.io/tigera/operator:v1.32.3"));
+    let mut node = serde_yaml::from_str::<Value>(
+        manifest_for("v3.26.1", "kubernetes")
+            .split("\n---\n")
+            .nth(2)
+            .unwrap(),
+    )
+    .unwrap();
+    node["metadata"]["namespace"] = json!("calico-system");
+    kube.put(node);
+    kube.put(tier("old"));
+    kube
+}
+
+#[test]
+fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_reference() {
+    let kube = operator_cluster();
+    let operator = kubernetes_operator(&kube);
+    let old_uid = v3_tier_uid(&operator);
+    kube.put(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "tier-settings", "namespace": "apps",
+                     "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                          "name": "security", "uid": old_uid}]},
+        "data": {"mode": "strict"}
+    }));
+    let mirror = mirror(
+        &operator,
+        "v3.29.0",
+        "tigera-operator.yaml",
+        &operator_manifest("quay.io/tigera/operator:v1.36.0"),
+    );
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["value"], "operator");
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    assert_eq!(
+        plan["facts"]["owner_references"]["value"],
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "tier-settings",
+                "ownerKind": "Tier", "ownerName": "security", "index": 0}])
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(
+        &operator,
+        &apply,
+        "operator-upgrade/apply-operator-manifest:after",
+    );
+    // Detached before the upgrade, so a UID change cannot garbage-collect the ConfigMap.
+    let settings = kube
+        .get("v1", "configmaps", "apps", "tier-settings")
+        .unwrap();
+    assert!(
+        settings["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{settings}"
+    );
+    let deployment = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "tigera-operator",
+            "tigera-operator",
+        )
+        .unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "quay.io/tigera/operator:v1.36.0"
+    );
+
+    // The upgrade: the Tier comes back with a new UID, the operator and node agents roll out and
+    // report the new version.
+    let deleted = operator.run(&["delete", "tier", "security"], &[]);
+    assert_success(&deleted, "delete tier");
+    kube.put(tier("new"));
+    // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
+    let new_uid = v3_tier_uid(&operator);
+    assert_ne!(old_uid, new_uid);
+    roll_out_in(
+        &kube,
+        "tigera-operator",
+        "deployments",
+        "tigera-operator",
+        1,
+        1,
+    );
+    roll_out_in(&kube, "calico-system", "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+
+    // Unattended, the run stops at the gate that asks for the reference back, having read the new
+    // UID for the operator.
+    let resume = [
+        "upgrade",
+        "apply",
+        "--resume",
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+    ];
+    let stopped = operator.run(&resume, &[]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    let status = status_json(&operator);
+    assert!(
+        status["checkpoint"]["outputs"]
+            .to_string()
+            .contains(&new_uid),
+        "the new UID was read: {status}"
+    );
+    // The operator re-adds the reference with the new UID and approves the rest.
+    let mut settings = kube
+        .get("v1", "configmaps", "apps", "tier-settings")
+        .unwrap();
+    settings["metadata"]["ownerReferences"] = json!([{"apiVersion": "projectcalico.org/v3",
+        "kind": "Tier", "name": "security", "uid": new_uid}]);
+    kube.put(settings);
+    let mut finish = resume.to_vec();
+    finish.push("--yes");
+    let finished = operator.run(&finish, &[]);
+    assert_success(&finished, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    let settings = kube
+        .get("v1", "configmaps", "apps", "tier-settings")
+        .unwrap();
+    assert_eq!(
+        settings["metadata"]["ownerReferences"][0]["uid"],
+        json!(new_uid)
+    );
+    assert_eq!(settings["data"]["mode"], "strict", "the ConfigMap survived");
+}
+
+#[test]
+fn operator_dry_run_transcript() {
+    let kube = operator_cluster();
+    let operator = kubernetes_operator(&kube);
+    kube.put(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "tier-settings", "namespace": "apps",
+                     "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                          "name": "security", "uid": v3_tier_uid(&operator)}]},
+        "data": {"mode": "strict"}
+    }));
+    let mirror = mirror(
+        &operator,
+        "v3.29.0",
+        "tigera-operator.yaml",
+        &operator_manifest("quay.io/tigera/operator:v1.36.0"),
+    );
+    let (plan_file, _) = plan(&operator, "v3.29.0", &[]);
+    dry_run_snapshot(
+        &operator,
+        None,
+        &kube,
+        &plan_file,
+        &mirror,
+        "operator_v3_26_to_v3_29_dry_run",
     );
 }
