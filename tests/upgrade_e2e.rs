@@ -832,3 +832,274 @@ fn operator_dry_run_transcript() {
         "operator_v3_26_to_v3_29_dry_run",
     );
 }
+
+/// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
+/// `$HOME/helm-argv` and succeeds. There is no real Helm here: the test proves netctl runs exactly
+/// the command the plan shows, not what Helm does with it.
+fn install_helm_stand_in(operator: &Operator) -> PathBuf {
+    let script = operator.home().join("bin").join("helm");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" -- >> \"$HOME/helm-argv\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    operator.home().join("helm-argv")
+}
+
+/// A Helm install of v3.20: the release `calico` in `default` (two revisions), the operator and its
+/// objects in `tigera-operator`, and secrets that must survive the migration.
+fn helm_cluster() -> KubeApiServer {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.20.1");
+    let helm =
+        json!({"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "default"});
+    let labels = json!({"app.kubernetes.io/managed-by": "Helm"});
+    let metadata = |name: &str, namespace: Option<&str>| {
+        let mut metadata = json!({"name": name, "annotations": helm, "labels": labels});
+        if let Some(namespace) = namespace {
+            metadata["namespace"] = json!(namespace);
+        }
+        metadata
+    };
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tigera-operator"}}),
+    );
+    let mut deployment = operator_deployment("quay.io/tigera/operator:v1.20.4");
+    deployment["metadata"]["annotations"] = helm.clone();
+    kube.put(deployment);
+    kube.put(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": metadata("tigera-operator", Some("tigera-operator"))}));
+    kube.put(
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": metadata("tigera-operator", None), "rules": []}),
+    );
+    kube.put(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": metadata("tigera-operator", None),
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "tigera-operator"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "tigera-operator", "namespace": "tigera-operator"}]}));
+    kube.put(
+        json!({"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
+                    "metadata": metadata("tigera-operator", None), "spec": {"privileged": false}}),
+    );
+    kube.put(
+        json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+                    "metadata": metadata("default", None), "spec": {"variant": "Calico"}}),
+    );
+    kube.put(
+        json!({"apiVersion": "operator.tigera.io/v1", "kind": "APIServer",
+                    "metadata": metadata("default", None), "spec": {}}),
+    );
+    for (name, release) in [
+        ("sh.helm.release.v1.calico.v1", "calico"),
+        ("sh.helm.release.v1.calico.v2", "calico"),
+        ("sh.helm.release.v1.ingress.v1", "ingress"),
+    ] {
+        kube.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                        "metadata": {"name": name, "namespace": "default",
+                                     "labels": {"owner": "helm", "name": release, "status": "deployed"}},
+                        "data": {}}));
+    }
+    kube.put(json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "app-credentials", "namespace": "default"}, "data": {}}));
+    kube
+}
+
+const OPERATOR_CRDS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: installations.operator.tigera.io
+spec:
+  group: operator.tigera.io
+  names:
+    kind: Installation
+    listKind: InstallationList
+    plural: installations
+    singular: installation
+  scope: Cluster
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+
+#[test]
+fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespace() {
+    let kube = helm_cluster();
+    let operator = kubernetes_operator(&kube);
+    let helm_argv = install_helm_stand_in(&operator);
+    let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
+    let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["value"], "helm");
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    assert_eq!(plan["facts"]["helm_release"]["value"], "calico");
+    assert_eq!(
+        plan["facts"]["operator_namespace"]["value"],
+        "tigera-operator"
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(
+        &operator,
+        &apply,
+        "helm-ownership-migration/install-chart:after",
+    );
+
+    // Every object of the old chart now names the release in the operator namespace.
+    for (api_version, plural, namespace, name) in [
+        ("operator.tigera.io/v1", "installations", "", "default"),
+        ("operator.tigera.io/v1", "apiservers", "", "default"),
+        (
+            "policy/v1beta1",
+            "podsecuritypolicies",
+            "",
+            "tigera-operator",
+        ),
+        (
+            "apps/v1",
+            "deployments",
+            "tigera-operator",
+            "tigera-operator",
+        ),
+        (
+            "v1",
+            "serviceaccounts",
+            "tigera-operator",
+            "tigera-operator",
+        ),
+        (
+            "rbac.authorization.k8s.io/v1",
+            "clusterroles",
+            "",
+            "tigera-operator",
+        ),
+        (
+            "rbac.authorization.k8s.io/v1",
+            "clusterrolebindings",
+            "",
+            "tigera-operator",
+        ),
+    ] {
+        let object = kube.get(api_version, plural, namespace, name).unwrap();
+        assert_eq!(
+            object["metadata"]["annotations"],
+            json!({"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "tigera-operator"}),
+            "{plural} {name}"
+        );
+        assert_eq!(
+            object["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "Helm"
+        );
+    }
+    // The CRDs were server-side applied before the chart.
+    let crd = kube
+        .get(
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            "",
+            "installations.operator.tigera.io",
+        )
+        .expect("the operator CRDs were applied");
+    assert_eq!(crd["spec"]["group"], "operator.tigera.io");
+    let owners = kube.owners(
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        "",
+        "installations.operator.tigera.io",
+    );
+    assert!(
+        owners.values().any(|manager| manager == "netctl"),
+        "{owners:?}"
+    );
+    // Helm ran once, with exactly the plan's argv.
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv).expect("helm ran"),
+        "install\ncalico\nprojectcalico/tigera-operator\n--version\nv3.27.0\n--namespace\ntigera-operator\n--\n"
+    );
+
+    roll_out_in(
+        &kube,
+        "tigera-operator",
+        "deployments",
+        "tigera-operator",
+        1,
+        1,
+    );
+    set_kube_version(&kube, "v3.27.0");
+
+    // `helm install` was killed after it ran, and is not idempotent: a plain resume refuses to
+    // repeat it and says how to go on.
+    let resume = [
+        "upgrade",
+        "apply",
+        "--resume",
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+    ];
+    let refused = operator.run(&resume, &[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains(
+            "step `helm-ownership-migration/install-chart` was interrupted and cannot safely run again"
+        ),
+        "{}",
+        text(&refused.stderr)
+    );
+    // The operator sees that the release was installed and skips the step; unattended, the run
+    // then stops at the gate before the old release's secrets are deleted.
+    let mut skip = resume.to_vec();
+    skip.extend(["--skip", "helm-ownership-migration/install-chart"]);
+    let stopped = operator.run(&skip, &[]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["step"],
+        "helm-ownership-migration/confirm-delete-old-release",
+        "stderr: {}\nsteps: {}",
+        text(&stopped.stderr),
+        status["checkpoint"]["steps"]
+    );
+    assert_eq!(
+        kube.names("v1", "secrets").len(),
+        4,
+        "nothing deleted before the gate"
+    );
+
+    let mut finish = resume.to_vec();
+    finish.push("--yes");
+    let finished = operator.run(&finish, &[]);
+    assert_success(&finished, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert_eq!(
+        kube.names("v1", "secrets"),
+        [
+            "default/app-credentials",
+            "default/sh.helm.release.v1.ingress.v1"
+        ],
+        "only the old release's secrets are deleted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv)
+            .unwrap()
+            .matches("install")
+            .count(),
+        1,
+        "helm install ran exactly once across the kill"
+    );
+}

@@ -207,7 +207,7 @@ pub struct DiscoveredFacts {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ClusterFacts {
     pub install_method: Option<InstallMethod>,
-    /// The namespace of the operator Deployment (and of the Helm release).
+    /// The namespace of the operator Deployment (from v3.23 also the Helm release's).
     pub operator_namespace: Option<String>,
     pub helm_release: Option<String>,
     pub manifest_flavor: Option<ManifestFlavor>,
@@ -345,8 +345,9 @@ const PAGE_SIZE: u32 = 250;
 ///
 /// - the install method: a `tigera-operator` Deployment installed by a Helm release (its
 ///   `meta.helm.sh/release-name` annotation, or the only release in its namespace, confirmed by a
-///   release secret labelled `owner=helm,name=<release>`) is `helm`, with the release's namespace as
-///   operator namespace; any other `tigera-operator` Deployment is `operator`; without one, a
+///   release secret labelled `owner=helm,name=<release>`) is `helm`; any other `tigera-operator`
+///   Deployment is `operator`; either way the Deployment's namespace is the operator namespace (before
+///   v3.23 a Helm release lived in `default`, apart from the operator); without one, a
 ///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
 /// - the manifest flavour: `canal` when a `canal` DaemonSet runs in `kube-system`;
 /// - every OwnerReference to a `projectcalico.org/v3` owner from a ConfigMap, Secret, Deployment or
@@ -455,16 +456,16 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
             None => None,
         };
         match release {
-            Some((release_namespace, release)) => {
+            Some((_, release)) => {
                 facts.install_method = Some(InstallMethod::Helm);
-                facts.operator_namespace = Some(release_namespace);
                 facts.helm_release = Some(release);
             }
-            None => {
-                facts.install_method = Some(InstallMethod::Operator);
-                facts.operator_namespace = Some(namespace);
-            }
+            None => facts.install_method = Some(InstallMethod::Operator),
         }
+        // Where the operator runs. Not the release's namespace: charts before v3.23 kept the
+        // release in `default` while the operator ran in `tigera-operator`, and the ownership
+        // migration moves the release to where the operator is.
+        facts.operator_namespace = Some(namespace);
     } else if !manifest_daemon_sets.is_empty() {
         facts.install_method = Some(InstallMethod::Manifest);
     }
