@@ -1103,3 +1103,95 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
         "helm install ran exactly once across the kill"
     );
 }
+
+#[test]
+fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.24.5");
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tigera-operator"}}),
+    );
+    let mut deployment = operator_deployment("quay.io/tigera/operator:v1.28.5");
+    deployment["metadata"]["annotations"] = json!({"meta.helm.sh/release-name": "calico",
+                                                   "meta.helm.sh/release-namespace": "tigera-operator"});
+    kube.put(deployment);
+    kube.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                    "metadata": {"name": "sh.helm.release.v1.calico.v1", "namespace": "tigera-operator",
+                                 "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
+                    "data": {}}));
+    let operator = kubernetes_operator(&kube);
+    let helm_argv = install_helm_stand_in(&operator);
+    let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
+    let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["value"], "helm");
+    assert_eq!(
+        plan["facts"]["operator_namespace"]["value"],
+        "tigera-operator"
+    );
+    assert!(
+        !step_ids(&plan)
+            .iter()
+            .any(|id| id.starts_with("helm-ownership-migration/")),
+        "the release already lives with the operator: {:?}",
+        step_ids(&plan)
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    // Killed after the CRDs and before Helm ran: Helm has not been called yet.
+    apply_killed_at(&operator, &apply, "helm-upgrade/apply-operator-crds:after");
+    assert!(!helm_argv.exists(), "helm ran before the kill point");
+    assert!(
+        kube.get(
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            "",
+            "installations.operator.tigera.io",
+        )
+        .is_some()
+    );
+    roll_out_in(
+        &kube,
+        "tigera-operator",
+        "deployments",
+        "tigera-operator",
+        1,
+        1,
+    );
+    set_kube_version(&kube, "v3.27.0");
+
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv).expect("helm ran"),
+        "repo\nupdate\nprojectcalico\n--\n\
+         upgrade\ncalico\nprojectcalico/tigera-operator\n--version\nv3.27.0\n--namespace\ntigera-operator\n--\n"
+    );
+    assert_eq!(
+        kube.names("v1", "secrets"),
+        ["tigera-operator/sh.helm.release.v1.calico.v1"],
+        "no release secret is deleted on this path"
+    );
+}
