@@ -1195,3 +1195,105 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
         "no release secret is deleted on this path"
     );
 }
+
+/// The node-agent DaemonSet of `canal.yaml` (Kubernetes datastore): named `canal`, with the policy
+/// agent and flannel side by side.
+fn canal_manifest(version: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: canal-config
+  namespace: kube-system
+data:
+  canal_iface: ""
+  masquerade: "true"
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: canal
+  namespace: kube-system
+  labels:
+    k8s-app: canal
+spec:
+  selector:
+    matchLabels:
+      k8s-app: canal
+  template:
+    metadata:
+      labels:
+        k8s-app: canal
+    spec:
+      hostNetwork: true
+      containers:
+        - name: calico-node
+          image: docker.io/calico/node:{version}
+          env:
+            - name: DATASTORE_TYPE
+              value: kubernetes
+        - name: kube-flannel
+          image: docker.io/flannel/flannel:v0.24.4
+"#
+    )
+}
+
+#[test]
+fn kubernetes_canal_manifest_install_waits_for_the_canal_daemon_set() {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.25.2");
+    install(&kube, &canal_manifest("v3.25.2"));
+    let operator = kubernetes_operator(&kube);
+    let mirror = mirror(
+        &operator,
+        "v3.29.0",
+        "canal.yaml",
+        &canal_manifest("v3.29.0"),
+    );
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    assert_eq!(plan["facts"]["manifest_flavor"]["value"], "canal");
+    assert_eq!(plan["facts"]["manifest_flavor"]["origin"], "discovered");
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
+    let canal = kube
+        .get("apps/v1", "daemonsets", "kube-system", "canal")
+        .unwrap();
+    assert_eq!(
+        canal["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.29.0"
+    );
+    assert!(
+        kube.get("apps/v1", "daemonsets", "kube-system", "calico-node")
+            .is_none(),
+        "canal.yaml has no calico-node DaemonSet"
+    );
+    roll_out(&kube, "daemonsets", "canal", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+}
