@@ -6,6 +6,14 @@
 //! controllers and kubelet would, and bumps ClusterInformation `calicoVersion` as the upgraded node
 //! agents would, between the kill after the apply step and `--resume`. Nothing here talks to a real
 //! cluster or the network.
+//!
+//! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
+//! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`), operator (v3.26 → v3.29 across the OwnerReference
+//! UID change), Helm across the ownership edge (v3.20 → v3.27) and after it (v3.24 → v3.27), plus
+//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged.
+//! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv, so the Helm
+//! scenarios prove the exact commands netctl runs, not what Helm does with them. `exec` steps that run
+//! `netctl` or `kubectl` run the real programs (`netctl` is linked into `$HOME/bin`).
 
 mod exec_common;
 mod support;
