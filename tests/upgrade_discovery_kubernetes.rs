@@ -271,3 +271,35 @@ fn a_cluster_that_refuses_reads_is_an_error_with_a_hint() {
         "{stderr}"
     );
 }
+
+#[test]
+fn discovered_alp_without_a_mesh_version_asks_for_it_once() {
+    let kube = KubeApiServer::start();
+    seed_version(&kube, "v3.26.1");
+    kube.put(deployment("tigera-operator", "tigera-operator", json!({})));
+    kube.put(json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration",
+        "metadata": {"name": "default"},
+        "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}
+    }));
+    let mut netctl = Netctl::new();
+    netctl
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .args(["upgrade", "plan", "--to", "v3.29.0"]);
+    let output = netctl.output();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Regression: the template error used to be printed twice (in the message and as its cause).
+    assert_eq!(
+        stderr
+            .matches("application layer policy is on but the mesh version is unknown")
+            .count(),
+        2,
+        "once in the quoted template, once as the reason: {stderr}"
+    );
+    assert!(
+        stderr.starts_with("error: runbook `alp-upgrade` step "),
+        "{stderr}"
+    );
+}
