@@ -31,6 +31,7 @@ fn plan() -> Plan {
             installed_version: Some(Release::new(3, 26, 4)),
             datastore_type: Some(DatastoreType::Kubernetes),
             all_interfaces_host_endpoints: Some(vec![]),
+            ..DiscoveredFacts::default()
         },
         &FactOverrides {
             install_method: Some(InstallMethod::Manifest),

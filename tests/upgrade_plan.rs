@@ -207,7 +207,8 @@ fn application_layer_policy_without_a_mesh_version_is_refused() {
         &[("alp_enabled", "true")],
     )
     .unwrap_err();
-    insta::assert_snapshot!(error.to_string());
+    // As `main` prints it: the error chain, each cause once.
+    insta::assert_snapshot!(format!("{:#}", anyhow::Error::from(error)));
 }
 
 #[test]

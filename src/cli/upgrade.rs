@@ -1,7 +1,8 @@
 //! `netctl upgrade plan`: flags → facts → [`plan_upgrade`] → printed (and optionally saved) plan.
 //!
 //! The command only translates: facts come from the datastore when one is given (see
-//! [`discover_facts`]) and every flag overrides them, so a plan can be made offline. Planning itself
+//! [`discover_facts`]) and from the cluster when one is configured (see [`discover_cluster_facts`]),
+//! and every flag overrides them, so a plan can be made offline. Planning itself
 //! lives in `plan::resolve`; printing in `plan::render`. `upgrade apply` belongs to the executor.
 
 use std::io::Write as _;
@@ -11,6 +12,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use crate::datastore::{Datastore, DatastoreType};
+use crate::plan::facts::discover_cluster_facts;
 use crate::plan::facts::{DiscoveredFacts, FactOverrides, Facts, InstallMethod, parse_set};
 use crate::plan::render::{self, PlanFormat};
 use crate::plan::{Plan, PlanRequest, Release, discover_facts, plan_upgrade};
@@ -113,12 +115,20 @@ impl FactArgs {
         })
     }
 
-    /// Discovers what the datastore can tell (when there is one) and applies the flags over it.
-    pub async fn facts(&self, store: Option<&dyn Datastore>) -> anyhow::Result<Facts> {
-        let discovered = match store {
+    /// Discovers what the datastore and the cluster can tell (when there are ones) and applies the
+    /// flags over it.
+    pub async fn facts(
+        &self,
+        store: Option<&dyn Datastore>,
+        cluster: Option<&kube::Client>,
+    ) -> anyhow::Result<Facts> {
+        let mut discovered = match store {
             Some(store) => discover_facts(store).await?,
             None => DiscoveredFacts::default(),
         };
+        if let Some(client) = cluster {
+            discovered.cluster = Some(discover_cluster_facts(client).await?);
+        }
         Ok(Facts::assemble(&discovered, &self.overrides()?)?)
     }
 }
@@ -153,9 +163,13 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     /// Builds the plan these flags ask for.
-    pub async fn plan(&self, store: Option<&dyn Datastore>) -> anyhow::Result<Plan> {
+    pub async fn plan(
+        &self,
+        store: Option<&dyn Datastore>,
+        cluster: Option<&kube::Client>,
+    ) -> anyhow::Result<Plan> {
         let runbooks = RunbookSet::load(self.facts.runbooks.as_deref())?;
-        let facts = self.facts.facts(store).await?;
+        let facts = self.facts.facts(store, cluster).await?;
         let request = PlanRequest {
             procedure: self.procedure.clone(),
             to: self.to.clone(),
@@ -165,8 +179,12 @@ impl PlanArgs {
     }
 
     /// Plans, prints to stdout and saves to `--out`.
-    pub async fn run(&self, store: Option<&dyn Datastore>) -> anyhow::Result<()> {
-        let plan = self.plan(store).await?;
+    pub async fn run(
+        &self,
+        store: Option<&dyn Datastore>,
+        cluster: Option<&kube::Client>,
+    ) -> anyhow::Result<()> {
+        let plan = self.plan(store, cluster).await?;
         if let Some(path) = &self.out {
             save_plan(&plan, path)?;
             eprintln!("saved plan {} to `{}`", plan.digest, path.display());

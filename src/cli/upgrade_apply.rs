@@ -180,7 +180,11 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
     match command {
         UpgradeCommand::Plan(args) => {
             let store = context.datastore_for_facts(args.offline).await?;
-            args.run(store.as_deref()).await?;
+            let cluster = match args.offline {
+                true => None,
+                false => context.kubernetes_client().await?,
+            };
+            args.run(store.as_deref(), cluster.as_ref()).await?;
             Ok(ExitCode::SUCCESS)
         }
         UpgradeCommand::Apply(args) => apply(context, args).await,
@@ -227,6 +231,7 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
+    let cluster = context.kubernetes_client().await?;
     let plan = match (&args.to, saved_plan) {
         (Some(target), _) => {
             let request = super::upgrade::PlanArgs {
@@ -237,7 +242,9 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 out: None,
                 offline: false,
             };
-            let plan = request.plan(Some(datastore.as_ref())).await?;
+            let plan = request
+                .plan(Some(datastore.as_ref()), cluster.as_ref())
+                .await?;
             eprintln!(
                 "planned {} {} → {}: {} steps ({})",
                 plan.procedure,
@@ -255,7 +262,7 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
         Some(coordination),
         Holder::current(&context.environment),
     )
-    .with_kubernetes(context.kubernetes_client().await?);
+    .with_kubernetes(cluster);
     let mut stdout = std::io::stdout().lock();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;

@@ -538,6 +538,9 @@ impl Executor {
         let files = options.state_dir.join(checkpoint::FILES_DIR);
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
         let mut problems = 0;
+        // File → (URL, step) of the downloads earlier `fetch` steps of this dry-run would make.
+        let mut would_download: std::collections::BTreeMap<String, (String, String)> =
+            std::collections::BTreeMap::new();
         for (index, step) in plan.steps.iter().enumerate() {
             write(out, String::new())?;
             write(
@@ -576,7 +579,22 @@ impl Executor {
                 &outputs,
                 step.register.as_deref(),
             );
-            match actions::perform(&context, &step.action, RunMode::DryRun).await {
+            if let Action::Fetch(fetch) = &step.action {
+                would_download.insert(fetch.file.clone(), (fetch.url.clone(), step.id.clone()));
+            }
+            let action = match rehearse_download(
+                &step.action,
+                &files,
+                options.mirror_dir.is_some(),
+                &would_download,
+            ) {
+                Some((action, line)) => {
+                    write(out, format!("  {line}"))?;
+                    std::borrow::Cow::Owned(action)
+                }
+                None => std::borrow::Cow::Borrowed(&step.action),
+            };
+            match actions::perform(&context, &action, RunMode::DryRun).await {
                 Ok(outcome) => {
                     for line in outcome.transcript {
                         write(out, format!("  {line}"))?;
@@ -1302,9 +1320,71 @@ pub fn describe_action(action: &Action) -> String {
     }
 }
 
+/// In a dry-run, a `kube.apply` of a file that an earlier `fetch` of the plan would download (and that
+/// is not there yet) reads the download's source instead, so the rehearsal applies the real manifest
+/// with `dryRun=All` rather than failing on a missing file. Only for local sources (a mirror
+/// directory or a `file://` URL): a dry-run never goes to the network for this. Returns the action to
+/// rehearse and a line saying so.
+fn rehearse_download(
+    action: &Action,
+    files: &std::path::Path,
+    mirror: bool,
+    would_download: &std::collections::BTreeMap<String, (String, String)>,
+) -> Option<(Action, String)> {
+    let Action::KubeApply(apply) = action else {
+        return None;
+    };
+    let crate::plan::action::ManifestSource::File(file) = &apply.source else {
+        return None;
+    };
+    let (url, step) = would_download.get(file)?;
+    if files.join(file).exists() || !(mirror || url.starts_with("file://")) {
+        return None;
+    }
+    let mut rehearsed = apply.clone();
+    rehearsed.source = crate::plan::action::ManifestSource::Url(url.clone());
+    Some((
+        Action::KubeApply(rehearsed),
+        format!(
+            "(`{file}` is not downloaded yet: rehearsing with what step `{step}` would download)"
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dry_run_rehearses_a_pending_download_only_from_a_local_source() {
+        use crate::plan::action::{KubeApply, ManifestSource};
+        let apply = Action::KubeApply(KubeApply {
+            source: ManifestSource::File("upgrade.yaml".into()),
+            server_side: true,
+            force_conflicts: true,
+            field_manager: "netctl".into(),
+        });
+        let files = tempfile::tempdir().unwrap();
+        let https = std::collections::BTreeMap::from([(
+            "upgrade.yaml".to_string(),
+            (
+                "https://example.org/calico.yaml".to_string(),
+                "u/fetch".to_string(),
+            ),
+        )]);
+        // No mirror and a network URL: never downloaded by a dry-run.
+        assert!(rehearse_download(&apply, files.path(), false, &https).is_none());
+        let (rehearsed, line) = rehearse_download(&apply, files.path(), true, &https).unwrap();
+        assert!(matches!(
+            rehearsed,
+            Action::KubeApply(KubeApply { source: ManifestSource::Url(ref url), .. })
+                if url == "https://example.org/calico.yaml"
+        ));
+        assert!(line.contains("step `u/fetch`"), "{line}");
+        // A file that is already there (an earlier run downloaded it) is what gets applied.
+        std::fs::write(files.path().join("upgrade.yaml"), "").unwrap();
+        assert!(rehearse_download(&apply, files.path(), true, &https).is_none());
+    }
 
     #[test]
     fn the_crash_hook_reads_step_and_moment() {

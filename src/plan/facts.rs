@@ -4,12 +4,16 @@
 //! Every fact has a value and an origin (`discovered`, `flag` or `default`), and every fact can be set
 //! from the command line (`--from`, `--datastore-type`, `--install-method`, `--set name=value`) so a plan
 //! can be made offline. A saved plan records its facts; the executor re-discovers them to refuse a stale
-//! plan. Discovery here reads only `projectcalico.org/v3` resources through the [`Datastore`] trait;
-//! facts that live in Kubernetes objects (Helm releases, OwnerReferences) come from flags.
+//! plan. [`discover_facts`] reads `projectcalico.org/v3` resources through the [`Datastore`] trait;
+//! [`discover_cluster_facts`] reads the Kubernetes objects of the install (the operator Deployment,
+//! Helm release secrets, the manifest DaemonSets, OwnerReferences to `projectcalico.org/v3` owners)
+//! when a cluster is configured. Neither writes anything.
 
 use std::fmt;
 use std::str::FromStr;
 
+use kube::api::{Api, ListParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 use super::Release;
@@ -193,6 +197,22 @@ pub struct DiscoveredFacts {
     pub installed_version: Option<Release>,
     pub datastore_type: Option<DatastoreType>,
     pub all_interfaces_host_endpoints: Option<Vec<String>>,
+    /// FelixConfiguration `default` sets `policySyncPathPrefix` (what enabling ALP does).
+    pub alp_enabled: Option<bool>,
+    /// What the Kubernetes cluster tells, when one is configured ([`discover_cluster_facts`]).
+    pub cluster: Option<ClusterFacts>,
+}
+
+/// What the Kubernetes objects of the install tell; `None` where discovery found nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClusterFacts {
+    pub install_method: Option<InstallMethod>,
+    /// The namespace of the operator Deployment (from v3.23 also the Helm release's).
+    pub operator_namespace: Option<String>,
+    pub helm_release: Option<String>,
+    pub manifest_flavor: Option<ManifestFlavor>,
+    /// OwnerReferences to `projectcalico.org/v3` owners, in removal order.
+    pub owner_references: Vec<OwnerReferenceFact>,
 }
 
 /// Facts given on the command line, applied over discovered ones.
@@ -233,6 +253,15 @@ pub enum FactError {
     },
     #[error("ClusterInformation `default` has an invalid `spec.calicoVersion` `{0}`")]
     InvalidClusterVersion(String),
+    #[error(
+        "could not read {what} from the Kubernetes API\nhint: give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`"
+    )]
+    ClusterDiscovery {
+        what: String,
+        // Boxed: a `kube::Error` is large and most fact errors carry none.
+        #[source]
+        source: Box<kube::Error>,
+    },
 }
 
 /// Reads what a resource datastore can tell: the datastore type, the installed version
@@ -277,11 +306,191 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
     })?;
     all_interfaces.sort();
 
+    // Upstream's ALP enablement sets `policySyncPathPrefix` on FelixConfiguration `default`.
+    let felix = ResourceKey::new(Kind::FelixConfiguration, None, "default");
+    let alp_enabled = match store.get(&felix).await {
+        Ok(resource) => resource
+            .spec
+            .get("policySyncPathPrefix")
+            .and_then(|v| v.as_str())
+            .is_some_and(|prefix| !prefix.is_empty()),
+        Err(StoreError::NotFound(_)) => false,
+        Err(source) => {
+            return Err(FactError::Discovery {
+                what: "FelixConfiguration `default`".to_string(),
+                source: Box::new(source),
+            });
+        }
+    };
+
     Ok(DiscoveredFacts {
         installed_version,
         datastore_type: Some(store.kind()),
         all_interfaces_host_endpoints: Some(all_interfaces),
+        alp_enabled: Some(alp_enabled),
+        cluster: None,
     })
+}
+
+/// The operator Deployment's name, in every install method that uses the operator.
+const OPERATOR_DEPLOYMENT: &str = "tigera-operator";
+/// Where manifest installs run their DaemonSet.
+const MANIFEST_NAMESPACE: &str = "kube-system";
+/// The apiVersion of the owners whose UIDs change in the upgrade (seed 9.3).
+const CALICO_V3: &str = "projectcalico.org/v3";
+/// Objects per list request, so a large cluster is read in pages.
+const PAGE_SIZE: u32 = 250;
+
+/// Reads the install from the Kubernetes objects that make it up:
+///
+/// - the install method: a `tigera-operator` Deployment installed by a Helm release (its
+///   `meta.helm.sh/release-name` annotation, or the only release in its namespace, confirmed by a
+///   release secret labelled `owner=helm,name=<release>`) is `helm`; any other `tigera-operator`
+///   Deployment is `operator`; either way the Deployment's namespace is the operator namespace (before
+///   v3.23 a Helm release lived in `default`, apart from the operator); without one, a
+///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
+/// - the manifest flavour: `canal` when a `canal` DaemonSet runs in `kube-system`;
+/// - every OwnerReference to a `projectcalico.org/v3` owner from a ConfigMap, Secret, Deployment or
+///   DaemonSet in any namespace, read page by page.
+///
+/// Any API error is returned: a plan made from half the facts would be wrong.
+pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFacts, FactError> {
+    let mut operators: Vec<DynamicObject> = Vec::new();
+    let mut helm_releases: Vec<(String, String)> = Vec::new();
+    let mut manifest_daemon_sets: Vec<String> = Vec::new();
+    let mut owner_references = Vec::new();
+    for (group, kind, plural) in [
+        ("", "ConfigMap", "configmaps"),
+        ("", "Secret", "secrets"),
+        ("apps", "Deployment", "deployments"),
+        ("apps", "DaemonSet", "daemonsets"),
+    ] {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        loop {
+            let page = api
+                .list(&params)
+                .await
+                .map_err(|source| FactError::ClusterDiscovery {
+                    what: format!("`{plural}`"),
+                    source: Box::new(source),
+                })?;
+            for object in page.items {
+                let namespace = object.metadata.namespace.clone().unwrap_or_default();
+                let name = object.metadata.name.clone().unwrap_or_default();
+                for (index, reference) in object
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if reference.api_version == CALICO_V3 {
+                        owner_references.push(OwnerReferenceFact {
+                            api_version: resource.api_version.clone(),
+                            kind: kind.to_string(),
+                            namespace: (!namespace.is_empty()).then(|| namespace.clone()),
+                            name: name.clone(),
+                            owner_kind: reference.kind.clone(),
+                            owner_name: reference.name.clone(),
+                            index,
+                        });
+                    }
+                }
+                let labels = object.metadata.labels.clone().unwrap_or_default();
+                match kind {
+                    "Secret" if labels.get("owner").map(String::as_str) == Some("helm") => {
+                        if let Some(release) = labels.get("name") {
+                            helm_releases.push((namespace, release.clone()));
+                        }
+                    }
+                    "Deployment" if name == OPERATOR_DEPLOYMENT => operators.push(object),
+                    "DaemonSet"
+                        if namespace == MANIFEST_NAMESPACE
+                            && (name == "calico-node" || name == "canal") =>
+                    {
+                        manifest_daemon_sets.push(name)
+                    }
+                    _ => {}
+                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+    }
+    sort_for_removal(&mut owner_references);
+
+    let mut facts = ClusterFacts {
+        owner_references,
+        ..ClusterFacts::default()
+    };
+    if manifest_daemon_sets.iter().any(|name| name == "canal") {
+        facts.manifest_flavor = Some(ManifestFlavor::Canal);
+    } else if !manifest_daemon_sets.is_empty() {
+        facts.manifest_flavor = Some(ManifestFlavor::Calico);
+    }
+    operators.sort_by(|a, b| a.metadata.namespace.cmp(&b.metadata.namespace));
+    if let Some(operator) = operators.first() {
+        let namespace = operator.metadata.namespace.clone().unwrap_or_default();
+        let annotations = operator.metadata.annotations.clone().unwrap_or_default();
+        let annotated = annotations.get("meta.helm.sh/release-name").map(|release| {
+            let release_namespace = annotations
+                .get("meta.helm.sh/release-namespace")
+                .cloned()
+                .unwrap_or_else(|| namespace.clone());
+            (release_namespace, release.clone())
+        });
+        let mut in_namespace: Vec<&(String, String)> = helm_releases
+            .iter()
+            .filter(|(release_namespace, _)| *release_namespace == namespace)
+            .collect();
+        in_namespace.sort();
+        in_namespace.dedup();
+        let release = match annotated {
+            Some(annotated) => helm_releases.contains(&annotated).then_some(annotated),
+            None if in_namespace.len() == 1 => Some(in_namespace[0].clone()),
+            None => None,
+        };
+        match release {
+            Some((_, release)) => {
+                facts.install_method = Some(InstallMethod::Helm);
+                facts.helm_release = Some(release);
+            }
+            None => facts.install_method = Some(InstallMethod::Operator),
+        }
+        // Where the operator runs. Not the release's namespace: charts before v3.23 kept the
+        // release in `default` while the operator ran in `tigera-operator`, and the ownership
+        // migration moves the release to where the operator is.
+        facts.operator_namespace = Some(namespace);
+    } else if !manifest_daemon_sets.is_empty() {
+        facts.install_method = Some(InstallMethod::Manifest);
+    }
+    Ok(facts)
+}
+
+/// Per object, the highest index first: removing a reference shifts the ones after it, so removals
+/// must run from the end of the list.
+fn sort_for_removal(references: &mut [OwnerReferenceFact]) {
+    references.sort_by(|a, b| {
+        (
+            &a.api_version,
+            &a.kind,
+            &a.namespace,
+            &a.name,
+            std::cmp::Reverse(a.index),
+        )
+            .cmp(&(
+                &b.api_version,
+                &b.kind,
+                &b.namespace,
+                &b.name,
+                std::cmp::Reverse(b.index),
+            ))
+    });
 }
 
 impl Facts {
@@ -302,25 +511,37 @@ impl Facts {
             (None, Some(value)) => Fact::new(value, FactOrigin::Discovered),
             (None, None) => Fact::default_value(DatastoreType::Kubernetes),
         };
-        let install_method = match overrides.install_method {
-            Some(method) => Fact::new(method, FactOrigin::Flag),
-            None => Fact::default_value(InstallMethod::Operator),
+        let cluster = discovered.cluster.clone().unwrap_or_default();
+        // A discovered value, or the default when discovery found nothing.
+        fn either<T>(value: Option<T>, default: T) -> Fact<T> {
+            match value {
+                Some(value) => Fact::new(value, FactOrigin::Discovered),
+                None => Fact::default_value(default),
+            }
+        }
+        let install_method = match (overrides.install_method, cluster.install_method) {
+            (Some(method), _) => Fact::new(method, FactOrigin::Flag),
+            (None, Some(method)) => Fact::new(method, FactOrigin::Discovered),
+            (None, None) => Fact::default_value(InstallMethod::Operator),
         };
         let mut facts = Facts {
             installed_version,
             datastore_type,
             install_method,
-            operator_namespace: Fact::default_value("tigera-operator".to_string()),
+            operator_namespace: either(cluster.operator_namespace, "tigera-operator".to_string()),
             system_namespace: Fact::default_value(String::new()),
-            helm_release: Fact::default_value("calico".to_string()),
-            manifest_flavor: Fact::default_value(ManifestFlavor::Calico),
+            helm_release: either(cluster.helm_release, "calico".to_string()),
+            manifest_flavor: either(cluster.manifest_flavor, ManifestFlavor::Calico),
             manifest_base_url: Fact::default_value(DEFAULT_MANIFEST_BASE_URL.to_string()),
-            all_interfaces_host_endpoints: match &discovered.all_interfaces_host_endpoints {
-                Some(names) => Fact::new(names.clone(), FactOrigin::Discovered),
+            all_interfaces_host_endpoints: either(
+                discovered.all_interfaces_host_endpoints.clone(),
+                Vec::new(),
+            ),
+            owner_references: match discovered.cluster {
+                Some(_) => Fact::new(cluster.owner_references, FactOrigin::Discovered),
                 None => Fact::default_value(Vec::new()),
             },
-            owner_references: Fact::default_value(Vec::new()),
-            alp_enabled: Fact::default_value(false),
+            alp_enabled: either(discovered.alp_enabled, false),
             mesh_version: Fact::default_value(String::new()),
         };
         for (name, value) in &overrides.set {
@@ -330,8 +551,7 @@ impl Facts {
         if facts.installed_version.value == Release::UNKNOWN {
             return Err(FactError::MissingInstalledVersion);
         }
-        if overrides.install_method.is_none() && facts.install_method.origin == FactOrigin::Default
-        {
+        if facts.install_method.origin == FactOrigin::Default {
             return Err(FactError::MissingInstallMethod);
         }
         if facts.system_namespace.origin == FactOrigin::Default {
@@ -392,24 +612,7 @@ impl Facts {
             "owner_references" => {
                 let mut references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
                     .map_err(|error| invalid(&format!("expected a JSON list: {error}")))?;
-                // Per object, the highest index first: removing a reference shifts the ones after
-                // it, so removals must run from the end of the list.
-                references.sort_by(|a, b| {
-                    (
-                        &a.api_version,
-                        &a.kind,
-                        &a.namespace,
-                        &a.name,
-                        std::cmp::Reverse(a.index),
-                    )
-                        .cmp(&(
-                            &b.api_version,
-                            &b.kind,
-                            &b.namespace,
-                            &b.name,
-                            std::cmp::Reverse(b.index),
-                        ))
-                });
+                sort_for_removal(&mut references);
                 self.owner_references = Fact::new(references, flag);
             }
             "alp_enabled" => {
@@ -491,6 +694,7 @@ mod tests {
             installed_version: Some("v3.19.0".parse().unwrap()),
             datastore_type: Some(DatastoreType::EtcdV3),
             all_interfaces_host_endpoints: Some(vec!["h1".into()]),
+            ..DiscoveredFacts::default()
         };
         let facts = Facts::assemble(&discovered, &overrides(&[("alp_enabled", "true")])).unwrap();
         assert_eq!(facts.installed_version.value.to_string(), "v3.20.1");

@@ -73,14 +73,15 @@ pub enum PlanError {
         "runbook `{runbook}` names unknown version edge `{edge}`\nhint: edges are defined in `releases.yaml`"
     )]
     UnknownEdge { runbook: String, edge: String },
-    #[error("runbook `{runbook}`{}: {source}", step_suffix(.step))]
+    // The cause is the source, printed after this by the error chain, not repeated here.
+    #[error("runbook `{runbook}`{}", step_suffix(.step))]
     Template {
         runbook: String,
         step: Option<String>,
         #[source]
         source: TemplateError,
     },
-    #[error("runbook `{runbook}` step `{step}`: {source}")]
+    #[error("runbook `{runbook}` step `{step}`")]
     Action {
         runbook: String,
         step: String,

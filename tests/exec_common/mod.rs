@@ -38,6 +38,7 @@ pub fn facts() -> Facts {
             installed_version: Some(Release::new(3, 26, 4)),
             datastore_type: Some(DatastoreType::EtcdV3),
             all_interfaces_host_endpoints: Some(vec![]),
+            ..DiscoveredFacts::default()
         },
         &FactOverrides {
             install_method: Some(InstallMethod::Manifest),

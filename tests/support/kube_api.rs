@@ -80,6 +80,36 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     kind("apps", "v1", "DaemonSet", "daemonsets", true),
     kind("coordination.k8s.io", "v1", "Lease", "leases", true),
     kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    kind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    // Served by clusters before Kubernetes 1.25, where pre-v3.23 Helm installs ran.
+    kind(
+        "policy",
+        "v1beta1",
+        "PodSecurityPolicy",
+        "podsecuritypolicies",
+        false,
+    ),
+    kind(
+        "operator.tigera.io",
+        "v1",
+        "Installation",
+        "installations",
+        false,
+    ),
+    kind("operator.tigera.io", "v1", "APIServer", "apiservers", false),
+    kind(
         "apiextensions.k8s.io",
         "v1",
         "CustomResourceDefinition",

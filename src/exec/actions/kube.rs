@@ -246,8 +246,13 @@ pub fn describe_apply(apply: &KubeApply, files_dir: &std::path::Path) -> Vec<Str
             )];
         }
         None => {
+            // A file comes from an earlier step; a URL is read when this step runs.
+            let known = match &apply.source {
+                ManifestSource::Url(_) => "the objects are known once it is read",
+                _ => "the objects are known once an earlier step has downloaded it",
+            };
             return vec![format!(
-                "would {method} each object of {origin} ({content_type}{}); the objects are known once an earlier step has downloaded it",
+                "would {method} each object of {origin} ({content_type}{}); {known}",
                 if query.is_empty() {
                     String::new()
                 } else {
