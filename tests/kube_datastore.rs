@@ -7,7 +7,7 @@
 mod support;
 
 use serde_json::json;
-use support::{KubeApiServer, Netctl};
+use support::{KubeApiServer, Netctl, Run, failed, ok};
 
 const CALICO: &str = "crd.projectcalico.org/v1";
 
@@ -34,12 +34,6 @@ metadata: {name: node1-eth0}
 spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
 ";
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn run(server: &KubeApiServer, args: &[&str], input: Option<&str>) -> Run {
     let mut command = Netctl::new();
     command
@@ -49,22 +43,7 @@ fn run(server: &KubeApiServer, args: &[&str], input: Option<&str>) -> Run {
     if let Some(input) = input {
         command.stdin(input);
     }
-    let output = command.output();
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
-
-fn ok(run: Run) -> String {
-    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
-    run.stdout
-}
-
-fn failed(run: Run) -> String {
-    assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
-    run.stderr
+    command.run()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{EtcdServer, Netctl};
+use support::{EtcdServer, Netctl, Run, failed, ok};
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 
@@ -31,12 +31,6 @@ metadata: {name: node1-eth0}
 spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
 ";
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
     netctl_with_input(etcd, args, None)
 }
@@ -50,22 +44,7 @@ fn netctl_with_input(etcd: &EtcdServer, args: &[&str], input: Option<&str>) -> R
     if let Some(input) = input {
         command.stdin(input);
     }
-    let output = command.output();
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
-
-fn ok(run: Run) -> String {
-    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
-    run.stdout
-}
-
-fn failed(run: Run) -> String {
-    assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
-    run.stderr
+    command.run()
 }
 
 #[test]

@@ -56,6 +56,6 @@ pub use etcd::{
     AuthSetup, EtcdCluster, EtcdClusterBuilder, EtcdServer, EtcdServerBuilder, Etcdctl, KeyValue,
 };
 pub use kube_api::KubeApiServer;
-pub use netctl::Netctl;
+pub use netctl::{Netctl, Run, failed, ok};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::find_program;

@@ -181,3 +181,35 @@ impl Netctl {
             .unwrap_or_else(|error| panic!("cannot run netctl: {error}"))
     }
 }
+
+/// What one netctl run returned, as text.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Netctl {
+    /// Runs and captures exit code, stdout and stderr (both must be UTF-8).
+    pub fn run(&self) -> Run {
+        let output = self.output();
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8(output.stdout).expect("netctl writes UTF-8 to stdout"),
+            stderr: String::from_utf8(output.stderr).expect("netctl writes UTF-8 to stderr"),
+        }
+    }
+}
+
+/// The stdout of a run that must succeed (exit 0); its stderr is shown otherwise.
+pub fn ok(run: Run) -> String {
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    run.stdout
+}
+
+/// The stderr of a run that must fail with exit 1; its stdout is shown otherwise.
+pub fn failed(run: Run) -> String {
+    assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
+    run.stderr
+}
