@@ -46,31 +46,49 @@ enum Direction {
     Egress,
 }
 
+/// The name rules both policy kinds share: a prefix reserved for the Kubernetes-derived policies, the
+/// kind's name pattern, and the tier prefix rules.
+fn policy_name(
+    checker: &mut Checker,
+    name: &str,
+    tier: Option<&str>,
+    (reserved_prefix, reserved_for): (&str, &str),
+    pattern: &Regex,
+) {
+    if name.is_empty() {
+        return;
+    }
+    if name.starts_with(reserved_prefix) {
+        checker.fail(
+            "metadata.name",
+            Some(name),
+            format!("names starting with `{reserved_prefix}` are reserved for {reserved_for}"),
+        );
+    } else if name.len() > 253 || !pattern.is_match(name) {
+        checker.fail(
+            "metadata.name",
+            Some(name),
+            "name must be a DNS label (lower case alphanumerics or `-`), optionally prefixed by its \
+             tier and a dot",
+        );
+    } else {
+        tiered_name(checker, name, tier);
+    }
+}
+
 pub(super) fn network_policy(
     checker: &mut Checker,
     spec: &mut NetworkPolicySpec,
     metadata: &ObjectMeta,
 ) {
     default_types(&mut spec.types, &spec.ingress, &spec.egress);
-    let name = &metadata.name;
-    if !name.is_empty() {
-        if name.starts_with("knp.default.") {
-            checker.fail(
-                "metadata.name",
-                Some(name),
-                "names starting with `knp.default.` are reserved for Kubernetes network policies",
-            );
-        } else if name.len() > 253 || !NETWORK_POLICY_NAME.is_match(name) {
-            checker.fail(
-                "metadata.name",
-                Some(name),
-                "name must be a DNS label (lower case alphanumerics or `-`), optionally prefixed \
-                 by its tier and a dot",
-            );
-        } else {
-            tiered_name(checker, name, spec.tier.as_deref());
-        }
-    }
+    policy_name(
+        checker,
+        &metadata.name,
+        spec.tier.as_deref(),
+        ("knp.default.", "Kubernetes network policies"),
+        &NETWORK_POLICY_NAME,
+    );
     tier_field(checker, spec.tier.as_ref());
     checker.selector(
         "spec.selector",
@@ -100,26 +118,16 @@ pub(super) fn global_network_policy(
     // The preDNAT checks look at the types as written, before defaulting fills them in.
     let egress_type_written = spec.types.iter().any(|value| value == "Egress");
     default_types(&mut spec.types, &spec.ingress, &spec.egress);
-    let name = &metadata.name;
-    if !name.is_empty() {
-        if name.starts_with("kanp.adminnetworkpolicy.") {
-            checker.fail(
-                "metadata.name",
-                Some(name),
-                "names starting with `kanp.adminnetworkpolicy.` are reserved for Kubernetes admin \
-                 network policies",
-            );
-        } else if name.len() > 253 || !GLOBAL_NETWORK_POLICY_NAME.is_match(name) {
-            checker.fail(
-                "metadata.name",
-                Some(name),
-                "name must be a DNS label (lower case alphanumerics or `-`), optionally prefixed \
-                 by its tier and a dot",
-            );
-        } else {
-            tiered_name(checker, name, spec.tier.as_deref());
-        }
-    }
+    policy_name(
+        checker,
+        &metadata.name,
+        spec.tier.as_deref(),
+        (
+            "kanp.adminnetworkpolicy.",
+            "Kubernetes admin network policies",
+        ),
+        &GLOBAL_NETWORK_POLICY_NAME,
+    );
     tier_field(checker, spec.tier.as_ref());
     checker.selector(
         "spec.selector",
