@@ -562,3 +562,86 @@ spec: {}
         .collect();
     assert_eq!(remaining, ["/hostendpoints/node2-eth0", "/nodes/node2"]);
 }
+
+#[test]
+fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
+    let etcd = EtcdServer::start();
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(&format!("{HOST_ENDPOINTS}---\n{POLICY}")),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wanted.yaml");
+    std::fs::write(&file, format!("{HOST_ENDPOINTS}---\n{POLICY}")).unwrap();
+    let file = file.to_str().unwrap();
+
+    // Tables: one per object, each with its kind's columns.
+    let tables = ok(netctl(&etcd, &["get", "-f", file]));
+    assert_eq!(
+        tables,
+        "NAME        NODE    \nnode1-all   node1   \n\nNAME         NODE    \nnode1-eth0   node1   \n\nNAME                TIER      \nallow-all-upgrade   default   \n\n",
+    );
+    // Documents: one list across the kinds, as stored (resourceVersion and uid included).
+    let documents: Vec<serde_json::Value> =
+        serde_json::from_str(&ok(netctl(&etcd, &["get", "-f", file, "-o", "json"]))).unwrap();
+    let kinds: Vec<&str> = documents
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["HostEndpoint", "HostEndpoint", "GlobalNetworkPolicy"]
+    );
+    assert!(documents[0]["metadata"]["resourceVersion"].is_string());
+    // `-l` filters what the file names.
+    let names = ok(netctl(
+        &etcd,
+        &["get", "-f", file, "-o", "name", "-l", "zone == 'a'"],
+    ));
+    assert_eq!(names, "hostendpoint/node1-all\n");
+
+    // A document naming a missing resource: the others print, the missing one is the error.
+    ok(netctl(&etcd, &["delete", "hostendpoint", "node1-eth0"]));
+    let run = netctl(&etcd, &["get", "-f", file, "-o", "name"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "hostendpoint/node1-all\nglobalnetworkpolicy/allow-all-upgrade\n"
+    );
+    assert!(
+        run.stderr.contains("HostEndpoint(node1-eth0)"),
+        "{}",
+        run.stderr
+    );
+
+    // `--export` leaves out what belongs to this copy, and the result creates the resource anew.
+    let exported = ok(netctl(
+        &etcd,
+        &["get", "gnp", "allow-all-upgrade", "-o", "yaml", "--export"],
+    ));
+    for field in ["resourceVersion", "uid", "creationTimestamp"] {
+        assert!(!exported.contains(field), "{field} in {exported}");
+    }
+    let full = ok(netctl(
+        &etcd,
+        &["get", "gnp", "allow-all-upgrade", "-o", "yaml"],
+    ));
+    assert!(full.contains("resourceVersion"), "{full}");
+    ok(netctl(&etcd, &["delete", "gnp", "allow-all-upgrade"]));
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(&exported),
+    ));
+    ok(netctl(&etcd, &["get", "gnp", "allow-all-upgrade"]));
+
+    // Refusals: an export of a whole list, and KIND together with `-f`.
+    let stderr = failed(netctl(&etcd, &["get", "gnp", "--export"]));
+    assert!(
+        stderr.contains("`--export` needs resource names"),
+        "{stderr}"
+    );
+    let run = netctl(&etcd, &["get", "gnp", "-f", file]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+}

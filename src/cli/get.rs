@@ -5,11 +5,13 @@
 //! by name prints what it found and then reports every name that does not exist (exit 1), as upstream.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
 use super::Context;
+use super::write::FileArgs;
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::output::{
     CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
@@ -25,15 +27,32 @@ Examples:
   netctl get hep -l 'has(host-endpoint-upgrade)'   # filter by the selector language
   netctl get ippool default-ipv4-ippool -o yaml
   netctl get networkpolicies -A -o custom-columns=NAMESPACE,NAME,ORDER
-  netctl get gnp -o json | jq '.items[].metadata.name'";
+  netctl get gnp -o json | jq '.items[].metadata.name'
+  netctl get -f policies.yaml -o yaml              # what the datastore holds for each document
+  netctl get gnp allow-all-upgrade -o yaml --export > policy.yaml   # ready to create elsewhere";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct GetArgs {
     /// Resource kind: a name, plural or short name (e.g. `nodes`, `hep`, `gnp`)
-    kind: String,
+    #[arg(required_unless_present = "files", conflicts_with = "files")]
+    kind: Option<String>,
     /// Names to get; all resources of the kind when none is given
     names: Vec<String>,
+    /// Get the resources named in these files (a file, a directory of `.yaml`/`.yml`/`.json` files,
+    /// or `-` for standard input) instead of KIND and NAMEs; repeatable
+    #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
+    files: Vec<PathBuf>,
+    /// With `-f DIR`: also read its sub-directories
+    #[arg(short = 'R', long, requires = "files")]
+    recursive: bool,
+    /// With `-f`: an empty file or directory is not an error
+    #[arg(long, requires = "files")]
+    skip_empty: bool,
+    /// Leave out what belongs to this cluster's copy (namespace, uid, resourceVersion,
+    /// creationTimestamp, deletion fields), so the output can be created elsewhere; with NAMEs or `-f`
+    #[arg(long)]
+    export: bool,
     /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,...
     #[arg(short, long, default_value = "ps")]
     output: String,
@@ -71,7 +90,10 @@ pub fn namespace_scope(
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let kind: Kind = args.kind.parse()?;
+    let Some(kind) = &args.kind else {
+        return run_from_files(context, &args).await;
+    };
+    let kind: Kind = kind.parse()?;
     let format: OutputFormat = args.output.parse()?;
     let selector = args
         .selector
@@ -85,6 +107,10 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(empty) = args.names.iter().find(|name| name.is_empty()) {
         anyhow::bail!("resource name may not be empty{empty}");
+    }
+    if args.export && args.names.is_empty() {
+        // As upstream (`reference/calicoctl.md` §1.3): an export is of named resources.
+        anyhow::bail!("`--export` needs resource names (or `-f`)");
     }
 
     let store = context.datastore().await?;
@@ -119,14 +145,96 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut printer = Printer::new(stdout, kind, Shape::Named, &options)?;
+    let keys = args
+        .names
+        .iter()
+        .map(|name| ResourceKey::new(kind, namespace.clone(), name))
+        .collect();
+    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+}
+
+/// `get -f FILE`: the resources the documents name, read from the datastore.
+async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
+    let format: OutputFormat = args.output.parse()?;
+    if args.all_namespaces {
+        anyhow::bail!(
+            "cannot use `--all-namespaces` with `-f`: the documents name their resources"
+        );
+    }
+    let selector = args
+        .selector
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .context("invalid `--selector`")?;
+    let files = FileArgs {
+        files: args.files.clone(),
+        recursive: args.recursive,
+        skip_empty: args.skip_empty,
+        namespace: args.namespace.clone(),
+    };
+    let keys: Vec<ResourceKey> = files.read()?.iter().map(Resource::key).collect();
+    if keys.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = context.datastore().await?;
+    let needs_as_number = keys
+        .iter()
+        .any(|key| format.needs_global_as_number(key.kind));
+    let options = PrintOptions {
+        format,
+        namespace_column: NamespaceColumn::Hide,
+        cells: CellContext {
+            global_as_number: if needs_as_number {
+                global_as_number(store.as_ref()).await
+            } else {
+                GlobalAsNumber::Known(DEFAULT_AS_NUMBER)
+            },
+        },
+        ..PrintOptions::default()
+    };
+    let keep = |resource: &Resource| {
+        selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
+    };
+    let stdout = std::io::stdout().lock();
+    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+}
+
+/// Gets resources one by one, printing each found one, then reports every one that does not exist.
+///
+/// Tables are one per object (as upstream prints gets by name), so the kinds may differ; documents
+/// and names go through one printer, which ignores the kind.
+async fn get_named<W: Write>(
+    store: &dyn Datastore,
+    keys: Vec<ResourceKey>,
+    out: W,
+    options: &PrintOptions,
+    keep: impl Fn(&Resource) -> bool,
+    export: bool,
+) -> anyhow::Result<ExitCode> {
+    let per_kind = matches!(
+        options.format,
+        OutputFormat::Ps | OutputFormat::Wide | OutputFormat::CustomColumns(_)
+    );
+    let Some(first) = keys.first() else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut printer = Printer::new(out, first.kind, Shape::Named, options)?;
     let mut missing = Vec::new();
-    for name in &args.names {
-        match store
-            .get(&ResourceKey::new(kind, namespace.clone(), name))
-            .await
-        {
-            Ok(resource) if keep(&resource) => printer.print(&resource)?,
+    for key in keys {
+        match store.get(&key).await {
+            Ok(mut resource) if keep(&resource) => {
+                if export {
+                    strip_for_export(&mut resource);
+                }
+                if per_kind && printer.kind() != resource.kind {
+                    let out = printer.finish()?;
+                    printer = Printer::new(out, resource.kind, Shape::Named, options)?;
+                }
+                printer.print(&resource)?;
+            }
             Ok(_) => {}
             Err(StoreError::NotFound(key)) => missing.push(key),
             Err(error) => return Err(error.into()),
@@ -141,6 +249,18 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("resources do not exist: {}", names.join(", "))
         }
     }
+}
+
+/// What `--export` leaves out: the fields that belong to this datastore's copy of the resource
+/// (`reference/calicoctl.md` §1.3).
+fn strip_for_export(resource: &mut Resource) {
+    let metadata = &mut resource.metadata;
+    metadata.namespace = None;
+    metadata.uid = None;
+    metadata.resource_version = None;
+    metadata.creation_timestamp = None;
+    metadata.other.remove("deletionTimestamp");
+    metadata.other.remove("deletionGracePeriodSeconds");
 }
 
 /// Streams a list into the printer, page by page.

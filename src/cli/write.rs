@@ -38,21 +38,37 @@ pub struct FileArgs {
         value_name = "FILE|DIR|-",
         required = true
     )]
-    files: Vec<PathBuf>,
+    pub(super) files: Vec<PathBuf>,
     /// Also read the sub-directories of a directory
     #[arg(short = 'R', long)]
-    recursive: bool,
+    pub(super) recursive: bool,
     /// An empty file or directory is not an error
     #[arg(long)]
-    skip_empty: bool,
+    pub(super) skip_empty: bool,
     /// Namespace for namespaced resources that name none (`default` otherwise)
     #[arg(short = 'n', long)]
-    namespace: Option<String>,
+    pub(super) namespace: Option<String>,
 }
 
 impl FileArgs {
-    /// Loads and validates every document of every input; all problems are reported together.
+    /// Loads and validates every document of every input for writing: as [`FileArgs::read`], and
+    /// ClusterInformation is refused.
     fn load(&self) -> anyhow::Result<Vec<Resource>> {
+        let resources = self.read()?;
+        if let Some(read_only) = resources
+            .iter()
+            .find(|r| r.kind == Kind::ClusterInformation)
+        {
+            anyhow::bail!(
+                "{} is read-only: the node agent maintains ClusterInformation",
+                read_only.key()
+            );
+        }
+        Ok(resources)
+    }
+
+    /// Loads and validates every document of every input; all problems are reported together.
+    pub(super) fn read(&self) -> anyhow::Result<Vec<Resource>> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -76,15 +92,6 @@ impl FileArgs {
         if resources.is_empty() && !self.skip_empty {
             anyhow::bail!(
                 "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
-        }
-        if let Some(read_only) = resources
-            .iter()
-            .find(|r| r.kind == Kind::ClusterInformation)
-        {
-            anyhow::bail!(
-                "{} is read-only: the node agent maintains ClusterInformation",
-                read_only.key()
             );
         }
         Ok(resources)
