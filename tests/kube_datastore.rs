@@ -597,3 +597,19 @@ fn the_same_commands_print_the_same_on_etcd_and_kubernetes() {
         assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
     }
 }
+
+#[test]
+fn bgp_filters_are_custom_resources_too() {
+    let server = KubeApiServer::start();
+    let filter = "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: edge}\nspec: {exportV4: [{action: Reject, interface: '*.calico'}]}\n";
+    ok(run(&server, &["apply", "-f", "-"], Some(filter)));
+    let stored = server
+        .get(CALICO, "bgpfilters", "", "edge")
+        .expect("stored as a bgpfilters.crd.projectcalico.org object");
+    assert_eq!(stored["kind"], "BGPFilter");
+    assert_eq!(stored["spec"]["exportV4"][0]["interface"], "*.calico");
+    assert_eq!(
+        ok(run(&server, &["get", "bf", "-o", "name"], None)),
+        "bgpfilter/edge\n"
+    );
+}

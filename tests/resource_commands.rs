@@ -645,3 +645,48 @@ fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
     let run = netctl(&etcd, &["get", "gnp", "-f", file]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
 }
+
+#[test]
+fn bgp_filters_are_stored_listed_and_must_exist_before_a_peer_names_them() {
+    let etcd = EtcdServer::start();
+    let filter = "apiVersion: projectcalico.org/v3
+kind: BGPFilter
+metadata: {name: edge}
+spec:
+  exportV4: [{action: Accept, matchOperator: In, cidr: 77.0.0.0/16}, {action: Reject}]
+  importV6: [{action: Reject, interface: '*.calico'}]
+";
+    let peer = "apiVersion: projectcalico.org/v3
+kind: BGPPeer
+metadata: {name: tor}
+spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
+";
+    // The peer alone names a filter that does not exist: refused, nothing written.
+    let stderr = failed(netctl_with_input(&etcd, &["create", "-f", "-"], Some(peer)));
+    assert!(
+        stderr.contains("spec.filters: BGPFilter(s) not found: `edge`"),
+        "{stderr}"
+    );
+    assert!(etcd.get(&format!("{ROOT}/bgppeers/tor")).is_none());
+
+    // Filter and peer in one file: the filter earlier in the batch counts.
+    ok(netctl_with_input(
+        &etcd,
+        &["create", "-f", "-"],
+        Some(&format!("{filter}---\n{peer}")),
+    ));
+    let stored: serde_json::Value =
+        serde_json::from_str(&etcd.get(&format!("{ROOT}/bgpfilters/edge")).unwrap()).unwrap();
+    assert_eq!(stored["kind"], "BGPFilter");
+    assert_eq!(stored["spec"]["exportV4"][0]["cidr"], "77.0.0.0/16");
+
+    let table = ok(netctl(&etcd, &["get", "bgpfilters"]));
+    assert_eq!(
+        table,
+        "NAME   NUMEXPORTV4   NUMIMPORTV4   NUMEXPORTV6   NUMIMPORTV6   \nedge   2             0             0             1             \n\n"
+    );
+    assert_eq!(
+        ok(netctl(&etcd, &["get", "bf", "-o", "name"])),
+        "bgpfilter/edge\n"
+    );
+}

@@ -375,6 +375,14 @@ fn encapsulation_mode(value: Option<&Value>) -> String {
     non_empty(value).unwrap_or("Never").to_string()
 }
 
+/// The number of entries of a list field (`0` when absent), as upstream's BGPFilter rule counts.
+fn count(value: Option<&Value>) -> String {
+    value
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+        .to_string()
+}
+
 fn set_or_dash(value: Option<&Value>) -> String {
     match value {
         Some(value) => scalar(Some(value)),
@@ -580,6 +588,41 @@ fn definition(kind: Kind) -> KindColumns {
                 Column {
                     heading: "ASNUMBER",
                     cell: |resource, _| set_or_dash(spec(resource, &["asNumber"])),
+                },
+            ],
+        },
+        Kind::BgpFilter => KindColumns {
+            ps: &[
+                "NAME",
+                "NUMEXPORTV4",
+                "NUMIMPORTV4",
+                "NUMEXPORTV6",
+                "NUMIMPORTV6",
+            ],
+            wide: &[
+                "NAME",
+                "NUMEXPORTV4",
+                "NUMIMPORTV4",
+                "NUMEXPORTV6",
+                "NUMIMPORTV6",
+            ],
+            all: &[
+                NAME,
+                Column {
+                    heading: "NUMEXPORTV4",
+                    cell: |resource, _| count(spec(resource, &["exportV4"])),
+                },
+                Column {
+                    heading: "NUMIMPORTV4",
+                    cell: |resource, _| count(spec(resource, &["importV4"])),
+                },
+                Column {
+                    heading: "NUMEXPORTV6",
+                    cell: |resource, _| count(spec(resource, &["exportV6"])),
+                },
+                Column {
+                    heading: "NUMIMPORTV6",
+                    cell: |resource, _| count(spec(resource, &["importV6"])),
                 },
             ],
         },

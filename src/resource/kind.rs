@@ -17,6 +17,7 @@ pub const API_VERSION: &str = "projectcalico.org/v3";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     BgpConfiguration,
+    BgpFilter,
     BgpPeer,
     ClusterInformation,
     FelixConfiguration,
@@ -36,8 +37,9 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::BgpConfiguration,
+        Kind::BgpFilter,
         Kind::BgpPeer,
         Kind::ClusterInformation,
         Kind::FelixConfiguration,
@@ -59,6 +61,7 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::BgpConfiguration => "BGPConfiguration",
+            Kind::BgpFilter => "BGPFilter",
             Kind::BgpPeer => "BGPPeer",
             Kind::ClusterInformation => "ClusterInformation",
             Kind::FelixConfiguration => "FelixConfiguration",
@@ -81,6 +84,7 @@ impl Kind {
     pub fn plural(self) -> &'static str {
         match self {
             Kind::BgpConfiguration => "bgpconfigurations",
+            Kind::BgpFilter => "bgpfilters",
             Kind::BgpPeer => "bgppeers",
             Kind::ClusterInformation => "clusterinformations",
             Kind::FelixConfiguration => "felixconfigurations",
@@ -108,6 +112,7 @@ impl Kind {
                 "bgpconfig",
                 "bgpconfigs",
             ],
+            Kind::BgpFilter => &["bgpfilter", "bgpfilters", "bgpf", "bgpfs", "bf", "bfs"],
             Kind::BgpPeer => &["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"],
             Kind::ClusterInformation => &[
                 "clusterinformation",

@@ -124,6 +124,7 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         }
         TypedSpec::Node(spec) => peering::node(checker, spec),
         TypedSpec::BgpPeer(spec) => peering::bgp_peer(checker, spec),
+        TypedSpec::BgpFilter(spec) => peering::bgp_filter(checker, spec),
         TypedSpec::BgpConfiguration(spec) => peering::bgp_configuration(checker, spec, metadata),
         TypedSpec::FelixConfiguration(spec) => config::felix_configuration(checker, spec),
         TypedSpec::KubeControllersConfiguration(spec) => {

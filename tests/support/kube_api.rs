@@ -123,6 +123,7 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         "bgpconfigurations",
         false,
     ),
+    kind(CALICO_GROUP, "v1", "BGPFilter", "bgpfilters", false),
     kind(CALICO_GROUP, "v1", "BGPPeer", "bgppeers", false),
     kind(
         CALICO_GROUP,

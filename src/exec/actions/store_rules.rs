@@ -1,7 +1,7 @@
 //! The validation rules that need the datastore, checked before a write (upstream's clientv3 checks
 //! them too, `reference/calicoctl.md` §4.4, §4.6, §4.12): IP pools must not overlap other pools and
-//! keep their CIDR and block size; a policy's tier must exist; the built-in tiers and tiers that still
-//! hold policies cannot be deleted. Everything that needs only the document is in
+//! keep their CIDR and block size; a policy's tier must exist; a peer's BGP filters must exist; the
+//! built-in tiers and tiers that still hold policies cannot be deleted. Everything that needs only the document is in
 //! `resource::validate`.
 //!
 //! The checks read current state, so they narrow but cannot close the window in which another writer
@@ -61,10 +61,55 @@ pub async fn check_writes(
                     }
                 }
             }
+            Kind::BgpPeer => check_filters(store, resource, batch).await?,
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Every BGPFilter a peer names exists, in the datastore or earlier in the batch
+/// (`reference/calicoctl.md` §4.8).
+async fn check_filters(
+    store: &dyn Datastore,
+    peer: &Resource,
+    batch: &[Resource],
+) -> Result<(), ValidationError> {
+    let key = peer.key();
+    let names = peer
+        .spec
+        .get("filters")
+        .and_then(|filters| filters.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|name| name.as_str());
+    let mut missing = Vec::new();
+    for name in names {
+        let in_batch = batch
+            .iter()
+            .any(|other| other.kind == Kind::BgpFilter && other.metadata.name == name);
+        if in_batch {
+            continue;
+        }
+        match store
+            .get(&ResourceKey::new(Kind::BgpFilter, None, name))
+            .await
+        {
+            Ok(_) => {}
+            Err(StoreError::NotFound(_)) => missing.push(format!("`{name}`")),
+            Err(error) => return Err(unreadable(&key, error)),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(
+        &key,
+        format!(
+            "spec.filters: BGPFilter(s) not found: {}; create them first",
+            missing.join(", ")
+        ),
+    ))
 }
 
 async fn check_pool(

@@ -106,11 +106,11 @@ fn api_version_and_kind_are_checked() {
         "`a.yaml` document 1 (from line 1): apiVersion must be `projectcalico.org/v3`, found `projectcalico.org/v2`"
     );
     let unknown_kind = format!(
-        "{POOL}---\napiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {{name: a}}\n"
+        "{POOL}---\napiVersion: projectcalico.org/v3\nkind: BGPFilters\nmetadata: {{name: a}}\n"
     );
     assert!(
         load_error(&unknown_kind, "b.yaml").starts_with(
-            "`b.yaml` document 2 (from line 5): unknown resource kind `BGPFilter` for apiVersion `projectcalico.org/v3` (known kinds: BGPConfiguration, "
+            "`b.yaml` document 2 (from line 5): unknown resource kind `BGPFilters` for apiVersion `projectcalico.org/v3` (known kinds: BGPConfiguration, "
         )
     );
     assert_eq!(

@@ -1,4 +1,5 @@
-//! Specs of BGPPeer and BGPConfiguration (upstream v3.29 `BGPPeerSpec`, `BGPConfigurationSpec`).
+//! Specs of BGPPeer, BGPFilter and BGPConfiguration (upstream v3.29 `BGPPeerSpec`, `BGPFilterSpec`,
+//! `BGPConfigurationSpec`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -129,4 +130,55 @@ pub struct PrefixAdvertisement {
     pub cidr: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub communities: Vec<String>,
+}
+
+/// Route filters, applied to the peerings that name the filter in `spec.filters`. Within a list the
+/// first matching rule decides; a route no rule matches is accepted.
+///
+/// The fields are those of upstream v3.29 (`api/pkg/apis/projectcalico/v3/bgpfilter.go` at that
+/// release); later releases added peer type, communities, AS-path and priority matches, which a v3.29
+/// cluster would not act on, so they are refused here as unknown fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpFilterSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub export_v4: Vec<BgpFilterRule>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_v4: Vec<BgpFilterRule>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub export_v6: Vec<BgpFilterRule>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_v6: Vec<BgpFilterRule>,
+}
+
+/// One rule of a BGP filter; the family (v4 or v6) is that of the list holding it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpFilterRule {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cidr: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_length: Option<BgpFilterPrefixLength>,
+    /// `RemotePeers`: routes learned from BGP peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// An interface name, optionally with `*` wildcards (`*.calico`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// `Equal`, `NotEqual`, `In` or `NotIn`, comparing the route with `cidr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_operator: Option<String>,
+    /// `Accept` or `Reject`.
+    #[serde(default)]
+    pub action: String,
+}
+
+/// Bounds on the prefix length of matched routes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BgpFilterPrefixLength {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
 }

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::Kind;
 
-pub use bgp::{BgpConfigurationSpec, BgpPeerSpec};
+pub use bgp::{BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec};
 pub use endpoint::{HostEndpointSpec, WorkloadEndpointSpec};
 pub use felix::FelixConfigurationSpec;
 pub use ippool::{IpPoolSpec, IpReservationSpec};
@@ -38,6 +38,7 @@ pub use schema::document_schema;
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypedSpec {
     BgpConfiguration(BgpConfigurationSpec),
+    BgpFilter(BgpFilterSpec),
     BgpPeer(BgpPeerSpec),
     ClusterInformation(ClusterInformationSpec),
     FelixConfiguration(Box<FelixConfigurationSpec>),
@@ -69,6 +70,7 @@ impl TypedSpec {
         let spec = if spec.is_null() { &empty } else { spec };
         Ok(match kind {
             Kind::BgpConfiguration => TypedSpec::BgpConfiguration(decode_strict(spec)?),
+            Kind::BgpFilter => TypedSpec::BgpFilter(decode_strict(spec)?),
             Kind::BgpPeer => TypedSpec::BgpPeer(decode_strict(spec)?),
             Kind::ClusterInformation => TypedSpec::ClusterInformation(decode_strict(spec)?),
             Kind::FelixConfiguration => {
@@ -95,6 +97,7 @@ impl TypedSpec {
     pub fn to_value(&self) -> serde_json::Value {
         let value = match self {
             TypedSpec::BgpConfiguration(spec) => serde_json::to_value(spec),
+            TypedSpec::BgpFilter(spec) => serde_json::to_value(spec),
             TypedSpec::BgpPeer(spec) => serde_json::to_value(spec),
             TypedSpec::ClusterInformation(spec) => serde_json::to_value(spec),
             TypedSpec::FelixConfiguration(spec) => serde_json::to_value(spec),

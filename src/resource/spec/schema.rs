@@ -15,6 +15,7 @@ use crate::resource::Kind;
 pub fn document_schema(kind: Kind) -> serde_json::Value {
     match kind {
         Kind::BgpConfiguration => document_schema_for::<BgpConfigurationSpec>(kind),
+        Kind::BgpFilter => document_schema_for::<BgpFilterSpec>(kind),
         Kind::BgpPeer => document_schema_for::<BgpPeerSpec>(kind),
         Kind::ClusterInformation => document_schema_for::<ClusterInformationSpec>(kind),
         Kind::FelixConfiguration => document_schema_for::<FelixConfigurationSpec>(kind),

@@ -1,5 +1,5 @@
-//! BGP kinds: Node, BGPPeer and BGPConfiguration (upstream v3.29 `validateNodeSpec`,
-//! `validateBGPPeerSpec` and the BGPConfiguration rules).
+//! BGP kinds: Node, BGPPeer, BGPFilter and BGPConfiguration (upstream v3.29 `validateNodeSpec`,
+//! `validateBGPPeerSpec`, the BGPFilter field validators and the BGPConfiguration rules).
 //!
 //! Whether the BGPFilters a peer names exist needs the datastore and is left to the caller.
 
@@ -10,12 +10,16 @@ use regex::Regex;
 use super::{Checker, Family, SelectorContext};
 use crate::resource::ObjectMeta;
 use crate::resource::spec::numorstring::{AsNumber, parse_as_number};
-use crate::resource::spec::{BgpConfigurationSpec, BgpPeerSpec, NodeSpec};
+use crate::resource::spec::{
+    BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec, NodeSpec,
+};
 
 const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
 
-static IGNORED_INTERFACE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[a-zA-Z0-9_.*-]{1,15}$").expect("the ignored interface pattern is a valid regex")
+/// An interface name with optional `*` wildcards, as upstream's `ignoredInterfaces` and BGPFilter
+/// `interface` validators.
+static INTERFACE_PATTERN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-zA-Z0-9_.*-]{1,15}$").expect("the interface pattern is a valid regex")
 });
 
 fn as_number(checker: &mut Checker, path: &str, value: Option<&AsNumber>) {
@@ -255,6 +259,66 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
     }
 }
 
+pub(super) fn bgp_filter(checker: &mut Checker, spec: &mut BgpFilterSpec) {
+    let lists = [
+        ("exportV4", &spec.export_v4, Family::V4),
+        ("importV4", &spec.import_v4, Family::V4),
+        ("exportV6", &spec.export_v6, Family::V6),
+        ("importV6", &spec.import_v6, Family::V6),
+    ];
+    for (list, rules, family) in lists {
+        for (index, rule) in rules.iter().enumerate() {
+            bgp_filter_rule(checker, &format!("spec.{list}[{index}]"), rule, family);
+        }
+    }
+}
+
+/// One BGPFilter rule. Upstream checks the CIDR family, prefix-length bounds, `source` and the
+/// interface pattern in its validator and the `action` and `matchOperator` values in the CRD schema;
+/// on etcd there is no CRD, so both sets are checked here.
+fn bgp_filter_rule(checker: &mut Checker, path: &str, rule: &BgpFilterRule, family: Family) {
+    if rule.action.is_empty() {
+        checker.fail(
+            format!("{path}.action"),
+            None,
+            "action is required (`Accept` or `Reject`)",
+        );
+    } else {
+        checker.one_of(
+            &format!("{path}.action"),
+            Some(&rule.action),
+            &["Accept", "Reject"],
+        );
+    }
+    checker.one_of(
+        &format!("{path}.matchOperator"),
+        rule.match_operator.as_ref(),
+        &["Equal", "NotEqual", "In", "NotIn"],
+    );
+    if !rule.cidr.is_empty() {
+        checker.network(&format!("{path}.cidr"), &rule.cidr, family);
+    }
+    if let Some(length) = &rule.prefix_length {
+        let maximum = if family == Family::V4 { 32 } else { 128 };
+        checker.in_range(&format!("{path}.prefixLength.min"), length.min, 0, maximum);
+        checker.in_range(&format!("{path}.prefixLength.max"), length.max, 0, maximum);
+    }
+    checker.one_of(
+        &format!("{path}.source"),
+        rule.source.as_ref(),
+        &["RemotePeers"],
+    );
+    if let Some(interface) = &rule.interface {
+        if interface != "*" && !INTERFACE_PATTERN.is_match(interface) {
+            checker.fail(
+                format!("{path}.interface"),
+                Some(interface),
+                "must be an interface name of at most 15 characters (letters, digits, `_.-` and `*` wildcards)",
+            );
+        }
+    }
+}
+
 /// Checks a BGP community value: `aa:nn` (16-bit parts) or `aa:nn:mm` (32-bit parts).
 fn is_community_value(text: &str) -> bool {
     let parts: Vec<&str> = text.split(':').collect();
@@ -332,7 +396,7 @@ pub(super) fn bgp_configuration(
         &["None", "NodeIP"],
     );
     for (index, interface) in spec.ignored_interfaces.iter().enumerate() {
-        if interface == "*" || !IGNORED_INTERFACE.is_match(interface) {
+        if interface == "*" || !INTERFACE_PATTERN.is_match(interface) {
             checker.fail(
                 format!("spec.ignoredInterfaces[{index}]"),
                 Some(interface),

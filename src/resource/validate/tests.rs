@@ -137,6 +137,27 @@ spec: {node: rack1-host1, peerIP: "[2001:db8::1]:179", asNumber: "1.10", reachab
             NO_ERRORS,
         ),
         (
+            "bgp filter with every rule shape (upstream's sample)",
+            r#"
+apiVersion: projectcalico.org/v3
+kind: BGPFilter
+metadata: {name: my-filter}
+spec:
+  exportV4:
+    - {action: Accept, matchOperator: In, cidr: 77.0.0.0/16, source: RemotePeers}
+    - {action: Reject, interface: '*.calico'}
+  importV4:
+    - {action: Accept, matchOperator: In, cidr: 55.0.0.0/16, prefixLength: {min: 30}}
+    - {action: Reject, matchOperator: NotIn, cidr: 44.0.0.0/16}
+  exportV6:
+    - {action: Reject, source: RemotePeers}
+  importV6:
+    - {action: Accept, matchOperator: Equal, cidr: "5000::0/64", prefixLength: {min: 65, max: 128}}
+    - {action: Reject}
+"#,
+            NO_ERRORS,
+        ),
+        (
             "node",
             r#"
 apiVersion: projectcalico.org/v3
@@ -830,6 +851,45 @@ spec: {peerIP: 10.0.0.1, sourceAddress: NodeIP, maxRestartTime: 30s0, filters: [
             "spec.filters[0] = 'Bad': name must consist of lower case alphanumeric characters, `-` or `.`, and start and end with an alphanumeric character",
         ]
     );
+}
+
+#[test]
+fn invalid_bgp_filter_rules_are_all_reported_with_their_list_and_index() {
+    let errors = errors_of(
+        r#"
+apiVersion: projectcalico.org/v3
+kind: BGPFilter
+metadata: {name: f}
+spec:
+  exportV4:
+    - {matchOperator: Like, cidr: "2001:db8::/64"}
+  importV4:
+    - {action: Allow, cidr: 10.0.0.1/8, prefixLength: {min: 33}, source: Peers}
+  importV6:
+    - {action: Accept, cidr: 10.0.0.0/8, prefixLength: {max: 129}, interface: much-too-long-interface}
+"#,
+    );
+    assert_eq!(
+        errors,
+        [
+            "spec.exportV4[0].action: action is required (`Accept` or `Reject`)",
+            "spec.exportV4[0].matchOperator = 'Like': must be one of `Equal`, `NotEqual`, `In` or `NotIn`",
+            "spec.exportV4[0].cidr = '2001:db8::/64': must be a valid IPv4 address or CIDR",
+            "spec.importV4[0].action = 'Allow': must be one of `Accept` or `Reject`",
+            "spec.importV4[0].cidr = '10.0.0.1/8': CIDR is not strictly masked (did you mean `10.0.0.0/8`?)",
+            "spec.importV4[0].prefixLength.min = '33': must be between 0 and 32",
+            "spec.importV4[0].source = 'Peers': must be one of `RemotePeers`",
+            "spec.importV6[0].cidr = '10.0.0.0/8': must be a valid IPv6 address or CIDR",
+            "spec.importV6[0].prefixLength.max = '129': must be between 0 and 128",
+            "spec.importV6[0].interface = 'much-too-long-interface': must be an interface name of at most 15 characters (letters, digits, `_.-` and `*` wildcards)",
+        ]
+    );
+    // Fields of releases after v3.29 are refused rather than silently ignored by a v3.29 cluster.
+    let errors = errors_of(
+        "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\nspec: {exportV4: [{action: Accept, peerType: eBGP}]}\n",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("peerType"), "{errors:?}");
 }
 
 #[test]
