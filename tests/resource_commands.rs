@@ -560,7 +560,17 @@ spec: {}
         .into_iter()
         .map(|(key, _)| key.trim_start_matches(ROOT).to_string())
         .collect();
-    assert_eq!(remaining, ["/hostendpoints/node2-eth0", "/nodes/node2"]);
+    assert_eq!(
+        remaining,
+        [
+            "/clusterinformations/default",
+            "/hostendpoints/node2-eth0",
+            "/nodes/node2",
+            "/tiers/adminnetworkpolicy",
+            "/tiers/default",
+        ],
+        "node2's resources and what the first write initialised"
+    );
 }
 
 #[test]
@@ -689,4 +699,66 @@ spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
         ok(netctl(&etcd, &["get", "bf", "-o", "name"])),
         "bgpfilter/edge\n"
     );
+}
+
+#[test]
+fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_not() {
+    let etcd = EtcdServer::start();
+    // A refused file writes nothing at all, initialisation included.
+    let bad = "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: p}\nspec: {selector: 'bad ('}\n";
+    failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(bad)));
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-", "--dry-run"],
+        Some(POLICY),
+    ));
+    assert!(etcd.get_prefix("/calico/").is_empty());
+
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(POLICY),
+    ));
+    let information: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&format!("{ROOT}/clusterinformations/default"))
+            .unwrap(),
+    )
+    .unwrap();
+    let guid = information["spec"]["clusterGUID"].as_str().unwrap();
+    assert_eq!(guid.len(), 32, "{information}");
+    assert_eq!(information["spec"]["datastoreReady"], true);
+    assert!(
+        information["spec"].get("calicoVersion").is_none(),
+        "{information}"
+    );
+    let tiers = ok(netctl(
+        &etcd,
+        &["get", "tiers", "-o", "custom-columns=NAME,ORDER"],
+    ));
+    // Go prints a float64 of a million as `1e+06`, and so does the ORDER column.
+    assert_eq!(
+        tiers,
+        "NAME                 ORDER   \nadminnetworkpolicy   1000    \ndefault              1e+06   \n\n"
+    );
+
+    // Later writes keep what is there: the same GUID, and a tier the user changed stays changed.
+    ok(netctl(&etcd, &["label", "tier", "default", "team=net"]));
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(HOST_ENDPOINTS),
+    ));
+    let again: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&format!("{ROOT}/clusterinformations/default"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(again["spec"]["clusterGUID"], guid);
+    let labelled = ok(netctl(
+        &etcd,
+        &["get", "tier", "-l", "team == 'net'", "-o", "name"],
+    ));
+    assert_eq!(labelled, "tier/default\n");
 }

@@ -9,6 +9,7 @@
 
 pub mod coordination;
 pub mod etcd;
+pub mod initialize;
 pub mod kube;
 
 use async_trait::async_trait;

@@ -257,6 +257,16 @@ pub async fn list(
     })
 }
 
+/// Before the documents of a create, apply or replace are written (and after they passed every
+/// check, so a refused batch writes nothing), make sure ClusterInformation `default` and the built-in
+/// tiers exist, as upstream calicoctl does. Best effort, as upstream: the documents' own write reports
+/// any real problem with the datastore.
+async fn initialize(store: &dyn Datastore, mode: RunMode) {
+    if mode == RunMode::Execute {
+        let _ = crate::datastore::initialize::ensure_initialized(store).await;
+    }
+}
+
 /// What a create, apply or replace of one document did (or would do).
 enum WriteKind {
     Created,
@@ -274,6 +284,7 @@ pub async fn create(
     let mut counts = (0, 0);
     let prepared = prepare_all(documents)?;
     store_rules::check_writes(store, &prepared).await?;
+    initialize(store, mode).await;
     for mut resource in prepared {
         metadata_for_create(&mut resource);
         let key = resource.key();
@@ -364,6 +375,7 @@ pub async fn apply(
     let mut counts = (0, 0);
     let prepared = prepare_all(documents)?;
     store_rules::check_writes(store, &prepared).await?;
+    initialize(store, mode).await;
     for input in prepared {
         let key = input.key();
         let mut attempt = 1;
@@ -729,13 +741,20 @@ mod tests {
         async fn check(&self) -> Result<(), StoreError> {
             Ok(())
         }
-        async fn get(&self, _: &ResourceKey) -> Result<Resource, StoreError> {
+        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
+            // Only the host endpoint exists; the rest is what initialisation creates.
+            if key.kind != Kind::HostEndpoint {
+                return Err(StoreError::NotFound(key.clone()));
+            }
             Ok(self.resource.lock().unwrap().clone())
         }
         async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
             unreachable!("not listed in these tests")
         }
         async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
+            if resource.kind != Kind::HostEndpoint {
+                return Ok(resource.clone());
+            }
             Err(StoreError::AlreadyExists(resource.key()))
         }
         async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
