@@ -86,8 +86,14 @@ fn apply_stores_upstream_custom_resources_and_reads_back() {
     assert!(yaml.contains("name: allow-all-upgrade\n"), "{yaml}");
     assert!(yaml.contains("team: net"), "{yaml}");
     assert!(!yaml.contains("projectcalico.org/metadata"), "{yaml}");
-    // The v3 UID is the bit-reversed form of the custom resource's.
+    // The v3 UID is the bit-reversed form of the custom resource's, version and variant kept
+    // (upstream `conversion.go` `ConvertUID`); the value is worked out by hand.
     let uid = stored["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(uid, "6f1e2a3b-0000-4000-8000-000000000001");
+    assert!(
+        yaml.contains("uid: f67854dc-0000-4000-8000-000000000080\n"),
+        "{yaml}"
+    );
     assert!(
         yaml.contains(&format!(
             "uid: {}",
