@@ -603,3 +603,293 @@ fn the_same_commands_print_the_same_on_etcd_and_kubernetes() {
         assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
     }
 }
+
+/// Pods as the kubelet and the Calico CNI plugin leave them: one with its IPs in the Calico
+/// annotations, one with them only in its status, and the pods upstream shows differently or not
+/// at all (host-networked, unscheduled, finished).
+fn put_pods(server: &KubeApiServer) {
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "prod", "labels": {"app": "web"},
+            "annotations": {"cni.projectcalico.org/podIP": "10.244.1.5/32",
+                "cni.projectcalico.org/podIPs": "10.244.1.5/32,fd00:10:244::5/128",
+                "cni.projectcalico.org/containerID": "0123abcd",
+                "cni.projectcalico.org/floatingIPs": "[\"192.0.2.10\"]"}},
+        "spec": {"nodeName": "node-1", "serviceAccountName": "web",
+            "containers": [{"name": "web", "image": "nginx",
+                "ports": [{"containerPort": 8080, "name": "http"}, {"containerPort": 9000}]}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "namespace": "dev", "labels": {"app": "db"}},
+        "spec": {"nodeName": "node-2", "containers": [{"name": "db", "image": "postgres"}]},
+        "status": {"phase": "Running", "podIP": "10.244.2.7", "podIPs": [{"ip": "10.244.2.7"}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent", "namespace": "prod"},
+        "spec": {"nodeName": "node-1", "hostNetwork": true, "containers": [{"name": "a", "image": "a"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1"}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pending", "namespace": "prod"},
+        "spec": {"containers": [{"name": "p", "image": "p"}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-1", "namespace": "prod", "labels": {"app": "job"},
+            "annotations": {"cni.projectcalico.org/podIP": "10.244.1.9/32"}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "j", "image": "j"}]},
+        "status": {"phase": "Succeeded"}}));
+}
+
+/// stdout, stderr and exit code of one run, UIDs and times masked, for snapshots.
+fn transcript(server: &KubeApiServer, args: &[&str]) -> String {
+    let env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", server.kubeconfig_path().display().to_string()),
+    ];
+    masked(&env, args, None)
+}
+
+#[test]
+fn workload_endpoints_are_derived_from_pods() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    insta::assert_snapshot!(
+        "workload_endpoints_table",
+        transcript(&server, &["get", "workloadendpoints", "-n", "prod"])
+    );
+    insta::assert_snapshot!(
+        "workload_endpoints_wide_all_namespaces",
+        transcript(&server, &["get", "wep", "-A", "-o", "wide"])
+    );
+    insta::assert_snapshot!(
+        "workload_endpoint_yaml",
+        transcript(
+            &server,
+            &[
+                "get",
+                "wep",
+                "-n",
+                "prod",
+                "node--1-k8s-web--0-eth0",
+                "-o",
+                "yaml"
+            ]
+        )
+    );
+    let json_text = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-n",
+            "dev",
+            "node--2-k8s-db--0-eth0",
+            "-o",
+            "json",
+        ],
+        None,
+    ));
+    let endpoint: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+    // IPs from the pod status when there is no Calico annotation; no service account, no label.
+    assert_eq!(endpoint["spec"]["ipNetworks"], json!(["10.244.2.7/32"]));
+    assert_eq!(endpoint["spec"]["profiles"], json!(["kns.dev"]));
+    assert_eq!(
+        endpoint["metadata"]["labels"]["projectcalico.org/namespace"],
+        "dev"
+    );
+    // The pod's UID, unconverted, as upstream.
+    let pod = server.get("v1", "pods", "dev", "db-0").unwrap();
+    assert_eq!(endpoint["metadata"]["uid"], pod["metadata"]["uid"]);
+
+    // The selector sees the labels netctl adds.
+    let selected = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-A",
+            "-l",
+            "projectcalico.org/orchestrator == 'k8s' && app in {'web', 'job'}",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(
+        selected,
+        "workloadendpoint/node--1-k8s-job--1-eth0\nworkloadendpoint/node--1-k8s-web--0-eth0\n"
+    );
+
+    // Host-networked pods have no endpoint; a name whose node is not the pod's is not the pod's
+    // endpoint; a name that is not a Kubernetes endpoint name finds nothing.
+    for name in ["node--1-k8s-agent-eth0", "node--2-k8s-web--0-eth0", "web-0"] {
+        let stderr = failed(run(&server, &["get", "wep", "-n", "prod", name], None));
+        assert!(
+            stderr.contains(&format!(
+                "resource does not exist: WorkloadEndpoint(prod/{name})"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn workload_endpoint_lists_read_pods_in_pages() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let pages = runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let environment = netctl::config::Environment::from_pairs([(
+            "KUBECONFIG",
+            server.kubeconfig_path().display().to_string(),
+        )]);
+        let config = netctl::config::load_with_default(
+            None,
+            std::path::Path::new("/nonexistent"),
+            &environment,
+        )
+        .unwrap();
+        let settings = config.kubernetes(None, None).unwrap();
+        let store = netctl::datastore::kube::KubeStore::connect(
+            &settings,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let mut options =
+            netctl::datastore::ListOptions::new(netctl::resource::Kind::WorkloadEndpoint);
+        options.page_size = 2;
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
+                .await
+                .unwrap();
+            pages.push(
+                page.items
+                    .iter()
+                    .map(|item| item.metadata.name.clone())
+                    .collect::<Vec<_>>(),
+            );
+            match page.continue_token {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        pages
+    });
+    // Pods in key order (dev/db-0, prod/agent | prod/job-1, prod/pending | prod/web-0); the
+    // host-networked and unscheduled pods leave their pages short.
+    assert_eq!(
+        pages,
+        [
+            vec!["node--2-k8s-db--0-eth0"],
+            vec!["node--1-k8s-job--1-eth0"],
+            vec!["node--1-k8s-web--0-eth0"]
+        ]
+    );
+    let lists: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| request.starts_with("GET /api/v1/pods"))
+        .collect();
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert!(
+        lists.iter().all(|request| request.contains("limit=2")),
+        "{lists:?}"
+    );
+    assert!(lists[2].contains("continue="), "{lists:?}");
+}
+
+#[test]
+fn workload_endpoints_are_written_through_their_pods() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    let before = server.get("v1", "pods", "prod", "web-0").unwrap();
+    let yaml = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-n",
+            "prod",
+            "node--1-k8s-web--0-eth0",
+            "-o",
+            "yaml",
+        ],
+        None,
+    ));
+    // Applying the endpoint as read is an update; creating one for a pod that does not exist a
+    // create: both refused.
+    let stderr = failed(run(&server, &["apply", "-f", "-"], Some(&yaml)));
+    assert!(
+        stderr.contains("operation `update` is not supported on WorkloadEndpoint: workload endpoints are derived from Kubernetes Pods"),
+        "{stderr}"
+    );
+    let other = yaml
+        .replace("web--0", "web--9")
+        .replace("pod: web-0", "pod: web-9");
+    let stderr = failed(run(&server, &["create", "-f", "-"], Some(&other)));
+    assert!(
+        stderr.contains("operation `create` is not supported on WorkloadEndpoint"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: change or delete the Pod through Kubernetes"),
+        "{stderr}"
+    );
+    let stderr = failed(run(
+        &server,
+        &["delete", "wep", "-n", "prod", "node--1-k8s-web--0-eth0"],
+        None,
+    ));
+    assert!(
+        stderr.contains("operation `delete` is not supported on WorkloadEndpoint"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: change or delete the Pod through Kubernetes"),
+        "{stderr}"
+    );
+    assert_eq!(server.get("v1", "pods", "prod", "web-0").unwrap(), before);
+}
+
+#[test]
+fn workload_endpoints_print_the_same_on_etcd_and_kubernetes() {
+    let etcd = support::EtcdServer::start();
+    let kube = KubeApiServer::start();
+    put_pods(&kube);
+    let etcd_env = [
+        ("DATASTORE_TYPE", "etcdv3".to_string()),
+        ("ETCD_ENDPOINTS", etcd.endpoint()),
+    ];
+    let kube_env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", kube.kubeconfig_path().display().to_string()),
+    ];
+    // What the Kubernetes datastore derives, written to etcd as upstream's CNI plugin would.
+    let derived = ok(run(&kube, &["get", "wep", "-A", "-o", "yaml"], None));
+    let stripped = regex::Regex::new(r"(?m)^\s+(uid|resourceVersion|creationTimestamp): .*\n")
+        .unwrap()
+        .replace_all(&derived, "")
+        .into_owned();
+    let created = masked(&etcd_env, &["create", "-f", "-"], Some(&stripped));
+    assert!(created.starts_with("exit Some(0)"), "{created}");
+    let steps: [&[&str]; 6] = [
+        &["get", "wep", "-A"],
+        &["get", "wep", "-A", "-o", "wide"],
+        &["get", "wep", "-n", "prod", "-o", "yaml"],
+        &[
+            "get",
+            "wep",
+            "-n",
+            "dev",
+            "node--2-k8s-db--0-eth0",
+            "-o",
+            "json",
+        ],
+        &["get", "wep", "-A", "-l", "app == 'web'", "-o", "name"],
+        &["get", "wep", "-n", "prod", "node--1-k8s-agent-eth0"],
+    ];
+    for args in steps {
+        let on_etcd = masked(&etcd_env, args, None);
+        let on_kube = masked(&kube_env, args, None);
+        assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
+    }
+}

@@ -342,7 +342,9 @@ mod tests {
         pool.metadata
             .annotations
             .insert("projectcalico.org/note".into(), "n".into());
-        pool.metadata.annotations.insert("owner".into(), "me".into());
+        pool.metadata
+            .annotations
+            .insert("owner".into(), "me".into());
         let object = to_custom_resource(&pool);
         assert_eq!(
             object["metadata"]["labels"],

@@ -7,7 +7,7 @@
 //! - `Profile`s are read-only: `kns.<namespace>` from each Namespace, `ksa.<namespace>.<account>`
 //!   from each ServiceAccount, plus `projectcalico-default-allow`.
 //!
-//! Workload endpoints (derived from pods) are not read by this build.
+//! Workload endpoints (derived from Pods) are in `workload`.
 
 use std::collections::BTreeMap;
 
@@ -21,8 +21,6 @@ use crate::resource::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
 
 pub const NODES: &str = "Nodes are Kubernetes Nodes in the `kubernetes` datastore: create and delete them through Kubernetes";
 pub const PROFILES: &str = "Profiles are derived from Kubernetes Namespaces and ServiceAccounts in the `kubernetes` datastore";
-pub const WORKLOAD_ENDPOINTS: &str =
-    "workload endpoints are derived from pods, which this build does not read";
 
 /// The annotation prefix of Calico Node fields on a Kubernetes Node.
 const ANNOTATION_PREFIX: &str = "projectcalico.org/";
