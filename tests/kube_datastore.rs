@@ -505,6 +505,90 @@ fn nodes_are_kubernetes_nodes() {
 }
 
 #[test]
+fn node_labels_and_wireguard_addresses_map_as_upstream() {
+    let server = KubeApiServer::start();
+    server.put(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node1", "labels": {"kubernetes.io/os": "linux"},
+            "annotations": {"projectcalico.org/IPv4WireguardInterfaceAddr": "10.250.0.1",
+                            "projectcalico.org/WireguardPublicKey": "cHVibGljLWtleQ=="}}
+    }));
+    // A label set through netctl is the Calico Node's own: kept in `projectcalico.org/labels`, the
+    // Kubernetes Node's labels untouched.
+    ok(run(&server, &["label", "node", "node1", "rack=r1"], None));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert_eq!(
+        node["metadata"]["labels"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+    let annotations = &node["metadata"]["annotations"];
+    assert_eq!(annotations["projectcalico.org/labels"], r#"{"rack":"r1"}"#);
+    assert!(
+        annotations.get("projectcalico.org/kube-labels").is_none(),
+        "{node}"
+    );
+    assert_eq!(
+        annotations["projectcalico.org/WireguardPublicKey"],
+        "cHVibGljLWtleQ=="
+    );
+
+    // Read back: both kinds of label, and the Kubernetes ones recorded in `kube-labels`.
+    let yaml = ok(run(&server, &["get", "node", "node1", "-o", "yaml"], None));
+    assert!(
+        yaml.contains("    projectcalico.org/kube-labels: '{\"kubernetes.io/os\":\"linux\"}'\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("    rack: r1\n"), "{yaml}");
+    assert!(yaml.contains("    kubernetes.io/os: linux\n"), "{yaml}");
+    assert!(
+        yaml.contains("  wireguard:\n    interfaceIPv4Address: 10.250.0.1\n"),
+        "{yaml}"
+    );
+    let selected = ok(run(
+        &server,
+        &[
+            "get",
+            "nodes",
+            "-l",
+            "rack == 'r1' && kubernetes.io/os == 'linux'",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(selected, "node/node1\n");
+
+    // Writing back what was read changes nothing but what was edited.
+    let changed = yaml.replace("10.250.0.1", "10.250.0.9");
+    ok(run(&server, &["apply", "-f", "-"], Some(&changed)));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    let annotations = &node["metadata"]["annotations"];
+    assert_eq!(
+        annotations["projectcalico.org/IPv4WireguardInterfaceAddr"],
+        "10.250.0.9"
+    );
+    assert_eq!(annotations["projectcalico.org/labels"], r#"{"rack":"r1"}"#);
+    assert_eq!(
+        node["metadata"]["labels"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+
+    // Removing the label removes the annotation.
+    ok(run(
+        &server,
+        &["label", "node", "node1", "rack", "--remove"],
+        None,
+    ));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert!(
+        node["metadata"]["annotations"]
+            .get("projectcalico.org/labels")
+            .is_none(),
+        "{node}"
+    );
+}
+
+#[test]
 fn profiles_are_derived_from_namespaces_and_service_accounts() {
     let server = KubeApiServer::start();
     server.put(json!({"apiVersion": "v1", "kind": "Namespace",

@@ -1,9 +1,16 @@
 //! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
 //!
-//! - a Calico `Node` is a Kubernetes Node: its BGP and tunnel fields live in `projectcalico.org/*`
-//!   annotations, its labels are the Node's labels, its addresses come from the Node's status. An
-//!   update merges into the Kubernetes Node (a merge patch carrying the `resourceVersion` read, so a
-//!   concurrent change is a conflict); create and delete are Kubernetes' business.
+//! - a Calico `Node` is a Kubernetes Node (upstream `resources/node.go`): its BGP, tunnel and
+//!   WireGuard interface fields live in `projectcalico.org/*` annotations, its addresses come from
+//!   the Node's status. Its own labels and annotations are kept as JSON in the
+//!   `projectcalico.org/labels` and `projectcalico.org/annotations` annotations; on read the
+//!   Kubernetes Node's labels are laid over its labels (Kubernetes wins) and recorded in the
+//!   `projectcalico.org/kube-labels` annotation, so that on write the inherited ones can be told
+//!   apart and left out: netctl never changes a Kubernetes Node's labels. An update merges into the
+//!   Kubernetes Node (a merge patch carrying the `resourceVersion` read, so a concurrent change is a
+//!   conflict); create and delete are Kubernetes' business. The WireGuard public keys
+//!   (`WireguardPublicKey`, `WireguardPublicKeyV6`) are Node *status* upstream, which netctl's
+//!   resources do not carry: they are neither shown nor touched.
 //! - `Profile`s are read-only: `kns.<namespace>` from each Namespace, `ksa.<namespace>.<account>`
 //!   from each ServiceAccount, plus `projectcalico-default-allow`.
 //!
@@ -24,6 +31,13 @@ pub const PROFILES: &str = "Profiles are derived from Kubernetes Namespaces and 
 
 /// The annotation prefix of Calico Node fields on a Kubernetes Node.
 const ANNOTATION_PREFIX: &str = "projectcalico.org/";
+
+/// The annotation that records the Kubernetes Node's labels on the Calico Node (JSON).
+pub const KUBE_LABELS_ANNOTATION: &str = "projectcalico.org/kube-labels";
+
+/// The Calico Node's own labels and annotations, as JSON, on the Kubernetes Node.
+const LABELS_ANNOTATION: &str = "projectcalico.org/labels";
+const ANNOTATIONS_ANNOTATION: &str = "projectcalico.org/annotations";
 
 /// The name of the profile that allows everything.
 pub const DEFAULT_ALLOW_PROFILE: &str = "projectcalico-default-allow";
@@ -82,6 +96,22 @@ pub fn node_to_resource(node: &Node) -> Resource {
         }
     }
     let name = metadata.name.clone().unwrap_or_default();
+    // As upstream (`SetCalicoMetadataFromK8sAnnotations`, `mergeCalicoAndK8sLabels`): an annotation
+    // that does not parse is ignored.
+    let stored = |key: &str| -> BTreeMap<String, String> {
+        annotations
+            .get(key)
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    };
+    let mut labels = stored(LABELS_ANNOTATION);
+    labels.extend(metadata.labels.clone().unwrap_or_default());
+    let mut calico_annotations = stored(ANNOTATIONS_ANNOTATION);
+    // Upstream writes Go's `null` for a Node without labels; so does serializing `None`.
+    calico_annotations.insert(
+        KUBE_LABELS_ANNOTATION.to_string(),
+        serde_json::to_string(&metadata.labels).unwrap_or_default(),
+    );
     let addresses: Vec<Value> = node
         .status
         .as_ref()
@@ -109,7 +139,8 @@ pub fn node_to_resource(node: &Node) -> Resource {
                 .as_ref()
                 .map(|time| time.0.to_string()),
             resource_version: metadata.resource_version.clone(),
-            labels: metadata.labels.clone().unwrap_or_default(),
+            labels,
+            annotations: calico_annotations,
             ..ObjectMeta::default()
         },
         spec,
@@ -117,8 +148,12 @@ pub fn node_to_resource(node: &Node) -> Resource {
 }
 
 /// The merge patch that makes a Kubernetes Node carry `resource`: the Calico annotations set or
-/// removed, the labels made equal, and the `resourceVersion` read as a precondition.
-pub fn node_patch(current: &Node, resource: &Resource) -> Value {
+/// removed, and the `resourceVersion` read as a precondition. The Node's labels are not touched:
+/// labels that came from it (named in `projectcalico.org/kube-labels`) are dropped, the rest are
+/// the Calico Node's own and go to the `projectcalico.org/labels` annotation (upstream
+/// `mergeCalicoNodeIntoK8sNode`, `restoreCalicoLabels`). A label that shadows a Kubernetes label
+/// is therefore dropped too, as upstream does.
+pub fn node_patch(current: &Node, resource: &Resource) -> Result<Value, StoreError> {
     let mut annotations = serde_json::Map::new();
     let spec = &resource.spec;
     for (path, name) in NODE_ANNOTATIONS {
@@ -137,24 +172,41 @@ pub fn node_patch(current: &Node, resource: &Resource) -> Value {
         };
         annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
     }
+    let mut labels = resource.metadata.labels.clone();
+    let mut own_annotations = resource.metadata.annotations.clone();
+    if let Some(raw) = own_annotations
+        .remove(KUBE_LABELS_ANNOTATION)
+        .filter(|raw| !raw.is_empty())
+    {
+        let inherited: Option<BTreeMap<String, String>> =
+            serde_json::from_str(&raw).map_err(|source| StoreError::InvalidData {
+                location: format!(
+                    "annotation `{KUBE_LABELS_ANNOTATION}` of Node `{}`",
+                    resource.metadata.name
+                ),
+                source,
+            })?;
+        for key in inherited.unwrap_or_default().keys() {
+            labels.remove(key);
+        }
+    }
+    let as_json = |map: &BTreeMap<String, String>| match map.is_empty() {
+        true => Value::Null,
+        false => json!(serde_json::to_string(map).unwrap_or_default()),
+    };
+    annotations.insert(LABELS_ANNOTATION.to_string(), as_json(&labels));
+    annotations.insert(
+        ANNOTATIONS_ANNOTATION.to_string(),
+        as_json(&own_annotations),
+    );
     let existing = current.metadata.annotations.clone().unwrap_or_default();
     annotations.retain(|key, value| !value.is_null() || existing.contains_key(key));
-    let mut labels: serde_json::Map<String, Value> = resource
-        .metadata
-        .labels
-        .iter()
-        .map(|(key, value)| (key.clone(), json!(value)))
-        .collect();
-    for key in current.metadata.labels.clone().unwrap_or_default().keys() {
-        labels.entry(key.clone()).or_insert(Value::Null);
-    }
-    json!({
+    Ok(json!({
         "metadata": {
             "resourceVersion": resource.metadata.resource_version,
             "annotations": annotations,
-            "labels": labels,
         }
-    })
+    }))
 }
 
 pub async fn get_node(store: &KubeStore, key: &ResourceKey) -> Result<Resource, StoreError> {
@@ -205,7 +257,7 @@ pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resou
             api.get(&key.name),
         )
         .await?;
-    let patch = node_patch(&current, resource);
+    let patch = node_patch(&current, resource)?;
     let result = store
         .call(
             store.request("update", "nodes", Some(&key), Some(&expected)),
@@ -406,14 +458,85 @@ mod tests {
             .unwrap()
             .remove("ipv4VXLANTunnelAddr");
         changed.metadata.labels.clear();
-        let patch = node_patch(&node, &changed);
+        let patch = node_patch(&node, &changed).unwrap();
         let annotations = &patch["metadata"]["annotations"];
         assert_eq!(annotations["projectcalico.org/IPv4Address"], "10.0.0.2/24");
         assert_eq!(annotations["projectcalico.org/ASNumber"], "64512");
         assert!(annotations["projectcalico.org/IPv4VXLANTunnelAddr"].is_null());
         assert!(annotations.get("projectcalico.org/IPv6Address").is_none());
-        assert!(patch["metadata"]["labels"]["zone"].is_null());
+        // The Kubernetes Node's labels are never part of the patch.
+        assert!(patch["metadata"].get("labels").is_none());
         assert_eq!(patch["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn kube_labels_separate_inherited_labels_from_calico_ones() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "node1", "resourceVersion": "5",
+                "labels": {"kubernetes.io/os": "linux", "zone": "a"},
+                "annotations": {
+                    "projectcalico.org/labels": "{\"rack\":\"r1\",\"zone\":\"calico\"}",
+                    "projectcalico.org/annotations": "{\"note\":\"n\"}",
+                    "projectcalico.org/IPv4WireguardInterfaceAddr": "10.250.0.1",
+                    "projectcalico.org/IPv6WireguardInterfaceAddr": "fd00:250::1",
+                    "projectcalico.org/WireguardPublicKey": "key"}}
+        }))
+        .unwrap();
+        let resource = node_to_resource(&node);
+        // Kubernetes labels win over the Calico label of the same key.
+        assert_eq!(
+            serde_json::to_value(&resource.metadata.labels).unwrap(),
+            json!({"kubernetes.io/os": "linux", "rack": "r1", "zone": "a"})
+        );
+        assert_eq!(
+            serde_json::to_value(&resource.metadata.annotations).unwrap(),
+            json!({"note": "n",
+                   "projectcalico.org/kube-labels": "{\"kubernetes.io/os\":\"linux\",\"zone\":\"a\"}"})
+        );
+        assert_eq!(
+            resource.spec["wireguard"],
+            json!({"interfaceIPv4Address": "10.250.0.1", "interfaceIPv6Address": "fd00:250::1"})
+        );
+
+        let mut changed = resource.clone();
+        changed.metadata.labels.insert("team".into(), "net".into());
+        changed.metadata.labels.insert("zone".into(), "b".into());
+        changed.metadata.annotations.remove("note");
+        changed.spec["wireguard"] = json!({"interfaceIPv4Address": "10.250.0.2"});
+        let patch = node_patch(&node, &changed).unwrap();
+        let annotations = &patch["metadata"]["annotations"];
+        // Inherited labels (even when changed: shadowed) are left out; only Calico's own remain.
+        assert_eq!(
+            annotations["projectcalico.org/labels"],
+            "{\"rack\":\"r1\",\"team\":\"net\"}"
+        );
+        assert!(annotations["projectcalico.org/annotations"].is_null());
+        assert!(annotations.get("projectcalico.org/kube-labels").is_none());
+        assert_eq!(
+            annotations["projectcalico.org/IPv4WireguardInterfaceAddr"],
+            "10.250.0.2"
+        );
+        assert!(annotations["projectcalico.org/IPv6WireguardInterfaceAddr"].is_null());
+        // Status upstream; not netctl's to change.
+        assert!(
+            annotations
+                .get("projectcalico.org/WireguardPublicKey")
+                .is_none()
+        );
+
+        // A Node without labels records Go's `null`, and reads back without inherited labels.
+        let bare: Node = serde_json::from_value(json!({"metadata": {"name": "node2"}})).unwrap();
+        let resource = node_to_resource(&bare);
+        assert_eq!(
+            resource.metadata.annotations["projectcalico.org/kube-labels"],
+            "null"
+        );
+        let patch = node_patch(&bare, &resource).unwrap();
+        assert!(
+            patch["metadata"]["annotations"]
+                .get("projectcalico.org/labels")
+                .is_none()
+        );
     }
 
     #[test]
