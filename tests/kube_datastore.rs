@@ -816,48 +816,7 @@ fn workload_endpoints_are_derived_from_pods() {
 fn workload_endpoint_lists_read_pods_in_pages() {
     let server = KubeApiServer::start();
     put_pods(&server);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let pages = runtime.block_on(async {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let environment = netctl::config::Environment::from_pairs([(
-            "KUBECONFIG",
-            server.kubeconfig_path().display().to_string(),
-        )]);
-        let config = netctl::config::load_with_default(
-            None,
-            std::path::Path::new("/nonexistent"),
-            &environment,
-        )
-        .unwrap();
-        let settings = config.kubernetes(None, None).unwrap();
-        let store = netctl::datastore::kube::KubeStore::connect(
-            &settings,
-            std::time::Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-        let mut options =
-            netctl::datastore::ListOptions::new(netctl::resource::Kind::WorkloadEndpoint);
-        options.page_size = 2;
-        let mut pages = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
-                .await
-                .unwrap();
-            pages.push(
-                page.items
-                    .iter()
-                    .map(|item| item.metadata.name.clone())
-                    .collect::<Vec<_>>(),
-            );
-            match page.continue_token {
-                Some(next) => token = Some(next),
-                None => break,
-            }
-        }
-        pages
-    });
+    let pages = list_pages(&server, netctl::resource::Kind::WorkloadEndpoint, 2);
     // Pods in key order (dev/db-0, prod/agent | prod/job-1, prod/pending | prod/web-0); the
     // host-networked and unscheduled pods leave their pages short.
     assert_eq!(
@@ -976,4 +935,99 @@ fn workload_endpoints_print_the_same_on_etcd_and_kubernetes() {
         let on_kube = masked(&kube_env, args, None);
         assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
     }
+}
+
+/// The names on each page of a listing through the library, `page_size` at a time.
+fn list_pages(
+    server: &KubeApiServer,
+    kind: netctl::resource::Kind,
+    page_size: usize,
+) -> Vec<Vec<String>> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let environment = netctl::config::Environment::from_pairs([(
+            "KUBECONFIG",
+            server.kubeconfig_path().display().to_string(),
+        )]);
+        let config = netctl::config::load_with_default(
+            None,
+            std::path::Path::new("/nonexistent"),
+            &environment,
+        )
+        .unwrap();
+        let settings = config.kubernetes(None, None).unwrap();
+        let store = netctl::datastore::kube::KubeStore::connect(
+            &settings,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let mut options = netctl::datastore::ListOptions::new(kind);
+        options.page_size = page_size;
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
+                .await
+                .unwrap();
+            pages.push(
+                page.items
+                    .iter()
+                    .map(|item| item.metadata.name.clone())
+                    .collect::<Vec<_>>(),
+            );
+            match page.continue_token {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        pages
+    })
+}
+
+#[test]
+fn profile_lists_read_namespaces_and_service_accounts_in_pages() {
+    let server = KubeApiServer::start();
+    for namespace in ["a", "b", "c"] {
+        server
+            .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
+    }
+    for (namespace, account) in [("a", "x"), ("b", "y"), ("c", "z")] {
+        server.put(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": namespace}}));
+    }
+    let pages = list_pages(&server, netctl::resource::Kind::Profile, 2);
+    assert_eq!(
+        pages,
+        [
+            vec!["projectcalico-default-allow", "kns.a"],
+            vec!["kns.b", "kns.c"],
+            vec!["ksa.a.x", "ksa.b.y"],
+            vec!["ksa.c.z"],
+        ]
+    );
+    let requests: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            request.starts_with("GET /api/v1/namespaces?")
+                || request.starts_with("GET /api/v1/serviceaccounts?")
+        })
+        .collect();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert!(requests[0].contains("limit=1"), "{requests:?}");
+    assert!(
+        requests[1].contains("limit=2") && requests[1].contains("continue="),
+        "{requests:?}"
+    );
+    assert!(
+        requests[2].starts_with("GET /api/v1/serviceaccounts?")
+            && !requests[2].contains("continue="),
+        "{requests:?}"
+    );
+    assert!(requests[3].contains("continue="), "{requests:?}");
+    // Through the binary, every page is printed.
+    let names = ok(run(&server, &["get", "profiles", "-o", "name"], None));
+    assert_eq!(names.lines().count(), 7, "{names}");
 }

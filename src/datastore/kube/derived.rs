@@ -368,24 +368,52 @@ pub async fn get_profile(store: &KubeStore, key: &ResourceKey) -> Result<Resourc
     Err(StoreError::NotFound(key.clone()))
 }
 
-/// Every profile in one page: the default-allow profile, then one per Namespace and one per
-/// ServiceAccount (read in pages of the requested size; there are as many as namespaces and
-/// accounts, so the result is bounded by the cluster's size, not by the resources of policy).
+/// Where a profile listing goes on: the continue token is the phase (`namespaces/` or
+/// `serviceaccounts/`) followed by the API's own continue token for that phase (empty to start it).
+const NAMESPACE_PHASE: &str = "namespaces/";
+const SERVICE_ACCOUNT_PHASE: &str = "serviceaccounts/";
+
+/// One page of profiles: the default-allow profile first, then one per Namespace, then one per
+/// ServiceAccount, each read with the API's `limit` and `continue`, so a listing holds one page of
+/// Namespaces or ServiceAccounts at a time however large the cluster.
 pub async fn list_profiles(
     store: &KubeStore,
     options: &ListOptions,
-    _continue_token: Option<&str>,
+    continue_token: Option<&str>,
 ) -> Result<Page, StoreError> {
     let client = store.api.client.clone();
-    let mut items = vec![default_allow_profile()];
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut token: Option<String> = None;
-    let mut revision;
-    loop {
-        let mut params = ListParams::default().limit(super::page_size(options));
-        if let Some(token) = &token {
-            params = params.continue_token(token);
+    let size = super::page_size(options);
+    let mut items = Vec::new();
+    let (phase, inner) = match continue_token {
+        None => {
+            items.push(default_allow_profile());
+            (NAMESPACE_PHASE, None)
         }
+        Some(token) => {
+            let (phase, inner) = [NAMESPACE_PHASE, SERVICE_ACCOUNT_PHASE]
+                .iter()
+                .find_map(|phase| Some((*phase, token.strip_prefix(phase)?)))
+                .ok_or_else(|| {
+                    StoreError::Other(format!(
+                        "continue token `{token}` was not issued by a profile listing"
+                    ))
+                })?;
+            (phase, Some(inner).filter(|inner| !inner.is_empty()))
+        }
+    };
+    // The default-allow profile takes one place of the first page (but a limit of 0 would mean
+    // no limit to the API).
+    let limit = if items.is_empty() {
+        size
+    } else {
+        size.saturating_sub(1).max(1)
+    };
+    let mut params = ListParams::default().limit(limit);
+    if let Some(inner) = inner {
+        params = params.continue_token(inner);
+    }
+    let (revision, next) = if phase == NAMESPACE_PHASE {
+        let namespaces: Api<Namespace> = Api::all(client);
         let list = store
             .call(
                 store.request("list", "namespaces", None, None),
@@ -393,18 +421,13 @@ pub async fn list_profiles(
             )
             .await?;
         items.extend(list.items.iter().map(namespace_profile));
-        revision = list.metadata.resource_version.unwrap_or_default();
-        token = list.metadata.continue_.filter(|token| !token.is_empty());
-        if token.is_none() {
-            break;
-        }
-    }
-    let accounts: Api<ServiceAccount> = Api::all(client);
-    loop {
-        let mut params = ListParams::default().limit(super::page_size(options));
-        if let Some(token) = &token {
-            params = params.continue_token(token);
-        }
+        let next = match list.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => format!("{NAMESPACE_PHASE}{token}"),
+            None => SERVICE_ACCOUNT_PHASE.to_string(),
+        };
+        (list.metadata.resource_version, Some(next))
+    } else {
+        let accounts: Api<ServiceAccount> = Api::all(client);
         let list = store
             .call(
                 store.request("list", "serviceaccounts", None, None),
@@ -412,15 +435,17 @@ pub async fn list_profiles(
             )
             .await?;
         items.extend(list.items.iter().map(service_account_profile));
-        token = list.metadata.continue_.filter(|token| !token.is_empty());
-        if token.is_none() {
-            break;
-        }
-    }
+        let next = list
+            .metadata
+            .continue_
+            .filter(|token| !token.is_empty())
+            .map(|token| format!("{SERVICE_ACCOUNT_PHASE}{token}"));
+        (list.metadata.resource_version, next)
+    };
     Ok(Page {
         items,
-        continue_token: None,
-        revision,
+        continue_token: next,
+        revision: revision.unwrap_or_default(),
     })
 }
 
