@@ -106,7 +106,11 @@ fn has_endpoint(pod: &Pod) -> bool {
     let Some(spec) = &pod.spec else {
         return false;
     };
-    !spec.host_network.unwrap_or(false) && spec.node_name.as_deref().is_some_and(|n| !n.is_empty())
+    !spec.host_network.unwrap_or(false)
+        && spec
+            .node_name
+            .as_deref()
+            .is_some_and(|node| !node.is_empty())
 }
 
 /// A pod that finished (or whose network was torn down while it terminates) no longer owns its IPs
@@ -209,9 +213,12 @@ fn pod_networks(pod: &Pod, shown: &str) -> Result<Vec<(IpAddr, u8)>, StoreError>
 
 /// Named ports and host ports of the containers (upstream `appendEndpointPorts`): a port is listed
 /// when it has a name or a host port; unknown protocols are skipped.
-fn ports(containers: &[Container]) -> Vec<Value> {
+fn endpoint_ports(containers: &[Container]) -> Vec<Value> {
     let mut ports = Vec::new();
-    for port in containers.iter().flat_map(|c| c.ports.iter().flatten()) {
+    for port in containers
+        .iter()
+        .flat_map(|container| container.ports.iter().flatten())
+    {
         let name = port.name.clone().unwrap_or_default();
         let host_port = port.host_port.unwrap_or(0);
         if port.container_port == 0 || (host_port == 0 && name.is_empty()) {
@@ -286,7 +293,12 @@ pub fn pod_to_workload_endpoint(pod: &Pod) -> Result<Option<Resource>, StoreErro
                 ));
             }
         }
-        let family = |v6: bool| networks.iter().rev().find(|(a, _)| a.is_ipv6() == v6);
+        let family = |v6: bool| {
+            networks
+                .iter()
+                .rev()
+                .find(|(address, _)| address.is_ipv6() == v6)
+        };
         for external in floating {
             if let Some((internal, _)) = family(external.contains(':')) {
                 nats.push(json!({"internalIP": internal.to_string(), "externalIP": external}));
@@ -311,8 +323,8 @@ pub fn pod_to_workload_endpoint(pod: &Pod) -> Result<Option<Resource>, StoreErro
         }
     }
 
-    let mut ports = ports(&spec.containers);
-    ports.extend(self::ports(
+    let mut ports = endpoint_ports(&spec.containers);
+    ports.extend(endpoint_ports(
         spec.init_containers.as_deref().unwrap_or_default(),
     ));
 
