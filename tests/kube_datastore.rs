@@ -1,6 +1,8 @@
 //! The resource commands through the binary against the `kubernetes` datastore, served by the
-//! in-process API server (`support::kube_api`): upstream-compatible custom resources, Nodes mapped
-//! onto Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts, list paging, and the
+//! in-process API server (`support::kube_api`): upstream-compatible custom resources (UIDs and owner
+//! references converted), Nodes mapped onto Kubernetes Nodes (labels, kube-labels, WireGuard
+//! addresses), Profiles derived from Namespaces and ServiceAccounts, WorkloadEndpoints derived from
+//! Pods, list paging, and the
 //! errors users meet — conflict, not found, forbidden, unreachable API, bad kubeconfig — and the
 //! same commands printing the same thing (UIDs, revisions and times aside) on etcd and Kubernetes.
 
@@ -86,8 +88,14 @@ fn apply_stores_upstream_custom_resources_and_reads_back() {
     assert!(yaml.contains("name: allow-all-upgrade\n"), "{yaml}");
     assert!(yaml.contains("team: net"), "{yaml}");
     assert!(!yaml.contains("projectcalico.org/metadata"), "{yaml}");
-    // The v3 UID is the bit-reversed form of the custom resource's.
+    // The v3 UID is the bit-reversed form of the custom resource's, version and variant kept
+    // (upstream `conversion.go` `ConvertUID`); the value is worked out by hand.
     let uid = stored["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(uid, "6f1e2a3b-0000-4000-8000-000000000001");
+    assert!(
+        yaml.contains("uid: f67854dc-0000-4000-8000-000000000080\n"),
+        "{yaml}"
+    );
     assert!(
         yaml.contains(&format!(
             "uid: {}",
@@ -110,6 +118,38 @@ fn apply_stores_upstream_custom_resources_and_reads_back() {
     assert_ne!(
         again["metadata"]["resourceVersion"],
         stored["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn owner_references_read_back_as_v3_owners() {
+    let server = KubeApiServer::start();
+    // As upstream stores a resource owned by another Calico resource: the owner named by its custom
+    // resource (netctl's own create drops owner references, as upstream `prepareMetadataForCreate`).
+    let metadata = json!({"ownerReferences": [
+        {"apiVersion": "crd.projectcalico.org/v1", "kind": "Tier", "name": "security",
+         "uid": "482c6a1e-593d-4df7-81c4-a2e691d5b3f7"},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "operator",
+         "uid": "6f1e2a3b-0000-4000-8000-0000000000ff"}]});
+    server.put(json!({"apiVersion": CALICO, "kind": "GlobalNetworkSet",
+        "metadata": {"name": "blocked",
+            "annotations": {"projectcalico.org/metadata": metadata.to_string()}},
+        "spec": {"nets": ["192.0.2.0/24"]}}));
+    let json_text = ok(run(
+        &server,
+        &["get", "globalnetworkset", "blocked", "-o", "json"],
+        None,
+    ));
+    let set: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+    // Worked by hand in `conversion.rs`'s unit test: version (4d) and variant (81) bytes stay.
+    assert_eq!(
+        set["metadata"]["ownerReferences"],
+        json!([
+            {"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "security",
+             "uid": "12345678-9abc-4def-8123-456789abcdef"},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "operator",
+             "uid": "6f1e2a3b-0000-4000-8000-0000000000ff"}
+        ])
     );
 }
 
@@ -404,54 +444,14 @@ fn lists_are_read_in_pages() {
             "spec": {"cidr": format!("10.{index}.0.0/16")}
         }));
     }
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let environment = netctl::config::Environment::from_pairs([(
-            "KUBECONFIG",
-            server.kubeconfig_path().display().to_string(),
-        )]);
-        let config = netctl::config::load_with_default(
-            None,
-            std::path::Path::new("/nonexistent"),
-            &environment,
-        )
-        .unwrap();
-        let settings = config.kubernetes(None, None).unwrap();
-        let store = netctl::datastore::kube::KubeStore::connect(
-            &settings,
-            std::time::Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-        let mut options = netctl::datastore::ListOptions::new(netctl::resource::Kind::IpPool);
-        options.page_size = 2;
-        let mut pages = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
-                .await
-                .unwrap();
-            pages.push(
-                page.items
-                    .iter()
-                    .map(|item| item.metadata.name.clone())
-                    .collect::<Vec<_>>(),
-            );
-            match page.continue_token {
-                Some(next) => token = Some(next),
-                None => break,
-            }
-        }
-        assert_eq!(
-            pages,
-            [
-                vec!["pool-0", "pool-1"],
-                vec!["pool-2", "pool-3"],
-                vec!["pool-4"]
-            ]
-        );
-    });
+    assert_eq!(
+        list_pages(&server, netctl::resource::Kind::IpPool, 2),
+        [
+            vec!["pool-0", "pool-1"],
+            vec!["pool-2", "pool-3"],
+            vec!["pool-4"]
+        ]
+    );
     let lists: Vec<String> = server
         .requests()
         .into_iter()
@@ -495,6 +495,90 @@ fn nodes_are_kubernetes_nodes() {
     assert!(
         stderr.contains("operation `delete` is not supported on Node"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn node_labels_and_wireguard_addresses_map_as_upstream() {
+    let server = KubeApiServer::start();
+    server.put(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node1", "labels": {"kubernetes.io/os": "linux"},
+            "annotations": {"projectcalico.org/IPv4WireguardInterfaceAddr": "10.250.0.1",
+                            "projectcalico.org/WireguardPublicKey": "cHVibGljLWtleQ=="}}
+    }));
+    // A label set through netctl is the Calico Node's own: kept in `projectcalico.org/labels`, the
+    // Kubernetes Node's labels untouched.
+    ok(run(&server, &["label", "node", "node1", "rack=r1"], None));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert_eq!(
+        node["metadata"]["labels"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+    let annotations = &node["metadata"]["annotations"];
+    assert_eq!(annotations["projectcalico.org/labels"], r#"{"rack":"r1"}"#);
+    assert!(
+        annotations.get("projectcalico.org/kube-labels").is_none(),
+        "{node}"
+    );
+    assert_eq!(
+        annotations["projectcalico.org/WireguardPublicKey"],
+        "cHVibGljLWtleQ=="
+    );
+
+    // Read back: both kinds of label, and the Kubernetes ones recorded in `kube-labels`.
+    let yaml = ok(run(&server, &["get", "node", "node1", "-o", "yaml"], None));
+    assert!(
+        yaml.contains("    projectcalico.org/kube-labels: '{\"kubernetes.io/os\":\"linux\"}'\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("    rack: r1\n"), "{yaml}");
+    assert!(yaml.contains("    kubernetes.io/os: linux\n"), "{yaml}");
+    assert!(
+        yaml.contains("  wireguard:\n    interfaceIPv4Address: 10.250.0.1\n"),
+        "{yaml}"
+    );
+    let selected = ok(run(
+        &server,
+        &[
+            "get",
+            "nodes",
+            "-l",
+            "rack == 'r1' && kubernetes.io/os == 'linux'",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(selected, "node/node1\n");
+
+    // Writing back what was read changes nothing but what was edited.
+    let changed = yaml.replace("10.250.0.1", "10.250.0.9");
+    ok(run(&server, &["apply", "-f", "-"], Some(&changed)));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    let annotations = &node["metadata"]["annotations"];
+    assert_eq!(
+        annotations["projectcalico.org/IPv4WireguardInterfaceAddr"],
+        "10.250.0.9"
+    );
+    assert_eq!(annotations["projectcalico.org/labels"], r#"{"rack":"r1"}"#);
+    assert_eq!(
+        node["metadata"]["labels"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+
+    // Removing the label removes the annotation.
+    ok(run(
+        &server,
+        &["label", "node", "node1", "rack", "--remove"],
+        None,
+    ));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert!(
+        node["metadata"]["annotations"]
+            .get("projectcalico.org/labels")
+            .is_none(),
+        "{node}"
     );
 }
 
@@ -612,4 +696,348 @@ fn bgp_filters_are_custom_resources_too() {
         ok(run(&server, &["get", "bf", "-o", "name"], None)),
         "bgpfilter/edge\n"
     );
+}
+
+/// Pods as the kubelet and the Calico CNI plugin leave them: one with its IPs in the Calico
+/// annotations, one with them only in its status, and the pods upstream shows differently or not
+/// at all (host-networked, unscheduled, finished).
+fn put_pods(server: &KubeApiServer) {
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "prod", "labels": {"app": "web"},
+            "annotations": {"cni.projectcalico.org/podIP": "10.244.1.5/32",
+                "cni.projectcalico.org/podIPs": "10.244.1.5/32,fd00:10:244::5/128",
+                "cni.projectcalico.org/containerID": "0123abcd",
+                "cni.projectcalico.org/floatingIPs": "[\"192.0.2.10\"]"}},
+        "spec": {"nodeName": "node-1", "serviceAccountName": "web",
+            "containers": [{"name": "web", "image": "nginx",
+                "ports": [{"containerPort": 8080, "name": "http"}, {"containerPort": 9000}]}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "namespace": "dev", "labels": {"app": "db"}},
+        "spec": {"nodeName": "node-2", "containers": [{"name": "db", "image": "postgres"}]},
+        "status": {"phase": "Running", "podIP": "10.244.2.7", "podIPs": [{"ip": "10.244.2.7"}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent", "namespace": "prod"},
+        "spec": {"nodeName": "node-1", "hostNetwork": true, "containers": [{"name": "a", "image": "a"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1"}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pending", "namespace": "prod"},
+        "spec": {"containers": [{"name": "p", "image": "p"}]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-1", "namespace": "prod", "labels": {"app": "job"},
+            "annotations": {"cni.projectcalico.org/podIP": "10.244.1.9/32"}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "j", "image": "j"}]},
+        "status": {"phase": "Succeeded"}}));
+}
+
+/// stdout, stderr and exit code of one run, UIDs and times masked, for snapshots.
+fn transcript(server: &KubeApiServer, args: &[&str]) -> String {
+    let env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", server.kubeconfig_path().display().to_string()),
+    ];
+    masked(&env, args, None)
+}
+
+#[test]
+fn workload_endpoints_are_derived_from_pods() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    insta::assert_snapshot!(
+        "workload_endpoints_table",
+        transcript(&server, &["get", "workloadendpoints", "-n", "prod"])
+    );
+    insta::assert_snapshot!(
+        "workload_endpoints_wide_all_namespaces",
+        transcript(&server, &["get", "wep", "-A", "-o", "wide"])
+    );
+    insta::assert_snapshot!(
+        "workload_endpoint_yaml",
+        transcript(
+            &server,
+            &[
+                "get",
+                "wep",
+                "-n",
+                "prod",
+                "node--1-k8s-web--0-eth0",
+                "-o",
+                "yaml"
+            ]
+        )
+    );
+    let json_text = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-n",
+            "dev",
+            "node--2-k8s-db--0-eth0",
+            "-o",
+            "json",
+        ],
+        None,
+    ));
+    let endpoint: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+    // IPs from the pod status when there is no Calico annotation; no service account, no label.
+    assert_eq!(endpoint["spec"]["ipNetworks"], json!(["10.244.2.7/32"]));
+    assert_eq!(endpoint["spec"]["profiles"], json!(["kns.dev"]));
+    assert_eq!(
+        endpoint["metadata"]["labels"]["projectcalico.org/namespace"],
+        "dev"
+    );
+    // The pod's UID, unconverted, as upstream.
+    let pod = server.get("v1", "pods", "dev", "db-0").unwrap();
+    assert_eq!(endpoint["metadata"]["uid"], pod["metadata"]["uid"]);
+
+    // The selector sees the labels netctl adds.
+    let selected = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-A",
+            "-l",
+            "projectcalico.org/orchestrator == 'k8s' && app in {'web', 'job'}",
+            "-o",
+            "name",
+        ],
+        None,
+    ));
+    assert_eq!(
+        selected,
+        "workloadendpoint/node--1-k8s-job--1-eth0\nworkloadendpoint/node--1-k8s-web--0-eth0\n"
+    );
+
+    // Host-networked pods have no endpoint; a name whose node is not the pod's is not the pod's
+    // endpoint; a name that is not a Kubernetes endpoint name finds nothing.
+    for name in ["node--1-k8s-agent-eth0", "node--2-k8s-web--0-eth0", "web-0"] {
+        let stderr = failed(run(&server, &["get", "wep", "-n", "prod", name], None));
+        assert!(
+            stderr.contains(&format!(
+                "resource does not exist: WorkloadEndpoint(prod/{name})"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn workload_endpoint_lists_read_pods_in_pages() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    let pages = list_pages(&server, netctl::resource::Kind::WorkloadEndpoint, 2);
+    // Pods in key order (dev/db-0, prod/agent | prod/job-1, prod/pending | prod/web-0); the
+    // host-networked and unscheduled pods leave their pages short.
+    assert_eq!(
+        pages,
+        [
+            vec!["node--2-k8s-db--0-eth0"],
+            vec!["node--1-k8s-job--1-eth0"],
+            vec!["node--1-k8s-web--0-eth0"]
+        ]
+    );
+    let lists: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| request.starts_with("GET /api/v1/pods"))
+        .collect();
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert!(
+        lists.iter().all(|request| request.contains("limit=2")),
+        "{lists:?}"
+    );
+    assert!(lists[2].contains("continue="), "{lists:?}");
+}
+
+#[test]
+fn workload_endpoints_are_written_through_their_pods() {
+    let server = KubeApiServer::start();
+    put_pods(&server);
+    let before = server.get("v1", "pods", "prod", "web-0").unwrap();
+    let yaml = ok(run(
+        &server,
+        &[
+            "get",
+            "wep",
+            "-n",
+            "prod",
+            "node--1-k8s-web--0-eth0",
+            "-o",
+            "yaml",
+        ],
+        None,
+    ));
+    // Applying the endpoint as read is an update; creating one for a pod that does not exist a
+    // create: both refused.
+    let stderr = failed(run(&server, &["apply", "-f", "-"], Some(&yaml)));
+    assert!(
+        stderr.contains("operation `update` is not supported on WorkloadEndpoint: workload endpoints are derived from Kubernetes Pods"),
+        "{stderr}"
+    );
+    let other = yaml
+        .replace("web--0", "web--9")
+        .replace("pod: web-0", "pod: web-9");
+    let stderr = failed(run(&server, &["create", "-f", "-"], Some(&other)));
+    assert!(
+        stderr.contains("operation `create` is not supported on WorkloadEndpoint"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: change or delete the Pod through Kubernetes"),
+        "{stderr}"
+    );
+    let stderr = failed(run(
+        &server,
+        &["delete", "wep", "-n", "prod", "node--1-k8s-web--0-eth0"],
+        None,
+    ));
+    assert!(
+        stderr.contains("operation `delete` is not supported on WorkloadEndpoint"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: change or delete the Pod through Kubernetes"),
+        "{stderr}"
+    );
+    assert_eq!(server.get("v1", "pods", "prod", "web-0").unwrap(), before);
+}
+
+#[test]
+fn workload_endpoints_print_the_same_on_etcd_and_kubernetes() {
+    let etcd = support::EtcdServer::start();
+    let kube = KubeApiServer::start();
+    put_pods(&kube);
+    let etcd_env = [
+        ("DATASTORE_TYPE", "etcdv3".to_string()),
+        ("ETCD_ENDPOINTS", etcd.endpoint()),
+    ];
+    let kube_env = [
+        ("DATASTORE_TYPE", "kubernetes".to_string()),
+        ("KUBECONFIG", kube.kubeconfig_path().display().to_string()),
+    ];
+    // What the Kubernetes datastore derives, written to etcd as upstream's CNI plugin would.
+    let derived = ok(run(&kube, &["get", "wep", "-A", "-o", "yaml"], None));
+    let stripped = regex::Regex::new(r"(?m)^\s+(uid|resourceVersion|creationTimestamp): .*\n")
+        .unwrap()
+        .replace_all(&derived, "")
+        .into_owned();
+    let created = masked(&etcd_env, &["create", "-f", "-"], Some(&stripped));
+    assert!(created.starts_with("exit Some(0)"), "{created}");
+    let steps: [&[&str]; 6] = [
+        &["get", "wep", "-A"],
+        &["get", "wep", "-A", "-o", "wide"],
+        &["get", "wep", "-n", "prod", "-o", "yaml"],
+        &[
+            "get",
+            "wep",
+            "-n",
+            "dev",
+            "node--2-k8s-db--0-eth0",
+            "-o",
+            "json",
+        ],
+        &["get", "wep", "-A", "-l", "app == 'web'", "-o", "name"],
+        &["get", "wep", "-n", "prod", "node--1-k8s-agent-eth0"],
+    ];
+    for args in steps {
+        let on_etcd = masked(&etcd_env, args, None);
+        let on_kube = masked(&kube_env, args, None);
+        assert_eq!(on_etcd, on_kube, "`netctl {}` differs", args.join(" "));
+    }
+}
+
+/// The names on each page of a listing through the library, `page_size` at a time.
+fn list_pages(
+    server: &KubeApiServer,
+    kind: netctl::resource::Kind,
+    page_size: usize,
+) -> Vec<Vec<String>> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let environment = netctl::config::Environment::from_pairs([(
+            "KUBECONFIG",
+            server.kubeconfig_path().display().to_string(),
+        )]);
+        let config = netctl::config::load_with_default(
+            None,
+            std::path::Path::new("/nonexistent"),
+            &environment,
+        )
+        .unwrap();
+        let settings = config.kubernetes(None, None).unwrap();
+        let store = netctl::datastore::kube::KubeStore::connect(
+            &settings,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let mut options = netctl::datastore::ListOptions::new(kind);
+        options.page_size = page_size;
+        let mut pages = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = netctl::datastore::Datastore::list_page(&store, &options, token.as_deref())
+                .await
+                .unwrap();
+            pages.push(
+                page.items
+                    .iter()
+                    .map(|item| item.metadata.name.clone())
+                    .collect::<Vec<_>>(),
+            );
+            match page.continue_token {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        pages
+    })
+}
+
+#[test]
+fn profile_lists_read_namespaces_and_service_accounts_in_pages() {
+    let server = KubeApiServer::start();
+    for namespace in ["a", "b", "c"] {
+        server
+            .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
+    }
+    for (namespace, account) in [("a", "x"), ("b", "y"), ("c", "z")] {
+        server.put(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": namespace}}));
+    }
+    let pages = list_pages(&server, netctl::resource::Kind::Profile, 2);
+    assert_eq!(
+        pages,
+        [
+            vec!["projectcalico-default-allow", "kns.a"],
+            vec!["kns.b", "kns.c"],
+            vec!["ksa.a.x", "ksa.b.y"],
+            vec!["ksa.c.z"],
+        ]
+    );
+    let requests: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            request.starts_with("GET /api/v1/namespaces?")
+                || request.starts_with("GET /api/v1/serviceaccounts?")
+        })
+        .collect();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert!(requests[0].contains("limit=1"), "{requests:?}");
+    assert!(
+        requests[1].contains("limit=2") && requests[1].contains("continue="),
+        "{requests:?}"
+    );
+    assert!(
+        requests[2].starts_with("GET /api/v1/serviceaccounts?")
+            && !requests[2].contains("continue="),
+        "{requests:?}"
+    );
+    assert!(requests[3].contains("continue="), "{requests:?}");
+    // Through the binary, every page is printed.
+    let names = ok(run(&server, &["get", "profiles", "-o", "name"], None));
+    assert_eq!(names.lines().count(), 7, "{names}");
 }

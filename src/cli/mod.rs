@@ -147,19 +147,20 @@ impl Context {
         }
     }
 
-    /// The datastore together with its coordination service (leases, lock and checkpoint mirror)
-    /// when it has one; the executor needs both for upgrade runs.
+    /// The datastore together with its coordination service (leases, lock and checkpoint mirror);
+    /// the executor needs both for upgrade runs. Both datastores have one: etcd leases and keys,
+    /// Kubernetes Leases and ConfigMaps.
     pub async fn coordinated_datastore(
         &self,
-    ) -> anyhow::Result<(Arc<dyn Datastore>, Option<Arc<dyn Coordination>>)> {
+    ) -> anyhow::Result<(Arc<dyn Datastore>, Arc<dyn Coordination>)> {
         match self.client_config()?.datastore_type.value {
             DatastoreType::EtcdV3 => {
                 let store = Arc::new(self.connect_etcd().await?);
-                Ok((store.clone(), Some(store)))
+                Ok((store.clone(), store))
             }
             DatastoreType::Kubernetes => {
                 let store = Arc::new(self.connect_kubernetes().await?);
-                Ok((store.clone(), Some(store)))
+                Ok((store.clone(), store))
             }
         }
     }

@@ -143,8 +143,6 @@ pub enum UpgradeApplyError {
         #[source]
         source: crate::plan::PlanFileError,
     },
-    #[error("upgrade runs need the etcd datastore (the lock and the checkpoint mirror live there)")]
-    NeedsEtcd,
 }
 
 impl UpgradeApplyError {
@@ -230,7 +228,6 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
         crash_point: CrashPoint::from_environment(&context.environment)?,
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
-    let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
     let cluster = context.kubernetes_client().await?;
     let plan = match (&args.to, saved_plan) {
         (Some(target), _) => {
@@ -284,7 +281,7 @@ async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode>
     let directory = state_dir(context, args.state_dir)?;
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
-        Ok((_, coordination)) => coordination,
+        Ok((_, coordination)) => Some(coordination),
         Err(error) => {
             crate::terminal::warn(format!(
                 "showing the local checkpoint only; the datastore is not reachable: {error:#}"
@@ -399,7 +396,6 @@ fn print_status(
 
 async fn unlock(context: &Context, args: UnlockArgs) -> anyhow::Result<ExitCode> {
     let (_, coordination) = context.coordinated_datastore().await?;
-    let coordination = coordination.ok_or(UpgradeApplyError::NeedsEtcd)?;
     let record = lock::unlock(coordination.as_ref(), &args.lock_id).await?;
     eprintln!(
         "removed upgrade lock {} held by {} for `{}`",

@@ -171,6 +171,12 @@ impl StoreError {
                 "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
             }
             StoreError::Conflict { .. } => "read the resource again and retry the change",
+            StoreError::Unsupported {
+                kind: Kind::WorkloadEndpoint,
+                ..
+            } => {
+                "change or delete the Pod through Kubernetes (e.g. `kubectl delete pod -n NAMESPACE POD`); its workload endpoint follows it"
+            }
             _ => return None,
         })
     }

@@ -44,9 +44,13 @@ fn is_projected_key(key: &str) -> bool {
     key.contains("projectcalico.org/") || key.contains("operator.tigera.io/")
 }
 
-/// Converts a UID between its v3 and custom-resource forms by reversing the bits of each of its 16
-/// bytes, as upstream does so the two objects never share a UID. The conversion is its own inverse.
-/// A UID that is not a UUID is kept as is.
+/// Converts a UID between its v3 and custom-resource forms, so the two objects never share a UID:
+/// the bits of each of the 16 bytes are reversed, except bytes 6 and 8, which hold the UUID version
+/// and variant and are kept, so the result is still a valid (random, RFC 4122) UUID. This follows
+/// upstream `conversion.go` (`ConvertUID`, `reverseUID`). The conversion is its own inverse.
+///
+/// Upstream fails on a UID that is not a UUID; the API server only ever assigns UUIDs, so such a UID
+/// was not written by Kubernetes and is kept as is rather than failing the whole read.
 pub fn convert_uid(uid: &str) -> String {
     let hex: String = uid.chars().filter(|character| *character != '-').collect();
     if hex.len() != 32 || !hex.chars().all(|character| character.is_ascii_hexdigit()) {
@@ -54,7 +58,11 @@ pub fn convert_uid(uid: &str) -> String {
     }
     let bytes: Vec<u8> = (0..16)
         .filter_map(|index| u8::from_str_radix(&hex[2 * index..2 * index + 2], 16).ok())
-        .map(u8::reverse_bits)
+        .enumerate()
+        .map(|(index, byte)| match index {
+            6 | 8 => byte,
+            _ => byte.reverse_bits(),
+        })
         .collect();
     let text: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
     format!(
@@ -67,6 +75,33 @@ pub fn convert_uid(uid: &str) -> String {
     )
 }
 
+/// The API version of Calico resources as users see them.
+const V3_API_VERSION: &str = "projectcalico.org/v3";
+
+/// The API version of the custom resources, as owner references name it.
+const CRD_API_VERSION: &str = "crd.projectcalico.org/v1";
+
+/// Rewrites the owner references kept in v3 metadata (`other["ownerReferences"]`): each reference
+/// whose `apiVersion` is one of `from` gets `to` and a converted UID. Others (Kubernetes owners such
+/// as a Deployment) are left alone.
+fn convert_owner_references(metadata: &mut ObjectMeta, from: &[&str], to: &str) {
+    let Some(Value::Array(references)) = metadata.other.get_mut("ownerReferences") else {
+        return;
+    };
+    for reference in references {
+        let matches = reference["apiVersion"]
+            .as_str()
+            .is_some_and(|version| from.contains(&version));
+        if !matches {
+            continue;
+        }
+        reference["apiVersion"] = json!(to);
+        if let Some(uid) = reference["uid"].as_str() {
+            reference["uid"] = json!(convert_uid(uid));
+        }
+    }
+}
+
 /// The custom resource (as JSON) for a resource; `resourceVersion` is kept for updates.
 pub fn to_custom_resource(resource: &Resource) -> Value {
     let kind = resource.kind;
@@ -75,6 +110,9 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
     v3.resource_version = None;
     v3.uid = None;
     v3.other.remove("selfLink");
+    // Owners that are Calico resources are named by their custom resource on the way in, as
+    // upstream `resources.go` (`ConvertCalicoResourceToK8sResource`) does.
+    convert_owner_references(&mut v3, &[V3_API_VERSION], CRD_API_VERSION);
     if !is_policy(kind) {
         v3.name = String::new();
     }
@@ -130,35 +168,46 @@ pub fn from_custom_resource(kind: Kind, object: &Value) -> Result<Resource, Stor
         None => format!("{}/{stored}", kind.plural()),
     };
     let annotation = metadata["annotations"][METADATA_ANNOTATION].as_str();
+    let map = |field: &str| -> BTreeMap<String, String> {
+        metadata[field]
+            .as_object()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter(|(key, _)| key.as_str() != METADATA_ANNOTATION)
+                    .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let mut v3: ObjectMeta = match annotation {
         Some(annotation) => {
-            serde_json::from_str(annotation).map_err(|source| StoreError::InvalidData {
-                location: format!("{location} (annotation `{METADATA_ANNOTATION}`)"),
-                source,
-            })?
+            let mut v3: ObjectMeta =
+                serde_json::from_str(annotation).map_err(|source| StoreError::InvalidData {
+                    location: format!("{location} (annotation `{METADATA_ANNOTATION}`)"),
+                    source,
+                })?;
+            // As upstream `resources.go` (`ConvertK8sResourceToCalicoResource`): the labels and
+            // annotations of the custom resource itself come first and the annotation's win, so
+            // ones written directly on the custom resource by older versions are kept; owners
+            // that are custom resources (or v3 owners written before upstream converted their
+            // UIDs) are named as v3 resources again.
+            let mut labels = map("labels");
+            labels.append(&mut v3.labels);
+            v3.labels = labels;
+            let mut annotations = map("annotations");
+            annotations.append(&mut v3.annotations);
+            v3.annotations = annotations;
+            convert_owner_references(&mut v3, &[CRD_API_VERSION, V3_API_VERSION], V3_API_VERSION);
+            v3
         }
         // Written by something else: take what the custom resource itself has.
-        None => {
-            let map = |field: &str| -> BTreeMap<String, String> {
-                metadata[field]
-                    .as_object()
-                    .map(|entries| {
-                        entries
-                            .iter()
-                            .filter_map(|(key, value)| {
-                                Some((key.clone(), value.as_str()?.to_string()))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            ObjectMeta {
-                labels: map("labels"),
-                annotations: map("annotations"),
-                creation_timestamp: text("creationTimestamp"),
-                ..ObjectMeta::default()
-            }
-        }
+        None => ObjectMeta {
+            labels: map("labels"),
+            annotations: map("annotations"),
+            creation_timestamp: text("creationTimestamp"),
+            ..ObjectMeta::default()
+        },
     };
     v3.name = if is_policy(kind) {
         match (&annotation, v3.name.is_empty()) {
@@ -200,12 +249,122 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uid_conversion_is_its_own_inverse_and_changes_the_uid() {
-        let uid = "6f1e2a3b-0000-4000-8000-000000000001";
-        let converted = convert_uid(uid);
-        assert_ne!(converted, uid);
-        assert_eq!(convert_uid(&converted), uid);
+    fn uid_conversion_reverses_bits_but_keeps_version_and_variant() {
+        // Worked by hand: 6f 1e 2a 3b reverse to f6 78 54 dc, 01 to 80; byte 6 (0x40, version 4)
+        // and byte 8 (0x80, variant) stay.
+        assert_eq!(
+            convert_uid("6f1e2a3b-0000-4000-8000-000000000001"),
+            "f67854dc-0000-4000-8000-000000000080"
+        );
+        // Every byte non-trivial: 12→48 34→2c 56→6a 78→1e 9a→59 bc→3d, 4d kept, ef→f7, 81 kept,
+        // 23→c4 45→a2 67→e6 89→91 ab→d5 cd→b3 ef→f7.
+        assert_eq!(
+            convert_uid("12345678-9abc-4def-8123-456789abcdef"),
+            "482c6a1e-593d-4df7-81c4-a2e691d5b3f7"
+        );
+        assert_eq!(
+            convert_uid("482c6a1e-593d-4df7-81c4-a2e691d5b3f7"),
+            "12345678-9abc-4def-8123-456789abcdef"
+        );
         assert_eq!(convert_uid("not-a-uuid"), "not-a-uuid");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn uid_conversion_is_an_involution_that_keeps_version_and_variant(bytes in proptest::array::uniform16(proptest::num::u8::ANY)) {
+            let text: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+            let uid = format!("{}-{}-{}-{}-{}", &text[0..8], &text[8..12], &text[12..16], &text[16..20], &text[20..32]);
+            let converted = convert_uid(&uid);
+            proptest::prop_assert_eq!(convert_uid(&converted), uid.clone());
+            // Version (byte 6) and variant (byte 8) are the same characters in both forms.
+            proptest::prop_assert_eq!(&converted[14..16], &uid[14..16]);
+            proptest::prop_assert_eq!(&converted[19..21], &uid[19..21]);
+        }
+    }
+
+    #[test]
+    fn owner_references_are_converted_both_ways() {
+        let mut set = Resource::new(Kind::NetworkSet, "web");
+        set.metadata.namespace = Some("prod".into());
+        set.metadata.other.insert(
+            "ownerReferences".into(),
+            json!([
+                {"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "t",
+                 "uid": "6f1e2a3b-0000-4000-8000-000000000001"},
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d",
+                 "uid": "12345678-9abc-4def-8123-456789abcdef"}
+            ]),
+        );
+        let object = to_custom_resource(&set);
+        let annotation: Value = serde_json::from_str(
+            object["metadata"]["annotations"][METADATA_ANNOTATION]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            annotation["ownerReferences"],
+            json!([
+                {"apiVersion": "crd.projectcalico.org/v1", "kind": "Tier", "name": "t",
+                 "uid": "f67854dc-0000-4000-8000-000000000080"},
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d",
+                 "uid": "12345678-9abc-4def-8123-456789abcdef"}
+            ])
+        );
+        let back = from_custom_resource(Kind::NetworkSet, &object).unwrap();
+        assert_eq!(back.metadata.other, set.metadata.other);
+
+        // Owners written as v3 before upstream converted owner UIDs are converted on read too.
+        let mut legacy = object.clone();
+        legacy["metadata"]["annotations"][METADATA_ANNOTATION] = json!(
+            json!({"ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                "name": "t", "uid": "f67854dc-0000-4000-8000-000000000080"}]})
+            .to_string()
+        );
+        let back = from_custom_resource(Kind::NetworkSet, &legacy).unwrap();
+        assert_eq!(
+            back.metadata.other["ownerReferences"][0]["uid"],
+            "6f1e2a3b-0000-4000-8000-000000000001"
+        );
+        assert_eq!(
+            back.metadata.other["ownerReferences"][0]["apiVersion"],
+            "projectcalico.org/v3"
+        );
+    }
+
+    #[test]
+    fn calico_labels_and_annotations_are_kept_on_the_custom_resource() {
+        let mut pool = Resource::new(Kind::IpPool, "pool");
+        pool.metadata.labels.insert("team".into(), "a".into());
+        pool.metadata
+            .labels
+            .insert("operator.tigera.io/managed".into(), "yes".into());
+        pool.metadata
+            .annotations
+            .insert("projectcalico.org/note".into(), "n".into());
+        pool.metadata
+            .annotations
+            .insert("owner".into(), "me".into());
+        let object = to_custom_resource(&pool);
+        assert_eq!(
+            object["metadata"]["labels"],
+            json!({"operator.tigera.io/managed": "yes"})
+        );
+        let annotations = object["metadata"]["annotations"].as_object().unwrap();
+        assert_eq!(annotations["projectcalico.org/note"], "n");
+        assert!(!annotations.contains_key("owner"));
+        let back = from_custom_resource(Kind::IpPool, &object).unwrap();
+        assert_eq!(back.metadata.labels, pool.metadata.labels);
+        assert_eq!(back.metadata.annotations, pool.metadata.annotations);
+
+        // Labels set directly on the custom resource (as older versions wrote them) are kept, and
+        // the metadata annotation wins where both have a key.
+        let mut older = object.clone();
+        older["metadata"]["labels"]["legacy"] = json!("x");
+        older["metadata"]["labels"]["team"] = json!("stale");
+        let back = from_custom_resource(Kind::IpPool, &older).unwrap();
+        assert_eq!(back.metadata.labels["legacy"], "x");
+        assert_eq!(back.metadata.labels["team"], "a");
     }
 
     #[test]

@@ -1,13 +1,20 @@
 //! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
 //!
-//! - a Calico `Node` is a Kubernetes Node: its BGP and tunnel fields live in `projectcalico.org/*`
-//!   annotations, its labels are the Node's labels, its addresses come from the Node's status. An
-//!   update merges into the Kubernetes Node (a merge patch carrying the `resourceVersion` read, so a
-//!   concurrent change is a conflict); create and delete are Kubernetes' business.
+//! - a Calico `Node` is a Kubernetes Node (upstream `resources/node.go`): its BGP, tunnel and
+//!   WireGuard interface fields live in `projectcalico.org/*` annotations, its addresses come from
+//!   the Node's status. Its own labels and annotations are kept as JSON in the
+//!   `projectcalico.org/labels` and `projectcalico.org/annotations` annotations; on read the
+//!   Kubernetes Node's labels are laid over its labels (Kubernetes wins) and recorded in the
+//!   `projectcalico.org/kube-labels` annotation, so that on write the inherited ones can be told
+//!   apart and left out: netctl never changes a Kubernetes Node's labels. An update merges into the
+//!   Kubernetes Node (a merge patch carrying the `resourceVersion` read, so a concurrent change is a
+//!   conflict); create and delete are Kubernetes' business. The WireGuard public keys
+//!   (`WireguardPublicKey`, `WireguardPublicKeyV6`) are Node *status* upstream, which netctl's
+//!   resources do not carry: they are neither shown nor touched.
 //! - `Profile`s are read-only: `kns.<namespace>` from each Namespace, `ksa.<namespace>.<account>`
 //!   from each ServiceAccount, plus `projectcalico-default-allow`.
 //!
-//! Workload endpoints (derived from pods) are not read by this build.
+//! Workload endpoints (derived from Pods) are in `workload`.
 
 use std::collections::BTreeMap;
 
@@ -21,11 +28,16 @@ use crate::resource::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
 
 pub const NODES: &str = "Nodes are Kubernetes Nodes in the `kubernetes` datastore: create and delete them through Kubernetes";
 pub const PROFILES: &str = "Profiles are derived from Kubernetes Namespaces and ServiceAccounts in the `kubernetes` datastore";
-pub const WORKLOAD_ENDPOINTS: &str =
-    "workload endpoints are derived from pods, which this build does not read";
 
 /// The annotation prefix of Calico Node fields on a Kubernetes Node.
 const ANNOTATION_PREFIX: &str = "projectcalico.org/";
+
+/// The annotation that records the Kubernetes Node's labels on the Calico Node (JSON).
+pub const KUBE_LABELS_ANNOTATION: &str = "projectcalico.org/kube-labels";
+
+/// The Calico Node's own labels and annotations, as JSON, on the Kubernetes Node.
+const LABELS_ANNOTATION: &str = "projectcalico.org/labels";
+const ANNOTATIONS_ANNOTATION: &str = "projectcalico.org/annotations";
 
 /// The name of the profile that allows everything.
 pub const DEFAULT_ALLOW_PROFILE: &str = "projectcalico-default-allow";
@@ -84,6 +96,22 @@ pub fn node_to_resource(node: &Node) -> Resource {
         }
     }
     let name = metadata.name.clone().unwrap_or_default();
+    // As upstream (`SetCalicoMetadataFromK8sAnnotations`, `mergeCalicoAndK8sLabels`): an annotation
+    // that does not parse is ignored.
+    let stored = |key: &str| -> BTreeMap<String, String> {
+        annotations
+            .get(key)
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    };
+    let mut labels = stored(LABELS_ANNOTATION);
+    labels.extend(metadata.labels.clone().unwrap_or_default());
+    let mut calico_annotations = stored(ANNOTATIONS_ANNOTATION);
+    // Upstream writes Go's `null` for a Node without labels; so does serializing `None`.
+    calico_annotations.insert(
+        KUBE_LABELS_ANNOTATION.to_string(),
+        serde_json::to_string(&metadata.labels).unwrap_or_default(),
+    );
     let addresses: Vec<Value> = node
         .status
         .as_ref()
@@ -111,7 +139,8 @@ pub fn node_to_resource(node: &Node) -> Resource {
                 .as_ref()
                 .map(|time| time.0.to_string()),
             resource_version: metadata.resource_version.clone(),
-            labels: metadata.labels.clone().unwrap_or_default(),
+            labels,
+            annotations: calico_annotations,
             ..ObjectMeta::default()
         },
         spec,
@@ -119,8 +148,12 @@ pub fn node_to_resource(node: &Node) -> Resource {
 }
 
 /// The merge patch that makes a Kubernetes Node carry `resource`: the Calico annotations set or
-/// removed, the labels made equal, and the `resourceVersion` read as a precondition.
-pub fn node_patch(current: &Node, resource: &Resource) -> Value {
+/// removed, and the `resourceVersion` read as a precondition. The Node's labels are not touched:
+/// labels that came from it (named in `projectcalico.org/kube-labels`) are dropped, the rest are
+/// the Calico Node's own and go to the `projectcalico.org/labels` annotation (upstream
+/// `mergeCalicoNodeIntoK8sNode`, `restoreCalicoLabels`). A label that shadows a Kubernetes label
+/// is therefore dropped too, as upstream does.
+pub fn node_patch(current: &Node, resource: &Resource) -> Result<Value, StoreError> {
     let mut annotations = serde_json::Map::new();
     let spec = &resource.spec;
     for (path, name) in NODE_ANNOTATIONS {
@@ -139,24 +172,41 @@ pub fn node_patch(current: &Node, resource: &Resource) -> Value {
         };
         annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
     }
+    let mut labels = resource.metadata.labels.clone();
+    let mut own_annotations = resource.metadata.annotations.clone();
+    if let Some(raw) = own_annotations
+        .remove(KUBE_LABELS_ANNOTATION)
+        .filter(|raw| !raw.is_empty())
+    {
+        let inherited: Option<BTreeMap<String, String>> =
+            serde_json::from_str(&raw).map_err(|source| StoreError::InvalidData {
+                location: format!(
+                    "annotation `{KUBE_LABELS_ANNOTATION}` of Node `{}`",
+                    resource.metadata.name
+                ),
+                source,
+            })?;
+        for key in inherited.unwrap_or_default().keys() {
+            labels.remove(key);
+        }
+    }
+    let as_json = |map: &BTreeMap<String, String>| match map.is_empty() {
+        true => Value::Null,
+        false => json!(serde_json::to_string(map).unwrap_or_default()),
+    };
+    annotations.insert(LABELS_ANNOTATION.to_string(), as_json(&labels));
+    annotations.insert(
+        ANNOTATIONS_ANNOTATION.to_string(),
+        as_json(&own_annotations),
+    );
     let existing = current.metadata.annotations.clone().unwrap_or_default();
     annotations.retain(|key, value| !value.is_null() || existing.contains_key(key));
-    let mut labels: serde_json::Map<String, Value> = resource
-        .metadata
-        .labels
-        .iter()
-        .map(|(key, value)| (key.clone(), json!(value)))
-        .collect();
-    for key in current.metadata.labels.clone().unwrap_or_default().keys() {
-        labels.entry(key.clone()).or_insert(Value::Null);
-    }
-    json!({
+    Ok(json!({
         "metadata": {
             "resourceVersion": resource.metadata.resource_version,
             "annotations": annotations,
-            "labels": labels,
         }
-    })
+    }))
 }
 
 pub async fn get_node(store: &KubeStore, key: &ResourceKey) -> Result<Resource, StoreError> {
@@ -207,7 +257,7 @@ pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resou
             api.get(&key.name),
         )
         .await?;
-    let patch = node_patch(&current, resource);
+    let patch = node_patch(&current, resource)?;
     let result = store
         .call(
             store.request("update", "nodes", Some(&key), Some(&expected)),
@@ -318,24 +368,52 @@ pub async fn get_profile(store: &KubeStore, key: &ResourceKey) -> Result<Resourc
     Err(StoreError::NotFound(key.clone()))
 }
 
-/// Every profile in one page: the default-allow profile, then one per Namespace and one per
-/// ServiceAccount (read in pages of the requested size; there are as many as namespaces and
-/// accounts, so the result is bounded by the cluster's size, not by the resources of policy).
+/// Where a profile listing goes on: the continue token is the phase (`namespaces/` or
+/// `serviceaccounts/`) followed by the API's own continue token for that phase (empty to start it).
+const NAMESPACE_PHASE: &str = "namespaces/";
+const SERVICE_ACCOUNT_PHASE: &str = "serviceaccounts/";
+
+/// One page of profiles: the default-allow profile first, then one per Namespace, then one per
+/// ServiceAccount, each read with the API's `limit` and `continue`, so a listing holds one page of
+/// Namespaces or ServiceAccounts at a time however large the cluster.
 pub async fn list_profiles(
     store: &KubeStore,
     options: &ListOptions,
-    _continue_token: Option<&str>,
+    continue_token: Option<&str>,
 ) -> Result<Page, StoreError> {
     let client = store.api.client.clone();
-    let mut items = vec![default_allow_profile()];
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut token: Option<String> = None;
-    let mut revision;
-    loop {
-        let mut params = ListParams::default().limit(super::page_size(options));
-        if let Some(token) = &token {
-            params = params.continue_token(token);
+    let size = super::page_size(options);
+    let mut items = Vec::new();
+    let (phase, inner) = match continue_token {
+        None => {
+            items.push(default_allow_profile());
+            (NAMESPACE_PHASE, None)
         }
+        Some(token) => {
+            let (phase, inner) = [NAMESPACE_PHASE, SERVICE_ACCOUNT_PHASE]
+                .iter()
+                .find_map(|phase| Some((*phase, token.strip_prefix(phase)?)))
+                .ok_or_else(|| {
+                    StoreError::Other(format!(
+                        "continue token `{token}` was not issued by a profile listing"
+                    ))
+                })?;
+            (phase, Some(inner).filter(|inner| !inner.is_empty()))
+        }
+    };
+    // The default-allow profile takes one place of the first page (but a limit of 0 would mean
+    // no limit to the API).
+    let limit = if items.is_empty() {
+        size
+    } else {
+        size.saturating_sub(1).max(1)
+    };
+    let mut params = ListParams::default().limit(limit);
+    if let Some(inner) = inner {
+        params = params.continue_token(inner);
+    }
+    let (revision, next) = if phase == NAMESPACE_PHASE {
+        let namespaces: Api<Namespace> = Api::all(client);
         let list = store
             .call(
                 store.request("list", "namespaces", None, None),
@@ -343,18 +421,13 @@ pub async fn list_profiles(
             )
             .await?;
         items.extend(list.items.iter().map(namespace_profile));
-        revision = list.metadata.resource_version.unwrap_or_default();
-        token = list.metadata.continue_.filter(|token| !token.is_empty());
-        if token.is_none() {
-            break;
-        }
-    }
-    let accounts: Api<ServiceAccount> = Api::all(client);
-    loop {
-        let mut params = ListParams::default().limit(super::page_size(options));
-        if let Some(token) = &token {
-            params = params.continue_token(token);
-        }
+        let next = match list.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => format!("{NAMESPACE_PHASE}{token}"),
+            None => SERVICE_ACCOUNT_PHASE.to_string(),
+        };
+        (list.metadata.resource_version, Some(next))
+    } else {
+        let accounts: Api<ServiceAccount> = Api::all(client);
         let list = store
             .call(
                 store.request("list", "serviceaccounts", None, None),
@@ -362,15 +435,17 @@ pub async fn list_profiles(
             )
             .await?;
         items.extend(list.items.iter().map(service_account_profile));
-        token = list.metadata.continue_.filter(|token| !token.is_empty());
-        if token.is_none() {
-            break;
-        }
-    }
+        let next = list
+            .metadata
+            .continue_
+            .filter(|token| !token.is_empty())
+            .map(|token| format!("{SERVICE_ACCOUNT_PHASE}{token}"));
+        (list.metadata.resource_version, next)
+    };
     Ok(Page {
         items,
-        continue_token: None,
-        revision,
+        continue_token: next,
+        revision: revision.unwrap_or_default(),
     })
 }
 
@@ -408,14 +483,85 @@ mod tests {
             .unwrap()
             .remove("ipv4VXLANTunnelAddr");
         changed.metadata.labels.clear();
-        let patch = node_patch(&node, &changed);
+        let patch = node_patch(&node, &changed).unwrap();
         let annotations = &patch["metadata"]["annotations"];
         assert_eq!(annotations["projectcalico.org/IPv4Address"], "10.0.0.2/24");
         assert_eq!(annotations["projectcalico.org/ASNumber"], "64512");
         assert!(annotations["projectcalico.org/IPv4VXLANTunnelAddr"].is_null());
         assert!(annotations.get("projectcalico.org/IPv6Address").is_none());
-        assert!(patch["metadata"]["labels"]["zone"].is_null());
+        // The Kubernetes Node's labels are never part of the patch.
+        assert!(patch["metadata"].get("labels").is_none());
         assert_eq!(patch["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn kube_labels_separate_inherited_labels_from_calico_ones() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "node1", "resourceVersion": "5",
+                "labels": {"kubernetes.io/os": "linux", "zone": "a"},
+                "annotations": {
+                    "projectcalico.org/labels": "{\"rack\":\"r1\",\"zone\":\"calico\"}",
+                    "projectcalico.org/annotations": "{\"note\":\"n\"}",
+                    "projectcalico.org/IPv4WireguardInterfaceAddr": "10.250.0.1",
+                    "projectcalico.org/IPv6WireguardInterfaceAddr": "fd00:250::1",
+                    "projectcalico.org/WireguardPublicKey": "key"}}
+        }))
+        .unwrap();
+        let resource = node_to_resource(&node);
+        // Kubernetes labels win over the Calico label of the same key.
+        assert_eq!(
+            serde_json::to_value(&resource.metadata.labels).unwrap(),
+            json!({"kubernetes.io/os": "linux", "rack": "r1", "zone": "a"})
+        );
+        assert_eq!(
+            serde_json::to_value(&resource.metadata.annotations).unwrap(),
+            json!({"note": "n",
+                   "projectcalico.org/kube-labels": "{\"kubernetes.io/os\":\"linux\",\"zone\":\"a\"}"})
+        );
+        assert_eq!(
+            resource.spec["wireguard"],
+            json!({"interfaceIPv4Address": "10.250.0.1", "interfaceIPv6Address": "fd00:250::1"})
+        );
+
+        let mut changed = resource.clone();
+        changed.metadata.labels.insert("team".into(), "net".into());
+        changed.metadata.labels.insert("zone".into(), "b".into());
+        changed.metadata.annotations.remove("note");
+        changed.spec["wireguard"] = json!({"interfaceIPv4Address": "10.250.0.2"});
+        let patch = node_patch(&node, &changed).unwrap();
+        let annotations = &patch["metadata"]["annotations"];
+        // Inherited labels (even when changed: shadowed) are left out; only Calico's own remain.
+        assert_eq!(
+            annotations["projectcalico.org/labels"],
+            "{\"rack\":\"r1\",\"team\":\"net\"}"
+        );
+        assert!(annotations["projectcalico.org/annotations"].is_null());
+        assert!(annotations.get("projectcalico.org/kube-labels").is_none());
+        assert_eq!(
+            annotations["projectcalico.org/IPv4WireguardInterfaceAddr"],
+            "10.250.0.2"
+        );
+        assert!(annotations["projectcalico.org/IPv6WireguardInterfaceAddr"].is_null());
+        // Status upstream; not netctl's to change.
+        assert!(
+            annotations
+                .get("projectcalico.org/WireguardPublicKey")
+                .is_none()
+        );
+
+        // A Node without labels records Go's `null`, and reads back without inherited labels.
+        let bare: Node = serde_json::from_value(json!({"metadata": {"name": "node2"}})).unwrap();
+        let resource = node_to_resource(&bare);
+        assert_eq!(
+            resource.metadata.annotations["projectcalico.org/kube-labels"],
+            "null"
+        );
+        let patch = node_patch(&bare, &resource).unwrap();
+        assert!(
+            patch["metadata"]["annotations"]
+                .get("projectcalico.org/labels")
+                .is_none()
+        );
     }
 
     #[test]

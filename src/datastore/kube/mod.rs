@@ -1,12 +1,14 @@
 //! The Kubernetes backend: Calico resources as custom resources of `crd.projectcalico.org/v1`, Nodes
-//! as Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts (read-only).
+//! as Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts and WorkloadEndpoints
+//! derived from Pods (both read-only).
 //!
 //! Every request goes through the Kubernetes API with the kube client built by [`client`]. Writes are
 //! conditional as the API server makes them: create is a POST (409 `AlreadyExists` if taken), update
 //! a PUT carrying the `resourceVersion` read (409 `Conflict` if someone else wrote since), delete
 //! carries `resourceVersion` and UID preconditions. Lists use the API's `limit` and `continue`, so a
-//! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources) and
-//! `derived` (Nodes, Profiles); error classification in `errors`; the upgrade lock and checkpoint
+//! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources),
+//! `derived` (Nodes, Profiles) and `workload` (WorkloadEndpoints from Pods, read-only); error
+//! classification in `errors`; the upgrade lock and checkpoint
 //! mirror (Leases and ConfigMaps) in `coordination`.
 
 pub mod client;
@@ -14,6 +16,7 @@ mod conversion;
 pub mod coordination;
 mod derived;
 mod errors;
+mod workload;
 
 use std::time::Duration;
 
@@ -176,9 +179,7 @@ impl Datastore for KubeStore {
         match key.kind {
             Kind::Node => return derived::get_node(self, key).await,
             Kind::Profile => return derived::get_profile(self, key).await,
-            Kind::WorkloadEndpoint => {
-                return Err(unsupported("get", key.kind, derived::WORKLOAD_ENDPOINTS));
-            }
+            Kind::WorkloadEndpoint => return workload::get(self, key).await,
             _ => {}
         }
         let resource = Self::resource_name(key.kind);
@@ -202,11 +203,7 @@ impl Datastore for KubeStore {
             Kind::Node => return derived::list_nodes(self, options, continue_token).await,
             Kind::Profile => return derived::list_profiles(self, options, continue_token).await,
             Kind::WorkloadEndpoint => {
-                return Err(unsupported(
-                    "list",
-                    options.kind,
-                    derived::WORKLOAD_ENDPOINTS,
-                ));
+                return workload::list(self, options, continue_token).await;
             }
             _ => {}
         }
@@ -242,7 +239,7 @@ impl Datastore for KubeStore {
                 return Err(unsupported(
                     "create",
                     resource.kind,
-                    derived::WORKLOAD_ENDPOINTS,
+                    workload::WORKLOAD_ENDPOINTS,
                 ));
             }
             _ => {}
@@ -272,7 +269,7 @@ impl Datastore for KubeStore {
                 return Err(unsupported(
                     "update",
                     resource.kind,
-                    derived::WORKLOAD_ENDPOINTS,
+                    workload::WORKLOAD_ENDPOINTS,
                 ));
             }
             _ => {}
@@ -317,7 +314,11 @@ impl Datastore for KubeStore {
             Kind::Node => return Err(unsupported("delete", key.kind, derived::NODES)),
             Kind::Profile => return Err(unsupported("delete", key.kind, derived::PROFILES)),
             Kind::WorkloadEndpoint => {
-                return Err(unsupported("delete", key.kind, derived::WORKLOAD_ENDPOINTS));
+                return Err(unsupported(
+                    "delete",
+                    key.kind,
+                    workload::WORKLOAD_ENDPOINTS,
+                ));
             }
             _ => {}
         }
