@@ -695,7 +695,7 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "tier-settings", "namespace": "apps",
                      "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
-                                          "name": "security", "uid": old_uid}]},
+                                          "name": "security", "uid": old_uid, "controller": true}]},
         "data": {"mode": "strict"}
     }));
     let mirror = mirror(
@@ -710,7 +710,8 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
     assert_eq!(
         plan["facts"]["owner_references"]["value"],
         json!([{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "tier-settings",
-                "ownerKind": "Tier", "ownerName": "security", "index": 0}])
+                "ownerKind": "Tier", "ownerName": "security", "index": 0, "ownerUid": old_uid,
+                "controller": true}])
     );
 
     let apply = [
@@ -750,14 +751,10 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "quay.io/tigera/operator:v1.36.0"
     );
 
-    // The upgrade: the Tier comes back with a new UID, the operator and node agents roll out and
-    // report the new version.
+    // The upgrade: the Tier is replaced (deleted here, back with a new UID below), the operator and
+    // node agents roll out and report the new version.
     let deleted = operator.run(&["delete", "tier", "security"], &[]);
     assert_success(&deleted, "delete tier");
-    kube.put(tier("new"));
-    // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
-    let new_uid = v3_tier_uid(&operator);
-    assert_ne!(old_uid, new_uid);
     roll_out_in(
         &kube,
         "tigera-operator",
@@ -769,35 +766,105 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
     roll_out_in(&kube, "calico-system", "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
 
-    // Unattended, the run stops at the gate that asks for the reference back, having read the new
-    // UID for the operator.
+    // The owner is gone and not back yet: the restore fails, naming the owner, and nothing changes.
     let resume = [
         "upgrade",
         "apply",
         "--resume",
         "--mirror-dir",
         mirror.to_str().unwrap(),
+        "--yes",
     ];
-    let stopped = operator.run(&resume, &[]);
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
-    let status = status_json(&operator);
+    let failed = operator.run(&resume, &[]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let stderr = text(&failed.stderr);
     assert!(
-        status["checkpoint"]["outputs"]
-            .to_string()
-            .contains(&new_uid),
-        "the new UID was read: {status}"
+        stderr.contains(
+            "the owner Tier `security` of ConfigMap apps/tier-settings does not exist, so its reference cannot be restored"
+        ) && stderr.contains("hint:")
+            && stderr.contains("netctl get Tier security"),
+        "{stderr}"
     );
-    // The operator re-adds the reference with the new UID and approves the rest.
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"],
+        json!({"state": "failed", "step": "ownerreferences-restore/restore-owner-reference[0]"}),
+        "{status}"
+    );
+    // The checkpoint records what was removed (the plan's facts), with the old UID.
+    assert_eq!(
+        status["checkpoint"]["plan"]["facts"]["owner_references"]["value"][0]["ownerUid"],
+        json!(old_uid)
+    );
+    let status_text = operator.run(&["upgrade", "status"], &[]);
+    assert!(
+        text(&status_text.stdout).contains(&format!(
+            "ConfigMap apps/tier-settings #0 → Tier security (uid {old_uid})"
+        )),
+        "{}",
+        text(&status_text.stdout)
+    );
+
+    // The upgrade brings the Tier back with a new UID.
+    kube.put(tier("new"));
+    // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
+    let new_uid = v3_tier_uid(&operator);
+    assert_ne!(old_uid, new_uid);
+
+    // A dry-run of the rest shows the exact request, with the UID it read.
+    let mut rehearsal = resume.to_vec();
+    rehearsal.push("--dry-run");
+    let rehearsed = operator.run(&rehearsal, &[]);
+    assert_success(&rehearsed, "dry-run of the resume");
+    let transcript = text(&rehearsed.stdout);
+    assert!(
+        transcript.contains(&format!(
+            "would read the UID of Tier `security` through the datastore when the step runs: `{new_uid}` now"
+        )) && transcript.contains(
+            "would PATCH /api/v1/namespaces/apps/configmaps/tier-settings (application/json-patch+json, "
+        ) && transcript.contains(&format!(
+            r#"{{"op":"add","path":"/metadata/ownerReferences","value":[{{"apiVersion":"projectcalico.org/v3","kind":"Tier","name":"security","uid":"{new_uid}","controller":true}}]}}"#
+        )),
+        "{transcript}"
+    );
+    assert!(
+        kube.get("v1", "configmaps", "apps", "tier-settings")
+            .unwrap()["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "a dry-run sends with dryRun=All"
+    );
+
+    // Someone re-added the reference by hand with the old UID: the restore replaces it. The run is
+    // killed right after the patch, before the checkpoint records it; the resume finds the
+    // postcondition holding and does not patch again.
     let mut settings = kube
         .get("v1", "configmaps", "apps", "tier-settings")
         .unwrap();
     settings["metadata"]["ownerReferences"] = json!([{"apiVersion": "projectcalico.org/v3",
-        "kind": "Tier", "name": "security", "uid": new_uid}]);
+        "kind": "Tier", "name": "security", "uid": old_uid}]);
     kube.put(settings);
-    let mut finish = resume.to_vec();
-    finish.push("--yes");
-    let finished = operator.run(&finish, &[]);
+    apply_killed_at(
+        &operator,
+        &resume,
+        "ownerreferences-restore/restore-owner-reference[0]:after",
+    );
+    let patched = kube
+        .get("v1", "configmaps", "apps", "tier-settings")
+        .unwrap();
+    let version = patched["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        patched["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "security",
+                "uid": new_uid, "controller": true}])
+    );
+    let finished = operator.run(&resume, &[]);
     assert_success(&finished, "resume");
+    assert!(
+        text(&finished.stderr).contains("its postcondition holds, so it is not run again"),
+        "{}",
+        text(&finished.stderr)
+    );
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -807,8 +874,14 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         .get("v1", "configmaps", "apps", "tier-settings")
         .unwrap();
     assert_eq!(
-        settings["metadata"]["ownerReferences"][0]["uid"],
-        json!(new_uid)
+        settings["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "security",
+                "uid": new_uid, "controller": true}]),
+        "the reference is back with the new UID, once"
+    );
+    assert_eq!(
+        settings["metadata"]["resourceVersion"], version,
+        "the resume sent nothing"
     );
     assert_eq!(settings["data"]["mode"], "strict", "the ConfigMap survived");
 }

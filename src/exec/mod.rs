@@ -1316,6 +1316,10 @@ pub fn describe_action(action: &Action) -> String {
             (None, None) => format!("fact `{}`", check.fact),
         },
         Action::Pause(gate) => format!("confirmation: {}", gate.message),
+        Action::KubeRestoreOwnerReference(restore) => format!(
+            "{} refers to {} `{}` with its current UID",
+            restore.object, restore.owner.kind, restore.owner.name
+        ),
         other => other.name().to_string(),
     }
 }

@@ -52,6 +52,10 @@ pub enum Action {
     /// Wait until a workload has rolled out and shows the expected readiness.
     #[serde(rename = "kube.wait-rollout")]
     KubeWaitRollout(KubeWaitRollout),
+    /// Add back an OwnerReference to a `projectcalico.org/v3` owner, with the UID the owner has when
+    /// the step runs (the upgrade changes it, so a plan cannot carry it).
+    #[serde(rename = "kube.restore-owner-reference")]
+    KubeRestoreOwnerReference(KubeRestoreOwnerReference),
     /// Download a URL to a file (`file://` URLs and a local mirror directory serve air-gapped sites).
     #[serde(rename = "fetch")]
     Fetch(Fetch),
@@ -71,7 +75,7 @@ pub enum Action {
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 20] = [
         "resource.get",
         "resource.list",
         "resource.create",
@@ -86,6 +90,7 @@ impl Action {
         "kube.label",
         "kube.delete",
         "kube.wait-rollout",
+        "kube.restore-owner-reference",
         "fetch",
         "helm",
         "exec",
@@ -110,6 +115,7 @@ impl Action {
             Action::KubeLabel(_) => "kube.label",
             Action::KubeDelete(_) => "kube.delete",
             Action::KubeWaitRollout(_) => "kube.wait-rollout",
+            Action::KubeRestoreOwnerReference(_) => "kube.restore-owner-reference",
             Action::Fetch(_) => "fetch",
             Action::Helm(_) => "helm",
             Action::Exec(_) => "exec",
@@ -187,6 +193,14 @@ impl Action {
             }
             Action::KubeWaitRollout(wait) if wait.name.is_none() && wait.selector.is_none() => {
                 Err(invalid("give a `name` or a `selector`"))
+            }
+            Action::KubeRestoreOwnerReference(restore)
+                if restore.owner.api_version != CALICO_API_VERSION =>
+            {
+                Err(invalid(&format!(
+                    "`owner.api_version` must be `{CALICO_API_VERSION}`: only the owners whose UIDs the upgrade changes are restored (got `{}`)",
+                    restore.owner.api_version
+                )))
             }
             Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
                 "`selector` must not be empty (deleting every object of a kind is never planned)",
@@ -390,6 +404,37 @@ pub struct KubeWaitRollout {
     pub ready: Option<String>,
     #[serde(default = "default_rollout_timeout")]
     pub timeout: HumanDuration,
+}
+
+/// The apiVersion of the resources netctl manages, and of the owners `kube.restore-owner-reference`
+/// re-attaches objects to.
+pub const CALICO_API_VERSION: &str = "projectcalico.org/v3";
+
+/// Re-add the OwnerReference from `object` to a `projectcalico.org/v3` resource. Everything but the
+/// owner's UID is known when planning (from the `owner_references` fact); the UID is read through the
+/// datastore when the step runs, so it is the one the upgrade gave the owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeRestoreOwnerReference {
+    /// The owned object.
+    pub object: KubeObject,
+    pub owner: OwnerResource,
+    /// The reference's `controller` flag as it was recorded (absent: not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    /// The reference's `blockOwnerDeletion` flag as it was recorded (absent: not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// The owner of a restored reference: a `projectcalico.org/v3` resource by kind and name. A namespaced
+/// owner (a NetworkPolicy) is in the owned object's namespace, as Kubernetes requires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerResource {
+    pub api_version: String,
+    pub kind: Kind,
+    pub name: String,
 }
 
 fn default_rollout_timeout() -> HumanDuration {
