@@ -10,7 +10,8 @@
 //! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
 //! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`), operator (v3.26 → v3.29 across the OwnerReference
 //! UID change), Helm across the ownership edge (v3.20 → v3.27) and after it (v3.24 → v3.27), plus
-//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged.
+//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged, and
+//! saved plans refused because a cluster fact changed since they were made.
 //! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv, so the Helm
 //! scenarios prove the exact commands netctl runs, not what Helm does with them. `exec` steps that run
 //! `netctl` or `kubectl` run the real programs (`netctl` is linked into `$HOME/bin`).
@@ -912,6 +913,98 @@ fn operator_dry_run_transcript() {
         &mirror,
         "operator_v3_26_to_v3_29_dry_run",
     );
+}
+
+/// The objects of the install, without netctl's own coordination objects (the lock a refused run
+/// took and released).
+fn install_objects(kube: &KubeApiServer) -> Vec<String> {
+    cluster_objects(kube)
+        .into_iter()
+        .filter(|object| !object.contains(r#""name":"netctl-"#))
+        .collect()
+}
+
+/// A saved plan is checked against the cluster as it is when `apply` starts: each fact the plan
+/// discovered from the cluster (or the datastore) that changed since is a refusal naming the fact, its
+/// planned and its current value, and nothing is changed — no object, no checkpoint.
+#[test]
+fn a_saved_plan_is_refused_when_a_cluster_fact_changed() {
+    type Change = fn(&KubeApiServer, &str);
+    let cases: [(&str, Change, &str); 3] = [
+        (
+            "another object came to be owned by a v3 resource",
+            |kube, uid| {
+                kube.put(json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "tier-cache", "namespace": "apps",
+                                 "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                                      "name": "security", "uid": uid}]},
+                    "data": {}
+                }));
+            },
+            "fact `owner_references` was `ConfigMap apps/tier-settings #0 → Tier security (uid {uid})` when the plan was made and is `ConfigMap apps/tier-cache #0 → Tier security (uid {uid}); ConfigMap apps/tier-settings #0 → Tier security (uid {uid})` now",
+        ),
+        (
+            "the operator turned out to be a Helm release",
+            |kube, _| {
+                kube.put(json!({
+                    "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                    "metadata": {"name": "sh.helm.release.v1.calico.v1", "namespace": "tigera-operator",
+                                 "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
+                    "data": {}
+                }));
+            },
+            "fact `install_method` was `operator` when the plan was made and is `helm` now",
+        ),
+        (
+            "application layer policy was enabled",
+            |kube, _| {
+                kube.put(json!({
+                    "apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration",
+                    "metadata": {"name": "default"},
+                    "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}
+                }));
+            },
+            "fact `alp_enabled` was `false` when the plan was made and is `true` now",
+        ),
+    ];
+    for (what, change, refusal) in cases {
+        let kube = operator_cluster();
+        let operator = kubernetes_operator(&kube);
+        let uid = v3_tier_uid(&operator);
+        kube.put(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "tier-settings", "namespace": "apps",
+                         "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                              "name": "security", "uid": uid}]},
+            "data": {"mode": "strict"}
+        }));
+        let (plan_file, _) = plan(&operator, "v3.29.0", &[]);
+        change(&kube, &uid);
+        let before = install_objects(&kube);
+        let refused = operator.run(
+            &[
+                "upgrade",
+                "apply",
+                "--plan",
+                plan_file.to_str().unwrap(),
+                "--yes",
+            ],
+            &[],
+        );
+        let stderr = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: the saved plan is stale: {}",
+                refusal.replace("{uid}", &uid)
+            )) && stderr.contains("hint: the cluster changed since the plan was made"),
+            "{what}: {stderr}"
+        );
+        assert_eq!(before, install_objects(&kube), "{what}: nothing changed");
+        let status = status_json(&operator);
+        assert!(status["checkpoint"].is_null(), "{what}: no run: {status}");
+    }
 }
 
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
