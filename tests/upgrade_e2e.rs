@@ -1007,6 +1007,41 @@ fn a_saved_plan_is_refused_when_a_cluster_fact_changed() {
     }
 }
 
+/// A plan whose install method was discovered from the cluster cannot be checked without one: `apply`
+/// on a machine configured for etcd only refuses it, naming the fact, and writes nothing.
+#[test]
+fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let planner = operator_for(&etcd, &kube);
+    let (plan_file, plan) = plan(&planner, "v3.27.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let etcd_only = Operator::with_config(&etcd.netctl_config_yaml());
+    let refused = etcd_only.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: the saved plan discovered fact `install_method` from the Kubernetes cluster, and no cluster is configured to check it again"
+        ) && stderr.contains("hint: configure the cluster the plan was made for"),
+        "{stderr}"
+    );
+    assert_eq!(
+        before,
+        etcd.dump_prefix_bytes("/calico/"),
+        "nothing written (the lock was taken and released)"
+    );
+}
+
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
 /// `$HOME/helm-argv` and succeeds. There is no real Helm here: the test proves netctl runs exactly
 /// the command the plan shows, not what Helm does with it.
