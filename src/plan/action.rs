@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::resource::{Kind, Resource};
+use crate::resource::{API_VERSION, Kind, Resource};
 
 /// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as a runbook
 /// step, so a saved plan reads like the runbook it came from.
@@ -195,10 +195,10 @@ impl Action {
                 Err(invalid("give a `name` or a `selector`"))
             }
             Action::KubeRestoreOwnerReference(restore)
-                if restore.owner.api_version != CALICO_API_VERSION =>
+                if restore.owner.api_version != API_VERSION =>
             {
                 Err(invalid(&format!(
-                    "`owner.api_version` must be `{CALICO_API_VERSION}`: only the owners whose UIDs the upgrade changes are restored (got `{}`)",
+                    "`owner.api_version` must be `{API_VERSION}`: only the owners whose UIDs the upgrade changes are restored (got `{}`)",
                     restore.owner.api_version
                 )))
             }
@@ -406,10 +406,6 @@ pub struct KubeWaitRollout {
     pub timeout: HumanDuration,
 }
 
-/// The apiVersion of the resources netctl manages, and of the owners `kube.restore-owner-reference`
-/// re-attaches objects to.
-pub const CALICO_API_VERSION: &str = "projectcalico.org/v3";
-
 /// Re-add the OwnerReference from `object` to a `projectcalico.org/v3` resource. Everything but the
 /// owner's UID is known when planning (from the `owner_references` fact); the UID is read through the
 /// datastore when the step runs, so it is the one the upgrade gave the owner.
@@ -576,6 +572,46 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "invalid arguments for action `check`: give exactly one of `equals` and `matches`"
+        );
+    }
+
+    #[test]
+    fn an_owner_reference_is_restored_only_to_a_known_v3_owner() {
+        let with = |api_version: &str, kind: &str| {
+            serde_json::json!({
+                "object": {"api_version": "v1", "kind": "ConfigMap", "name": "c", "namespace": "n"},
+                "owner": {"api_version": api_version, "kind": kind, "name": "t"},
+                "controller": true,
+                "block_owner_deletion": null
+            })
+        };
+        let action = Action::from_parts(
+            "kube.restore-owner-reference",
+            with("projectcalico.org/v3", "Tier"),
+        )
+        .unwrap();
+        assert!(matches!(
+            action,
+            Action::KubeRestoreOwnerReference(KubeRestoreOwnerReference {
+                controller: Some(true),
+                block_owner_deletion: None,
+                ..
+            })
+        ));
+        let error = Action::from_parts("kube.restore-owner-reference", with("apps/v1", "Tier"))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`owner.api_version` must be `projectcalico.org/v3`"),
+            "{error}"
+        );
+        assert!(
+            Action::from_parts(
+                "kube.restore-owner-reference",
+                with("projectcalico.org/v3", "Deployment")
+            )
+            .is_err()
         );
     }
 

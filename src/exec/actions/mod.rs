@@ -3,8 +3,8 @@
 //! [`perform`] is the only way the executor touches the world. Each family lives in its own file
 //! (`resource`, `process`, `fetch`, `check`, `kube`, `owner_reference`, `pause`) and takes the
 //! [`RunMode`]: in dry-run it does every read it needs (so the transcript shows the real document
-//! that would be written) and nothing else. [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`]
-//! says whether an interrupted step may simply run again.
+//! that would be written) and nothing else. [`holds`] evaluates an action as a postcondition
+//! (`verify`), and [`is_idempotent`] says whether an interrupted step may simply run again.
 
 pub mod check;
 pub mod fetch;

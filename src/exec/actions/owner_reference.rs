@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use super::kube::{KubeActionError, object_api, object_path, request_error};
 use super::{Outcome, RunMode};
 use crate::datastore::{Datastore, StoreError};
-use crate::plan::action::{CALICO_API_VERSION, KubeRestoreOwnerReference};
-use crate::resource::ResourceKey;
+use crate::plan::action::KubeRestoreOwnerReference;
+use crate::resource::{API_VERSION, ResourceKey};
 
 /// Why an OwnerReference could not be restored.
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +109,7 @@ async fn owner_uid(
 /// The reference as it should be: the recorded owner and flags with the UID read now.
 pub fn wanted_reference(restore: &KubeRestoreOwnerReference, uid: &str) -> Value {
     let mut reference = json!({
-        "apiVersion": CALICO_API_VERSION,
+        "apiVersion": API_VERSION,
         "kind": restore.owner.kind.as_str(),
         "name": restore.owner.name,
         "uid": uid,
@@ -317,7 +317,7 @@ mod tests {
                 namespace: Some("apps".into()),
             },
             owner: OwnerResource {
-                api_version: CALICO_API_VERSION.into(),
+                api_version: API_VERSION.into(),
                 kind: Kind::Tier,
                 name: "security".into(),
             },
