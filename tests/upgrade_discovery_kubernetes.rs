@@ -89,7 +89,10 @@ fn an_operator_install_with_owner_references_and_alp_is_discovered() {
         "metadata": {"name": "zz-tier-settings", "namespace": "apps",
                      "ownerReferences": [owner("Deployment", "web", "apps/v1"),
                                          owner("Tier", "security", "projectcalico.org/v3"),
-                                         owner("Tier", "platform", "projectcalico.org/v3")]},
+                                         // The flags are recorded, so the reference comes back with them.
+                                         {"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "platform",
+                                          "uid": "9f0c1d2e-1111-4000-8000-000000000002",
+                                          "controller": true, "blockOwnerDeletion": false}]},
         "data": {}
     }));
     kube.put(json!({
@@ -124,13 +127,18 @@ fn an_operator_install_with_owner_references_and_alp_is_discovered() {
         references,
         json!([
             {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "infra", "name": "policy-auditor",
-             "ownerKind": "GlobalNetworkPolicy", "ownerName": "audit", "index": 0},
+             "ownerKind": "GlobalNetworkPolicy", "ownerName": "audit", "index": 0,
+             "ownerUid": "9f0c1d2e-1111-4000-8000-000000000001"},
             {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "zz-tier-settings",
-             "ownerKind": "Tier", "ownerName": "platform", "index": 2},
+             "ownerKind": "Tier", "ownerName": "platform", "index": 2,
+             "ownerUid": "9f0c1d2e-1111-4000-8000-000000000002", "controller": true,
+             "blockOwnerDeletion": false},
             {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "zz-tier-settings",
-             "ownerKind": "Tier", "ownerName": "security", "index": 1},
+             "ownerKind": "Tier", "ownerName": "security", "index": 1,
+             "ownerUid": "9f0c1d2e-1111-4000-8000-000000000001"},
             {"apiVersion": "v1", "kind": "Secret", "namespace": "infra", "name": "pool-credentials",
-             "ownerKind": "IPPool", "ownerName": "pool-a", "index": 0}
+             "ownerKind": "IPPool", "ownerName": "pool-a", "index": 0,
+             "ownerUid": "9f0c1d2e-1111-4000-8000-000000000001"}
         ])
     );
     assert!(

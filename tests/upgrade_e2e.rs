@@ -10,7 +10,8 @@
 //! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
 //! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`), operator (v3.26 → v3.29 across the OwnerReference
 //! UID change), Helm across the ownership edge (v3.20 → v3.27) and after it (v3.24 → v3.27), plus
-//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged.
+//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged, and
+//! saved plans refused because a cluster fact changed since they were made.
 //! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv, so the Helm
 //! scenarios prove the exact commands netctl runs, not what Helm does with them. `exec` steps that run
 //! `netctl` or `kubectl` run the real programs (`netctl` is linked into `$HOME/bin`).
@@ -695,7 +696,7 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "tier-settings", "namespace": "apps",
                      "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
-                                          "name": "security", "uid": old_uid}]},
+                                          "name": "security", "uid": old_uid, "controller": true}]},
         "data": {"mode": "strict"}
     }));
     let mirror = mirror(
@@ -710,7 +711,8 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
     assert_eq!(
         plan["facts"]["owner_references"]["value"],
         json!([{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "apps", "name": "tier-settings",
-                "ownerKind": "Tier", "ownerName": "security", "index": 0}])
+                "ownerKind": "Tier", "ownerName": "security", "index": 0, "ownerUid": old_uid,
+                "controller": true}])
     );
 
     let apply = [
@@ -750,14 +752,10 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "quay.io/tigera/operator:v1.36.0"
     );
 
-    // The upgrade: the Tier comes back with a new UID, the operator and node agents roll out and
-    // report the new version.
+    // The upgrade: the Tier is replaced (deleted here, back with a new UID below), the operator and
+    // node agents roll out and report the new version.
     let deleted = operator.run(&["delete", "tier", "security"], &[]);
     assert_success(&deleted, "delete tier");
-    kube.put(tier("new"));
-    // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
-    let new_uid = v3_tier_uid(&operator);
-    assert_ne!(old_uid, new_uid);
     roll_out_in(
         &kube,
         "tigera-operator",
@@ -769,35 +767,105 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
     roll_out_in(&kube, "calico-system", "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
 
-    // Unattended, the run stops at the gate that asks for the reference back, having read the new
-    // UID for the operator.
+    // The owner is gone and not back yet: the restore fails, naming the owner, and nothing changes.
     let resume = [
         "upgrade",
         "apply",
         "--resume",
         "--mirror-dir",
         mirror.to_str().unwrap(),
+        "--yes",
     ];
-    let stopped = operator.run(&resume, &[]);
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
-    let status = status_json(&operator);
+    let failed = operator.run(&resume, &[]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let stderr = text(&failed.stderr);
     assert!(
-        status["checkpoint"]["outputs"]
-            .to_string()
-            .contains(&new_uid),
-        "the new UID was read: {status}"
+        stderr.contains(
+            "the owner Tier `security` of ConfigMap apps/tier-settings does not exist, so its reference cannot be restored"
+        ) && stderr.contains("hint:")
+            && stderr.contains("netctl get Tier security"),
+        "{stderr}"
     );
-    // The operator re-adds the reference with the new UID and approves the rest.
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"],
+        json!({"state": "failed", "step": "ownerreferences-restore/restore-owner-reference[0]"}),
+        "{status}"
+    );
+    // The checkpoint records what was removed (the plan's facts), with the old UID.
+    assert_eq!(
+        status["checkpoint"]["plan"]["facts"]["owner_references"]["value"][0]["ownerUid"],
+        json!(old_uid)
+    );
+    let status_text = operator.run(&["upgrade", "status"], &[]);
+    assert!(
+        text(&status_text.stdout).contains(&format!(
+            "ConfigMap apps/tier-settings #0 → Tier security (uid {old_uid})"
+        )),
+        "{}",
+        text(&status_text.stdout)
+    );
+
+    // The upgrade brings the Tier back with a new UID.
+    kube.put(tier("new"));
+    // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
+    let new_uid = v3_tier_uid(&operator);
+    assert_ne!(old_uid, new_uid);
+
+    // A dry-run of the rest shows the exact request, with the UID it read.
+    let mut rehearsal = resume.to_vec();
+    rehearsal.push("--dry-run");
+    let rehearsed = operator.run(&rehearsal, &[]);
+    assert_success(&rehearsed, "dry-run of the resume");
+    let transcript = text(&rehearsed.stdout);
+    assert!(
+        transcript.contains(&format!(
+            "would read the UID of Tier `security` through the datastore when the step runs: `{new_uid}` now"
+        )) && transcript.contains(
+            "would PATCH /api/v1/namespaces/apps/configmaps/tier-settings (application/json-patch+json, "
+        ) && transcript.contains(&format!(
+            r#"{{"op":"add","path":"/metadata/ownerReferences","value":[{{"apiVersion":"projectcalico.org/v3","kind":"Tier","name":"security","uid":"{new_uid}","controller":true}}]}}"#
+        )),
+        "{transcript}"
+    );
+    assert!(
+        kube.get("v1", "configmaps", "apps", "tier-settings")
+            .unwrap()["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "a dry-run sends with dryRun=All"
+    );
+
+    // Someone re-added the reference by hand with the old UID: the restore replaces it. The run is
+    // killed right after the patch, before the checkpoint records it; the resume finds the
+    // postcondition holding and does not patch again.
     let mut settings = kube
         .get("v1", "configmaps", "apps", "tier-settings")
         .unwrap();
     settings["metadata"]["ownerReferences"] = json!([{"apiVersion": "projectcalico.org/v3",
-        "kind": "Tier", "name": "security", "uid": new_uid}]);
+        "kind": "Tier", "name": "security", "uid": old_uid}]);
     kube.put(settings);
-    let mut finish = resume.to_vec();
-    finish.push("--yes");
-    let finished = operator.run(&finish, &[]);
+    apply_killed_at(
+        &operator,
+        &resume,
+        "ownerreferences-restore/restore-owner-reference[0]:after",
+    );
+    let patched = kube
+        .get("v1", "configmaps", "apps", "tier-settings")
+        .unwrap();
+    let version = patched["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        patched["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "security",
+                "uid": new_uid, "controller": true}])
+    );
+    let finished = operator.run(&resume, &[]);
     assert_success(&finished, "resume");
+    assert!(
+        text(&finished.stderr).contains("its postcondition holds, so it is not run again"),
+        "{}",
+        text(&finished.stderr)
+    );
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -807,8 +875,14 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         .get("v1", "configmaps", "apps", "tier-settings")
         .unwrap();
     assert_eq!(
-        settings["metadata"]["ownerReferences"][0]["uid"],
-        json!(new_uid)
+        settings["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "security",
+                "uid": new_uid, "controller": true}]),
+        "the reference is back with the new UID, once"
+    );
+    assert_eq!(
+        settings["metadata"]["resourceVersion"], version,
+        "the resume sent nothing"
     );
     assert_eq!(settings["data"]["mode"], "strict", "the ConfigMap survived");
 }
@@ -838,6 +912,133 @@ fn operator_dry_run_transcript() {
         &plan_file,
         &mirror,
         "operator_v3_26_to_v3_29_dry_run",
+    );
+}
+
+/// The objects of the install, without netctl's own coordination objects (the lock a refused run
+/// took and released).
+fn install_objects(kube: &KubeApiServer) -> Vec<String> {
+    cluster_objects(kube)
+        .into_iter()
+        .filter(|object| !object.contains(r#""name":"netctl-"#))
+        .collect()
+}
+
+/// A saved plan is checked against the cluster as it is when `apply` starts: each fact the plan
+/// discovered from the cluster (or the datastore) that changed since is a refusal naming the fact, its
+/// planned and its current value, and nothing is changed — no object, no checkpoint.
+#[test]
+fn a_saved_plan_is_refused_when_a_cluster_fact_changed() {
+    type Change = fn(&KubeApiServer, &str);
+    let cases: [(&str, Change, &str); 3] = [
+        (
+            "another object came to be owned by a v3 resource",
+            |kube, uid| {
+                kube.put(json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "tier-cache", "namespace": "apps",
+                                 "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                                      "name": "security", "uid": uid}]},
+                    "data": {}
+                }));
+            },
+            "fact `owner_references` was `ConfigMap apps/tier-settings #0 → Tier security (uid {uid})` when the plan was made and is `ConfigMap apps/tier-cache #0 → Tier security (uid {uid}); ConfigMap apps/tier-settings #0 → Tier security (uid {uid})` now",
+        ),
+        (
+            "the operator turned out to be a Helm release",
+            |kube, _| {
+                kube.put(json!({
+                    "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                    "metadata": {"name": "sh.helm.release.v1.calico.v1", "namespace": "tigera-operator",
+                                 "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
+                    "data": {}
+                }));
+            },
+            "fact `install_method` was `operator` when the plan was made and is `helm` now",
+        ),
+        (
+            "application layer policy was enabled",
+            |kube, _| {
+                kube.put(json!({
+                    "apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration",
+                    "metadata": {"name": "default"},
+                    "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}
+                }));
+            },
+            "fact `alp_enabled` was `false` when the plan was made and is `true` now",
+        ),
+    ];
+    for (what, change, refusal) in cases {
+        let kube = operator_cluster();
+        let operator = kubernetes_operator(&kube);
+        let uid = v3_tier_uid(&operator);
+        kube.put(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "tier-settings", "namespace": "apps",
+                         "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                                              "name": "security", "uid": uid}]},
+            "data": {"mode": "strict"}
+        }));
+        let (plan_file, _) = plan(&operator, "v3.29.0", &[]);
+        change(&kube, &uid);
+        let before = install_objects(&kube);
+        let refused = operator.run(
+            &[
+                "upgrade",
+                "apply",
+                "--plan",
+                plan_file.to_str().unwrap(),
+                "--yes",
+            ],
+            &[],
+        );
+        let stderr = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: the saved plan is stale: {}",
+                refusal.replace("{uid}", &uid)
+            )) && stderr.contains("hint: the cluster changed since the plan was made"),
+            "{what}: {stderr}"
+        );
+        assert_eq!(before, install_objects(&kube), "{what}: nothing changed");
+        let status = status_json(&operator);
+        assert!(status["checkpoint"].is_null(), "{what}: no run: {status}");
+    }
+}
+
+/// A plan whose install method was discovered from the cluster cannot be checked without one: `apply`
+/// on a machine configured for etcd only refuses it, naming the fact, and writes nothing.
+#[test]
+fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let planner = operator_for(&etcd, &kube);
+    let (plan_file, plan) = plan(&planner, "v3.27.0", &[]);
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let etcd_only = Operator::with_config(&etcd.netctl_config_yaml());
+    let refused = etcd_only.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: the saved plan discovered fact `install_method` from the Kubernetes cluster, and no cluster is configured to check it again"
+        ) && stderr.contains("hint: configure the cluster the plan was made for"),
+        "{stderr}"
+    );
+    assert_eq!(
+        before,
+        etcd.dump_prefix_bytes("/calico/"),
+        "nothing written (the lock was taken and released)"
     );
 }
 

@@ -391,6 +391,19 @@ fn print_status(
             record.id
         )?;
     }
+    // What the run detaches before the upgrade and restores after it, so an operator can see (and,
+    // if everything else fails, re-add by hand) what was removed.
+    let references = &plan.facts.owner_references.value;
+    if !references.is_empty() {
+        writeln!(
+            out,
+            "owner references recorded ({}), restored after the upgrade with the owners' new UIDs:",
+            plan.facts.owner_references.origin
+        )?;
+        for reference in references {
+            writeln!(out, "  {reference}")?;
+        }
+    }
     Ok(())
 }
 

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
+use crate::plan::facts::discover_cluster_facts;
 use crate::plan::{Action, FactError, Facts, Plan, PlannedStep, discover_facts};
 
 use actions::pause::{self, Interaction};
@@ -172,6 +173,10 @@ pub enum ExecError {
     },
     #[error("cannot re-read the cluster's facts to check the plan")]
     Facts(#[source] FactError),
+    #[error(
+        "the saved plan discovered fact `{fact}` from the Kubernetes cluster, and no cluster is configured to check it again"
+    )]
+    ClusterFactsUnchecked { fact: &'static str },
     #[error("there is no checkpoint to resume in `{}` or in the datastore", directory.display())]
     NoCheckpoint { directory: PathBuf },
     #[error("the checkpoint belongs to plan `{checkpoint}`, not to the given plan `{given}`")]
@@ -242,6 +247,9 @@ impl ExecError {
             }
             ExecError::StalePlan { .. } => {
                 "the cluster changed since the plan was made; make a new plan with `netctl upgrade plan` and review it".to_string()
+            }
+            ExecError::ClusterFactsUnchecked { .. } => {
+                "configure the cluster the plan was made for (KUBECONFIG, or `kubeconfig` in the config file), or make a new plan".to_string()
             }
             ExecError::NoCheckpoint { .. } => {
                 "pass the same `--state-dir` as the interrupted run, or start a run without `--resume`".to_string()
@@ -372,9 +380,21 @@ impl Executor {
                 digest: plan.digest.clone(),
             });
         }
-        let discovered = discover_facts(self.datastore.as_ref())
+        let mut discovered = discover_facts(self.datastore.as_ref())
             .await
             .map_err(ExecError::Facts)?;
+        // Facts the plan read from the cluster are read from it again; without a cluster they cannot
+        // be checked, and a plan is not run on facts nobody checked.
+        if let Some(fact) = stale::needs_cluster(&plan.facts) {
+            let Some(client) = &self.kubernetes else {
+                return Err(ExecError::ClusterFactsUnchecked { fact });
+            };
+            discovered.cluster = Some(
+                discover_cluster_facts(client)
+                    .await
+                    .map_err(ExecError::Facts)?,
+            );
+        }
         match stale::first_stale_fact(&plan.facts, &discovered) {
             Some(stale) => Err(ExecError::StalePlan {
                 fact: stale.fact,
@@ -1316,6 +1336,10 @@ pub fn describe_action(action: &Action) -> String {
             (None, None) => format!("fact `{}`", check.fact),
         },
         Action::Pause(gate) => format!("confirmation: {}", gate.message),
+        Action::KubeRestoreOwnerReference(restore) => format!(
+            "{} refers to {} `{}` with its current UID",
+            restore.object, restore.owner.kind, restore.owner.name
+        ),
         other => other.name().to_string(),
     }
 }

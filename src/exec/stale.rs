@@ -3,9 +3,16 @@
 //! Only facts that discovery can read are compared. The installed version is compared whenever the
 //! datastore reports one, whatever its origin in the plan: a plan written for v3.26 is wrong for a
 //! cluster now running v3.28, even if `--from` said v3.26 at plan time. Other facts are compared only
-//! when the plan itself discovered them; a fact the operator set by flag is the operator's call.
+//! when the plan itself discovered them; a fact the operator set by flag is the operator's call. That
+//! covers what the datastore tells (datastore type, all-interfaces host endpoints, ALP) and what the
+//! Kubernetes objects of the install tell (install method, operator namespace, Helm release, manifest
+//! flavour, OwnerReferences); the latter only when the caller re-read the cluster
+//! ([`DiscoveredFacts::cluster`]), which it must do whenever [`needs_cluster`] says so.
 
-use crate::plan::{DiscoveredFacts, FactOrigin, Facts};
+use serde::Serialize;
+
+use crate::plan::facts::{ClusterFacts, OwnerReferenceFact};
+use crate::plan::{DiscoveredFacts, Fact, FactOrigin, Facts};
 
 /// The first fact that no longer holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +20,21 @@ pub struct StaleFact {
     pub fact: &'static str,
     pub planned: String,
     pub now: String,
+}
+
+/// The first fact the plan discovered from the Kubernetes cluster, if any: checking such a plan
+/// needs the cluster read again.
+pub fn needs_cluster(planned: &Facts) -> Option<&'static str> {
+    [
+        ("install_method", planned.install_method.origin),
+        ("operator_namespace", planned.operator_namespace.origin),
+        ("helm_release", planned.helm_release.origin),
+        ("manifest_flavor", planned.manifest_flavor.origin),
+        ("owner_references", planned.owner_references.origin),
+    ]
+    .into_iter()
+    .find(|(_, origin)| *origin == FactOrigin::Discovered)
+    .map(|(name, _)| name)
 }
 
 /// Compares a plan's facts with what discovery reads now.
@@ -48,7 +70,82 @@ pub fn first_stale_fact(planned: &Facts, now: &DiscoveredFacts) -> Option<StaleF
             }
         }
     }
-    None
+    if let Some(stale) = changed(
+        "alp_enabled",
+        &planned.alp_enabled,
+        now.alp_enabled.as_ref(),
+    ) {
+        return Some(stale);
+    }
+    match &now.cluster {
+        Some(cluster) => first_stale_cluster_fact(planned, cluster),
+        None => None,
+    }
+}
+
+/// The cluster facts: a value discovery no longer finds counts as changed (it reads `(none found)`).
+fn first_stale_cluster_fact(planned: &Facts, now: &ClusterFacts) -> Option<StaleFact> {
+    changed(
+        "install_method",
+        &planned.install_method,
+        now.install_method.as_ref(),
+    )
+    .or_else(|| {
+        changed(
+            "operator_namespace",
+            &planned.operator_namespace,
+            now.operator_namespace.as_ref(),
+        )
+    })
+    .or_else(|| {
+        changed(
+            "helm_release",
+            &planned.helm_release,
+            now.helm_release.as_ref(),
+        )
+    })
+    .or_else(|| {
+        changed(
+            "manifest_flavor",
+            &planned.manifest_flavor,
+            now.manifest_flavor.as_ref(),
+        )
+    })
+    .or_else(|| {
+        let planned = &planned.owner_references;
+        (planned.origin == FactOrigin::Discovered && planned.value != now.owner_references).then(
+            || StaleFact {
+                fact: "owner_references",
+                planned: references(&planned.value, &now.owner_references),
+                now: references(&now.owner_references, &planned.value),
+            },
+        )
+    })
+}
+
+/// A discovered fact whose value discovery now reports differently (or not at all).
+fn changed<T: PartialEq + Serialize>(
+    name: &'static str,
+    planned: &Fact<T>,
+    now: Option<&T>,
+) -> Option<StaleFact> {
+    if planned.origin != FactOrigin::Discovered || now == Some(&planned.value) {
+        return None;
+    }
+    Some(StaleFact {
+        fact: name,
+        planned: plain(&planned.value),
+        now: now.map_or_else(|| "(none found)".to_string(), plain),
+    })
+}
+
+/// A value as users write it: strings without quotes, anything else as JSON.
+fn plain<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
 fn list(names: &[String]) -> String {
@@ -57,6 +154,24 @@ fn list(names: &[String]) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// OwnerReferences one per entry (`ConfigMap apps/x #0 → Tier t (uid ...)`); as JSON when the short
+/// form cannot show the difference from `other` (only a flag changed).
+fn references(references: &[OwnerReferenceFact], other: &[OwnerReferenceFact]) -> String {
+    let short = |references: &[OwnerReferenceFact]| {
+        references
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    if references.is_empty() {
+        return "(none)".to_string();
+    }
+    if short(references) == short(other) {
+        return serde_json::to_string(references).unwrap_or_default();
+    }
+    short(references).join("; ")
 }
 
 /// The plan's facts with every discoverable value replaced by what discovery reads now; `check`
@@ -78,4 +193,134 @@ pub fn refresh(planned: &Facts, now: &DiscoveredFacts) -> Facts {
         facts.all_interfaces_host_endpoints.value = names.clone();
     }
     facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::facts::{FactOverrides, InstallMethod};
+
+    fn reference(name: &str, controller: Option<bool>) -> OwnerReferenceFact {
+        OwnerReferenceFact {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("apps".into()),
+            name: name.into(),
+            owner_kind: "Tier".into(),
+            owner_name: "security".into(),
+            index: 0,
+            owner_uid: Some("u1".into()),
+            controller,
+            block_owner_deletion: None,
+        }
+    }
+
+    fn discovered(cluster: ClusterFacts) -> DiscoveredFacts {
+        DiscoveredFacts {
+            installed_version: Some("v3.26.1".parse().unwrap()),
+            alp_enabled: Some(false),
+            cluster: Some(cluster),
+            ..DiscoveredFacts::default()
+        }
+    }
+
+    fn operator_cluster() -> ClusterFacts {
+        ClusterFacts {
+            install_method: Some(InstallMethod::Operator),
+            operator_namespace: Some("tigera-operator".into()),
+            owner_references: vec![reference("a", None)],
+            ..ClusterFacts::default()
+        }
+    }
+
+    fn planned(discovered: &DiscoveredFacts, set: &[(&str, &str)]) -> Facts {
+        let overrides = FactOverrides {
+            set: set
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
+            ..FactOverrides::default()
+        };
+        Facts::assemble(discovered, &overrides).unwrap()
+    }
+
+    #[test]
+    fn cluster_facts_the_plan_discovered_are_compared_by_name_and_value() {
+        let plan = planned(&discovered(operator_cluster()), &[]);
+        assert_eq!(needs_cluster(&plan), Some("install_method"));
+        assert_eq!(
+            first_stale_fact(&plan, &discovered(operator_cluster())),
+            None
+        );
+        // Without the cluster re-read, only datastore facts are compared.
+        let mut datastore_only = discovered(operator_cluster());
+        datastore_only.cluster = None;
+        assert_eq!(first_stale_fact(&plan, &datastore_only), None);
+
+        let mut helm = operator_cluster();
+        helm.install_method = Some(InstallMethod::Helm);
+        helm.helm_release = Some("calico".into());
+        assert_eq!(
+            first_stale_fact(&plan, &discovered(helm)),
+            Some(StaleFact {
+                fact: "install_method",
+                planned: "operator".into(),
+                now: "helm".into()
+            })
+        );
+
+        let mut moved = operator_cluster();
+        moved.operator_namespace = None;
+        moved.install_method = Some(InstallMethod::Operator);
+        assert_eq!(
+            first_stale_fact(&plan, &discovered(moved)).map(|stale| (stale.fact, stale.now)),
+            Some(("operator_namespace", "(none found)".to_string()))
+        );
+
+        let mut more = operator_cluster();
+        more.owner_references.push(reference("b", None));
+        let stale = first_stale_fact(&plan, &discovered(more)).unwrap();
+        assert_eq!(stale.fact, "owner_references");
+        assert_eq!(
+            stale.planned,
+            "ConfigMap apps/a #0 → Tier security (uid u1)"
+        );
+        assert_eq!(
+            stale.now,
+            "ConfigMap apps/a #0 → Tier security (uid u1); ConfigMap apps/b #0 → Tier security (uid u1)"
+        );
+
+        // Only a flag changed: the values are shown in full.
+        let mut flagged = operator_cluster();
+        flagged.owner_references = vec![reference("a", Some(true))];
+        let stale = first_stale_fact(&plan, &discovered(flagged)).unwrap();
+        assert!(stale.now.contains(r#""controller":true"#), "{}", stale.now);
+
+        let mut alp = discovered(operator_cluster());
+        alp.alp_enabled = Some(true);
+        assert_eq!(
+            first_stale_fact(&plan, &alp).map(|stale| (stale.fact, stale.planned, stale.now)),
+            Some(("alp_enabled", "false".into(), "true".into()))
+        );
+    }
+
+    #[test]
+    fn facts_set_by_flag_are_the_operators_call() {
+        let plan = planned(
+            &discovered(operator_cluster()),
+            &[
+                ("install_method", "operator"),
+                ("operator_namespace", "tigera-operator"),
+                ("owner_references", "[]"),
+                ("alp_enabled", "false"),
+            ],
+        );
+        assert_eq!(needs_cluster(&plan), None);
+        let mut changed = operator_cluster();
+        changed.install_method = Some(InstallMethod::Helm);
+        changed.owner_references.push(reference("b", None));
+        let mut now = discovered(changed);
+        now.alp_enabled = Some(true);
+        assert_eq!(first_stale_fact(&plan, &now), None);
+    }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::resource::{Kind, Resource};
+use crate::resource::{API_VERSION, Kind, Resource};
 
 /// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as a runbook
 /// step, so a saved plan reads like the runbook it came from.
@@ -52,6 +52,10 @@ pub enum Action {
     /// Wait until a workload has rolled out and shows the expected readiness.
     #[serde(rename = "kube.wait-rollout")]
     KubeWaitRollout(KubeWaitRollout),
+    /// Add back an OwnerReference to a `projectcalico.org/v3` owner, with the UID the owner has when
+    /// the step runs (the upgrade changes it, so a plan cannot carry it).
+    #[serde(rename = "kube.restore-owner-reference")]
+    KubeRestoreOwnerReference(KubeRestoreOwnerReference),
     /// Download a URL to a file (`file://` URLs and a local mirror directory serve air-gapped sites).
     #[serde(rename = "fetch")]
     Fetch(Fetch),
@@ -71,7 +75,7 @@ pub enum Action {
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 20] = [
         "resource.get",
         "resource.list",
         "resource.create",
@@ -86,6 +90,7 @@ impl Action {
         "kube.label",
         "kube.delete",
         "kube.wait-rollout",
+        "kube.restore-owner-reference",
         "fetch",
         "helm",
         "exec",
@@ -110,6 +115,7 @@ impl Action {
             Action::KubeLabel(_) => "kube.label",
             Action::KubeDelete(_) => "kube.delete",
             Action::KubeWaitRollout(_) => "kube.wait-rollout",
+            Action::KubeRestoreOwnerReference(_) => "kube.restore-owner-reference",
             Action::Fetch(_) => "fetch",
             Action::Helm(_) => "helm",
             Action::Exec(_) => "exec",
@@ -187,6 +193,14 @@ impl Action {
             }
             Action::KubeWaitRollout(wait) if wait.name.is_none() && wait.selector.is_none() => {
                 Err(invalid("give a `name` or a `selector`"))
+            }
+            Action::KubeRestoreOwnerReference(restore)
+                if restore.owner.api_version != API_VERSION =>
+            {
+                Err(invalid(&format!(
+                    "`owner.api_version` must be `{API_VERSION}`: only the owners whose UIDs the upgrade changes are restored (got `{}`)",
+                    restore.owner.api_version
+                )))
             }
             Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
                 "`selector` must not be empty (deleting every object of a kind is never planned)",
@@ -392,6 +406,33 @@ pub struct KubeWaitRollout {
     pub timeout: HumanDuration,
 }
 
+/// Re-add the OwnerReference from `object` to a `projectcalico.org/v3` resource. Everything but the
+/// owner's UID is known when planning (from the `owner_references` fact); the UID is read through the
+/// datastore when the step runs, so it is the one the upgrade gave the owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeRestoreOwnerReference {
+    /// The owned object.
+    pub object: KubeObject,
+    pub owner: OwnerResource,
+    /// The reference's `controller` flag as it was recorded (absent: not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    /// The reference's `blockOwnerDeletion` flag as it was recorded (absent: not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// The owner of a restored reference: a `projectcalico.org/v3` resource by kind and name. A namespaced
+/// owner (a NetworkPolicy) is in the owned object's namespace, as Kubernetes requires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerResource {
+    pub api_version: String,
+    pub kind: Kind,
+    pub name: String,
+}
+
 fn default_rollout_timeout() -> HumanDuration {
     HumanDuration(Duration::from_secs(600))
 }
@@ -531,6 +572,46 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "invalid arguments for action `check`: give exactly one of `equals` and `matches`"
+        );
+    }
+
+    #[test]
+    fn an_owner_reference_is_restored_only_to_a_known_v3_owner() {
+        let with = |api_version: &str, kind: &str| {
+            serde_json::json!({
+                "object": {"api_version": "v1", "kind": "ConfigMap", "name": "c", "namespace": "n"},
+                "owner": {"api_version": api_version, "kind": kind, "name": "t"},
+                "controller": true,
+                "block_owner_deletion": null
+            })
+        };
+        let action = Action::from_parts(
+            "kube.restore-owner-reference",
+            with("projectcalico.org/v3", "Tier"),
+        )
+        .unwrap();
+        assert!(matches!(
+            action,
+            Action::KubeRestoreOwnerReference(KubeRestoreOwnerReference {
+                controller: Some(true),
+                block_owner_deletion: None,
+                ..
+            })
+        ));
+        let error = Action::from_parts("kube.restore-owner-reference", with("apps/v1", "Tier"))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`owner.api_version` must be `projectcalico.org/v3`"),
+            "{error}"
+        );
+        assert!(
+            Action::from_parts(
+                "kube.restore-owner-reference",
+                with("projectcalico.org/v3", "Deployment")
+            )
+            .is_err()
         );
     }
 

@@ -132,7 +132,10 @@ impl FromStr for ManifestFlavor {
 /// One OwnerReference from a Kubernetes object to a `projectcalico.org/v3` owner.
 ///
 /// `index` is the reference's position in the object's `metadata.ownerReferences`, so a JSON patch can
-/// remove exactly it (guarded by a `test` of the owner's apiVersion).
+/// remove exactly it (guarded by a `test` of the owner's apiVersion). The rest is what re-adding it
+/// after the upgrade needs besides the owner's new UID: the `controller` and `blockOwnerDeletion`
+/// flags as the reference had them (absent when it did not set them), and the UID it pointed at, kept
+/// so the record in the plan (and so in the checkpoint) says exactly what was removed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnerReferenceFact {
@@ -144,6 +147,31 @@ pub struct OwnerReferenceFact {
     pub owner_kind: String,
     pub owner_name: String,
     pub index: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+impl fmt::Display for OwnerReferenceFact {
+    /// `ConfigMap apps/settings #0 → Tier security`, as refusals and `upgrade status` show it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {namespace}/{}", self.kind, self.name)?,
+            None => write!(f, "{} {}", self.kind, self.name)?,
+        }
+        write!(
+            f,
+            " #{} → {} {}",
+            self.index, self.owner_kind, self.owner_name
+        )?;
+        if let Some(uid) = &self.owner_uid {
+            write!(f, " (uid {uid})")?;
+        }
+        Ok(())
+    }
 }
 
 /// The default manifest location; `--set manifest_base_url=file:///mirror` serves air-gapped sites.
@@ -396,6 +424,9 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
                             owner_kind: reference.kind.clone(),
                             owner_name: reference.name.clone(),
                             index,
+                            owner_uid: Some(reference.uid.clone()),
+                            controller: reference.controller,
+                            block_owner_deletion: reference.block_owner_deletion,
                         });
                     }
                 }

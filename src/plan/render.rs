@@ -477,6 +477,23 @@ pub fn describe(action: &Action) -> String {
             let _ = write!(text, " timeout={}", wait.timeout);
             text
         }
+        Action::KubeRestoreOwnerReference(restore) => {
+            let mut text = format!(
+                "{name} {} {} owner={} {}/{} uid=<read when the step runs>",
+                restore.object.api_version,
+                restore.object,
+                restore.owner.api_version,
+                restore.owner.kind,
+                restore.owner.name
+            );
+            if let Some(controller) = restore.controller {
+                let _ = write!(text, " controller={controller}");
+            }
+            if let Some(block) = restore.block_owner_deletion {
+                let _ = write!(text, " blockOwnerDeletion={block}");
+            }
+            text
+        }
         Action::Fetch(fetch) => format!("{name} {} -> {}", fetch.url, fetch.file),
         Action::Helm(helm) => format!("helm {} (timeout {})", argv(&helm.args), helm.timeout),
         Action::Exec(exec) => {

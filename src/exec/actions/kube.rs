@@ -113,7 +113,7 @@ impl KubeActionError {
 }
 
 /// Turns a client error into one that names what was being done.
-fn request_error(what: String, error: kube::Error) -> KubeActionError {
+pub(super) fn request_error(what: String, error: kube::Error) -> KubeActionError {
     match error {
         kube::Error::Api(status) => KubeActionError::Refused {
             what,
@@ -165,7 +165,7 @@ pub fn api_path(
     path
 }
 
-fn object_path(object: &KubeObject) -> String {
+pub(super) fn object_path(object: &KubeObject) -> String {
     api_path(
         &object.api_version,
         &object.kind,
@@ -374,7 +374,7 @@ fn api_for(
     }
 }
 
-async fn object_api(
+pub(super) async fn object_api(
     client: &kube::Client,
     object: &KubeObject,
 ) -> Result<Api<DynamicObject>, KubeActionError> {

@@ -1,14 +1,15 @@
 //! Performing one action: the exhaustive `match` over [`Action`] that makes dry-run total.
 //!
 //! [`perform`] is the only way the executor touches the world. Each family lives in its own file
-//! (`resource`, `process`, `fetch`, `check`, `kube`, `pause`) and takes the [`RunMode`]: in dry-run it
-//! does every read it needs (so the transcript shows the real document that would be written) and
-//! nothing else. [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`]
-//! says whether an interrupted step may simply run again.
+//! (`resource`, `process`, `fetch`, `check`, `kube`, `owner_reference`, `pause`) and takes the
+//! [`RunMode`]: in dry-run it does every read it needs (so the transcript shows the real document
+//! that would be written) and nothing else. [`holds`] evaluates an action as a postcondition
+//! (`verify`), and [`is_idempotent`] says whether an interrupted step may simply run again.
 
 pub mod check;
 pub mod fetch;
 pub mod kube;
+pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
@@ -58,6 +59,8 @@ pub enum StepError {
     Check(#[from] check::CheckError),
     #[error(transparent)]
     Kube(#[from] kube::KubeActionError),
+    #[error(transparent)]
+    OwnerReference(#[from] owner_reference::OwnerReferenceError),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -71,11 +74,12 @@ impl StepError {
             StepError::Process(error) => error.hint(),
             StepError::Fetch(error) => error.hint(),
             StepError::Kube(error) => error.hint(),
+            StepError::OwnerReference(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
             StepError::NotAPostcondition { .. } => Some(
-                "use `resource.get`, `resource.list`, `check` or `exec` as `verify`".to_string(),
+                "use `resource.get`, `resource.list`, `check`, `exec`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
             StepError::Check(_) => None,
         }
@@ -164,6 +168,10 @@ pub async fn perform(
             Some(client) => kube::wait_rollout(client, wait, mode).await?,
             None => describe(kube::describe_wait(wait))?,
         },
+        Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
+            Some(client) => owner_reference::restore(client, store, restore, mode).await?,
+            None => describe(owner_reference::describe(restore))?,
+        },
         Action::Fetch(request) => {
             fetch::fetch(
                 request,
@@ -230,6 +238,12 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
                 action: verify.name(),
             }),
         },
+        Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
+            Some(client) => Ok(owner_reference::holds(client, context.datastore, restore).await?),
+            None => Err(StepError::KubernetesUnavailable {
+                action: verify.name(),
+            }),
+        },
         other => Err(StepError::NotAPostcondition {
             action: other.name(),
         }),
@@ -251,6 +265,8 @@ pub fn is_idempotent(action: &Action) -> bool {
         | Action::KubeLabel(_)
         | Action::KubeDelete(_)
         | Action::KubeWaitRollout(_)
+        // It reads the object and the owner each time and sends nothing when the reference is there.
+        | Action::KubeRestoreOwnerReference(_)
         | Action::Fetch(_)
         | Action::Check(_)
         | Action::Pause(_) => true,
