@@ -51,6 +51,8 @@ pub struct ApplyArgs {
     to: Option<String>,
     #[command(flatten)]
     facts: super::upgrade::FactArgs,
+    #[command(flatten)]
+    manifest: super::upgrade::ManifestEditArgs,
     /// Run exactly this saved plan (refused when it is stale or was edited)
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
@@ -241,6 +243,8 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 output: super::upgrade::PlanOutput::Text,
                 out: None,
                 offline: false,
+                manifest: args.manifest.clone(),
+                mirror_dir: options.mirror_dir.clone(),
             };
             let plan = request
                 .plan(Some(datastore.as_ref()), cluster.as_ref())

@@ -28,7 +28,7 @@ pub use facts::{
     discover_facts,
 };
 pub use release::{Release, ReleaseError};
-pub use resolve::{PlanError, PlanRequest, plan_upgrade};
+pub use resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade, plan_upgrade_with};
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
