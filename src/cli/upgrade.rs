@@ -98,6 +98,28 @@ pub struct FactArgs {
     /// Use the runbooks of this directory instead of the built-in ones.
     #[arg(long, value_name = "DIR")]
     pub runbooks: Option<PathBuf>,
+    /// The etcd endpoints of netctl's configuration (fact `etcd_endpoints`), set by the command
+    /// from the loaded configuration, not a flag.
+    #[arg(skip)]
+    pub configured_etcd_endpoints: Option<String>,
+}
+
+/// The static etcd endpoints of the client configuration, comma-separated (none for the Kubernetes
+/// datastore, SRV discovery, or a configuration that does not load).
+pub fn configured_etcd_endpoints(config: &crate::config::ClientConfig) -> Option<String> {
+    if config.datastore_type.value != DatastoreType::EtcdV3 {
+        return None;
+    }
+    match config.etcd().ok()?.endpoints {
+        crate::config::EndpointSource::Static(endpoints) => Some(
+            endpoints
+                .iter()
+                .map(|endpoint| endpoint.url())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        crate::config::EndpointSource::Srv { .. } => None,
+    }
 }
 
 impl FactArgs {
@@ -127,6 +149,7 @@ impl FactArgs {
             Some(store) => discover_facts(store).await?,
             None => DiscoveredFacts::default(),
         };
+        discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
         if let Some(client) = cluster {
             discovered.cluster = Some(discover_cluster_facts(client).await?);
         }

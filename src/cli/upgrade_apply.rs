@@ -180,7 +180,11 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
     match command {
-        UpgradeCommand::Plan(args) => {
+        UpgradeCommand::Plan(mut args) => {
+            args.facts.configured_etcd_endpoints = context
+                .client_config()
+                .ok()
+                .and_then(super::upgrade::configured_etcd_endpoints);
             let store = context.datastore_for_facts(args.offline).await?;
             let cluster = match args.offline {
                 true => None,
@@ -236,10 +240,15 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let cluster = context.kubernetes_client().await?;
     let plan = match (&args.to, saved_plan) {
         (Some(target), _) => {
+            let mut facts = args.facts.clone();
+            facts.configured_etcd_endpoints = context
+                .client_config()
+                .ok()
+                .and_then(super::upgrade::configured_etcd_endpoints);
             let request = super::upgrade::PlanArgs {
                 to: Some(target.clone()),
                 procedure: crate::runbook::UPGRADE_PROCEDURE.to_string(),
-                facts: args.facts.clone(),
+                facts,
                 output: super::upgrade::PlanOutput::Text,
                 out: None,
                 offline: false,
