@@ -229,7 +229,13 @@ pub async fn preview_overlays(
       #   apiVersion: apps/v1
       #   kind: DaemonSet
       #   metadata: {name: calico-node, namespace: kube-system}
-      #   spec: {template: {spec: {containers: [{name: calico-node, env: [{name: IP_AUTODETECTION_METHOD, value: \"interface=eth0\"}]}]}}}
+      #   spec:
+      #     template:
+      #       spec:
+      #         containers:
+      #         - name: calico-node            # merged by name; so is env
+      #           env:
+      #           - {name: IP_AUTODETECTION_METHOD, value: interface=eth0}
   netctl upgrade plan --to v3.29.2 --no-manifest-edits  # the manifest was never edited: no gate
   netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json

@@ -39,6 +39,7 @@ pub enum UpgradeCommand {
 #[command(after_help = "Examples:
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
+  netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
 
