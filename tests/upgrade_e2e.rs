@@ -356,8 +356,18 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
         "calico-etcd.yaml",
         &released_etcd_manifest("v3.27.0"),
     );
-    let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
+    // The mirror also serves the plan's overlay review (`etcd_endpoints`): no network.
+    let (plan_file, plan) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
     assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    let diff = plan["manifest_previews"][0]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-  etcd_endpoints: http://<ETCD_IP>:<ETCD_PORT>"),
+        "{diff}"
+    );
     assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
     assert_eq!(
         plan["facts"]["all_interfaces_host_endpoints"]["value"],
@@ -555,7 +565,11 @@ fn etcd_manifest_dry_run_transcript() {
         "calico-etcd.yaml",
         &released_etcd_manifest("v3.27.0"),
     );
-    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
     dry_run_snapshot(
         &operator,
         Some(&etcd),

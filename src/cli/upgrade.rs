@@ -190,6 +190,9 @@ impl ManifestEditArgs {
     }
 }
 
+/// How long `upgrade plan` waits for a manifest it reads for the overlay diff.
+const PREVIEW_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The plan-time review of every manifest overlay: each download is read (from the mirror, a
 /// `file://` URL, or — unless `offline` — the network) and the overlay applied to it. A download that
 /// cannot be read is noted in the plan; an overlay that does not fit the manifest refuses the plan.
@@ -204,10 +207,16 @@ pub async fn preview_overlays(
         let bytes = if network && offline {
             Err("not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string())
         } else {
-            crate::exec::actions::fetch::read_bytes(url, mirror)
-                .await
-                .map(|(bytes, _)| bytes)
-                .map_err(|error| format!("{:#}", anyhow::Error::new(error)))
+            // A review must not hang a plan on an unreachable server.
+            let read = crate::exec::actions::fetch::read_bytes(url, mirror);
+            match tokio::time::timeout(PREVIEW_READ_TIMEOUT, read).await {
+                Ok(Ok((bytes, _))) => Ok(bytes),
+                Ok(Err(error)) => Err(format!("{:#}", anyhow::Error::new(error))),
+                Err(_) => Err(format!(
+                    "no answer within {}s",
+                    PREVIEW_READ_TIMEOUT.as_secs()
+                )),
+            }
         };
         let preview = overlay::preview(step, url, overlay, bytes.as_deref().map_err(Clone::clone))
             .with_context(|| format!("step `{step}` cannot apply the manifest overlay"))?;
