@@ -258,6 +258,40 @@ fn manifest_edits_decide_the_gate_and_the_overlay_reaches_the_download() {
     assert_eq!(download["with"]["overlay"], serde_json::json!([document]));
     assert_ne!(overlaid.digest, none.digest, "the overlay is in the digest");
 
+    // The review every format shows: the diff when the manifest was read, else the overlay itself.
+    let released = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-config\n  namespace: kube-system\ndata:\n  calico_backend: bird\n  veth_mtu: \"0\"\n";
+    let (step, url, overlay) = overlaid.overlay_downloads().next().unwrap();
+    let preview =
+        netctl::plan::overlay::preview(step, url, overlay, Ok(released.as_bytes())).unwrap();
+    let mut reviewed = overlaid.clone();
+    reviewed.set_manifest_previews(vec![preview]);
+    let text = render::text(&reviewed);
+    assert!(
+        text.contains("  -  calico_backend: bird\n  -  veth_mtu: '0'\n  +  veth_mtu: '1440'\n"),
+        "{text}"
+    );
+    let markdown = render::render(&reviewed, PlanFormat::Markdown);
+    assert!(
+        markdown.contains("## manifest overlay of `manifest-upgrade/download-manifest`"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("```diff\n--- `v1 ConfigMap"),
+        "{markdown}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render::json(&reviewed)).unwrap();
+    assert!(
+        json["manifest_previews"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+  veth_mtu: '1440'")
+    );
+    let unread = render::text(&overlaid);
+    assert!(
+        unread.contains("the manifest was not read at plan time; the overlay as given:"),
+        "{unread}"
+    );
+
     // On an operator install no step takes the overlay up: refused, not ignored.
     let mut operator = request.clone();
     operator.facts.install_method.value = InstallMethod::Operator;

@@ -344,6 +344,33 @@ mod tests {
     }
 
     #[test]
+    fn manifest_previews_are_under_the_digest_only_when_present() {
+        let plan = sample_plan();
+        assert!(
+            !serde_json::to_string(&plan)
+                .unwrap()
+                .contains("manifest_previews")
+        );
+        let mut reviewed = plan.clone();
+        reviewed.set_manifest_previews(vec![ManifestPreview {
+            step: "manifest/download".into(),
+            url: "file:///calico.yaml".into(),
+            sha256: None,
+            diff: Some("-a\n+b\n".into()),
+            unavailable: None,
+        }]);
+        assert_ne!(reviewed.digest, plan.digest);
+        let text = serde_json::to_string(&reviewed).unwrap();
+        assert_eq!(Plan::parse(&text).unwrap(), reviewed);
+        // A reviewed diff edited in a saved plan is refused like any other edit.
+        let edited = text.replace("+b", "+c");
+        assert!(matches!(
+            Plan::parse(&edited).unwrap_err(),
+            PlanFileError::DigestMismatch { .. }
+        ));
+    }
+
+    #[test]
     fn the_digest_changes_with_any_fact_or_step() {
         let plan = sample_plan();
         assert_eq!(plan.compute_digest(), sample_plan().compute_digest());
