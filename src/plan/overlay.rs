@@ -26,6 +26,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
+use sha2::Digest as _;
 
 /// The key of a list item's directive, as in kustomize: `$patch: delete` removes the item.
 pub const PATCH_DIRECTIVE: &str = "$patch";
@@ -379,7 +380,6 @@ pub fn preview(
                     message: error.to_string(),
                 })?;
             let result = apply_overlay(text, overlay)?;
-            use sha2::Digest as _;
             let hex: String = sha2::Sha256::digest(bytes)
                 .iter()
                 .map(|byte| format!("{byte:02x}"))
