@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use netctl::datastore::DatastoreType;
 use netctl::plan::{
-    DiscoveredFacts, FactOverrides, Facts, InstallMethod, PlanError, PlanRequest, Release,
-    plan_upgrade,
+    DiscoveredFacts, FactOverrides, Facts, InstallMethod, ManifestEdits, PlanError, PlanRequest,
+    Release, plan_upgrade_with,
 };
 use netctl::runbook::RunbookSet;
 use proptest::prelude::*;
@@ -38,6 +38,7 @@ proptest! {
         host_endpoints in 0usize..4,
         owner_references in 0usize..3,
         alp in any::<bool>(),
+        no_manifest_edits in any::<bool>(),
     ) {
         let names: Vec<String> = (0..host_endpoints).map(|n| format!("hep-{n}")).collect();
         let references: Vec<serde_json::Value> = (0..owner_references)
@@ -53,6 +54,7 @@ proptest! {
                 ("owner_references".into(), serde_json::Value::Array(references).to_string()),
                 ("alp_enabled".into(), alp.to_string()),
                 ("mesh_version".into(), "1.15.7".into()),
+                ("etcd_endpoints".into(), "https://10.0.0.1:2379".into()),
             ],
         };
         let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
@@ -62,7 +64,8 @@ proptest! {
             facts,
         };
         let runbooks = RunbookSet::embedded().unwrap();
-        match plan_upgrade(&runbooks, &request) {
+        let edits = if no_manifest_edits { ManifestEdits::None } else { ManifestEdits::Unstated };
+        match plan_upgrade_with(&runbooks, &request, &edits) {
             Ok(plan) => {
                 let mut seen = HashSet::new();
                 let mut phase = plan.steps.first().map(|step| step.phase);
@@ -75,13 +78,19 @@ proptest! {
                     phase = Some(step.phase);
                 }
                 prop_assert!(plan.digest_is_valid());
-                let again = plan_upgrade(&runbooks, &request).unwrap();
+                let again = plan_upgrade_with(&runbooks, &request, &edits).unwrap();
                 prop_assert_eq!(again.digest, plan.digest);
                 // Host-endpoint preparation exactly when crossing v3.14 with such endpoints.
                 let prepared = plan.steps.iter().any(|s| s.runbook == "hostendpoint-preparation");
                 prop_assert_eq!(prepared, from_minor < 14 && host_endpoints > 0);
                 let detached = plan.steps.iter().any(|s| s.runbook == "ownerreferences-remove");
                 prop_assert_eq!(detached, from_minor < 28 && to_line >= 28 && owner_references > 0);
+                // The manifest edits gate exactly when a manifest install said nothing about them.
+                let gated = plan.steps.iter().any(|s| {
+                    s.id == "manifest-upgrade/reapply-local-changes"
+                        || s.id == "etcd-upgrade/reapply-install-settings"
+                });
+                prop_assert_eq!(gated, method == InstallMethod::Manifest && !no_manifest_edits);
             }
             Err(PlanError::Unsupported { .. }) => prop_assert!(to_line == 29 && from_minor < 15),
             Err(PlanError::NotAnUpgrade { .. }) => prop_assert!(from_minor >= to_line),

@@ -8,7 +8,8 @@
 //! cluster or the network.
 //!
 //! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
-//! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`), operator (v3.26 → v3.29 across the OwnerReference
+//! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`; with a manifest overlay whose diff the plan shows
+//! and whose edits the cluster ends up with, and overlays that are refused), operator (v3.26 → v3.29 across the OwnerReference
 //! UID change), Helm across the ownership edge (v3.20 → v3.27) and after it (v3.24 → v3.27), plus
 //! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged, and
 //! saved plans refused because a cluster fact changed since they were made.
@@ -115,6 +116,14 @@ fn mirror(operator: &Operator, tag: &str, file: &str, text: &str) -> PathBuf {
 /// The workloads of a manifest install in `kube-system`, at `version`, with the etcd datastore.
 fn manifest_workloads(version: &str) -> String {
     manifest_for(version, "etcdv3")
+}
+
+/// `calico-etcd.yaml` as released: `etcd_endpoints` is upstream's placeholder until set.
+fn released_etcd_manifest(version: &str) -> String {
+    manifest_workloads(version).replace(
+        "etcd_endpoints: \"http://127.0.0.1:2379\"",
+        "etcd_endpoints: \"http://<ETCD_IP>:<ETCD_PORT>\"",
+    )
 }
 
 /// The workloads of a manifest install in `kube-system`, at `version`, for `datastore`.
@@ -346,10 +355,20 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
         &operator,
         "v3.27.0",
         "calico-etcd.yaml",
-        &manifest_workloads("v3.27.0"),
+        &released_etcd_manifest("v3.27.0"),
     );
-    let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
+    // The mirror also serves the plan's overlay review (`etcd_endpoints`): no network.
+    let (plan_file, plan) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
     assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    let diff = plan["manifest_previews"][0]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-  etcd_endpoints: http://<ETCD_IP>:<ETCD_PORT>"),
+        "{diff}"
+    );
     assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
     assert_eq!(
         plan["facts"]["all_interfaces_host_endpoints"]["value"],
@@ -401,6 +420,21 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     assert!(
         owners.values().any(|manager| manager == "netctl"),
         "{owners:?}"
+    );
+    // netctl's own etcd endpoints replaced the placeholder of the released manifest (seed 9.7).
+    let config = kube
+        .get("v1", "configmaps", "kube-system", "calico-config")
+        .unwrap();
+    assert_eq!(
+        config["data"]["etcd_endpoints"],
+        json!(plan["facts"]["etcd_endpoints"]["value"])
+    );
+    assert!(
+        config["data"]["etcd_endpoints"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{config}"
     );
     let controllers = kube
         .get(
@@ -530,9 +564,13 @@ fn etcd_manifest_dry_run_transcript() {
         &operator,
         "v3.27.0",
         "calico-etcd.yaml",
-        &manifest_workloads("v3.27.0"),
+        &released_etcd_manifest("v3.27.0"),
     );
-    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
     dry_run_snapshot(
         &operator,
         Some(&etcd),
@@ -628,6 +666,213 @@ fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
         steps.len() == 6 && steps.iter().all(|(_, state)| state == "succeeded"),
         "{steps:?}"
     );
+}
+
+/// The hand edits of the `kubernetes_manifest_*` installs: an env var on the node container and a
+/// ConfigMap value.
+const MANIFEST_OVERLAY: &str = r#"# Our edits of calico.yaml
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: calico-node
+  namespace: kube-system
+spec:
+  template:
+    spec:
+      containers:
+        - name: calico-node
+          env:
+            - name: IP_AUTODETECTION_METHOD
+              value: interface=eth0
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: calico-config
+  namespace: kube-system
+data:
+  veth_mtu: "1440"
+"#;
+
+/// A Kubernetes-datastore manifest install at v3.25.2 with `calico.yaml` v3.29.0 in the mirror.
+fn kubernetes_manifest_cluster() -> (KubeApiServer, Operator, PathBuf) {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.25.2");
+    install(&kube, &manifest_for("v3.25.2", "kubernetes"));
+    let operator = kubernetes_operator(&kube);
+    let mirror = mirror(
+        &operator,
+        "v3.29.0",
+        "calico.yaml",
+        &manifest_for("v3.29.0", "kubernetes"),
+    );
+    (kube, operator, mirror)
+}
+
+#[test]
+fn kubernetes_manifest_install_with_an_overlay_shows_the_diff_and_carries_the_edits() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    operator.netctl.write_file("edits.yaml", MANIFEST_OVERLAY);
+    let overlay = operator.home().join("edits.yaml");
+    let plan_file = operator.home().join("plan.json");
+    let args = [
+        "upgrade",
+        "plan",
+        "--to",
+        "v3.29.0",
+        "--manifest-overlay",
+        overlay.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--out",
+        plan_file.to_str().unwrap(),
+    ];
+    let output = operator.run(&args, &[]);
+    assert_success(&output, "upgrade plan");
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in filters(operator.home()) {
+        settings.add_filter(&pattern, replacement);
+    }
+    settings
+        .bind(|| insta::assert_snapshot!("kubernetes_manifest_overlay_plan", text(&output.stdout)));
+    // The saved plan carries the overlay in its step and the reviewed diff, both under the digest.
+    let saved: Value = serde_json::from_slice(&std::fs::read(&plan_file).unwrap()).unwrap();
+    let ids = step_ids(&saved);
+    assert!(
+        !ids.contains(&"manifest-upgrade/reapply-local-changes".to_string()),
+        "no edits gate once the edits are stated: {ids:?}"
+    );
+    assert_eq!(
+        saved["steps"][0]["with"]["overlay"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let diff = saved["manifest_previews"][0]["diff"].as_str().unwrap();
+    assert!(diff.contains("+  veth_mtu: '1440'"), "{diff}");
+    assert!(
+        diff.contains("+        - name: IP_AUTODETECTION_METHOD"),
+        "{diff}"
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
+    // The cluster carries the new release and the edits.
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    let container = &node["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "docker.io/calico/node:v3.29.0");
+    assert_eq!(
+        container["env"],
+        json!([
+            {"name": "DATASTORE_TYPE", "value": "kubernetes"},
+            {"name": "ETCD_ENDPOINTS", "valueFrom": {"configMapKeyRef": {"name": "calico-config", "key": "etcd_endpoints"}}},
+            {"name": "IP_AUTODETECTION_METHOD", "value": "interface=eth0"}
+        ])
+    );
+    let config = kube
+        .get("v1", "configmaps", "kube-system", "calico-config")
+        .unwrap();
+    assert_eq!(config["data"]["veth_mtu"], "1440");
+    assert_eq!(config["data"]["calico_backend"], "bird");
+    // The download is kept as released beside the overlaid manifest that was applied.
+    let files = operator.home().join("state/files");
+    assert_eq!(
+        std::fs::read_to_string(files.join("upgrade.yaml.original")).unwrap(),
+        manifest_for("v3.29.0", "kubernetes")
+    );
+    let applied = std::fs::read_to_string(files.join("upgrade.yaml")).unwrap();
+    assert!(applied.contains("IP_AUTODETECTION_METHOD"), "{applied}");
+
+    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.join("upgrade.yaml")).unwrap(),
+        applied,
+        "a resume keeps the overlaid manifest it applied"
+    );
+}
+
+#[test]
+fn a_manifest_overlay_that_does_not_fit_is_refused_with_nothing_written() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    let objects_before = cluster_objects(&kube);
+    operator.netctl.write_file(
+        "missing.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-settings\n  namespace: kube-system\ndata:\n  veth_mtu: \"1440\"\n",
+    );
+    operator
+        .netctl
+        .write_file("broken.yaml", "apiVersion: v1\nkind: [ConfigMap\n");
+    let plan_file = operator.home().join("plan.json");
+    let mut refusals = String::new();
+    for (file, command) in [
+        ("missing.yaml", "plan"),
+        ("missing.yaml", "apply"),
+        ("broken.yaml", "plan"),
+    ] {
+        let overlay = operator.home().join(file);
+        let mut args = vec![
+            "upgrade",
+            command,
+            "--to",
+            "v3.29.0",
+            "--manifest-overlay",
+            overlay.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ];
+        if command == "plan" {
+            args.extend(["--out", plan_file.to_str().unwrap()]);
+        } else {
+            args.push("--yes");
+        }
+        let output = operator.run(&args, &[]);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+        refusals.push_str(&format!(
+            "$ netctl upgrade {command} --manifest-overlay {file} ...\n{}\n",
+            text(&output.stderr)
+        ));
+    }
+    assert!(!plan_file.exists(), "no plan is saved");
+    assert!(
+        !operator.home().join("state/files/upgrade.yaml").exists(),
+        "nothing is downloaded"
+    );
+    assert_eq!(objects_before, cluster_objects(&kube), "no object changes");
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in filters(operator.home()) {
+        settings.add_filter(&pattern, replacement);
+    }
+    settings.bind(|| insta::assert_snapshot!("manifest_overlay_refusals", refusals));
 }
 
 fn operator_deployment(image: &str) -> Value {

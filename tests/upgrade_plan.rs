@@ -4,7 +4,8 @@
 use netctl::datastore::DatastoreType;
 use netctl::plan::render::{self, PlanFormat};
 use netctl::plan::{
-    DiscoveredFacts, FactOverrides, Facts, InstallMethod, Plan, PlanRequest, Release, plan_upgrade,
+    DiscoveredFacts, FactOverrides, Facts, InstallMethod, ManifestEdits, Plan, PlanRequest,
+    Release, plan_upgrade, plan_upgrade_with,
 };
 use netctl::runbook::RunbookSet;
 
@@ -191,10 +192,121 @@ fn etcd_from_v3_24_to_v3_27_with_application_layer_policy() {
         "v3.27.4",
         InstallMethod::Manifest,
         DatastoreType::EtcdV3,
-        &[("alp_enabled", "true"), ("mesh_version", "1.15.7")],
+        &[
+            ("alp_enabled", "true"),
+            ("mesh_version", "1.15.7"),
+            (
+                "etcd_endpoints",
+                "https://10.0.0.1:2379,https://10.0.0.2:2379",
+            ),
+        ],
     )
     .unwrap();
     insta::assert_snapshot!(render::text(&plan));
+}
+
+#[test]
+fn etcd_without_known_endpoints_is_refused() {
+    let error = plan(
+        "v3.24.3",
+        "v3.27.4",
+        InstallMethod::Manifest,
+        DatastoreType::EtcdV3,
+        &[],
+    )
+    .unwrap_err();
+    let chain = format!("{:#}", anyhow::Error::new(error));
+    assert!(
+        chain.contains("netctl knows no etcd endpoints to write into the manifest"),
+        "{chain}"
+    );
+}
+
+#[test]
+fn manifest_edits_decide_the_gate_and_the_overlay_reaches_the_download() {
+    let facts = Facts::assemble(
+        &DiscoveredFacts::default(),
+        &FactOverrides {
+            from: Some("v3.25.2".parse().unwrap()),
+            install_method: Some(InstallMethod::Manifest),
+            ..FactOverrides::default()
+        },
+    )
+    .unwrap();
+    let request = PlanRequest {
+        procedure: "upgrade".into(),
+        to: Some("v3.29.0".into()),
+        facts,
+    };
+    let runbooks = RunbookSet::embedded().unwrap();
+    let gate = "manifest-upgrade/reapply-local-changes";
+    let unstated = plan_upgrade(&runbooks, &request).unwrap();
+    assert!(step_ids(&unstated).contains(&gate));
+    let none = plan_upgrade_with(&runbooks, &request, &ManifestEdits::None).unwrap();
+    assert!(!step_ids(&none).contains(&gate));
+    let document = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "calico-config", "namespace": "kube-system"},
+        "data": {"veth_mtu": "1440", "calico_backend": null}});
+    let overlaid = plan_upgrade_with(
+        &runbooks,
+        &request,
+        &ManifestEdits::Overlay(vec![document.clone()]),
+    )
+    .unwrap();
+    assert!(!step_ids(&overlaid).contains(&gate));
+    let download = serde_json::to_value(&overlaid.steps[0]).unwrap();
+    assert_eq!(download["with"]["overlay"], serde_json::json!([document]));
+    assert_ne!(overlaid.digest, none.digest, "the overlay is in the digest");
+
+    // The review every format shows: the diff when the manifest was read, else the overlay itself.
+    let released = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-config\n  namespace: kube-system\ndata:\n  calico_backend: bird\n  veth_mtu: \"0\"\n";
+    let (step, url, overlay) = overlaid.overlay_downloads().next().unwrap();
+    let preview =
+        netctl::plan::overlay::preview(step, url, overlay, Ok(released.as_bytes())).unwrap();
+    let mut reviewed = overlaid.clone();
+    reviewed.set_manifest_previews(vec![preview]);
+    let text = render::text(&reviewed);
+    assert!(
+        text.contains("  -  calico_backend: bird\n  -  veth_mtu: '0'\n  +  veth_mtu: '1440'\n"),
+        "{text}"
+    );
+    let markdown = render::render(&reviewed, PlanFormat::Markdown);
+    assert!(
+        markdown.contains("## manifest overlay of `manifest-upgrade/download-manifest`"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("```diff\n--- `v1 ConfigMap"),
+        "{markdown}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render::json(&reviewed)).unwrap();
+    assert!(
+        json["manifest_previews"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+  veth_mtu: '1440'")
+    );
+    let unread = render::text(&overlaid);
+    assert!(
+        unread.contains("the manifest was not read at plan time; the overlay as given:"),
+        "{unread}"
+    );
+
+    // On an operator install no step takes the overlay up: refused, not ignored.
+    let mut operator = request.clone();
+    operator.facts.install_method.value = InstallMethod::Operator;
+    let error = plan_upgrade_with(
+        &runbooks,
+        &operator,
+        &ManifestEdits::Overlay(vec![document]),
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("a manifest overlay was given, but no step"),
+        "{error}"
+    );
 }
 
 #[test]

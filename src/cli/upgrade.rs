@@ -14,8 +14,9 @@ use clap::{Args, ValueEnum};
 use crate::datastore::{Datastore, DatastoreType};
 use crate::plan::facts::discover_cluster_facts;
 use crate::plan::facts::{DiscoveredFacts, FactOverrides, Facts, InstallMethod, parse_set};
+use crate::plan::overlay;
 use crate::plan::render::{self, PlanFormat};
-use crate::plan::{Plan, PlanRequest, Release, discover_facts, plan_upgrade};
+use crate::plan::{ManifestEdits, Plan, PlanRequest, Release, discover_facts, plan_upgrade_with};
 use crate::runbook::{RunbookSet, UPGRADE_PROCEDURE};
 
 /// Output formats of `upgrade plan`.
@@ -97,6 +98,28 @@ pub struct FactArgs {
     /// Use the runbooks of this directory instead of the built-in ones.
     #[arg(long, value_name = "DIR")]
     pub runbooks: Option<PathBuf>,
+    /// The etcd endpoints of netctl's configuration (fact `etcd_endpoints`), set by the command
+    /// from the loaded configuration, not a flag.
+    #[arg(skip)]
+    pub configured_etcd_endpoints: Option<String>,
+}
+
+/// The static etcd endpoints of the client configuration, comma-separated (none for the Kubernetes
+/// datastore, SRV discovery, or a configuration that does not load).
+pub fn configured_etcd_endpoints(config: &crate::config::ClientConfig) -> Option<String> {
+    if config.datastore_type.value != DatastoreType::EtcdV3 {
+        return None;
+    }
+    match config.etcd().ok()?.endpoints {
+        crate::config::EndpointSource::Static(endpoints) => Some(
+            endpoints
+                .iter()
+                .map(|endpoint| endpoint.url())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        crate::config::EndpointSource::Srv { .. } => None,
+    }
 }
 
 impl FactArgs {
@@ -126,6 +149,7 @@ impl FactArgs {
             Some(store) => discover_facts(store).await?,
             None => DiscoveredFacts::default(),
         };
+        discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
         if let Some(client) = cluster {
             discovered.cluster = Some(discover_cluster_facts(client).await?);
         }
@@ -133,11 +157,95 @@ impl FactArgs {
     }
 }
 
+/// What the user says about hand edits of an installed manifest (manifest installs only).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ManifestEditArgs {
+    /// Carry hand edits of the installed manifest onto the new one: a YAML file of partial objects,
+    /// each naming its object by apiVersion, kind, metadata.name/namespace (repeatable; the plan
+    /// shows the diff)
+    #[arg(long, value_name = "FILE", requires = "to")]
+    pub manifest_overlay: Vec<PathBuf>,
+    /// The installed manifest has no hand edits: apply the new one as released, without a gate
+    #[arg(long, requires = "to", conflicts_with = "manifest_overlay")]
+    pub no_manifest_edits: bool,
+}
+
+impl ManifestEditArgs {
+    /// Reads the overlay files; any that cannot be read or parsed refuses the plan.
+    pub fn edits(&self) -> anyhow::Result<ManifestEdits> {
+        if self.no_manifest_edits {
+            return Ok(ManifestEdits::None);
+        }
+        if self.manifest_overlay.is_empty() {
+            return Ok(ManifestEdits::Unstated);
+        }
+        let mut documents = Vec::new();
+        for path in &self.manifest_overlay {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read the manifest overlay `{}`", path.display())
+            })?;
+            documents.extend(overlay::parse_overlay(&text, &path.display().to_string())?);
+        }
+        Ok(ManifestEdits::Overlay(documents))
+    }
+}
+
+/// How long `upgrade plan` waits for a manifest it reads for the overlay diff.
+const PREVIEW_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The plan-time review of every manifest overlay: each download is read (from the mirror, a
+/// `file://` URL, or — unless `offline` — the network) and the overlay applied to it. A download that
+/// cannot be read is noted in the plan; an overlay that does not fit the manifest refuses the plan.
+pub async fn preview_overlays(
+    plan: &mut Plan,
+    mirror: Option<&std::path::Path>,
+    offline: bool,
+) -> anyhow::Result<()> {
+    let mut previews = Vec::new();
+    for (step, url, overlay) in plan.overlay_downloads() {
+        let network = !url.starts_with("file://") && mirror.is_none();
+        let bytes = if network && offline {
+            Err("not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string())
+        } else {
+            // A review must not hang a plan on an unreachable server.
+            let read = crate::exec::actions::fetch::read_bytes(url, mirror);
+            match tokio::time::timeout(PREVIEW_READ_TIMEOUT, read).await {
+                Ok(Ok((bytes, _))) => Ok(bytes),
+                Ok(Err(error)) => Err(format!("{:#}", anyhow::Error::new(error))),
+                Err(_) => Err(format!(
+                    "no answer within {}s",
+                    PREVIEW_READ_TIMEOUT.as_secs()
+                )),
+            }
+        };
+        let preview = overlay::preview(step, url, overlay, bytes.as_deref().map_err(Clone::clone))
+            .with_context(|| format!("step `{step}` cannot apply the manifest overlay"))?;
+        previews.push(preview);
+    }
+    if !previews.is_empty() {
+        plan.set_manifest_previews(previews);
+    }
+    Ok(())
+}
+
 /// `netctl upgrade plan`
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   netctl upgrade plan --to v3.29.2                     # facts read from the configured datastore
   netctl upgrade plan --to v3.29.2 -o markdown > change-ticket.md
+  netctl upgrade plan --to v3.29.2 --manifest-overlay my-edits.yaml --out plan.json
+      # my-edits.yaml: the hand edits of a manifest install, shown as a diff in the plan:
+      #   apiVersion: apps/v1
+      #   kind: DaemonSet
+      #   metadata: {name: calico-node, namespace: kube-system}
+      #   spec:
+      #     template:
+      #       spec:
+      #         containers:
+      #         - name: calico-node            # merged by name; so is env
+      #           env:
+      #           - {name: IP_AUTODETECTION_METHOD, value: interface=eth0}
+  netctl upgrade plan --to v3.29.2 --no-manifest-edits  # the manifest was never edited: no gate
   netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
   netctl upgrade plan --procedure auto-host-endpoints -o mermaid")]
@@ -159,6 +267,11 @@ pub struct PlanArgs {
     /// Do not contact the datastore: every fact comes from flags and defaults.
     #[arg(long)]
     pub offline: bool,
+    #[command(flatten)]
+    pub manifest: ManifestEditArgs,
+    /// Read manifests for the overlay diff from this directory (`<host>/<path>`), as `upgrade apply`
+    #[arg(long, value_name = "DIR")]
+    pub mirror_dir: Option<PathBuf>,
 }
 
 impl PlanArgs {
@@ -169,13 +282,16 @@ impl PlanArgs {
         cluster: Option<&kube::Client>,
     ) -> anyhow::Result<Plan> {
         let runbooks = RunbookSet::load(self.facts.runbooks.as_deref())?;
+        let edits = self.manifest.edits()?;
         let facts = self.facts.facts(store, cluster).await?;
         let request = PlanRequest {
             procedure: self.procedure.clone(),
             to: self.to.clone(),
             facts,
         };
-        Ok(plan_upgrade(&runbooks, &request)?)
+        let mut plan = plan_upgrade_with(&runbooks, &request, &edits)?;
+        preview_overlays(&mut plan, self.mirror_dir.as_deref(), self.offline).await?;
+        Ok(plan)
     }
 
     /// Plans, prints to stdout and saves to `--out`.

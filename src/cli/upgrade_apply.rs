@@ -39,6 +39,7 @@ pub enum UpgradeCommand {
 #[command(after_help = "Examples:
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
+  netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
 
@@ -51,6 +52,8 @@ pub struct ApplyArgs {
     to: Option<String>,
     #[command(flatten)]
     facts: super::upgrade::FactArgs,
+    #[command(flatten)]
+    manifest: super::upgrade::ManifestEditArgs,
     /// Run exactly this saved plan (refused when it is stale or was edited)
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
@@ -176,7 +179,11 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
     match command {
-        UpgradeCommand::Plan(args) => {
+        UpgradeCommand::Plan(mut args) => {
+            args.facts.configured_etcd_endpoints = context
+                .client_config()
+                .ok()
+                .and_then(super::upgrade::configured_etcd_endpoints);
             let store = context.datastore_for_facts(args.offline).await?;
             let cluster = match args.offline {
                 true => None,
@@ -231,13 +238,20 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let cluster = context.kubernetes_client().await?;
     let plan = match (&args.to, saved_plan) {
         (Some(target), _) => {
+            let mut facts = args.facts.clone();
+            facts.configured_etcd_endpoints = context
+                .client_config()
+                .ok()
+                .and_then(super::upgrade::configured_etcd_endpoints);
             let request = super::upgrade::PlanArgs {
                 to: Some(target.clone()),
                 procedure: crate::runbook::UPGRADE_PROCEDURE.to_string(),
-                facts: args.facts.clone(),
+                facts,
                 output: super::upgrade::PlanOutput::Text,
                 out: None,
                 offline: false,
+                manifest: args.manifest.clone(),
+                mirror_dir: options.mirror_dir.clone(),
             };
             let plan = request
                 .plan(Some(datastore.as_ref()), cluster.as_ref())

@@ -561,6 +561,10 @@ impl Executor {
         // File → (URL, step) of the downloads earlier `fetch` steps of this dry-run would make.
         let mut would_download: std::collections::BTreeMap<String, (String, String)> =
             std::collections::BTreeMap::new();
+        // File → the overlaid manifest of those downloads that have a manifest overlay (`None` until
+        // the dry-run of the `fetch` could compute it from a local source).
+        let mut would_overlay: std::collections::BTreeMap<String, Option<String>> =
+            std::collections::BTreeMap::new();
         for (index, step) in plan.steps.iter().enumerate() {
             write(out, String::new())?;
             write(
@@ -601,12 +605,16 @@ impl Executor {
             );
             if let Action::Fetch(fetch) = &step.action {
                 would_download.insert(fetch.file.clone(), (fetch.url.clone(), step.id.clone()));
+                if !fetch.overlay.is_empty() {
+                    would_overlay.insert(fetch.file.clone(), None);
+                }
             }
             let action = match rehearse_download(
                 &step.action,
                 &files,
                 options.mirror_dir.is_some(),
                 &would_download,
+                &would_overlay,
             ) {
                 Some((action, line)) => {
                     write(out, format!("  {line}"))?;
@@ -616,6 +624,16 @@ impl Executor {
             };
             match actions::perform(&context, &action, RunMode::DryRun).await {
                 Ok(outcome) => {
+                    if let (Action::Fetch(fetch), Some(text)) = (
+                        &step.action,
+                        outcome
+                            .output
+                            .as_ref()
+                            .and_then(|output| output.get("overlaid"))
+                            .and_then(|text| text.as_str()),
+                    ) {
+                        would_overlay.insert(fetch.file.clone(), Some(text.to_string()));
+                    }
                     for line in outcome.transcript {
                         write(out, format!("  {line}"))?;
                     }
@@ -1347,13 +1365,15 @@ pub fn describe_action(action: &Action) -> String {
 /// In a dry-run, a `kube.apply` of a file that an earlier `fetch` of the plan would download (and that
 /// is not there yet) reads the download's source instead, so the rehearsal applies the real manifest
 /// with `dryRun=All` rather than failing on a missing file. Only for local sources (a mirror
-/// directory or a `file://` URL): a dry-run never goes to the network for this. Returns the action to
-/// rehearse and a line saying so.
+/// directory or a `file://` URL): a dry-run never goes to the network for this. A download with a
+/// manifest overlay is rehearsed with the overlaid manifest the `fetch` dry-run computed, or not at
+/// all when it could not. Returns the action to rehearse and a line saying so.
 fn rehearse_download(
     action: &Action,
     files: &std::path::Path,
     mirror: bool,
     would_download: &std::collections::BTreeMap<String, (String, String)>,
+    would_overlay: &std::collections::BTreeMap<String, Option<String>>,
 ) -> Option<(Action, String)> {
     let Action::KubeApply(apply) = action else {
         return None;
@@ -1366,6 +1386,15 @@ fn rehearse_download(
         return None;
     }
     let mut rehearsed = apply.clone();
+    if let Some(overlaid) = would_overlay.get(file) {
+        rehearsed.source = crate::plan::action::ManifestSource::Inline(overlaid.clone()?);
+        return Some((
+            Action::KubeApply(rehearsed),
+            format!(
+                "(`{file}` is not downloaded yet: rehearsing with what step `{step}` would download, with its manifest overlay)"
+            ),
+        ));
+    }
     rehearsed.source = crate::plan::action::ManifestSource::Url(url.clone());
     Some((
         Action::KubeApply(rehearsed),
@@ -1396,18 +1425,35 @@ mod tests {
                 "u/fetch".to_string(),
             ),
         )]);
+        let none = std::collections::BTreeMap::new();
         // No mirror and a network URL: never downloaded by a dry-run.
-        assert!(rehearse_download(&apply, files.path(), false, &https).is_none());
-        let (rehearsed, line) = rehearse_download(&apply, files.path(), true, &https).unwrap();
+        assert!(rehearse_download(&apply, files.path(), false, &https, &none).is_none());
+        let (rehearsed, line) =
+            rehearse_download(&apply, files.path(), true, &https, &none).unwrap();
         assert!(matches!(
             rehearsed,
             Action::KubeApply(KubeApply { source: ManifestSource::Url(ref url), .. })
                 if url == "https://example.org/calico.yaml"
         ));
         assert!(line.contains("step `u/fetch`"), "{line}");
+        // With a manifest overlay: the overlaid text the fetch dry-run computed, or no rehearsal.
+        let overlaid = std::collections::BTreeMap::from([("upgrade.yaml".to_string(), None)]);
+        assert!(rehearse_download(&apply, files.path(), true, &https, &overlaid).is_none());
+        let overlaid = std::collections::BTreeMap::from([(
+            "upgrade.yaml".to_string(),
+            Some("kind: ConfigMap\n".to_string()),
+        )]);
+        let (rehearsed, line) =
+            rehearse_download(&apply, files.path(), true, &https, &overlaid).unwrap();
+        assert!(matches!(
+            rehearsed,
+            Action::KubeApply(KubeApply { source: ManifestSource::Inline(ref text), .. })
+                if text == "kind: ConfigMap\n"
+        ));
+        assert!(line.contains("with its manifest overlay"), "{line}");
         // A file that is already there (an earlier run downloaded it) is what gets applied.
         std::fs::write(files.path().join("upgrade.yaml"), "").unwrap();
-        assert!(rehearse_download(&apply, files.path(), true, &https).is_none());
+        assert!(rehearse_download(&apply, files.path(), true, &https, &none).is_none());
     }
 
     #[test]

@@ -202,6 +202,14 @@ impl Action {
                     restore.owner.api_version
                 )))
             }
+            Action::Fetch(fetch) => fetch
+                .overlay
+                .iter()
+                .enumerate()
+                .try_for_each(|(index, document)| {
+                    super::overlay::check_document(document, "overlay", index + 1)
+                })
+                .map_err(|error| invalid(&error.to_string())),
             Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
                 "`selector` must not be empty (deleting every object of a kind is never planned)",
             )),
@@ -444,6 +452,36 @@ pub struct Fetch {
     pub url: String,
     /// Where to write the download, relative to the run's state directory.
     pub file: String,
+    /// Manifest overlay documents applied to the download before it is written to `file` (the
+    /// original is kept beside it as `<file>.original`); see [`super::overlay`]. Nested lists are
+    /// flattened and `null` items dropped, so a runbook can list its own documents and add the
+    /// user's with `- "{{ manifest_overlay }}"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "flattened_documents"
+    )]
+    pub overlay: Vec<serde_json::Value>,
+}
+
+fn flattened_documents<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<serde_json::Value>, D::Error> {
+    fn flatten(value: serde_json::Value, into: &mut Vec<serde_json::Value>) {
+        match value {
+            serde_json::Value::Array(items) => {
+                items.into_iter().for_each(|item| flatten(item, into))
+            }
+            serde_json::Value::Null => {}
+            other => into.push(other),
+        }
+    }
+    let mut documents = Vec::new();
+    flatten(
+        serde_json::Value::deserialize(deserializer)?,
+        &mut documents,
+    );
+    Ok(documents)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

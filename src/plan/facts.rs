@@ -201,10 +201,25 @@ pub struct Facts {
     pub alp_enabled: Fact<bool>,
     /// The full service-mesh version string, for the injector configmap name (seed §9.8).
     pub mesh_version: Fact<String>,
+    /// The etcd endpoints netctl is configured with (`etcdEndpoints`), comma-separated: what an etcd
+    /// manifest's `etcd_endpoints` must say. Left out of plans while unset, so plans for the
+    /// Kubernetes datastore do not list it.
+    #[serde(default = "unset_text", skip_serializing_if = "Fact::is_unset")]
+    pub etcd_endpoints: Fact<String>,
+}
+
+fn unset_text() -> Fact<String> {
+    Fact::default_value(String::new())
+}
+
+impl Fact<String> {
+    fn is_unset(&self) -> bool {
+        self.origin == FactOrigin::Default && self.value.is_empty()
+    }
 }
 
 /// The names `--set` accepts, in the order plans list them.
-pub const FACT_NAMES: [&str; 12] = [
+pub const FACT_NAMES: [&str; 13] = [
     "installed_version",
     "datastore_type",
     "install_method",
@@ -217,6 +232,7 @@ pub const FACT_NAMES: [&str; 12] = [
     "owner_references",
     "alp_enabled",
     "mesh_version",
+    "etcd_endpoints",
 ];
 
 /// What discovery could read from the datastore; `None` where it found nothing.
@@ -229,6 +245,9 @@ pub struct DiscoveredFacts {
     pub alp_enabled: Option<bool>,
     /// What the Kubernetes cluster tells, when one is configured ([`discover_cluster_facts`]).
     pub cluster: Option<ClusterFacts>,
+    /// The etcd endpoints of netctl's own configuration (not read from the datastore: the caller
+    /// that loaded the configuration sets them).
+    pub etcd_endpoints: Option<String>,
 }
 
 /// What the Kubernetes objects of the install tell; `None` where discovery found nothing.
@@ -357,6 +376,7 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
         all_interfaces_host_endpoints: Some(all_interfaces),
         alp_enabled: Some(alp_enabled),
         cluster: None,
+        etcd_endpoints: None,
     })
 }
 
@@ -574,6 +594,7 @@ impl Facts {
             },
             alp_enabled: either(discovered.alp_enabled, false),
             mesh_version: Fact::default_value(String::new()),
+            etcd_endpoints: either(discovered.etcd_endpoints.clone(), String::new()),
         };
         for (name, value) in &overrides.set {
             facts.set(name, value)?;
@@ -653,6 +674,10 @@ impl Facts {
                 self.alp_enabled = Fact::new(value, flag);
             }
             "mesh_version" => self.mesh_version = Fact::new(text.to_string(), flag),
+            "etcd_endpoints" => {
+                let endpoints = parse_list(text).map_err(|reason| invalid(&reason))?;
+                self.etcd_endpoints = Fact::new(endpoints.join(","), flag);
+            }
             other => {
                 return Err(FactError::UnknownFact {
                     name: other.to_string(),
@@ -673,6 +698,10 @@ impl Facts {
                 }
             }
         }
+        // Facts left out of plans while unset still exist for templates.
+        values
+            .entry("etcd_endpoints")
+            .or_insert_with(|| serde_json::Value::String(String::new()));
         values
     }
 }
@@ -737,6 +766,34 @@ mod tests {
             facts.values()["all_interfaces_host_endpoints"],
             serde_json::json!(["h1"])
         );
+    }
+
+    #[test]
+    fn etcd_endpoints_come_from_the_configuration_and_are_left_out_of_plans_while_unset() {
+        let unset = Facts::assemble(&DiscoveredFacts::default(), &overrides(&[])).unwrap();
+        let json = serde_json::to_value(&unset).unwrap();
+        assert!(json.get("etcd_endpoints").is_none(), "{json}");
+        assert_eq!(unset.values()["etcd_endpoints"], serde_json::json!(""));
+        assert_eq!(serde_json::from_value::<Facts>(json).unwrap(), unset);
+
+        let configured = DiscoveredFacts {
+            etcd_endpoints: Some("https://10.0.0.1:2379".into()),
+            ..DiscoveredFacts::default()
+        };
+        let facts = Facts::assemble(&configured, &overrides(&[])).unwrap();
+        assert_eq!(facts.etcd_endpoints.origin, FactOrigin::Discovered);
+        let json = serde_json::to_value(&facts).unwrap();
+        assert_eq!(json["etcd_endpoints"]["value"], "https://10.0.0.1:2379");
+        let flagged = Facts::assemble(
+            &configured,
+            &overrides(&[("etcd_endpoints", "https://a:2379, https://b:2379")]),
+        )
+        .unwrap();
+        assert_eq!(
+            flagged.etcd_endpoints.value,
+            "https://a:2379,https://b:2379"
+        );
+        assert_eq!(flagged.etcd_endpoints.origin, FactOrigin::Flag);
     }
 
     #[test]

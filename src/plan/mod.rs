@@ -10,6 +10,7 @@
 pub mod action;
 pub mod catalog;
 pub mod facts;
+pub mod overlay;
 pub mod release;
 pub mod render;
 pub mod resolve;
@@ -27,7 +28,7 @@ pub use facts::{
     discover_facts,
 };
 pub use release::{Release, ReleaseError};
-pub use resolve::{PlanError, PlanRequest, plan_upgrade};
+pub use resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade, plan_upgrade_with};
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
@@ -145,8 +146,32 @@ pub struct Plan {
     pub facts: Facts,
     /// Topologically ordered: every step comes after the steps it needs.
     pub steps: Vec<PlannedStep>,
+    /// What each manifest overlay changes, computed at plan time for review (see [`ManifestPreview`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest_previews: Vec<ManifestPreview>,
     /// `sha256:<hex>` over the canonical JSON of steps, facts and versions; see [`Plan::compute_digest`].
     pub digest: String,
+}
+
+/// The review of one `fetch` step's manifest overlay, made when the plan is made. Shown by every plan
+/// format; the executor never reads it (it applies the overlay of the step itself), but it is part of
+/// the digest so the reviewed diff cannot be edited in a saved plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestPreview {
+    /// The id of the `fetch` step.
+    pub step: String,
+    pub url: String,
+    /// The sha256 of the manifest read at plan time, when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A unified diff of the objects the overlay changes (manifest as released → with the overlay),
+    /// when the manifest could be read; empty when the overlay changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Why the manifest could not be read at plan time (then the plan shows the overlay itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 impl Plan {
@@ -165,6 +190,7 @@ impl Plan {
             to,
             facts,
             steps,
+            manifest_previews: Vec::new(),
             digest: String::new(),
         };
         plan.digest = plan.compute_digest();
@@ -175,7 +201,7 @@ impl Plan {
     /// from, to, facts, steps}`. Keys are in declaration order and maps are sorted (`BTreeMap`), so the
     /// JSON — and the digest — is the same on every run and machine.
     pub fn compute_digest(&self) -> String {
-        let content = serde_json::json!({
+        let mut content = serde_json::json!({
             "format_version": self.format_version,
             "procedure": self.procedure,
             "from": self.from,
@@ -183,6 +209,10 @@ impl Plan {
             "facts": self.facts,
             "steps": self.steps,
         });
+        // Only when there are previews, so plans without an overlay keep the digest they had.
+        if !self.manifest_previews.is_empty() {
+            content["manifest_previews"] = serde_json::json!(self.manifest_previews);
+        }
         let bytes = serde_json::to_vec(&content).unwrap_or_default();
         let hash = Sha256::digest(&bytes);
         let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -210,6 +240,24 @@ impl Plan {
             });
         }
         Ok(plan)
+    }
+
+    /// The `fetch` steps with a manifest overlay: `(step id, url, overlay documents)`.
+    pub fn overlay_downloads(&self) -> impl Iterator<Item = (&str, &str, &[serde_json::Value])> {
+        self.steps.iter().filter_map(|step| match &step.action {
+            Action::Fetch(fetch) if !fetch.overlay.is_empty() => Some((
+                step.id.as_str(),
+                fetch.url.as_str(),
+                fetch.overlay.as_slice(),
+            )),
+            _ => None,
+        })
+    }
+
+    /// Records the plan-time review of the manifest overlays and seals the plan again.
+    pub fn set_manifest_previews(&mut self, previews: Vec<ManifestPreview>) {
+        self.manifest_previews = previews;
+        self.digest = self.compute_digest();
     }
 
     /// Steps in a phase, in plan order.
@@ -292,6 +340,33 @@ mod tests {
         assert!(matches!(
             Plan::parse("{}").unwrap_err(),
             PlanFileError::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn manifest_previews_are_under_the_digest_only_when_present() {
+        let plan = sample_plan();
+        assert!(
+            !serde_json::to_string(&plan)
+                .unwrap()
+                .contains("manifest_previews")
+        );
+        let mut reviewed = plan.clone();
+        reviewed.set_manifest_previews(vec![ManifestPreview {
+            step: "manifest/download".into(),
+            url: "file:///calico.yaml".into(),
+            sha256: None,
+            diff: Some("-a\n+b\n".into()),
+            unavailable: None,
+        }]);
+        assert_ne!(reviewed.digest, plan.digest);
+        let text = serde_json::to_string(&reviewed).unwrap();
+        assert_eq!(Plan::parse(&text).unwrap(), reviewed);
+        // A reviewed diff edited in a saved plan is refused like any other edit.
+        let edited = text.replace("+b", "+c");
+        assert!(matches!(
+            Plan::parse(&edited).unwrap_err(),
+            PlanFileError::DigestMismatch { .. }
         ));
     }
 

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::action::{Action, ManifestSource};
-use super::{Phase, Plan, PlannedStep};
+use super::{ManifestPreview, Phase, Plan, PlannedStep};
 
 /// The formats `upgrade plan -o` offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +160,12 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
+    for (heading, body) in overlay_sections(plan) {
+        let _ = writeln!(out, "\n{heading}");
+        for line in body.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     let gates = plan
         .steps
         .iter()
@@ -172,6 +178,42 @@ pub fn text(plan: &Plan) -> String {
         plan.steps.len()
     );
     out
+}
+
+/// One `(heading, body)` per `fetch` step with a manifest overlay: the plan-time diff when the
+/// manifest could be read, else the reason and the overlay as given. Bodies end with a newline.
+fn overlay_sections(plan: &Plan) -> Vec<(String, String)> {
+    plan.overlay_downloads()
+        .map(|(step, url, overlay)| {
+            let preview = plan
+                .manifest_previews
+                .iter()
+                .find(|preview| preview.step == step);
+            let heading = format!("manifest overlay of `{step}` ({url}):");
+            let body = match preview {
+                Some(ManifestPreview {
+                    diff: Some(diff), ..
+                }) if diff.is_empty() => {
+                    "the overlay changes nothing: the manifest already says what it sets\n".into()
+                }
+                Some(ManifestPreview {
+                    diff: Some(diff), ..
+                }) => diff.clone(),
+                Some(ManifestPreview {
+                    unavailable: Some(reason),
+                    ..
+                }) => format!(
+                    "the manifest could not be read at plan time ({reason}); the diff is shown by `upgrade apply --dry-run`; the overlay as given:\n{}",
+                    super::overlay::overlay_yaml(overlay)
+                ),
+                _ => format!(
+                    "the manifest was not read at plan time; the overlay as given:\n{}",
+                    super::overlay::overlay_yaml(overlay)
+                ),
+            };
+            (heading, body)
+        })
+        .collect()
 }
 
 /// A maintenance checklist for a change ticket.
@@ -215,6 +257,14 @@ pub fn markdown(plan: &Plan) -> String {
             }
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
+    }
+    for (heading, body) in overlay_sections(plan) {
+        let fence = if body.starts_with("---") || body.starts_with('@') {
+            "diff"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "\n## {heading}\n\n```{fence}\n{body}```");
     }
     let _ = writeln!(
         out,
@@ -494,7 +544,15 @@ pub fn describe(action: &Action) -> String {
             }
             text
         }
-        Action::Fetch(fetch) => format!("{name} {} -> {}", fetch.url, fetch.file),
+        Action::Fetch(fetch) if fetch.overlay.is_empty() => {
+            format!("{name} {} -> {}", fetch.url, fetch.file)
+        }
+        Action::Fetch(fetch) => format!(
+            "{name} {} -> {} with the manifest overlay ({} document(s), shown below)",
+            fetch.url,
+            fetch.file,
+            fetch.overlay.len()
+        ),
         Action::Helm(helm) => format!("helm {} (timeout {})", argv(&helm.args), helm.timeout),
         Action::Exec(exec) => {
             let env: Vec<String> = exec

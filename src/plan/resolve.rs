@@ -31,6 +31,37 @@ pub struct PlanRequest {
     pub facts: Facts,
 }
 
+/// What the user says about hand edits of an installed manifest (`--manifest-overlay`,
+/// `--no-manifest-edits`); runbooks read it as `manifest_edits` and `manifest_overlay`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ManifestEdits {
+    /// Nothing said: manifest runbooks keep a human gate for the edits.
+    #[default]
+    Unstated,
+    /// The installed manifest has no hand edits: the new one is applied as released.
+    None,
+    /// Overlay documents ([`super::overlay`]) to apply to the new manifest.
+    Overlay(Vec<Json>),
+}
+
+impl ManifestEdits {
+    /// The value of `manifest_edits` in templates.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ManifestEdits::Unstated => "unstated",
+            ManifestEdits::None => "none",
+            ManifestEdits::Overlay(_) => "overlay",
+        }
+    }
+
+    fn documents(&self) -> &[Json] {
+        match self {
+            ManifestEdits::Overlay(documents) => documents,
+            _ => &[],
+        }
+    }
+}
+
 /// Why no plan could be made. Messages name the runbook and step at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -124,6 +155,10 @@ pub enum PlanError {
     },
     #[error("steps form a cycle: {}", .cycle.join(" → "))]
     Cycle { cycle: Vec<String> },
+    #[error(
+        "a manifest overlay was given, but no step of this plan downloads a manifest to apply it to\nhint: overlays are for manifest installs (`install_method` is `{install_method}`); drop `--manifest-overlay`"
+    )]
+    OverlayUnused { install_method: String },
 }
 
 fn step_suffix(step: &Option<String>) -> String {
@@ -135,13 +170,15 @@ fn step_suffix(step: &Option<String>) -> String {
 
 /// The variables templates may use, besides `facts.<name>`, `params.<name>` and (in `foreach` steps)
 /// `item`.
-pub const CONTEXT_VARIABLES: [&str; 6] = [
+pub const CONTEXT_VARIABLES: [&str; 8] = [
     "release_tag",
     "release_line",
     "from_version",
     "namespaces.operator",
     "namespaces.system",
     "manifest_base_url",
+    "manifest_edits",
+    "manifest_overlay",
 ];
 
 /// The template context every runbook of a plan sees (before its own `params`).
@@ -162,11 +199,48 @@ pub fn base_context(from: &Release, to: &Release, facts: &Facts) -> serde_json::
         json!(facts.manifest_base_url.value),
     );
     context.insert("facts".into(), Json::Object(facts.values()));
+    manifest_context(&mut context, &ManifestEdits::Unstated);
     context
 }
 
-/// Plans `request` with the runbooks of `set`.
+fn manifest_context(context: &mut serde_json::Map<String, Json>, edits: &ManifestEdits) {
+    context.insert("manifest_edits".into(), json!(edits.as_str()));
+    context.insert(
+        "manifest_overlay".into(),
+        Json::Array(edits.documents().to_vec()),
+    );
+}
+
+/// Plans `request` with the runbooks of `set`, nothing said about manifest edits.
 pub fn plan_upgrade(set: &RunbookSet, request: &PlanRequest) -> Result<Plan, PlanError> {
+    plan_upgrade_with(set, request, &ManifestEdits::Unstated)
+}
+
+/// Plans `request` with the runbooks of `set` and the user's manifest `edits`. An overlay no step
+/// takes up is an error, never silently dropped.
+pub fn plan_upgrade_with(
+    set: &RunbookSet,
+    request: &PlanRequest,
+    edits: &ManifestEdits,
+) -> Result<Plan, PlanError> {
+    let plan = plan_steps(set, request, edits)?;
+    let documents = edits.documents();
+    let taken_up = plan.steps.iter().any(
+        |step| matches!(&step.action, Action::Fetch(fetch) if fetch.overlay.ends_with(documents)),
+    );
+    if !documents.is_empty() && !taken_up {
+        return Err(PlanError::OverlayUnused {
+            install_method: request.facts.install_method.value.to_string(),
+        });
+    }
+    Ok(plan)
+}
+
+fn plan_steps(
+    set: &RunbookSet,
+    request: &PlanRequest,
+    edits: &ManifestEdits,
+) -> Result<Plan, PlanError> {
     let catalog = Catalog::parse(set.catalog_text().ok_or(CatalogError::Missing)?)?;
     let from = request.facts.installed_version.value.clone();
     let procedures = set.procedures();
@@ -188,7 +262,8 @@ pub fn plan_upgrade(set: &RunbookSet, request: &PlanRequest) -> Result<Plan, Pla
     };
 
     let templates = Templates::new();
-    let base = base_context(&from, &to, &request.facts);
+    let mut base = base_context(&from, &to, &request.facts);
+    manifest_context(&mut base, edits);
     let mut instances: Vec<Instance> = Vec::new();
     let mut selected_upgrade_runbook = false;
     for (runbook_index, loaded) in set.runbooks.iter().enumerate() {

@@ -6,6 +6,11 @@
 //! with rustls. The file is written atomically and its sha256 becomes the step's output. When the file
 //! is already there with the recorded digest (a resumed run), nothing is downloaded again; when it
 //! must be downloaded again (a resume on another machine), the bytes must have that digest.
+//!
+//! With a manifest overlay (see `plan::overlay`), the download is kept as `<file>.original` (its
+//! digest is the recorded one) and `file` gets the overlaid manifest; an overlay that does not fit
+//! the manifest fails the step before anything is written. A dry-run with a local source applies
+//! the overlay for real and shows its diff.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +49,12 @@ pub enum FetchError {
         url: String,
         recorded: String,
         found: String,
+    },
+    #[error("cannot apply the manifest overlay to `{url}`")]
+    Overlay {
+        url: String,
+        #[source]
+        source: crate::plan::overlay::OverlayError,
     },
     #[error("cannot write `{}`", path.display())]
     Write {
@@ -110,10 +121,7 @@ fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
     Some(mirror.join(relative))
 }
 
-pub(super) async fn read_bytes(
-    url: &str,
-    mirror: Option<&Path>,
-) -> Result<(Vec<u8>, String), FetchError> {
+pub async fn read_bytes(url: &str, mirror: Option<&Path>) -> Result<(Vec<u8>, String), FetchError> {
     let read_local = |path: PathBuf| {
         std::fs::read(&path).map_err(|source| FetchError::ReadLocal {
             url: url.to_string(),
@@ -148,6 +156,60 @@ pub(super) async fn read_bytes(
     Ok((bytes.to_vec(), "network".to_string()))
 }
 
+/// Where the downloaded original is kept when an overlay changes what `file` holds.
+pub fn original_path(target: &Path) -> PathBuf {
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(".original");
+    target.with_file_name(name)
+}
+
+/// The manifest with the overlay applied.
+fn overlaid(request: &Fetch, bytes: &[u8]) -> Result<crate::plan::overlay::Overlaid, FetchError> {
+    let error = |source| FetchError::Overlay {
+        url: request.url.clone(),
+        source,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|utf8| {
+        error(crate::plan::overlay::OverlayError::ManifestSyntax {
+            message: utf8.to_string(),
+        })
+    })?;
+    crate::plan::overlay::apply_overlay(text, &request.overlay).map_err(error)
+}
+
+/// The dry-run account of a fetch with an overlay: from a local source (a `file://` URL or the
+/// mirror) the overlay is applied for real and its diff shown; the network is never used.
+async fn describe_overlay(
+    request: &Fetch,
+    target: &Path,
+    mirror: Option<&Path>,
+) -> Result<(Vec<String>, Option<serde_json::Value>), FetchError> {
+    let documents = request.overlay.len();
+    let local = request.url.starts_with("file://") || mirror.is_some();
+    if !local {
+        return Ok((
+            vec![format!(
+                "then would apply the manifest overlay ({documents} document(s)) to it, keeping the download as {}",
+                original_path(target).display()
+            )],
+            None,
+        ));
+    }
+    let (bytes, _) = read_bytes(&request.url, mirror).await?;
+    let result = overlaid(request, &bytes)?;
+    let mut lines = vec![format!(
+        "then would apply the manifest overlay ({documents} document(s)), changing {} object(s), keeping the download as {}:",
+        result.changed.len(),
+        original_path(target).display()
+    )];
+    lines.extend(
+        crate::plan::overlay::unified_diff(&result.changed)
+            .lines()
+            .map(|line| format!("    {line}")),
+    );
+    Ok((lines, Some(serde_json::json!({ "overlaid": result.text }))))
+}
+
 pub async fn fetch(
     request: &Fetch,
     files_dir: &Path,
@@ -156,6 +218,14 @@ pub async fn fetch(
     mode: RunMode,
 ) -> Result<Outcome, FetchError> {
     let target = target_path(files_dir, &request.file)?;
+    let with_overlay = !request.overlay.is_empty();
+    // With an overlay, `file` holds the overlaid manifest and the download itself is kept beside it;
+    // the recorded digest is the download's, so a resume can prove it has the same original.
+    let original = if with_overlay {
+        original_path(&target)
+    } else {
+        target.clone()
+    };
     if mode == RunMode::DryRun {
         let source = match (request.url.starts_with("file://"), mirror) {
             (false, Some(mirror)) => mirror_path(mirror, &request.url)
@@ -163,25 +233,59 @@ pub async fn fetch(
                 .unwrap_or_default(),
             _ => String::new(),
         };
+        let mut transcript = vec![format!(
+            "would download {}{source} to {}",
+            request.url,
+            target.display()
+        )];
+        let mut output = None;
+        if with_overlay {
+            let (lines, overlaid) = describe_overlay(request, &target, mirror).await?;
+            transcript.extend(lines);
+            output = overlaid;
+        }
         return Ok(Outcome {
             summary: format!("would download {}", request.url),
-            transcript: vec![format!(
-                "would download {}{source} to {}",
-                request.url,
-                target.display()
-            )],
-            output: None,
+            transcript,
+            output,
         });
     }
-    // A resumed run keeps the bytes it already has, so every later step sees the same manifest.
-    if let (Some(recorded), Ok(existing)) = (recorded_digest, std::fs::read(&target)) {
+    let write = |path: &Path, bytes: &[u8]| {
+        let error = |source| FetchError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(error)?;
+        }
+        write_atomically(path, bytes).map_err(error)
+    };
+    let output = |digest: &str, bytes: usize, overlaid: Option<&[u8]>| {
+        let mut output = serde_json::json!({ "file": target, "sha256": digest, "bytes": bytes });
+        if let Some(overlaid) = overlaid {
+            output["original_file"] = serde_json::json!(original);
+            output["overlaid_sha256"] = serde_json::json!(sha256(overlaid));
+        }
+        output
+    };
+    // A resumed run keeps the bytes it already has, so every later step sees the same manifest. An
+    // overlaid `file` that is there is kept too (the operator may have edited it at a gate); one
+    // that is missing is made again from the original (the same input gives the same bytes).
+    if let (Some(recorded), Ok(existing)) = (recorded_digest, std::fs::read(&original)) {
         if sha256(&existing) == recorded {
+            let overlaid = match (with_overlay, std::fs::read(&target)) {
+                (false, _) => None,
+                (true, Ok(kept)) => Some(kept),
+                (true, Err(_)) => {
+                    let result = overlaid(request, &existing)?;
+                    write(&target, result.text.as_bytes())?;
+                    Some(result.text.into_bytes())
+                }
+            };
             return Ok(Outcome {
-                summary: format!("kept {} ({recorded})", target.display()),
+                summary: format!("kept {} ({recorded})", original.display()),
                 transcript: vec![],
-                output: Some(
-                    serde_json::json!({ "file": target, "sha256": recorded, "bytes": existing.len() }),
-                ),
+                output: Some(output(recorded, existing.len(), overlaid.as_deref())),
             });
         }
     }
@@ -196,22 +300,36 @@ pub async fn fetch(
             });
         }
     }
-    let write = |source| FetchError::Write {
-        path: target.clone(),
-        source,
+    // The overlay is applied before anything is written: an overlay that does not fit leaves nothing.
+    let overlaid = match with_overlay {
+        true => Some(overlaid(request, &bytes)?),
+        false => None,
     };
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(write)?;
+    write(&original, &bytes)?;
+    let mut summary = format!(
+        "downloaded {} from {source} ({} bytes, {digest})",
+        request.url,
+        bytes.len()
+    );
+    if let Some(result) = &overlaid {
+        write(&target, result.text.as_bytes())?;
+        let _ = std::fmt::Write::write_fmt(
+            &mut summary,
+            format_args!(
+                "; manifest overlay changed {} object(s) in {}",
+                result.changed.len(),
+                target.display()
+            ),
+        );
     }
-    write_atomically(&target, &bytes).map_err(write)?;
     Ok(Outcome {
-        summary: format!(
-            "downloaded {} from {source} ({} bytes, {digest})",
-            request.url,
-            bytes.len()
-        ),
+        summary,
         transcript: vec![],
-        output: Some(serde_json::json!({ "file": target, "sha256": digest, "bytes": bytes.len() })),
+        output: Some(output(
+            &digest,
+            bytes.len(),
+            overlaid.as_ref().map(|result| result.text.as_bytes()),
+        )),
     })
 }
 
@@ -228,6 +346,89 @@ mod tests {
         );
         assert!(target_path(files, "../checkpoint.json").is_err());
         assert!(target_path(files, "/etc/passwd").is_err());
+    }
+
+    const RELEASED: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-config\n  namespace: kube-system\ndata:\n  veth_mtu: \"0\"\n";
+
+    fn overlay_fetch(url: String, data: serde_json::Value) -> Fetch {
+        Fetch {
+            url,
+            file: "upgrade.yaml".into(),
+            overlay: vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "calico-config", "namespace": "kube-system"}, "data": data})],
+        }
+    }
+
+    #[tokio::test]
+    async fn an_overlay_is_applied_before_the_manifest_is_written_and_kept_on_resume() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::write(source.path().join("calico.yaml"), RELEASED).unwrap();
+        let url = format!("file://{}", source.path().join("calico.yaml").display());
+        let files = tempfile::tempdir().unwrap();
+        let request = overlay_fetch(url.clone(), serde_json::json!({"veth_mtu": "1440"}));
+
+        let dry = fetch(&request, files.path(), None, None, RunMode::DryRun)
+            .await
+            .unwrap();
+        assert!(
+            dry.transcript
+                .iter()
+                .any(|line| line.contains("+  veth_mtu: '1440'")),
+            "{:?}",
+            dry.transcript
+        );
+        assert!(
+            !files.path().join("upgrade.yaml").exists(),
+            "a dry-run writes nothing"
+        );
+
+        let done = fetch(&request, files.path(), None, None, RunMode::Execute)
+            .await
+            .unwrap();
+        let output = done.output.unwrap();
+        assert_eq!(
+            output["sha256"],
+            serde_json::json!(sha256(RELEASED.as_bytes()))
+        );
+        assert_eq!(
+            std::fs::read_to_string(files.path().join("upgrade.yaml.original")).unwrap(),
+            RELEASED
+        );
+        let overlaid = std::fs::read_to_string(files.path().join("upgrade.yaml")).unwrap();
+        assert!(overlaid.contains("veth_mtu: '1440'"), "{overlaid}");
+
+        // A resume elsewhere (no overlaid file) makes the same bytes from the kept original.
+        std::fs::remove_file(files.path().join("upgrade.yaml")).unwrap();
+        let recorded = output["sha256"].as_str().unwrap();
+        let resumed = fetch(
+            &request,
+            files.path(),
+            None,
+            Some(recorded),
+            RunMode::Execute,
+        )
+        .await
+        .unwrap();
+        assert!(resumed.summary.starts_with("kept"), "{}", resumed.summary);
+        assert_eq!(
+            std::fs::read_to_string(files.path().join("upgrade.yaml")).unwrap(),
+            overlaid
+        );
+    }
+
+    #[tokio::test]
+    async fn an_overlay_that_names_no_object_fails_and_writes_nothing() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::write(source.path().join("calico.yaml"), RELEASED).unwrap();
+        let url = format!("file://{}", source.path().join("calico.yaml").display());
+        let files = tempfile::tempdir().unwrap();
+        let mut request = overlay_fetch(url, serde_json::json!({"x": "1"}));
+        request.overlay[0]["metadata"]["name"] = serde_json::json!("calico-settings");
+        let error = fetch(&request, files.path(), None, None, RunMode::Execute)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, FetchError::Overlay { .. }), "{error}");
+        assert_eq!(std::fs::read_dir(files.path()).unwrap().count(), 0);
     }
 
     #[test]
