@@ -352,7 +352,7 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
     assert_eq!(
         plan["facts"]["all_interfaces_host_endpoints"]["value"],
-        json!(["node-a-all"])
+        json!([{"name": "node-a-all", "node": "node-a", "labels": {"role": "edge"}}])
     );
     let ids = step_ids(&plan);
     assert!(

@@ -54,5 +54,6 @@ fn unknown_facts() -> Facts {
         owner_references: Fact::new(Vec::new(), FactOrigin::Default),
         alp_enabled: Fact::new(false, FactOrigin::Default),
         mesh_version: default(String::new()),
+        service_deployments: Fact::new(Vec::new(), FactOrigin::Default),
     }
 }

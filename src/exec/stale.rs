@@ -5,6 +5,7 @@
 //! cluster now running v3.28, even if `--from` said v3.26 at plan time. Other facts are compared only
 //! when the plan itself discovered them; a fact the operator set by flag is the operator's call.
 
+use crate::plan::facts::HostEndpointFact;
 use crate::plan::{DiscoveredFacts, FactOrigin, Facts};
 
 /// The first fact that no longer holds.
@@ -38,12 +39,12 @@ pub fn first_stale_fact(planned: &Facts, now: &DiscoveredFacts) -> Option<StaleF
         }
     }
     if planned.all_interfaces_host_endpoints.origin == FactOrigin::Discovered {
-        if let Some(names) = &now.all_interfaces_host_endpoints {
-            if *names != planned.all_interfaces_host_endpoints.value {
+        if let Some(endpoints) = &now.all_interfaces_host_endpoints {
+            if *endpoints != planned.all_interfaces_host_endpoints.value {
                 return Some(StaleFact {
                     fact: "all_interfaces_host_endpoints",
                     planned: list(&planned.all_interfaces_host_endpoints.value),
-                    now: list(names),
+                    now: list(endpoints),
                 });
             }
         }
@@ -51,12 +52,28 @@ pub fn first_stale_fact(planned: &Facts, now: &DiscoveredFacts) -> Option<StaleF
     None
 }
 
-fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "(none)".to_string()
-    } else {
-        names.join(", ")
+/// The host endpoints by name, with their labels when they have any (a plan copies the labels, so a
+/// label changed since planning makes the plan stale too).
+fn list(endpoints: &[HostEndpointFact]) -> String {
+    if endpoints.is_empty() {
+        return "(none)".to_string();
     }
+    endpoints
+        .iter()
+        .map(|endpoint| {
+            let labels: Vec<String> = endpoint
+                .labels
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            if labels.is_empty() {
+                endpoint.name.clone()
+            } else {
+                format!("{} ({})", endpoint.name, labels.join(","))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The plan's facts with every discoverable value replaced by what discovery reads now; `check`
