@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::plan::action::{
     PatchType, ResourceDocuments, ResourceLabel, ResourceList, ResourcePatch, ResourceTarget,
+    ResourceWait,
 };
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -121,6 +122,22 @@ pub enum ResourceActionError {
         name: String,
         key: String,
     },
+    #[error(
+        "{kind} {name} already has label `{key}` = `{current}`; not changing it to `{wanted}`"
+    )]
+    LabelConflict {
+        kind: String,
+        name: String,
+        key: String,
+        current: String,
+        wanted: String,
+    },
+    #[error("{what} did not appear within {timeout}: {last}")]
+    WaitTimeout {
+        what: String,
+        timeout: String,
+        last: String,
+    },
     #[error("cannot apply the {patch_type} patch to {key}: {reason}")]
     Patch {
         key: ResourceKey,
@@ -144,6 +161,12 @@ impl ResourceActionError {
         match self {
             ResourceActionError::Store { source, .. }
             | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
+            ResourceActionError::LabelConflict { .. } => Some(
+                "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
+            ),
+            ResourceActionError::WaitTimeout { .. } => Some(
+                "check the component that creates them (its logs and configuration), then resume the run or raise `timeout`".to_string(),
+            ),
             _ => None,
         }
     }
@@ -567,6 +590,9 @@ pub async fn label(
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
     let kind_text = request.kind.as_str().to_ascii_lowercase();
+    if let Some(wanted) = &request.labels {
+        return label_all(store, request, wanted, &key, &kind_text, mode).await;
+    }
     let (resource, message) = read_modify_write(store, &key, mode, |resource| {
         let labels = &mut resource.metadata.labels;
         let existing = labels.get(&request.key).cloned();
@@ -628,6 +654,69 @@ pub async fn label(
     Ok(outcome)
 }
 
+/// `resource.label` with `labels`: every key is checked before anything is written, so a key that
+/// already has another value (without `overwrite`) leaves the resource as it was.
+async fn label_all(
+    store: &dyn Datastore,
+    request: &ResourceLabel,
+    wanted: &std::collections::BTreeMap<String, String>,
+    key: &ResourceKey,
+    kind_text: &str,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let mut unchanged = false;
+    let (resource, _) = read_modify_write(store, key, mode, |resource| {
+        let labels = &mut resource.metadata.labels;
+        for (label, value) in wanted {
+            match labels.get(label) {
+                Some(current) if current != value && !request.overwrite => {
+                    return Err(ResourceActionError::LabelConflict {
+                        kind: kind_text.to_string(),
+                        name: request.name.clone(),
+                        key: label.clone(),
+                        current: current.clone(),
+                        wanted: value.clone(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        unchanged = wanted
+            .iter()
+            .all(|(label, value)| labels.get(label) == Some(value));
+        labels.extend(wanted.clone());
+        Ok(None)
+    })
+    .await?;
+    let would = if mode == RunMode::DryRun {
+        "would "
+    } else {
+        ""
+    };
+    let listed = wanted
+        .iter()
+        .map(|(label, value)| format!("{label}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let summary = match (wanted.is_empty(), unchanged) {
+        (true, _) => format!("{kind_text} {} has no labels to set", request.name),
+        (false, true) => format!(
+            "{kind_text} {} already has the labels {listed}",
+            request.name
+        ),
+        (false, false) => format!("set labels {listed} on {kind_text} {}", request.name),
+    };
+    let mut outcome = Outcome {
+        summary: summary.clone(),
+        ..Outcome::default()
+    };
+    outcome
+        .transcript
+        .push(format!("{would}update {key} ({summary}):"));
+    outcome.transcript.extend(document_lines(&resource));
+    Ok(outcome)
+}
+
 pub async fn patch(
     store: &dyn Datastore,
     request: &ResourcePatch,
@@ -679,6 +768,144 @@ pub async fn patch(
     ));
     outcome.transcript.extend(document_lines(&resource));
     Ok(outcome)
+}
+
+/// How often `resource.wait` reads the datastore again.
+const WAIT_POLL: Duration = Duration::from_millis(500);
+
+/// What `resource.wait` waits for, in words.
+fn describe_wait(request: &ResourceWait) -> String {
+    let plural = request.kind.plural();
+    let selector = request
+        .selector
+        .as_deref()
+        .map(|selector| format!(" matching `{selector}`"))
+        .unwrap_or_default();
+    if request.names.is_empty() {
+        format!("any of the {plural}{selector}")
+    } else {
+        format!(
+            "{plural} {}{selector}",
+            request
+                .names
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// One look at what `resource.wait` waits for: whether it holds, and what is missing.
+async fn wait_state(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+) -> Result<(bool, String), ResourceActionError> {
+    let selector = request
+        .selector
+        .as_deref()
+        .map(|text| {
+            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
+                reason: error.to_string(),
+            })
+        })
+        .transpose()?;
+    let matches = |resource: &Resource| {
+        selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
+    };
+    if request.names.is_empty() {
+        let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
+        let mut found = 0;
+        crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
+            found += usize::from(matches(&resource));
+            Ok(())
+        })
+        .await
+        .map_err(store_error(
+            "list",
+            &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
+        ))?;
+        return Ok((found > 0, format!("{found} matching")));
+    }
+    let mut missing = Vec::new();
+    let mut unmatched = Vec::new();
+    for name in &request.names {
+        let key = target_key(request.kind, request.namespace.as_deref(), name);
+        match store.get(&key).await {
+            Ok(resource) if matches(&resource) => {}
+            Ok(_) => unmatched.push(name.clone()),
+            Err(StoreError::NotFound(_)) => missing.push(name.clone()),
+            Err(source) => return Err(store_error("read", &key)(source)),
+        }
+    }
+    let present = request.names.len() - missing.len() - unmatched.len();
+    let mut report = format!("{present}/{} present", request.names.len());
+    if !missing.is_empty() {
+        report.push_str(&format!("; missing {}", missing.join(", ")));
+    }
+    if !unmatched.is_empty() {
+        report.push_str(&format!(
+            "; not matching the selector: {}",
+            unmatched.join(", ")
+        ));
+    }
+    Ok((missing.is_empty() && unmatched.is_empty(), report))
+}
+
+/// `resource.wait`: polls the datastore until the resources are there, reporting progress on stderr
+/// whenever it changes; fails after `timeout`. A dry-run reads once and reports what it sees.
+pub async fn wait(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let what = describe_wait(request);
+    if mode == RunMode::DryRun {
+        let (_, report) = wait_state(store, request).await?;
+        return Ok(Outcome {
+            summary: format!("would wait up to {} for {what}", request.timeout),
+            transcript: vec![
+                format!("would wait up to {} for {what}", request.timeout),
+                format!("  now: {report}"),
+            ],
+            output: None,
+        });
+    }
+    let started = std::time::Instant::now();
+    let mut last = String::new();
+    loop {
+        let (done, report) = wait_state(store, request).await?;
+        if done {
+            let summary = format!("{what}: {report}");
+            return Ok(Outcome {
+                summary: summary.clone(),
+                transcript: vec![summary],
+                output: Some(serde_json::json!(request.names)),
+            });
+        }
+        if report != last {
+            crate::terminal::warn(format!("waiting for {what}: {report}"));
+            last = report.clone();
+        }
+        if started.elapsed() >= request.timeout.0 {
+            return Err(ResourceActionError::WaitTimeout {
+                what,
+                timeout: request.timeout.to_string(),
+                last: report,
+            });
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+/// Whether what `resource.wait` waits for holds now (a `verify` postcondition).
+pub async fn waited_for(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+) -> Result<bool, ResourceActionError> {
+    Ok(wait_state(store, request).await?.0)
 }
 
 /// Whether a resource exists (the postcondition of `resource.get`).
@@ -791,6 +1018,7 @@ mod tests {
             name: "h1".into(),
             namespace: None,
             key: "upgrade".into(),
+            labels: None,
             value: Some("yes".into()),
             overwrite: false,
             remove: false,
