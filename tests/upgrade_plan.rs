@@ -311,7 +311,10 @@ fn auto_host_endpoint_plan(host_endpoints: &str) -> Result<Plan, netctl::plan::P
     let overrides = FactOverrides {
         from: Some("v3.29.2".parse().unwrap()),
         install_method: Some(InstallMethod::Operator),
-        set: vec![("all_interfaces_host_endpoints".into(), host_endpoints.into())],
+        set: vec![(
+            "all_interfaces_host_endpoints".into(),
+            host_endpoints.into(),
+        )],
         ..FactOverrides::default()
     };
     let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();

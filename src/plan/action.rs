@@ -199,9 +199,9 @@ impl Action {
                     Ok(())
                 }
             }
-            Action::ResourceLabel(label) if label.key.is_empty() => {
-                Err(invalid("give a `key` (with `value` or `remove: true`) or `labels`"))
-            }
+            Action::ResourceLabel(label) if label.key.is_empty() => Err(invalid(
+                "give a `key` (with `value` or `remove: true`) or `labels`",
+            )),
             Action::ResourceLabel(label) if label.value.is_some() && label.remove => Err(invalid(
                 "a label cannot be both set (`value`) and removed (`remove: true`)",
             )),

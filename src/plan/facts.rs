@@ -1009,9 +1009,7 @@ mod tests {
 
     #[test]
     fn a_pod_template_opts_in_or_out_of_sidecar_injection() {
-        let template = |metadata: serde_json::Value| {
-            serde_json::json!({"spec": {"template": {"metadata": metadata}}})
-        };
+        let template = |metadata: serde_json::Value| serde_json::json!({"spec": {"template": {"metadata": metadata}}});
         assert_eq!(pod_injection(&template(serde_json::json!({}))), None);
         assert_eq!(
             pod_injection(&template(
@@ -1192,7 +1190,10 @@ mod discovery_tests {
         let mut information = Resource::new(Kind::ClusterInformation, "default");
         information.spec = serde_json::json!({"calicoVersion": "v3.26.4", "datastoreReady": true});
         let mut labelled = host_endpoint("b-all", "*");
-        labelled.metadata.labels.insert("role".into(), "edge".into());
+        labelled
+            .metadata
+            .labels
+            .insert("role".into(), "edge".into());
         let mut automatic = host_endpoint("n-auto-hep", "*");
         automatic.metadata.labels.insert(
             "projectcalico.org/created-by".into(),

@@ -390,9 +390,11 @@ pub fn describe(action: &Action) -> String {
             );
             match &label.value {
                 _ if label.labels.is_some() => {
-                    let labels = label.labels.iter().flatten().map(|(key, value)| {
-                        shell_word(&format!("{key}={value}"))
-                    });
+                    let labels = label
+                        .labels
+                        .iter()
+                        .flatten()
+                        .map(|(key, value)| shell_word(&format!("{key}={value}")));
                     let mut text = target;
                     for label in labels {
                         let _ = write!(text, " {label}");

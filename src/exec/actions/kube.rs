@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 
 use super::{Outcome, RunMode};
 use crate::plan::action::{
-    KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeRestart,
-    KubeWaitRollout, ManifestSource, PatchType,
+    KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeRestart, KubeWaitRollout,
+    ManifestSource, PatchType,
 };
 use crate::terminal;
 

@@ -122,9 +122,7 @@ pub enum ResourceActionError {
         name: String,
         key: String,
     },
-    #[error(
-        "{kind} {name} already has label `{key}` = `{current}`; not changing it to `{wanted}`"
-    )]
+    #[error("{kind} {name} already has label `{key}` = `{current}`; not changing it to `{wanted}`")]
     LabelConflict {
         kind: String,
         name: String,
