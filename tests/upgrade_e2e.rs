@@ -1795,3 +1795,140 @@ fn auto_host_endpoints_migration_refuses_to_overwrite_a_node_label() {
     );
     assert_eq!(host_endpoint_names(&etcd).len(), 3);
 }
+
+/// The Kubernetes datastore at v3.29.2 with the same layout as [`auto_host_endpoint_datastore`]:
+/// Kubernetes Nodes, host endpoints and KubeControllersConfiguration as Calico custom resources.
+fn auto_host_endpoint_cluster() -> KubeApiServer {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.29.2");
+    install(&kube, &manifest_for("v3.29.2", "kubernetes"));
+    for (node, labels) in [
+        ("node-a", json!({"kubernetes.io/hostname": "node-a"})),
+        (
+            "node-b",
+            json!({"kubernetes.io/hostname": "node-b", "zone": "b"}),
+        ),
+    ] {
+        kube.put(json!({"apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": node, "labels": labels}}));
+    }
+    for (name, node, interface, labels) in [
+        (
+            "node-a-all",
+            "node-a",
+            "*",
+            json!({"role": "edge", "zone": "a"}),
+        ),
+        (
+            "node-b-all",
+            "node-b",
+            "*",
+            json!({"role": "core", "zone": "b"}),
+        ),
+        ("node-a-eth0", "node-a", "eth0", json!({})),
+    ] {
+        let mut spec = json!({"node": node, "interfaceName": interface});
+        if interface != "*" {
+            spec["expectedIPs"] = json!(["10.0.0.1"]);
+        }
+        kube.put(
+            json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "HostEndpoint",
+                        "metadata": {"name": name, "labels": labels}, "spec": spec}),
+        );
+    }
+    kube.put(json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "KubeControllersConfiguration",
+        "metadata": {"name": "default"},
+        "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                          "hostEndpoint": {"autoCreate": "Disabled"}}},
+                 "healthChecks": "Enabled", "logSeverityScreen": "Info"}
+    }));
+    kube
+}
+
+/// [`play_kube_controllers`] for the Kubernetes datastore.
+fn play_kube_controllers_on(kube: &KubeApiServer, stop: &std::sync::atomic::AtomicBool) {
+    const CALICO: &str = "crd.projectcalico.org/v1";
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let enabled = kube
+            .get(CALICO, "kubecontrollersconfigurations", "", "default")
+            .is_some_and(|config| {
+                config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
+            });
+        if enabled {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            for node in ["node-a", "node-b"] {
+                let stored = kube.get("v1", "nodes", "", node).unwrap();
+                let mut labels = stored["metadata"]["labels"].clone();
+                labels["projectcalico.org/created-by"] = json!("calico-kube-controllers");
+                kube.put(json!({"apiVersion": CALICO, "kind": "HostEndpoint",
+                                "metadata": {"name": format!("{node}-auto-hep"), "labels": labels},
+                                "spec": {"node": node, "interfaceName": "*",
+                                         "profiles": ["projectcalico-default-allow"]}}));
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn auto_host_endpoints_migration_on_kubernetes_labels_the_kubernetes_nodes_and_resumes() {
+    let kube = auto_host_endpoint_cluster();
+    let operator = kubernetes_operator(&kube);
+    let (plan_file, plan) = auto_host_endpoint_plan(&operator);
+    assert_eq!(plan["facts"]["datastore_type"]["value"], "kubernetes");
+    assert_eq!(
+        plan["facts"]["all_interfaces_host_endpoints"]["value"],
+        json!([{"name": "node-a-all", "node": "node-a", "labels": {"role": "edge", "zone": "a"}},
+               {"name": "node-b-all", "node": "node-b", "labels": {"role": "core", "zone": "b"}}])
+    );
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--yes",
+    ];
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| play_kube_controllers_on(&kube, &stop));
+        apply_killed_at(
+            &operator,
+            &apply,
+            "auto-host-endpoints/wait-for-auto-host-endpoint[0]:before",
+        );
+        let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_success(&resumed, "resume");
+    });
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["run"]["state"],
+        "completed"
+    );
+    // The labels went onto the Kubernetes Nodes, next to the ones they had.
+    let node_a = kube.get("v1", "nodes", "", "node-a").unwrap();
+    assert_eq!(
+        node_a["metadata"]["labels"],
+        json!({"kubernetes.io/hostname": "node-a", "role": "edge", "zone": "a"})
+    );
+    let mut names = kube.names("crd.projectcalico.org/v1", "hostendpoints");
+    names.sort();
+    assert_eq!(
+        names,
+        ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"],
+        "the old all-interfaces host endpoints are gone"
+    );
+    let config = kube
+        .get(
+            "crd.projectcalico.org/v1",
+            "kubecontrollersconfigurations",
+            "",
+            "default",
+        )
+        .unwrap();
+    assert_eq!(
+        config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"],
+        "Enabled"
+    );
+}
