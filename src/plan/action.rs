@@ -622,6 +622,48 @@ mod tests {
     }
 
     #[test]
+    fn waits_restarts_and_label_maps_are_checked_at_plan_time() {
+        let invalid = |name: &str, with: serde_json::Value| {
+            Action::from_parts(name, with).unwrap_err().to_string()
+        };
+        assert_eq!(
+            invalid("resource.wait", serde_json::json!({"kind": "HostEndpoint"})),
+            "invalid arguments for action `resource.wait`: give `names`, a `selector`, or both"
+        );
+        assert!(
+            invalid(
+                "resource.wait",
+                serde_json::json!({"kind": "HostEndpoint", "selector": "a =="})
+            )
+            .starts_with("invalid arguments for action `resource.wait`: `selector` is not valid")
+        );
+        assert_eq!(
+            invalid(
+                "kube.restart",
+                serde_json::json!({"namespace": "n", "kind": "Pod", "name": "p"})
+            ),
+            "invalid arguments for action `kube.restart`: `kind` must be `Deployment`, `DaemonSet` or `StatefulSet`, got `Pod`"
+        );
+        assert_eq!(
+            invalid(
+                "resource.label",
+                serde_json::json!({"kind": "Node", "name": "n", "key": "k", "value": "v", "labels": {}})
+            ),
+            "invalid arguments for action `resource.label`: give either `labels` or one `key` with `value`/`remove`, not both"
+        );
+        let restart = Action::from_parts(
+            "kube.restart",
+            serde_json::json!({"namespace": "n", "name": "d"}),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&restart).unwrap(),
+            serde_json::json!({"action": "kube.restart",
+                               "with": {"namespace": "n", "kind": "Deployment", "name": "d"}})
+        );
+    }
+
+    #[test]
     fn durations_read_and_print_the_human_way() {
         let exec: Exec =
             serde_json::from_value(serde_json::json!({"command": ["true"], "timeout": "2m"}))

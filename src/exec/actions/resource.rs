@@ -1058,6 +1058,61 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_wait_reports_what_is_missing_and_gives_up_after_its_timeout() {
+        let store = RacingStore::new(0);
+        let request = |selector: &str| ResourceWait {
+            kind: Kind::HostEndpoint,
+            names: vec!["h1".into()],
+            namespace: None,
+            selector: Some(selector.into()),
+            timeout: crate::plan::HumanDuration(Duration::from_millis(600)),
+        };
+        let outcome = wait(&store, &request("all()"), RunMode::Execute)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.summary,
+            "hostendpoints `h1` matching `all()`: 1/1 present"
+        );
+        let error = wait(&store, &request("role == 'edge'"), RunMode::Execute)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "hostendpoints `h1` matching `role == 'edge'` did not appear within 600ms: 0/1 present; not matching the selector: h1"
+        );
+        assert!(error.hint().is_some());
+    }
+
+    #[tokio::test]
+    async fn several_labels_are_set_all_or_none() {
+        let store = RacingStore::new(0);
+        let mut request = label_request();
+        request.key = String::new();
+        request.value = None;
+        request.labels = Some([("a".to_string(), "1".to_string())].into());
+        label(&store, &request, RunMode::Execute).await.unwrap();
+        request.labels = Some(
+            [
+                ("b".to_string(), "2".to_string()),
+                ("a".to_string(), "other".to_string()),
+            ]
+            .into(),
+        );
+        let error = label(&store, &request, RunMode::Execute).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "hostendpoint h1 already has label `a` = `1`; not changing it to `other`"
+        );
+        let stored = store.resource.lock().unwrap().clone();
+        assert_eq!(
+            stored.metadata.labels.keys().collect::<Vec<_>>(),
+            ["a"],
+            "nothing of the refused write"
+        );
+    }
+
     #[test]
     fn an_update_takes_labels_from_the_user_and_the_rest_from_the_store() {
         let mut stored = Resource::new(Kind::HostEndpoint, "h1");
