@@ -1,6 +1,7 @@
 //! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
-//! merge and JSON patches, annotations and labels, delete by label selector, and waiting for a
-//! DaemonSet, Deployment or set of pods to roll out.
+//! merge and JSON patches, annotations and labels, delete by label selector, `kubectl rollout
+//! restart` (with the run's start time as the value, so a resumed run does not restart twice), and
+//! waiting for a DaemonSet, Deployment or set of pods to roll out.
 //!
 //! Every action first describes the exact requests (method, path, content type, body size), so a
 //! dry-run of a whole plan stays total even without a cluster. With a cluster, a dry-run also sends

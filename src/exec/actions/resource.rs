@@ -5,9 +5,11 @@
 //! - apply creates, and on "already exists" updates with the stored metadata merged in (labels and
 //!   annotations from the user; uid, creation time and revision from the store);
 //! - replace updates (conditionally when the document carries a `resourceVersion`);
-//! - label follows upstream's `--overwrite` rules and messages;
+//! - label follows upstream's `--overwrite` rules and messages; a `labels` map is set in one write,
+//!   refused whole when a key has another value;
 //! - patch is an RFC 7386 merge patch or an RFC 6902 JSON patch of the stored document;
-//! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries).
+//! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries);
+//! - wait polls until named resources exist (and match a selector), with a timeout.
 //!
 //! Every document about to be written goes through [`prepare_for_write`], the one place validation and
 //! defaulting plug in. In dry-run every read still happens and the document that would be written is
