@@ -319,7 +319,7 @@ fn upgrade_plan_discovers_facts_from_the_kubernetes_datastore() {
     assert_eq!(facts["datastore_type"]["value"], "kubernetes", "{facts:#}");
     assert_eq!(
         facts["all_interfaces_host_endpoints"]["value"],
-        json!(["n1-star"]),
+        json!([{"name": "n1-star", "node": "n1", "labels": {}}]),
         "{facts:#}"
     );
 }

@@ -62,7 +62,10 @@ fn facts_are_discovered_from_the_datastore() {
     assert_eq!(plan["facts"]["datastore_type"]["value"], "etcdv3");
     assert_eq!(
         plan["facts"]["all_interfaces_host_endpoints"]["value"],
-        serde_json::json!(["node-a-all", "node-b-all"])
+        serde_json::json!([
+            {"name": "node-a-all", "node": "n", "labels": {}},
+            {"name": "node-b-all", "node": "n", "labels": {}}
+        ])
     );
     let ids: Vec<&str> = plan["steps"]
         .as_array()

@@ -9,10 +9,14 @@
 //!
 //! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
 //! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`; with a manifest overlay whose diff the plan shows
-//! and whose edits the cluster ends up with, and overlays that are refused), operator (v3.26 → v3.29 across the OwnerReference
-//! UID change), Helm across the ownership edge (v3.20 → v3.27) and after it (v3.24 → v3.27), plus
-//! dry-run transcript snapshots (etcd and operator) that leave etcd and the API server unchanged, and
-//! saved plans refused because a cluster fact changed since they were made.
+//! and whose edits the cluster ends up with, and overlays that are refused), operator (v3.26 → v3.29
+//! across the OwnerReference UID change), Helm across the ownership edge (v3.20 → v3.27) and after it
+//! (v3.24 → v3.27), application layer policy on the Kubernetes manifest path (the test plays the
+//! deployment controller while the service Deployments restart), and the `auto-host-endpoints`
+//! procedure on etcd and Kubernetes (the test plays kube-controllers, creating the `-auto-hep`
+//! endpoints once `autoCreate` is on), plus dry-run transcript snapshots (etcd, operator, ALP, auto
+//! host endpoints) that leave etcd and the API server unchanged, and saved plans refused because a
+//! cluster fact changed since they were made.
 //! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv, so the Helm
 //! scenarios prove the exact commands netctl runs, not what Helm does with them. `exec` steps that run
 //! `netctl` or `kubectl` run the real programs (`netctl` is linked into `$HOME/bin`).
@@ -372,7 +376,7 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
     assert_eq!(
         plan["facts"]["all_interfaces_host_endpoints"]["value"],
-        json!(["node-a-all"])
+        json!([{"name": "node-a-all", "node": "node-a", "labels": {"role": "edge"}}])
     );
     let ids = step_ids(&plan);
     assert!(
@@ -518,13 +522,13 @@ fn cluster_objects(kube: &KubeApiServer) -> Vec<String> {
 fn dry_run_snapshot(
     operator: &Operator,
     etcd: Option<&EtcdServer>,
-    kube: &KubeApiServer,
+    kube: Option<&KubeApiServer>,
     plan_file: &std::path::Path,
     mirror: &std::path::Path,
     name: &str,
 ) {
     let before = etcd.map(|etcd| etcd.dump_prefix_bytes("/calico/"));
-    let objects_before = cluster_objects(kube);
+    let objects_before = kube.map(cluster_objects);
     let output = operator.run(
         &[
             "upgrade",
@@ -545,7 +549,7 @@ fn dry_run_snapshot(
     );
     assert_eq!(
         objects_before,
-        cluster_objects(kube),
+        kube.map(cluster_objects),
         "a dry-run changes no object"
     );
     let mut settings = insta::Settings::clone_current();
@@ -574,7 +578,7 @@ fn etcd_manifest_dry_run_transcript() {
     dry_run_snapshot(
         &operator,
         Some(&etcd),
-        &kube,
+        Some(&kube),
         &plan_file,
         &mirror,
         "etcd_manifest_v3_13_to_v3_27_dry_run",
@@ -1153,7 +1157,7 @@ fn operator_dry_run_transcript() {
     dry_run_snapshot(
         &operator,
         None,
-        &kube,
+        Some(&kube),
         &plan_file,
         &mirror,
         "operator_v3_26_to_v3_29_dry_run",
@@ -1749,5 +1753,628 @@ fn kubernetes_canal_manifest_install_waits_for_the_canal_daemon_set() {
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
         "{status}"
+    );
+}
+
+/// A Deployment of a mesh service in `namespace`; `inject` is the pod template's
+/// `sidecar.istio.io/inject` label, when it has one.
+fn service_deployment(namespace: &str, name: &str, inject: Option<&str>) -> Value {
+    let mut labels = json!({"app": name});
+    if let Some(inject) = inject {
+        labels["sidecar.istio.io/inject"] = json!(inject);
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": name, "image": "shop/app:1"}]}}}
+    })
+}
+
+/// The injector configmap of the mirror (seed 9.8).
+const INJECTOR_CONFIGMAP: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: istio-sidecar-injector
+  namespace: istio-system
+data:
+  config: "policy: enabled"
+"#;
+
+/// A Kubernetes-datastore manifest install at v3.25 with application layer policy on and a mesh:
+/// namespace `shop` labelled for injection (`cart`, `front`, and `legacy`, which opts out) and `ext`
+/// in `default`, which opts in on its own.
+fn alp_cluster() -> KubeApiServer {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.25.2");
+    install(&kube, &manifest_for("v3.25.2", "kubernetes"));
+    kube.put(json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration",
+        "metadata": {"name": "default"},
+        "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}
+    }));
+    kube.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}}}));
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "istio-system"}}),
+    );
+    kube.put(service_deployment("shop", "cart", None));
+    kube.put(service_deployment("shop", "front", None));
+    kube.put(service_deployment("shop", "legacy", Some("false")));
+    kube.put(service_deployment("default", "ext", Some("true")));
+    kube
+}
+
+/// The mirror of an ALP upgrade to v3.29.0: `calico.yaml` and the injector configmap for 1.15.7.
+fn alp_mirror(operator: &Operator) -> PathBuf {
+    mirror(
+        operator,
+        "v3.29.0",
+        "calico.yaml",
+        &manifest_for("v3.29.0", "kubernetes"),
+    );
+    mirror(
+        operator,
+        "v3.29.0",
+        "alp/istio-inject-configmap-1.15.7.yaml",
+        INJECTOR_CONFIGMAP,
+    )
+}
+
+/// A Deployment's generation and its pod template's `restartedAt` annotation.
+fn restart_state(kube: &KubeApiServer, namespace: &str, name: &str) -> (i64, Option<String>) {
+    let object = kube
+        .get("apps/v1", "deployments", namespace, name)
+        .unwrap_or_else(|| panic!("no deployment {namespace}/{name}"));
+    (
+        object["metadata"]["generation"].as_i64().unwrap_or(1),
+        object["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+            .as_str()
+            .map(str::to_string),
+    )
+}
+
+#[test]
+fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twice() {
+    let kube = alp_cluster();
+    let operator = kubernetes_operator(&kube);
+    let mirror = alp_mirror(&operator);
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &["--set", "mesh_version=1.15.7"]);
+    assert_eq!(plan["facts"]["alp_enabled"]["value"], true);
+    assert_eq!(plan["facts"]["alp_enabled"]["origin"], "discovered");
+    assert_eq!(
+        plan["facts"]["service_deployments"],
+        json!({"value": [{"namespace": "default", "name": "ext"},
+                         {"namespace": "shop", "name": "cart"},
+                         {"namespace": "shop", "name": "front"}],
+               "origin": "discovered"}),
+        "the injected namespace's Deployments and the one that opts in, not the one that opts out"
+    );
+    let ids = step_ids(&plan);
+    for id in [
+        "alp-upgrade/apply-injector-configmap",
+        "alp-upgrade/restart-service-deployment[2]",
+        "alp-upgrade/wait-service-deployment[2]",
+    ] {
+        assert!(ids.contains(&id.to_string()), "{id} in {ids:?}");
+    }
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
+    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+
+    // Killed right after the second restart, before the checkpoint recorded it.
+    let resume = [
+        "upgrade",
+        "apply",
+        "--resume",
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+        "--yes",
+    ];
+    apply_killed_at(
+        &operator,
+        &resume,
+        "alp-upgrade/restart-service-deployment[1]:after",
+    );
+    let configmap = kube
+        .get("v1", "configmaps", "istio-system", "istio-sidecar-injector")
+        .expect("the injector configmap was applied");
+    assert_eq!(configmap["data"]["config"], "policy: enabled");
+    let started_at = status_json(&operator)["checkpoint"]["started_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cart_after_kill = restart_state(&kube, "shop", "cart");
+    assert_eq!(cart_after_kill, (2, Some(started_at.clone())));
+    assert_eq!(restart_state(&kube, "default", "ext").0, 2);
+    assert_eq!(
+        restart_state(&kube, "shop", "front"),
+        (1, None),
+        "not restarted yet"
+    );
+
+    // The deployment controller and kubelet: roll out whatever has a newer spec than observed.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let resumed = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                for (namespace, name) in [("default", "ext"), ("shop", "cart"), ("shop", "front")] {
+                    let object = kube.get("apps/v1", "deployments", namespace, name).unwrap();
+                    if object["metadata"]["generation"] != object["status"]["observedGeneration"] {
+                        roll_out_in(&kube, namespace, "deployments", name, 1, 1);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let resumed = operator.run(&resume, &[]);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        resumed
+    });
+    assert_success(&resumed, "resume");
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert_eq!(
+        restart_state(&kube, "shop", "cart"),
+        cart_after_kill,
+        "the restart done before the kill is not repeated"
+    );
+    for (namespace, name) in [("default", "ext"), ("shop", "front")] {
+        assert_eq!(
+            restart_state(&kube, namespace, name),
+            (2, Some(started_at.clone())),
+            "{namespace}/{name} restarted once with the run's value"
+        );
+    }
+    assert_eq!(restart_state(&kube, "shop", "legacy"), (1, None));
+    let journal =
+        std::fs::read_to_string(operator.home().join("state/journal.jsonl")).expect("journal");
+    let recovered = journal
+        .lines()
+        .filter(|line| line.contains("alp-upgrade/restart-service-deployment[1]"))
+        .filter(|line| line.contains("Deployment shop/cart was already restarted by this run"))
+        .count();
+    assert_eq!(recovered, 1, "{journal}");
+}
+
+#[test]
+fn alp_upgrade_dry_run_transcript() {
+    let kube = alp_cluster();
+    let operator = kubernetes_operator(&kube);
+    let mirror = alp_mirror(&operator);
+    let (plan_file, _) = plan(&operator, "v3.29.0", &["--set", "mesh_version=1.15.7"]);
+    dry_run_snapshot(
+        &operator,
+        None,
+        Some(&kube),
+        &plan_file,
+        &mirror,
+        "alp_kubernetes_manifest_v3_25_to_v3_29_dry_run",
+    );
+}
+
+/// One Calico resource as etcd stores it.
+fn calico_json(kind: &str, name: &str, labels: Value, spec: Value) -> String {
+    json!({
+        "apiVersion": "projectcalico.org/v3", "kind": kind,
+        "metadata": {"name": name, "uid": format!("uid-{name}"),
+                     "creationTimestamp": "2026-01-01T00:00:00Z", "labels": labels},
+        "spec": spec
+    })
+    .to_string()
+}
+
+/// The etcd datastore at v3.29.2 with two nodes, one all-interfaces host endpoint each (`node-b`
+/// already carries `zone=b`, which its host endpoint agrees with), a named-interface host endpoint,
+/// and KubeControllersConfiguration `default` with automatic host endpoints off.
+fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
+    let etcd = EtcdServer::start();
+    set_etcd_version(&etcd, "v3.29.2");
+    etcd.put(
+        &format!("{ROOT}/nodes/node-a"),
+        calico_json("Node", "node-a", json!({}), json!({})),
+    );
+    etcd.put(
+        &format!("{ROOT}/nodes/node-b"),
+        calico_json("Node", "node-b", json!({"zone": node_b_zone}), json!({})),
+    );
+    etcd.put(
+        &format!("{ROOT}/hostendpoints/node-a-all"),
+        calico_json(
+            "HostEndpoint",
+            "node-a-all",
+            json!({"role": "edge", "zone": "a"}),
+            json!({"node": "node-a", "interfaceName": "*"}),
+        ),
+    );
+    etcd.put(
+        &format!("{ROOT}/hostendpoints/node-b-all"),
+        calico_json(
+            "HostEndpoint",
+            "node-b-all",
+            json!({"role": "core", "zone": "b"}),
+            json!({"node": "node-b", "interfaceName": "*"}),
+        ),
+    );
+    etcd.put(
+        &format!("{ROOT}/hostendpoints/node-a-eth0"),
+        calico_json(
+            "HostEndpoint",
+            "node-a-eth0",
+            json!({}),
+            json!({"node": "node-a", "interfaceName": "eth0", "expectedIPs": ["10.0.0.1"]}),
+        ),
+    );
+    etcd.put(
+        &format!("{ROOT}/kubecontrollersconfigurations/default"),
+        calico_json(
+            "KubeControllersConfiguration",
+            "default",
+            json!({}),
+            json!({"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                             "hostEndpoint": {"autoCreate": "Disabled"}}},
+                   "healthChecks": "Enabled", "logSeverityScreen": "Info"}),
+        ),
+    );
+    etcd
+}
+
+/// `upgrade plan --procedure auto-host-endpoints` against etcd; returns the plan file and its JSON.
+fn auto_host_endpoint_plan(operator: &Operator) -> (PathBuf, Value) {
+    let file = operator.home().join("plan.json");
+    let output = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--procedure",
+            "auto-host-endpoints",
+            "--install-method",
+            "manifest",
+            "-o",
+            "json",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_success(&output, "upgrade plan");
+    (
+        file,
+        serde_json::from_slice(&output.stdout).expect("plan JSON"),
+    )
+}
+
+/// Plays kube-controllers with `autoCreate: Enabled`: once KubeControllersConfiguration `default`
+/// asks for it (and a little later, so netctl has to wait), creates `<node>-auto-hep` for every node
+/// with the node's labels and the `created-by` label. Returns when done or `stop` is set.
+fn play_kube_controllers(etcd: &EtcdServer, stop: &std::sync::atomic::AtomicBool) {
+    let enabled = |etcd: &EtcdServer| {
+        etcd_json(
+            etcd,
+            &format!("{ROOT}/kubecontrollersconfigurations/default"),
+        )
+        .is_some_and(|config| {
+            config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
+        })
+    };
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        if enabled(etcd) {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            for node in ["node-a", "node-b"] {
+                let stored = etcd_json(etcd, &format!("{ROOT}/nodes/{node}")).unwrap();
+                let mut labels = stored["metadata"]["labels"].clone();
+                if !labels.is_object() {
+                    labels = json!({});
+                }
+                labels["projectcalico.org/created-by"] = json!("calico-kube-controllers");
+                etcd.put(
+                    &format!("{ROOT}/hostendpoints/{node}-auto-hep"),
+                    calico_json(
+                        "HostEndpoint",
+                        &format!("{node}-auto-hep"),
+                        labels,
+                        json!({"node": node, "interfaceName": "*",
+                               "profiles": ["projectcalico-default-allow"]}),
+                    ),
+                );
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn host_endpoint_names(etcd: &EtcdServer) -> Vec<String> {
+    etcd.get_prefix(&format!("{ROOT}/hostendpoints/"))
+        .into_iter()
+        .map(|(key, _)| key.rsplit('/').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes() {
+    let etcd = auto_host_endpoint_datastore("b");
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let (plan_file, plan) = auto_host_endpoint_plan(&operator);
+    assert_eq!(
+        plan["facts"]["all_interfaces_host_endpoints"],
+        json!({"value": [
+                  {"name": "node-a-all", "node": "node-a", "labels": {"role": "edge", "zone": "a"}},
+                  {"name": "node-b-all", "node": "node-b", "labels": {"role": "core", "zone": "b"}}],
+               "origin": "discovered"})
+    );
+
+    // The dry-run first: it shows every request and changes nothing.
+    let mirror = operator.home().join("mirror");
+    std::fs::create_dir_all(&mirror).unwrap();
+    dry_run_snapshot(
+        &operator,
+        Some(&etcd),
+        None,
+        &plan_file,
+        &mirror,
+        "auto_host_endpoints_etcd_dry_run",
+    );
+
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--yes",
+    ];
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| play_kube_controllers(&etcd, &stop));
+
+        apply_killed_at(
+            &operator,
+            &apply,
+            "auto-host-endpoints/enable-auto-host-endpoints:after",
+        );
+        // Killed in the middle: the labels are on the nodes and the controllers are asked to
+        // create the automatic host endpoints; nothing was deleted.
+        let node_a = etcd_json(&etcd, &format!("{ROOT}/nodes/node-a")).unwrap();
+        assert_eq!(
+            node_a["metadata"]["labels"],
+            json!({"role": "edge", "zone": "a"})
+        );
+        assert!(
+            host_endpoint_names(&etcd).contains(&"node-a-all".to_string()),
+            "{:?}",
+            host_endpoint_names(&etcd)
+        );
+
+        let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_success(&resumed, "resume");
+        let stderr = text(&resumed.stderr);
+        assert!(
+            stderr.contains("waiting for hostendpoints `node-a-auto-hep`"),
+            "the resumed run waited for kube-controllers: {stderr}"
+        );
+    });
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+
+    assert_eq!(
+        host_endpoint_names(&etcd),
+        ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"],
+        "the old all-interfaces host endpoints are gone, the named one stays"
+    );
+    let node_b = etcd_json(&etcd, &format!("{ROOT}/nodes/node-b")).unwrap();
+    assert_eq!(
+        node_b["metadata"]["labels"],
+        json!({"role": "core", "zone": "b"})
+    );
+    let automatic = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-auto-hep")).unwrap();
+    assert_eq!(
+        automatic["metadata"]["labels"],
+        json!({"role": "edge", "zone": "a", "projectcalico.org/created-by": "calico-kube-controllers"})
+    );
+    let config = etcd_json(
+        &etcd,
+        &format!("{ROOT}/kubecontrollersconfigurations/default"),
+    )
+    .unwrap();
+    let node_controller = &config["spec"]["controllers"]["node"];
+    assert_eq!(
+        node_controller["hostEndpoint"],
+        json!({"autoCreate": "Enabled"})
+    );
+    assert_eq!(node_controller["syncLabels"], "Enabled", "the rest is kept");
+}
+
+#[test]
+fn auto_host_endpoints_migration_refuses_to_overwrite_a_node_label() {
+    // node-b says `zone=west`, its host endpoint `zone=b`: neither may silently win.
+    let etcd = auto_host_endpoint_datastore("west");
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let (plan_file, _) = auto_host_endpoint_plan(&operator);
+    let output = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("node node-b already has label `zone` = `west`; not changing it to `b`"),
+        "{stderr}"
+    );
+    let node_b = etcd_json(&etcd, &format!("{ROOT}/nodes/node-b")).unwrap();
+    assert_eq!(
+        node_b["metadata"]["labels"],
+        json!({"zone": "west"}),
+        "nothing of the refused write"
+    );
+    let config = etcd_json(
+        &etcd,
+        &format!("{ROOT}/kubecontrollersconfigurations/default"),
+    )
+    .unwrap();
+    assert_eq!(
+        config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"], "Disabled",
+        "the migration stopped before turning automatic host endpoints on"
+    );
+    assert_eq!(host_endpoint_names(&etcd).len(), 3);
+}
+
+/// The Kubernetes datastore at v3.29.2 with the same layout as [`auto_host_endpoint_datastore`]:
+/// Kubernetes Nodes, host endpoints and KubeControllersConfiguration as Calico custom resources.
+fn auto_host_endpoint_cluster() -> KubeApiServer {
+    let kube = KubeApiServer::start();
+    set_kube_version(&kube, "v3.29.2");
+    install(&kube, &manifest_for("v3.29.2", "kubernetes"));
+    for (node, labels) in [
+        ("node-a", json!({"kubernetes.io/hostname": "node-a"})),
+        (
+            "node-b",
+            json!({"kubernetes.io/hostname": "node-b", "zone": "b"}),
+        ),
+    ] {
+        kube.put(json!({"apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": node, "labels": labels}}));
+    }
+    for (name, node, interface, labels) in [
+        (
+            "node-a-all",
+            "node-a",
+            "*",
+            json!({"role": "edge", "zone": "a"}),
+        ),
+        (
+            "node-b-all",
+            "node-b",
+            "*",
+            json!({"role": "core", "zone": "b"}),
+        ),
+        ("node-a-eth0", "node-a", "eth0", json!({})),
+    ] {
+        let mut spec = json!({"node": node, "interfaceName": interface});
+        if interface != "*" {
+            spec["expectedIPs"] = json!(["10.0.0.1"]);
+        }
+        kube.put(
+            json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "HostEndpoint",
+                        "metadata": {"name": name, "labels": labels}, "spec": spec}),
+        );
+    }
+    kube.put(json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "KubeControllersConfiguration",
+        "metadata": {"name": "default"},
+        "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                          "hostEndpoint": {"autoCreate": "Disabled"}}},
+                 "healthChecks": "Enabled", "logSeverityScreen": "Info"}
+    }));
+    kube
+}
+
+/// [`play_kube_controllers`] for the Kubernetes datastore.
+fn play_kube_controllers_on(kube: &KubeApiServer, stop: &std::sync::atomic::AtomicBool) {
+    const CALICO: &str = "crd.projectcalico.org/v1";
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let enabled = kube
+            .get(CALICO, "kubecontrollersconfigurations", "", "default")
+            .is_some_and(|config| {
+                config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
+            });
+        if enabled {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            for node in ["node-a", "node-b"] {
+                let stored = kube.get("v1", "nodes", "", node).unwrap();
+                let mut labels = stored["metadata"]["labels"].clone();
+                labels["projectcalico.org/created-by"] = json!("calico-kube-controllers");
+                kube.put(json!({"apiVersion": CALICO, "kind": "HostEndpoint",
+                                "metadata": {"name": format!("{node}-auto-hep"), "labels": labels},
+                                "spec": {"node": node, "interfaceName": "*",
+                                         "profiles": ["projectcalico-default-allow"]}}));
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn auto_host_endpoints_migration_on_kubernetes_labels_the_kubernetes_nodes_and_resumes() {
+    let kube = auto_host_endpoint_cluster();
+    let operator = kubernetes_operator(&kube);
+    let (plan_file, plan) = auto_host_endpoint_plan(&operator);
+    assert_eq!(plan["facts"]["datastore_type"]["value"], "kubernetes");
+    assert_eq!(
+        plan["facts"]["all_interfaces_host_endpoints"]["value"],
+        json!([{"name": "node-a-all", "node": "node-a", "labels": {"role": "edge", "zone": "a"}},
+               {"name": "node-b-all", "node": "node-b", "labels": {"role": "core", "zone": "b"}}])
+    );
+    let apply = [
+        "upgrade",
+        "apply",
+        "--plan",
+        plan_file.to_str().unwrap(),
+        "--yes",
+    ];
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| play_kube_controllers_on(&kube, &stop));
+        apply_killed_at(
+            &operator,
+            &apply,
+            "auto-host-endpoints/wait-for-auto-host-endpoint[0]:before",
+        );
+        let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_success(&resumed, "resume");
+    });
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["run"]["state"],
+        "completed"
+    );
+    // The labels went onto the Kubernetes Nodes, next to the ones they had.
+    let node_a = kube.get("v1", "nodes", "", "node-a").unwrap();
+    assert_eq!(
+        node_a["metadata"]["labels"],
+        json!({"kubernetes.io/hostname": "node-a", "role": "edge", "zone": "a"})
+    );
+    let mut names = kube.names("crd.projectcalico.org/v1", "hostendpoints");
+    names.sort();
+    assert_eq!(
+        names,
+        ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"],
+        "the old all-interfaces host endpoints are gone"
+    );
+    let config = kube
+        .get(
+            "crd.projectcalico.org/v1",
+            "kubecontrollersconfigurations",
+            "",
+            "default",
+        )
+        .unwrap();
+    assert_eq!(
+        config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"],
+        "Enabled"
     );
 }

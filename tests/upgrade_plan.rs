@@ -195,6 +195,7 @@ fn etcd_from_v3_24_to_v3_27_with_application_layer_policy() {
         &[
             ("alp_enabled", "true"),
             ("mesh_version", "1.15.7"),
+            ("service_deployments", "shop/cart,shop/front"),
             (
                 "etcd_endpoints",
                 "https://10.0.0.1:2379,https://10.0.0.2:2379",
@@ -415,16 +416,18 @@ fn plans_are_identical_run_to_run() {
     }
 }
 
-#[test]
-fn the_auto_host_endpoint_procedure_is_planned_on_its_own() {
+fn auto_host_endpoint_plan(host_endpoints: &str) -> Result<Plan, netctl::plan::PlanError> {
     let overrides = FactOverrides {
         from: Some("v3.29.2".parse().unwrap()),
         install_method: Some(InstallMethod::Operator),
-        set: vec![("all_interfaces_host_endpoints".into(), "node1-eth0".into())],
+        set: vec![(
+            "all_interfaces_host_endpoints".into(),
+            host_endpoints.into(),
+        )],
         ..FactOverrides::default()
     };
     let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
-    let plan = plan_upgrade(
+    plan_upgrade(
         &RunbookSet::embedded().unwrap(),
         &PlanRequest {
             procedure: "auto-host-endpoints".into(),
@@ -432,6 +435,23 @@ fn the_auto_host_endpoint_procedure_is_planned_on_its_own() {
             facts,
         },
     )
+}
+
+#[test]
+fn the_auto_host_endpoint_procedure_is_planned_on_its_own() {
+    let plan = auto_host_endpoint_plan(
+        r#"[{"name": "node1-eth0", "node": "node1", "labels": {"role": "edge", "zone": "a"}}]"#,
+    )
     .unwrap();
     insta::assert_snapshot!(render::text(&plan));
+}
+
+#[test]
+fn the_auto_host_endpoint_procedure_needs_each_host_endpoints_node() {
+    let error = auto_host_endpoint_plan("node1-eth0").unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(error));
+    assert!(
+        text.contains("the node of an all-interfaces host endpoint is unknown"),
+        "{text}"
+    );
 }

@@ -517,6 +517,7 @@ pub async fn label(context: &Context, args: LabelArgs) -> anyhow::Result<ExitCod
         name: args.name,
         namespace,
         key,
+        labels: None,
         value,
         overwrite: args.overwrite,
         remove: args.remove,

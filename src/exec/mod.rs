@@ -362,6 +362,7 @@ impl Executor {
             recorded_digest: None,
             child_tracking: None,
             kubernetes: self.kubernetes.clone(),
+            run_started_at: None,
         }
     }
 
@@ -1174,6 +1175,7 @@ impl Executor {
             file: run.store.directory().join(checkpoint::CHILD_FILE),
             step: step.id.clone(),
         });
+        context.run_started_at = Some(run.checkpoint.started_at.clone());
         actions::perform(&context, &step.action, RunMode::Execute).await
     }
 

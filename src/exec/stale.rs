@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::plan::facts::{ClusterFacts, OwnerReferenceFact};
+use crate::plan::facts::{ClusterFacts, HostEndpointFact, OwnerReferenceFact};
 use crate::plan::{DiscoveredFacts, Fact, FactOrigin, Facts};
 
 /// The first fact that no longer holds.
@@ -60,12 +60,12 @@ pub fn first_stale_fact(planned: &Facts, now: &DiscoveredFacts) -> Option<StaleF
         }
     }
     if planned.all_interfaces_host_endpoints.origin == FactOrigin::Discovered {
-        if let Some(names) = &now.all_interfaces_host_endpoints {
-            if *names != planned.all_interfaces_host_endpoints.value {
+        if let Some(endpoints) = &now.all_interfaces_host_endpoints {
+            if *endpoints != planned.all_interfaces_host_endpoints.value {
                 return Some(StaleFact {
                     fact: "all_interfaces_host_endpoints",
                     planned: list(&planned.all_interfaces_host_endpoints.value),
-                    now: list(names),
+                    now: list(endpoints),
                 });
             }
         }
@@ -148,12 +148,28 @@ fn plain<T: Serialize>(value: &T) -> String {
     }
 }
 
-fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "(none)".to_string()
-    } else {
-        names.join(", ")
+/// The host endpoints by name, with their labels when they have any (a plan copies the labels, so a
+/// label changed since planning makes the plan stale too).
+fn list(endpoints: &[HostEndpointFact]) -> String {
+    if endpoints.is_empty() {
+        return "(none)".to_string();
     }
+    endpoints
+        .iter()
+        .map(|endpoint| {
+            let labels: Vec<String> = endpoint
+                .labels
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            if labels.is_empty() {
+                endpoint.name.clone()
+            } else {
+                format!("{} ({})", endpoint.name, labels.join(","))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// OwnerReferences one per entry (`ConfigMap apps/x #0 → Tier t (uid ...)`); as JSON when the short

@@ -37,6 +37,9 @@ pub enum Action {
     ResourceLabel(ResourceLabel),
     #[serde(rename = "resource.patch")]
     ResourcePatch(ResourcePatch),
+    /// Wait until named resources exist (and match a selector), or until a selector matches any.
+    #[serde(rename = "resource.wait")]
+    ResourceWait(ResourceWait),
     /// Apply a Kubernetes manifest (server-side apply when asked).
     #[serde(rename = "kube.apply")]
     KubeApply(KubeApply),
@@ -56,6 +59,9 @@ pub enum Action {
     /// the step runs (the upgrade changes it, so a plan cannot carry it).
     #[serde(rename = "kube.restore-owner-reference")]
     KubeRestoreOwnerReference(KubeRestoreOwnerReference),
+    /// Restart a workload's pods the way `kubectl rollout restart` does.
+    #[serde(rename = "kube.restart")]
+    KubeRestart(KubeRestart),
     /// Download a URL to a file (`file://` URLs and a local mirror directory serve air-gapped sites).
     #[serde(rename = "fetch")]
     Fetch(Fetch),
@@ -75,7 +81,7 @@ pub enum Action {
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 22] = [
         "resource.get",
         "resource.list",
         "resource.create",
@@ -84,6 +90,7 @@ impl Action {
         "resource.delete",
         "resource.label",
         "resource.patch",
+        "resource.wait",
         "kube.apply",
         "kube.patch",
         "kube.annotate",
@@ -91,6 +98,7 @@ impl Action {
         "kube.delete",
         "kube.wait-rollout",
         "kube.restore-owner-reference",
+        "kube.restart",
         "fetch",
         "helm",
         "exec",
@@ -109,6 +117,7 @@ impl Action {
             Action::ResourceDelete(_) => "resource.delete",
             Action::ResourceLabel(_) => "resource.label",
             Action::ResourcePatch(_) => "resource.patch",
+            Action::ResourceWait(_) => "resource.wait",
             Action::KubeApply(_) => "kube.apply",
             Action::KubePatch(_) => "kube.patch",
             Action::KubeAnnotate(_) => "kube.annotate",
@@ -116,6 +125,7 @@ impl Action {
             Action::KubeDelete(_) => "kube.delete",
             Action::KubeWaitRollout(_) => "kube.wait-rollout",
             Action::KubeRestoreOwnerReference(_) => "kube.restore-owner-reference",
+            Action::KubeRestart(_) => "kube.restart",
             Action::Fetch(_) => "fetch",
             Action::Helm(_) => "helm",
             Action::Exec(_) => "exec",
@@ -130,6 +140,7 @@ impl Action {
             self,
             Action::ResourceGet(_)
                 | Action::ResourceList(_)
+                | Action::ResourceWait(_)
                 | Action::KubeWaitRollout(_)
                 | Action::Check(_)
                 | Action::Pause(_)
@@ -185,6 +196,18 @@ impl Action {
                 Err(invalid("`command` must name a program"))
             }
             Action::Helm(helm) if helm.args.is_empty() => Err(invalid("`args` must not be empty")),
+            Action::ResourceLabel(label) if label.labels.is_some() => {
+                if !label.key.is_empty() || label.value.is_some() || label.remove {
+                    Err(invalid(
+                        "give either `labels` or one `key` with `value`/`remove`, not both",
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Action::ResourceLabel(label) if label.key.is_empty() => Err(invalid(
+                "give a `key` (with `value` or `remove: true`) or `labels`",
+            )),
             Action::ResourceLabel(label) if label.value.is_some() && label.remove => Err(invalid(
                 "a label cannot be both set (`value`) and removed (`remove: true`)",
             )),
@@ -210,6 +233,23 @@ impl Action {
                     super::overlay::check_document(document, "overlay", index + 1)
                 })
                 .map_err(|error| invalid(&error.to_string())),
+            Action::ResourceWait(wait) if wait.names.is_empty() && wait.selector.is_none() => {
+                Err(invalid("give `names`, a `selector`, or both"))
+            }
+            Action::ResourceWait(wait) => match &wait.selector {
+                Some(selector) => crate::resource::selector::Selector::parse(selector)
+                    .map(|_| ())
+                    .map_err(|error| invalid(&format!("`selector` is not valid: {error}"))),
+                None => Ok(()),
+            },
+            Action::KubeRestart(restart)
+                if !["Deployment", "DaemonSet", "StatefulSet"].contains(&restart.kind.as_str()) =>
+            {
+                Err(invalid(&format!(
+                    "`kind` must be `Deployment`, `DaemonSet` or `StatefulSet`, got `{}`",
+                    restart.kind
+                )))
+            }
             Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
                 "`selector` must not be empty (deleting every object of a kind is never planned)",
             )),
@@ -266,7 +306,8 @@ pub struct ResourceDocuments {
     pub file: Option<String>,
 }
 
-/// Set (`value`, which may be empty) or remove (`remove: true`) one label.
+/// Set (`value`, which may be empty) or remove (`remove: true`) one label, or set several at once
+/// (`labels`, all or none: without `overwrite` a key that has another value refuses the whole write).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceLabel {
@@ -274,7 +315,12 @@ pub struct ResourceLabel {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
+    /// Several labels at once, instead of `key`/`value` (may be empty: then only the resource's
+    /// existence is checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     #[serde(default)]
@@ -299,6 +345,28 @@ impl fmt::Display for PatchType {
             PatchType::Json => "json",
         })
     }
+}
+
+/// Wait until every resource in `names` exists (and matches `selector` when one is given), or, with
+/// a `selector` alone, until at least one resource of the kind matches it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceWait {
+    pub kind: Kind,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A selector in the resource selector language, e.g.
+    /// `projectcalico.org/created-by == 'calico-kube-controllers'`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    #[serde(default = "default_resource_wait_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_resource_wait_timeout() -> HumanDuration {
+    HumanDuration(Duration::from_secs(300))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -439,6 +507,25 @@ pub struct OwnerResource {
     pub api_version: String,
     pub kind: Kind,
     pub name: String,
+}
+
+/// `kubectl rollout restart`: set the pod template's `kubectl.kubernetes.io/restartedAt` annotation.
+///
+/// The value is the time the run started (the checkpoint's `started_at`), not the time of the
+/// request: a restart done before a crash is found done on resume (the annotation already has the
+/// value) and is not repeated, while a new run restarts again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeRestart {
+    pub namespace: String,
+    /// `Deployment` (default), `DaemonSet` or `StatefulSet`, in `apps/v1`.
+    #[serde(default = "default_restart_kind")]
+    pub kind: String,
+    pub name: String,
+}
+
+fn default_restart_kind() -> String {
+    "Deployment".to_string()
 }
 
 fn default_rollout_timeout() -> HumanDuration {
@@ -650,6 +737,48 @@ mod tests {
                 with("projectcalico.org/v3", "Deployment")
             )
             .is_err()
+        );
+    }
+
+    #[test]
+    fn waits_restarts_and_label_maps_are_checked_at_plan_time() {
+        let invalid = |name: &str, with: serde_json::Value| {
+            Action::from_parts(name, with).unwrap_err().to_string()
+        };
+        assert_eq!(
+            invalid("resource.wait", serde_json::json!({"kind": "HostEndpoint"})),
+            "invalid arguments for action `resource.wait`: give `names`, a `selector`, or both"
+        );
+        assert!(
+            invalid(
+                "resource.wait",
+                serde_json::json!({"kind": "HostEndpoint", "selector": "a =="})
+            )
+            .starts_with("invalid arguments for action `resource.wait`: `selector` is not valid")
+        );
+        assert_eq!(
+            invalid(
+                "kube.restart",
+                serde_json::json!({"namespace": "n", "kind": "Pod", "name": "p"})
+            ),
+            "invalid arguments for action `kube.restart`: `kind` must be `Deployment`, `DaemonSet` or `StatefulSet`, got `Pod`"
+        );
+        assert_eq!(
+            invalid(
+                "resource.label",
+                serde_json::json!({"kind": "Node", "name": "n", "key": "k", "value": "v", "labels": {}})
+            ),
+            "invalid arguments for action `resource.label`: give either `labels` or one `key` with `value`/`remove`, not both"
+        );
+        let restart = Action::from_parts(
+            "kube.restart",
+            serde_json::json!({"namespace": "n", "name": "d"}),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&restart).unwrap(),
+            serde_json::json!({"action": "kube.restart",
+                               "with": {"namespace": "n", "kind": "Deployment", "name": "d"}})
         );
     }
 

@@ -9,6 +9,7 @@
 //! Helm release secrets, the manifest DaemonSets, OwnerReferences to `projectcalico.org/v3` owners)
 //! when a cluster is configured. Neither writes anything.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -174,6 +175,80 @@ impl fmt::Display for OwnerReferenceFact {
     }
 }
 
+/// One all-interfaces host endpoint (`interfaceName: "*"`): its name, its node and its labels, which
+/// the migration to automatic host endpoints copies to the node (seed §9.9).
+///
+/// `--set all_interfaces_host_endpoints=a,b` gives names only (node and labels unknown, enough for
+/// the pre-v3.14 preparation); the JSON form `[{"name": "a", "node": "n1", "labels": {..}}]` gives
+/// everything. A plain string in a JSON list is a name as well.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostEndpointFact {
+    pub name: String,
+    /// `spec.node`; empty when only the name was given.
+    pub node: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl HostEndpointFact {
+    /// A host endpoint known by name only.
+    pub fn named(name: impl Into<String>) -> HostEndpointFact {
+        HostEndpointFact {
+            name: name.into(),
+            node: String::new(),
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HostEndpointFact {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Full {
+            name: String,
+            #[serde(default)]
+            node: String,
+            #[serde(default)]
+            labels: BTreeMap<String, String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Name(String),
+            Full(Full),
+        }
+        Ok(match Either::deserialize(deserializer)? {
+            Either::Name(name) => HostEndpointFact::named(name),
+            Either::Full(full) => HostEndpointFact {
+                name: full.name,
+                node: full.node,
+                labels: full.labels,
+            },
+        })
+    }
+}
+
+/// One Deployment of a service in the mesh, rolled when application layer policy is upgraded
+/// (seed §9.8). `--set service_deployments=ns/name,ns/other` or a JSON list of
+/// `{"namespace": .., "name": ..}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentFact {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The label automatic host endpoints carry, and its value (seed §2.2).
+pub const AUTO_HOST_ENDPOINT_LABEL: (&str, &str) =
+    ("projectcalico.org/created-by", "calico-kube-controllers");
+
+/// The namespace label that turns on sidecar injection for every pod in the namespace.
+const INJECTION_NAMESPACE_LABEL: (&str, &str) = ("istio-injection", "enabled");
+
+/// The pod label (or, in older meshes, annotation) that turns sidecar injection on or off per pod.
+const INJECTION_POD_KEY: &str = "sidecar.istio.io/inject";
+
 /// The default manifest location; `--set manifest_base_url=file:///mirror` serves air-gapped sites.
 pub const DEFAULT_MANIFEST_BASE_URL: &str =
     "https://raw.githubusercontent.com/projectcalico/calico";
@@ -194,13 +269,15 @@ pub struct Facts {
     pub helm_release: Fact<String>,
     pub manifest_flavor: Fact<ManifestFlavor>,
     pub manifest_base_url: Fact<String>,
-    /// Names of host endpoints with `interfaceName: "*"`.
-    pub all_interfaces_host_endpoints: Fact<Vec<String>>,
+    /// Host endpoints with `interfaceName: "*"` (not the automatic ones), with node and labels.
+    pub all_interfaces_host_endpoints: Fact<Vec<HostEndpointFact>>,
     pub owner_references: Fact<Vec<OwnerReferenceFact>>,
     /// Application layer policy (Istio with the policy sidecar) is on.
     pub alp_enabled: Fact<bool>,
     /// The full service-mesh version string, for the injector configmap name (seed §9.8).
     pub mesh_version: Fact<String>,
+    /// The Deployments of the services in the mesh, rolled after the injector configmap (seed §9.8).
+    pub service_deployments: Fact<Vec<DeploymentFact>>,
     /// The etcd endpoints netctl is configured with (`etcdEndpoints`), comma-separated: what an etcd
     /// manifest's `etcd_endpoints` must say. Left out of plans while unset, so plans for the
     /// Kubernetes datastore do not list it.
@@ -219,7 +296,7 @@ impl Fact<String> {
 }
 
 /// The names `--set` accepts, in the order plans list them.
-pub const FACT_NAMES: [&str; 13] = [
+pub const FACT_NAMES: [&str; 14] = [
     "installed_version",
     "datastore_type",
     "install_method",
@@ -232,6 +309,7 @@ pub const FACT_NAMES: [&str; 13] = [
     "owner_references",
     "alp_enabled",
     "mesh_version",
+    "service_deployments",
     "etcd_endpoints",
 ];
 
@@ -240,7 +318,7 @@ pub const FACT_NAMES: [&str; 13] = [
 pub struct DiscoveredFacts {
     pub installed_version: Option<Release>,
     pub datastore_type: Option<DatastoreType>,
-    pub all_interfaces_host_endpoints: Option<Vec<String>>,
+    pub all_interfaces_host_endpoints: Option<Vec<HostEndpointFact>>,
     /// FelixConfiguration `default` sets `policySyncPathPrefix` (what enabling ALP does).
     pub alp_enabled: Option<bool>,
     /// What the Kubernetes cluster tells, when one is configured ([`discover_cluster_facts`]).
@@ -260,6 +338,8 @@ pub struct ClusterFacts {
     pub manifest_flavor: Option<ManifestFlavor>,
     /// OwnerReferences to `projectcalico.org/v3` owners, in removal order.
     pub owner_references: Vec<OwnerReferenceFact>,
+    /// Deployments whose pods get the mesh sidecar injected, sorted.
+    pub service_deployments: Vec<DeploymentFact>,
 }
 
 /// Facts given on the command line, applied over discovered ones.
@@ -312,7 +392,10 @@ pub enum FactError {
 }
 
 /// Reads what a resource datastore can tell: the datastore type, the installed version
-/// (ClusterInformation `default`, `spec.calicoVersion`) and the all-interfaces host endpoints.
+/// (ClusterInformation `default`, `spec.calicoVersion`) and the all-interfaces host endpoints with
+/// their nodes and labels. Automatic host endpoints (labelled
+/// `projectcalico.org/created-by: calico-kube-controllers`) are all-interfaces too, but they are what
+/// the migration creates, not what it replaces, so they are left out.
 ///
 /// A missing ClusterInformation leaves the version unknown (a fresh or foreign datastore); any other
 /// datastore error is returned, because a plan made from half the facts would be wrong.
@@ -340,8 +423,21 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
         store,
         &ListOptions::new(Kind::HostEndpoint),
         |resource| -> Result<(), StoreError> {
-            if resource.spec.get("interfaceName").and_then(|v| v.as_str()) == Some("*") {
-                all_interfaces.push(resource.metadata.name);
+            let (label, value) = AUTO_HOST_ENDPOINT_LABEL;
+            let automatic = resource.metadata.labels.get(label).map(String::as_str) == Some(value);
+            if resource.spec.get("interfaceName").and_then(|v| v.as_str()) == Some("*")
+                && !automatic
+            {
+                all_interfaces.push(HostEndpointFact {
+                    node: resource
+                        .spec
+                        .get("node")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default()
+                        .to_string(),
+                    labels: resource.metadata.labels.into_iter().collect(),
+                    name: resource.metadata.name,
+                });
             }
             Ok(())
         },
@@ -399,7 +495,10 @@ const PAGE_SIZE: u32 = 250;
 ///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
 /// - the manifest flavour: `canal` when a `canal` DaemonSet runs in `kube-system`;
 /// - every OwnerReference to a `projectcalico.org/v3` owner from a ConfigMap, Secret, Deployment or
-///   DaemonSet in any namespace, read page by page.
+///   DaemonSet in any namespace, read page by page;
+/// - the service Deployments of the mesh: those in a namespace labelled `istio-injection=enabled`
+///   whose pod template does not opt out (`sidecar.istio.io/inject: "false"` as label or annotation),
+///   and those anywhere whose pod template opts in (`sidecar.istio.io/inject: "true"`).
 ///
 /// Any API error is returned: a plan made from half the facts would be wrong.
 pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFacts, FactError> {
@@ -407,6 +506,8 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
     let mut helm_releases: Vec<(String, String)> = Vec::new();
     let mut manifest_daemon_sets: Vec<String> = Vec::new();
     let mut owner_references = Vec::new();
+    // Every Deployment with its pod template's injection choice (`Some(true)` opts in).
+    let mut deployments: Vec<(DeploymentFact, Option<bool>)> = Vec::new();
     for (group, kind, plural) in [
         ("", "ConfigMap", "configmaps"),
         ("", "Secret", "secrets"),
@@ -450,6 +551,15 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
                         });
                     }
                 }
+                if kind == "Deployment" {
+                    deployments.push((
+                        DeploymentFact {
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                        },
+                        pod_injection(&object.data),
+                    ));
+                }
                 let labels = object.metadata.labels.clone().unwrap_or_default();
                 match kind {
                     "Secret" if labels.get("owner").map(String::as_str) == Some("helm") => {
@@ -475,8 +585,20 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
     }
     sort_for_removal(&mut owner_references);
 
+    let injected_namespaces = injection_namespaces(client).await?;
+    let mut service_deployments: Vec<DeploymentFact> = deployments
+        .into_iter()
+        .filter(|(deployment, choice)| match choice {
+            Some(choice) => *choice,
+            None => injected_namespaces.contains(&deployment.namespace),
+        })
+        .map(|(deployment, _)| deployment)
+        .collect();
+    service_deployments.sort();
+
     let mut facts = ClusterFacts {
         owner_references,
+        service_deployments,
         ..ClusterFacts::default()
     };
     if manifest_daemon_sets.iter().any(|name| name == "canal") {
@@ -521,6 +643,50 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
         facts.install_method = Some(InstallMethod::Manifest);
     }
     Ok(facts)
+}
+
+/// The namespaces labelled `istio-injection=enabled`.
+async fn injection_namespaces(
+    client: &kube::Client,
+) -> Result<std::collections::BTreeSet<String>, FactError> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "Namespace"),
+        "namespaces",
+    );
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let (label, value) = INJECTION_NAMESPACE_LABEL;
+    let mut params = ListParams::default()
+        .labels(&format!("{label}={value}"))
+        .limit(PAGE_SIZE);
+    let mut names = std::collections::BTreeSet::new();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|source| FactError::ClusterDiscovery {
+                what: "`namespaces`".to_string(),
+                source: Box::new(source),
+            })?;
+        names.extend(page.items.into_iter().filter_map(|item| item.metadata.name));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    Ok(names)
+}
+
+/// A Deployment's pod-template choice about sidecar injection: the label wins over the (older)
+/// annotation; `None` when the template says nothing, so the namespace decides.
+fn pod_injection(deployment: &serde_json::Value) -> Option<bool> {
+    let metadata = &deployment["spec"]["template"]["metadata"];
+    ["labels", "annotations"].iter().find_map(|field| {
+        match metadata[field][INJECTION_POD_KEY].as_str() {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        }
+    })
 }
 
 /// Per object, the highest index first: removing a reference shifts the ones after it, so removals
@@ -594,6 +760,10 @@ impl Facts {
             },
             alp_enabled: either(discovered.alp_enabled, false),
             mesh_version: Fact::default_value(String::new()),
+            service_deployments: match discovered.cluster {
+                Some(_) => Fact::new(cluster.service_deployments, FactOrigin::Discovered),
+                None => Fact::default_value(Vec::new()),
+            },
             etcd_endpoints: either(discovered.etcd_endpoints.clone(), String::new()),
         };
         for (name, value) in &overrides.set {
@@ -658,8 +828,50 @@ impl Facts {
                 self.manifest_base_url = Fact::new(text.trim_end_matches('/').to_string(), flag)
             }
             "all_interfaces_host_endpoints" => {
-                let names = parse_list(text).map_err(|reason| invalid(&reason))?;
-                self.all_interfaces_host_endpoints = Fact::new(names, flag);
+                let endpoints = if text.trim().starts_with('[') {
+                    serde_json::from_str(text.trim()).map_err(|error| {
+                        invalid(&format!(
+                            "expected a JSON list of names or of {{name, node, labels}}: {error}"
+                        ))
+                    })?
+                } else {
+                    parse_list(text)
+                        .map_err(|reason| invalid(&reason))?
+                        .into_iter()
+                        .map(HostEndpointFact::named)
+                        .collect()
+                };
+                self.all_interfaces_host_endpoints = Fact::new(endpoints, flag);
+            }
+            "service_deployments" => {
+                let deployments = if text.trim().starts_with('[') {
+                    serde_json::from_str(text.trim()).map_err(|error| {
+                        invalid(&format!(
+                            "expected a JSON list of {{namespace, name}}: {error}"
+                        ))
+                    })?
+                } else {
+                    parse_list(text)
+                        .map_err(|reason| invalid(&reason))?
+                        .into_iter()
+                        .map(|item| match item.split_once('/') {
+                            Some((namespace, name))
+                                if !namespace.is_empty()
+                                    && !name.is_empty()
+                                    && !name.contains('/') =>
+                            {
+                                Ok(DeploymentFact {
+                                    namespace: namespace.to_string(),
+                                    name: name.to_string(),
+                                })
+                            }
+                            _ => Err(invalid(&format!(
+                                "expected `namespace/name` items separated by commas, got `{item}`"
+                            ))),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?
+                };
+                self.service_deployments = Fact::new(deployments, flag);
             }
             "owner_references" => {
                 let mut references: Vec<OwnerReferenceFact> = serde_json::from_str(text)
@@ -753,7 +965,7 @@ mod tests {
         let discovered = DiscoveredFacts {
             installed_version: Some("v3.19.0".parse().unwrap()),
             datastore_type: Some(DatastoreType::EtcdV3),
-            all_interfaces_host_endpoints: Some(vec!["h1".into()]),
+            all_interfaces_host_endpoints: Some(vec![HostEndpointFact::named("h1")]),
             ..DiscoveredFacts::default()
         };
         let facts = Facts::assemble(&discovered, &overrides(&[("alp_enabled", "true")])).unwrap();
@@ -764,7 +976,7 @@ mod tests {
         assert!(facts.alp_enabled.value);
         assert_eq!(
             facts.values()["all_interfaces_host_endpoints"],
-            serde_json::json!(["h1"])
+            serde_json::json!([{"name": "h1", "node": "", "labels": {}}])
         );
     }
 
@@ -843,6 +1055,64 @@ mod tests {
             .map(|reference| (reference.name.as_str(), reference.index))
             .collect();
         assert_eq!(order, vec![("a", 2), ("a", 0), ("b", 0)]);
+    }
+
+    #[test]
+    fn host_endpoints_and_service_deployments_are_given_as_lists_or_json() {
+        let facts = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[
+                ("all_interfaces_host_endpoints", "a,b"),
+                ("service_deployments", "shop/cart, shop/front"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            facts.all_interfaces_host_endpoints.value,
+            [HostEndpointFact::named("a"), HostEndpointFact::named("b")]
+        );
+        assert_eq!(
+            facts.values()["service_deployments"],
+            serde_json::json!([{"namespace": "shop", "name": "cart"}, {"namespace": "shop", "name": "front"}])
+        );
+        let facts = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[(
+                "all_interfaces_host_endpoints",
+                r#"["a", {"name": "b", "node": "n1", "labels": {"role": "edge"}}]"#,
+            )]),
+        )
+        .unwrap();
+        assert_eq!(facts.all_interfaces_host_endpoints.value[1].node, "n1");
+        let error = Facts::assemble(
+            &DiscoveredFacts::default(),
+            &overrides(&[("service_deployments", "cart")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid value `cart` for fact `service_deployments`: expected `namespace/name` items separated by commas, got `cart`"
+        );
+    }
+
+    #[test]
+    fn a_pod_template_opts_in_or_out_of_sidecar_injection() {
+        let template = |metadata: serde_json::Value| serde_json::json!({"spec": {"template": {"metadata": metadata}}});
+        assert_eq!(pod_injection(&template(serde_json::json!({}))), None);
+        assert_eq!(
+            pod_injection(&template(
+                serde_json::json!({"labels": {"sidecar.istio.io/inject": "true"}})
+            )),
+            Some(true)
+        );
+        assert_eq!(
+            pod_injection(&template(serde_json::json!({
+                "labels": {"sidecar.istio.io/inject": "false"},
+                "annotations": {"sidecar.istio.io/inject": "true"}
+            }))),
+            Some(false),
+            "the label wins over the annotation"
+        );
     }
 
     #[test]
@@ -995,25 +1265,48 @@ mod discovery_tests {
         resource
     }
 
+    fn names(endpoints: &Option<Vec<HostEndpointFact>>) -> Vec<String> {
+        endpoints
+            .iter()
+            .flatten()
+            .map(|endpoint| endpoint.name.clone())
+            .collect()
+    }
+
     #[tokio::test]
     async fn discovery_reads_the_version_and_all_interfaces_host_endpoints_across_pages() {
         let mut information = Resource::new(Kind::ClusterInformation, "default");
         information.spec = serde_json::json!({"calicoVersion": "v3.26.4", "datastoreReady": true});
+        let mut labelled = host_endpoint("b-all", "*");
+        labelled
+            .metadata
+            .labels
+            .insert("role".into(), "edge".into());
+        let mut automatic = host_endpoint("n-auto-hep", "*");
+        automatic.metadata.labels.insert(
+            "projectcalico.org/created-by".into(),
+            "calico-kube-controllers".into(),
+        );
         let store = MemoryStore::new(vec![
             information,
             host_endpoint("d-all", "*"),
             host_endpoint("a-eth0", "eth0"),
-            host_endpoint("b-all", "*"),
+            labelled,
             host_endpoint("c-eth1", "eth1"),
             host_endpoint("e-all", "*"),
+            automatic,
         ]);
         let discovered = discover_facts(&store).await.unwrap();
         assert_eq!(discovered.installed_version, Some(Release::new(3, 26, 4)));
         assert_eq!(discovered.datastore_type, Some(DatastoreType::EtcdV3));
         assert_eq!(
-            discovered.all_interfaces_host_endpoints,
-            Some(vec!["b-all".into(), "d-all".into(), "e-all".into()])
+            names(&discovered.all_interfaces_host_endpoints),
+            ["b-all", "d-all", "e-all"],
+            "automatic host endpoints are not the ones to replace"
         );
+        let first = &discovered.all_interfaces_host_endpoints.unwrap()[0];
+        assert_eq!(first.node, "n");
+        assert_eq!(first.labels["role"], "edge");
     }
 
     #[tokio::test]
@@ -1053,7 +1346,7 @@ mod discovery_tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(
             changes[0].to_string(),
-            r#"fact `all_interfaces_host_endpoints` was `["a"]` when the plan was made and is `["a","b"]` now"#
+            r#"fact `all_interfaces_host_endpoints` was `[{"name":"a","node":"n","labels":{}}]` when the plan was made and is `[{"name":"a","node":"n","labels":{}},{"name":"b","node":"n","labels":{}}]` now"#
         );
     }
 }

@@ -439,6 +439,21 @@ pub fn describe(action: &Action) -> String {
                 namespaced(&label.namespace, &label.name)
             );
             match &label.value {
+                _ if label.labels.is_some() => {
+                    let labels = label
+                        .labels
+                        .iter()
+                        .flatten()
+                        .map(|(key, value)| shell_word(&format!("{key}={value}")));
+                    let mut text = target;
+                    for label in labels {
+                        let _ = write!(text, " {label}");
+                    }
+                    if label.overwrite {
+                        text.push_str(" --overwrite");
+                    }
+                    text
+                }
                 _ if label.remove => format!("{target} {}-", label.key),
                 Some(value) => format!(
                     "{target} {}={}{}",
@@ -552,6 +567,24 @@ pub fn describe(action: &Action) -> String {
             fetch.url,
             fetch.file,
             fetch.overlay.len()
+        ),
+        Action::ResourceWait(wait) => {
+            let mut text = format!("{name} {}", wait.kind);
+            if let Some(namespace) = &wait.namespace {
+                let _ = write!(text, " -n {namespace}");
+            }
+            for object in &wait.names {
+                let _ = write!(text, " {object}");
+            }
+            if let Some(selector) = &wait.selector {
+                let _ = write!(text, " -l {}", shell_word(selector));
+            }
+            let _ = write!(text, " timeout={}", wait.timeout);
+            text
+        }
+        Action::KubeRestart(restart) => format!(
+            "{name} {} -n {} {}",
+            restart.kind, restart.namespace, restart.name
         ),
         Action::Helm(helm) => format!("helm {} (timeout {})", argv(&helm.args), helm.timeout),
         Action::Exec(exec) => {

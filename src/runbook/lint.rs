@@ -689,7 +689,12 @@ fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::
         from: Some(from.clone()),
         install_method: Some(crate::plan::InstallMethod::Operator),
         set: vec![
-            ("all_interfaces_host_endpoints".into(), "sample-hep".into()),
+            (
+                "all_interfaces_host_endpoints".into(),
+                json!([{"name": "sample-hep", "node": "sample-node", "labels": {"role": "sample"}}])
+                    .to_string(),
+            ),
+            ("service_deployments".into(), "sample/sample".into()),
             (
                 "owner_references".into(),
                 json!([{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "sample",

@@ -1,6 +1,7 @@
 //! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
-//! merge and JSON patches, annotations and labels, delete by label selector, and waiting for a
-//! DaemonSet, Deployment or set of pods to roll out.
+//! merge and JSON patches, annotations and labels, delete by label selector, `kubectl rollout
+//! restart` (with the run's start time as the value, so a resumed run does not restart twice), and
+//! waiting for a DaemonSet, Deployment or set of pods to roll out.
 //!
 //! Every action first describes the exact requests (method, path, content type, body size), so a
 //! dry-run of a whole plan stays total even without a cluster. With a cluster, a dry-run also sends
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::{Outcome, RunMode};
 use crate::plan::action::{
-    KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeWaitRollout,
+    KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeRestart, KubeWaitRollout,
     ManifestSource, PatchType,
 };
 use crate::terminal;
@@ -761,6 +762,89 @@ pub async fn delete(
         transcript: listing,
         output: Some(json!({ "deleted": names })),
     })
+}
+
+/// The pod-template annotation `kubectl rollout restart` sets.
+pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+
+fn restart_body(restarted_at: &str) -> Value {
+    json!({"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: restarted_at}}}}})
+}
+
+/// The request `kube.restart` sends, with the value of the run (`restarted_at`).
+pub fn describe_restart(restart: &KubeRestart, restarted_at: &str) -> Vec<String> {
+    let body = restart_body(restarted_at);
+    vec![format!(
+        "would PATCH {} (application/strategic-merge-patch+json, {} bytes): {body} (skipped if the pod template already has this value)",
+        api_path(
+            "apps/v1",
+            &restart.kind,
+            Some(&restart.namespace),
+            Some(&restart.name)
+        ),
+        body_size(&body),
+    )]
+}
+
+/// `kube.restart`: `kubectl rollout restart` — a strategic merge patch of the pod template's
+/// `restartedAt` annotation, so the controller replaces every pod. When the annotation already holds
+/// this run's value (the restart was done before an interruption), nothing is sent.
+pub async fn restart(
+    client: &kube::Client,
+    restart: &KubeRestart,
+    restarted_at: &str,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let description = describe_restart(restart, restarted_at);
+    let object = KubeObject {
+        api_version: "apps/v1".to_string(),
+        kind: restart.kind.clone(),
+        name: restart.name.clone(),
+        namespace: Some(restart.namespace.clone()),
+    };
+    let api = object_api(client, &object).await?;
+    let current = api
+        .get(&restart.name)
+        .await
+        .map_err(|error| request_error(format!("read of {object}"), error))?;
+    let value = serde_json::to_value(&current).unwrap_or_default();
+    let annotation = value
+        .pointer("/spec/template/metadata/annotations")
+        .and_then(|annotations| annotations.get(RESTARTED_AT))
+        .and_then(Value::as_str);
+    if annotation == Some(restarted_at) {
+        let summary = format!("{object} was already restarted by this run ({restarted_at})");
+        return Ok(match mode {
+            RunMode::DryRun => with_lines(described(description), vec![format!("  {summary}")]),
+            RunMode::Execute => done(summary, json!({ "object": object.to_string() })),
+        });
+    }
+    let params = PatchParams {
+        dry_run: mode == RunMode::DryRun,
+        ..PatchParams::default()
+    };
+    let written = api
+        .patch(
+            &restart.name,
+            &params,
+            &Patch::Strategic(restart_body(restarted_at)),
+        )
+        .await
+        .map_err(|error| request_error(format!("restart of {object}"), error))?;
+    if mode == RunMode::DryRun {
+        return Ok(with_lines(
+            described(description),
+            vec![format!("  server dry-run accepted the restart of {object}")],
+        ));
+    }
+    Ok(done(
+        format!("restarted {object} (restartedAt {restarted_at})"),
+        json!({
+            "object": object.to_string(),
+            "restartedAt": restarted_at,
+            "generation": written.metadata.generation,
+        }),
+    ))
 }
 
 /// Expected ready containers per pod, from `N/M`.

@@ -106,6 +106,10 @@ pub struct ActionContext<'a> {
     pub child_tracking: Option<process::ChildTracking>,
     /// The Kubernetes API client for `kube.*` actions, when a cluster is configured.
     pub kubernetes: Option<::kube::Client>,
+    /// When the run started (RFC 3339, kept across resumes): the `restartedAt` value of
+    /// `kube.restart`, so a restart done before an interruption is not repeated. `None` outside an
+    /// upgrade run (a dry-run), where the time now stands in.
+    pub run_started_at: Option<String>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -144,6 +148,7 @@ pub async fn perform(
         }
         Action::ResourceLabel(label) => resource::label(store, label, mode).await?,
         Action::ResourcePatch(patch) => resource::patch(store, patch, mode).await?,
+        Action::ResourceWait(wait) => resource::wait(store, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
             None => describe(kube::describe_apply(apply, files_dir))?,
@@ -172,6 +177,16 @@ pub async fn perform(
             Some(client) => owner_reference::restore(client, store, restore, mode).await?,
             None => describe(owner_reference::describe(restore))?,
         },
+        Action::KubeRestart(restart) => {
+            let restarted_at = context
+                .run_started_at
+                .clone()
+                .unwrap_or_else(super::now_rfc3339);
+            match &context.kubernetes {
+                Some(client) => kube::restart(client, restart, &restarted_at, mode).await?,
+                None => describe(kube::describe_restart(restart, &restarted_at))?,
+            }
+        }
         Action::Fetch(request) => {
             fetch::fetch(
                 request,
@@ -232,6 +247,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
                 process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
             Ok(code == Some(0))
         }
+        Action::ResourceWait(wait) => Ok(resource::waited_for(context.datastore, wait).await?),
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
             Some(client) => Ok(kube::rolled_out(client, wait).await?),
             None => Err(StepError::KubernetesUnavailable {
@@ -267,6 +283,9 @@ pub fn is_idempotent(action: &Action) -> bool {
         | Action::KubeWaitRollout(_)
         // It reads the object and the owner each time and sends nothing when the reference is there.
         | Action::KubeRestoreOwnerReference(_)
+        | Action::ResourceWait(_)
+        // Idempotent within a run: the value is the run's start time (see `ActionContext`).
+        | Action::KubeRestart(_)
         | Action::Fetch(_)
         | Action::Check(_)
         | Action::Pause(_) => true,

@@ -5,9 +5,11 @@
 //! - apply creates, and on "already exists" updates with the stored metadata merged in (labels and
 //!   annotations from the user; uid, creation time and revision from the store);
 //! - replace updates (conditionally when the document carries a `resourceVersion`);
-//! - label follows upstream's `--overwrite` rules and messages;
+//! - label follows upstream's `--overwrite` rules and messages; a `labels` map is set in one write,
+//!   refused whole when a key has another value;
 //! - patch is an RFC 7386 merge patch or an RFC 6902 JSON patch of the stored document;
-//! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries).
+//! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries);
+//! - wait polls until named resources exist (and match a selector), with a timeout.
 //!
 //! Every document about to be written goes through [`prepare_for_write`], the one place validation and
 //! defaulting plug in. In dry-run every read still happens and the document that would be written is
@@ -18,6 +20,7 @@ use std::time::Duration;
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::plan::action::{
     PatchType, ResourceDocuments, ResourceLabel, ResourceList, ResourcePatch, ResourceTarget,
+    ResourceWait,
 };
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -121,6 +124,20 @@ pub enum ResourceActionError {
         name: String,
         key: String,
     },
+    #[error("{kind} {name} already has label `{key}` = `{current}`; not changing it to `{wanted}`")]
+    LabelConflict {
+        kind: String,
+        name: String,
+        key: String,
+        current: String,
+        wanted: String,
+    },
+    #[error("{what} did not appear within {timeout}: {last}")]
+    WaitTimeout {
+        what: String,
+        timeout: String,
+        last: String,
+    },
     #[error("cannot apply the {patch_type} patch to {key}: {reason}")]
     Patch {
         key: ResourceKey,
@@ -144,6 +161,12 @@ impl ResourceActionError {
         match self {
             ResourceActionError::Store { source, .. }
             | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
+            ResourceActionError::LabelConflict { .. } => Some(
+                "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
+            ),
+            ResourceActionError::WaitTimeout { .. } => Some(
+                "check the component that creates them (its logs and configuration), then resume the run or raise `timeout`".to_string(),
+            ),
             _ => None,
         }
     }
@@ -579,6 +602,9 @@ pub async fn label(
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
     let kind_text = request.kind.as_str().to_ascii_lowercase();
+    if let Some(wanted) = &request.labels {
+        return label_all(store, request, wanted, &key, &kind_text, mode).await;
+    }
     let (resource, message) = read_modify_write(store, &key, mode, |resource| {
         let labels = &mut resource.metadata.labels;
         let existing = labels.get(&request.key).cloned();
@@ -640,6 +666,69 @@ pub async fn label(
     Ok(outcome)
 }
 
+/// `resource.label` with `labels`: every key is checked before anything is written, so a key that
+/// already has another value (without `overwrite`) leaves the resource as it was.
+async fn label_all(
+    store: &dyn Datastore,
+    request: &ResourceLabel,
+    wanted: &std::collections::BTreeMap<String, String>,
+    key: &ResourceKey,
+    kind_text: &str,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let mut unchanged = false;
+    let (resource, _) = read_modify_write(store, key, mode, |resource| {
+        let labels = &mut resource.metadata.labels;
+        for (label, value) in wanted {
+            match labels.get(label) {
+                Some(current) if current != value && !request.overwrite => {
+                    return Err(ResourceActionError::LabelConflict {
+                        kind: kind_text.to_string(),
+                        name: request.name.clone(),
+                        key: label.clone(),
+                        current: current.clone(),
+                        wanted: value.clone(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        unchanged = wanted
+            .iter()
+            .all(|(label, value)| labels.get(label) == Some(value));
+        labels.extend(wanted.clone());
+        Ok(None)
+    })
+    .await?;
+    let would = if mode == RunMode::DryRun {
+        "would "
+    } else {
+        ""
+    };
+    let listed = wanted
+        .iter()
+        .map(|(label, value)| format!("{label}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let summary = match (wanted.is_empty(), unchanged) {
+        (true, _) => format!("{kind_text} {} has no labels to set", request.name),
+        (false, true) => format!(
+            "{kind_text} {} already has the labels {listed}",
+            request.name
+        ),
+        (false, false) => format!("set labels {listed} on {kind_text} {}", request.name),
+    };
+    let mut outcome = Outcome {
+        summary: summary.clone(),
+        ..Outcome::default()
+    };
+    outcome
+        .transcript
+        .push(format!("{would}update {key} ({summary}):"));
+    outcome.transcript.extend(document_lines(&resource));
+    Ok(outcome)
+}
+
 pub async fn patch(
     store: &dyn Datastore,
     request: &ResourcePatch,
@@ -691,6 +780,144 @@ pub async fn patch(
     ));
     outcome.transcript.extend(document_lines(&resource));
     Ok(outcome)
+}
+
+/// How often `resource.wait` reads the datastore again.
+const WAIT_POLL: Duration = Duration::from_millis(500);
+
+/// What `resource.wait` waits for, in words.
+fn describe_wait(request: &ResourceWait) -> String {
+    let plural = request.kind.plural();
+    let selector = request
+        .selector
+        .as_deref()
+        .map(|selector| format!(" matching `{selector}`"))
+        .unwrap_or_default();
+    if request.names.is_empty() {
+        format!("any of the {plural}{selector}")
+    } else {
+        format!(
+            "{plural} {}{selector}",
+            request
+                .names
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// One look at what `resource.wait` waits for: whether it holds, and what is missing.
+async fn wait_state(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+) -> Result<(bool, String), ResourceActionError> {
+    let selector = request
+        .selector
+        .as_deref()
+        .map(|text| {
+            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
+                reason: error.to_string(),
+            })
+        })
+        .transpose()?;
+    let matches = |resource: &Resource| {
+        selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
+    };
+    if request.names.is_empty() {
+        let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
+        let mut found = 0;
+        crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
+            found += usize::from(matches(&resource));
+            Ok(())
+        })
+        .await
+        .map_err(store_error(
+            "list",
+            &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
+        ))?;
+        return Ok((found > 0, format!("{found} matching")));
+    }
+    let mut missing = Vec::new();
+    let mut unmatched = Vec::new();
+    for name in &request.names {
+        let key = target_key(request.kind, request.namespace.as_deref(), name);
+        match store.get(&key).await {
+            Ok(resource) if matches(&resource) => {}
+            Ok(_) => unmatched.push(name.clone()),
+            Err(StoreError::NotFound(_)) => missing.push(name.clone()),
+            Err(source) => return Err(store_error("read", &key)(source)),
+        }
+    }
+    let present = request.names.len() - missing.len() - unmatched.len();
+    let mut report = format!("{present}/{} present", request.names.len());
+    if !missing.is_empty() {
+        report.push_str(&format!("; missing {}", missing.join(", ")));
+    }
+    if !unmatched.is_empty() {
+        report.push_str(&format!(
+            "; not matching the selector: {}",
+            unmatched.join(", ")
+        ));
+    }
+    Ok((missing.is_empty() && unmatched.is_empty(), report))
+}
+
+/// `resource.wait`: polls the datastore until the resources are there, reporting progress on stderr
+/// whenever it changes; fails after `timeout`. A dry-run reads once and reports what it sees.
+pub async fn wait(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    let what = describe_wait(request);
+    if mode == RunMode::DryRun {
+        let (_, report) = wait_state(store, request).await?;
+        return Ok(Outcome {
+            summary: format!("would wait up to {} for {what}", request.timeout),
+            transcript: vec![
+                format!("would wait up to {} for {what}", request.timeout),
+                format!("  now: {report}"),
+            ],
+            output: None,
+        });
+    }
+    let started = std::time::Instant::now();
+    let mut last = String::new();
+    loop {
+        let (done, report) = wait_state(store, request).await?;
+        if done {
+            let summary = format!("{what}: {report}");
+            return Ok(Outcome {
+                summary: summary.clone(),
+                transcript: vec![summary],
+                output: Some(serde_json::json!(request.names)),
+            });
+        }
+        if report != last {
+            crate::terminal::warn(format!("waiting for {what}: {report}"));
+            last = report.clone();
+        }
+        if started.elapsed() >= request.timeout.0 {
+            return Err(ResourceActionError::WaitTimeout {
+                what,
+                timeout: request.timeout.to_string(),
+                last: report,
+            });
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+/// Whether what `resource.wait` waits for holds now (a `verify` postcondition).
+pub async fn waited_for(
+    store: &dyn Datastore,
+    request: &ResourceWait,
+) -> Result<bool, ResourceActionError> {
+    Ok(wait_state(store, request).await?.0)
 }
 
 /// Whether a resource exists (the postcondition of `resource.get`).
@@ -810,6 +1037,7 @@ mod tests {
             name: "h1".into(),
             namespace: None,
             key: "upgrade".into(),
+            labels: None,
             value: Some("yes".into()),
             overwrite: false,
             remove: false,
@@ -848,6 +1076,61 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "HostEndpoint(h1) was still changing after 5 attempts"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wait_reports_what_is_missing_and_gives_up_after_its_timeout() {
+        let store = RacingStore::new(0);
+        let request = |selector: &str| ResourceWait {
+            kind: Kind::HostEndpoint,
+            names: vec!["h1".into()],
+            namespace: None,
+            selector: Some(selector.into()),
+            timeout: crate::plan::HumanDuration(Duration::from_millis(600)),
+        };
+        let outcome = wait(&store, &request("all()"), RunMode::Execute)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.summary,
+            "hostendpoints `h1` matching `all()`: 1/1 present"
+        );
+        let error = wait(&store, &request("role == 'edge'"), RunMode::Execute)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "hostendpoints `h1` matching `role == 'edge'` did not appear within 600ms: 0/1 present; not matching the selector: h1"
+        );
+        assert!(error.hint().is_some());
+    }
+
+    #[tokio::test]
+    async fn several_labels_are_set_all_or_none() {
+        let store = RacingStore::new(0);
+        let mut request = label_request();
+        request.key = String::new();
+        request.value = None;
+        request.labels = Some([("a".to_string(), "1".to_string())].into());
+        label(&store, &request, RunMode::Execute).await.unwrap();
+        request.labels = Some(
+            [
+                ("b".to_string(), "2".to_string()),
+                ("a".to_string(), "other".to_string()),
+            ]
+            .into(),
+        );
+        let error = label(&store, &request, RunMode::Execute).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "hostendpoint h1 already has label `a` = `1`; not changing it to `other`"
+        );
+        let stored = store.resource.lock().unwrap().clone();
+        assert_eq!(
+            stored.metadata.labels.keys().collect::<Vec<_>>(),
+            ["a"],
+            "nothing of the refused write"
         );
     }
 
