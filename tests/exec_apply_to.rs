@@ -1,7 +1,7 @@
 //! `upgrade apply --to` plans from the built-in runbooks against the connected etcd's facts and runs
 //! that plan through the executor: the dry-run is total (Kubernetes requests described, nothing
 //! changed), and a real run downloads through a `file://` base URL, stops at the runbook's gate, and on
-//! resume fails cleanly at the first Kubernetes step, which this build cannot perform.
+//! resume fails cleanly at the first Kubernetes step, since no cluster is configured.
 
 mod exec_common;
 mod support;
@@ -17,7 +17,7 @@ fn apply_to_plans_with_the_runbooks_and_runs_through_the_executor() {
     let mirror = operator.home().join("mirror");
     operator.netctl.write_file(
         "mirror/v3.29.2/manifests/calico-etcd.yaml",
-        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: calico-node\n  namespace: kube-system\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-config\n  namespace: kube-system\ndata:\n  etcd_endpoints: \"http://<ETCD_IP>:<ETCD_PORT>\"\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: calico-node\n  namespace: kube-system\n",
     );
     operator.netctl.write_file(
         "mirror/v3.29.2/manifests/calico.yaml",
@@ -68,10 +68,21 @@ fn apply_to_plans_with_the_runbooks_and_runs_through_the_executor() {
         stopped_text.contains("which needs a person's confirmation"),
         "{stopped_text}"
     );
-    let downloaded = std::fs::read_dir(operator.state_dir().join("files"))
-        .map(|entries| entries.count())
-        .unwrap_or(0);
-    assert_eq!(downloaded, 1, "the manifest was downloaded before the gate");
+    let mut downloaded: Vec<String> = std::fs::read_dir(operator.state_dir().join("files"))
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    downloaded.sort();
+    assert_eq!(
+        downloaded,
+        ["upgrade.yaml", "upgrade.yaml.original"],
+        "the manifest was downloaded, and overlaid with the etcd endpoints, before the gate"
+    );
+    let overlaid = std::fs::read_to_string(operator.state_dir().join("files/upgrade.yaml")).unwrap();
+    assert!(overlaid.contains(&etcd.endpoint()), "{overlaid}");
 
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
     let resumed_text = text(&resumed.stderr);

@@ -89,11 +89,12 @@ fn apply_stores_upstream_custom_resources_and_reads_back() {
     assert!(yaml.contains("team: net"), "{yaml}");
     assert!(!yaml.contains("projectcalico.org/metadata"), "{yaml}");
     // The v3 UID is the bit-reversed form of the custom resource's, version and variant kept
-    // (upstream `conversion.go` `ConvertUID`); the value is worked out by hand.
+    // (upstream `conversion.go` `ConvertUID`); the value is worked out by hand. The policy is the
+    // fourth object: the write first created ClusterInformation and the two built-in tiers.
     let uid = stored["metadata"]["uid"].as_str().unwrap();
-    assert_eq!(uid, "6f1e2a3b-0000-4000-8000-000000000001");
+    assert_eq!(uid, "6f1e2a3b-0000-4000-8000-000000000004");
     assert!(
-        yaml.contains("uid: f67854dc-0000-4000-8000-000000000080\n"),
+        yaml.contains("uid: f67854dc-0000-4000-8000-000000000020\n"),
         "{yaml}"
     );
     assert!(
