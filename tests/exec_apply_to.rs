@@ -81,7 +81,8 @@ fn apply_to_plans_with_the_runbooks_and_runs_through_the_executor() {
         ["upgrade.yaml", "upgrade.yaml.original"],
         "the manifest was downloaded, and overlaid with the etcd endpoints, before the gate"
     );
-    let overlaid = std::fs::read_to_string(operator.state_dir().join("files/upgrade.yaml")).unwrap();
+    let overlaid =
+        std::fs::read_to_string(operator.state_dir().join("files/upgrade.yaml")).unwrap();
     assert!(overlaid.contains(&etcd.endpoint()), "{overlaid}");
 
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);

@@ -1256,6 +1256,39 @@ fn a_saved_plan_is_refused_when_a_cluster_fact_changed() {
     }
 }
 
+/// When the cluster the plan's facts came from refuses to be read again, `apply` says so with advice
+/// for a saved plan (not discovery's planning advice about `--offline`), and changes nothing.
+#[test]
+fn a_saved_plan_is_refused_when_its_cluster_facts_cannot_be_read_again() {
+    let kube = operator_cluster();
+    let operator = kubernetes_operator(&kube);
+    let (plan_file, _) = plan(&operator, "v3.29.0", &[]);
+    kube.forbid(Some("GET"), "/api/v1/secrets");
+    let before = install_objects(&kube);
+    let refused = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: cannot re-read `secrets` from the Kubernetes API to check the plan's facts"
+        ) && stderr.contains(
+            "hint: the plan took facts from the cluster and they are read again before it runs"
+        ) && !stderr.contains("--offline"),
+        "{stderr}"
+    );
+    assert_eq!(before, install_objects(&kube), "nothing changed");
+    assert!(status_json(&operator)["checkpoint"].is_null());
+}
+
 /// A plan whose install method was discovered from the cluster cannot be checked without one: `apply`
 /// on a machine configured for etcd only refuses it, naming the fact, and writes nothing.
 #[test]

@@ -173,6 +173,12 @@ pub enum ExecError {
     },
     #[error("cannot re-read the cluster's facts to check the plan")]
     Facts(#[source] FactError),
+    #[error("cannot re-read {what} from the Kubernetes API to check the plan's facts")]
+    ClusterUnreadable {
+        what: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
     #[error(
         "the saved plan discovered fact `{fact}` from the Kubernetes cluster, and no cluster is configured to check it again"
     )]
@@ -247,6 +253,9 @@ impl ExecError {
             }
             ExecError::StalePlan { .. } => {
                 "the cluster changed since the plan was made; make a new plan with `netctl upgrade plan` and review it".to_string()
+            }
+            ExecError::ClusterUnreadable { .. } => {
+                "the plan took facts from the cluster and they are read again before it runs; check the kubeconfig and that it may list them, or make a new plan".to_string()
             }
             ExecError::ClusterFactsUnchecked { .. } => {
                 "configure the cluster the plan was made for (KUBECONFIG, or `kubeconfig` in the config file), or make a new plan".to_string()
@@ -390,11 +399,19 @@ impl Executor {
             let Some(client) = &self.kubernetes else {
                 return Err(ExecError::ClusterFactsUnchecked { fact });
             };
-            discovered.cluster = Some(
-                discover_cluster_facts(client)
-                    .await
-                    .map_err(ExecError::Facts)?,
-            );
+            discovered.cluster =
+                Some(
+                    discover_cluster_facts(client)
+                        .await
+                        .map_err(|error| match error {
+                            // Discovery's own hint is about planning (`--offline`, facts by flag), which
+                            // does not apply to a saved plan.
+                            FactError::ClusterDiscovery { what, source } => {
+                                ExecError::ClusterUnreadable { what, source }
+                            }
+                            other => ExecError::Facts(other),
+                        })?,
+                );
         }
         match stale::first_stale_fact(&plan.facts, &discovered) {
             Some(stale) => Err(ExecError::StalePlan {

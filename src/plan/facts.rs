@@ -1124,64 +1124,6 @@ mod tests {
     }
 }
 
-/// A discovered fact whose value changed since a plan was made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FactChange {
-    pub name: &'static str,
-    pub planned: String,
-    pub now: String,
-}
-
-impl fmt::Display for FactChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "fact `{}` was `{}` when the plan was made and is `{}` now",
-            self.name, self.planned, self.now
-        )
-    }
-}
-
-impl Facts {
-    /// The facts a plan took from the datastore that no longer hold, for refusing a stale plan.
-    ///
-    /// Facts given by flag or default are the operator's statement and are not re-checked; a
-    /// discovered fact the datastore no longer reports counts as changed.
-    pub fn stale_against(&self, now: &DiscoveredFacts) -> Vec<FactChange> {
-        fn text<T: Serialize>(value: &T) -> String {
-            serde_json::to_string(value).unwrap_or_default()
-        }
-        let mut changes = Vec::new();
-        let mut compare = |name: &'static str, origin: FactOrigin, planned: String, now: String| {
-            if origin == FactOrigin::Discovered && planned != now {
-                changes.push(FactChange { name, planned, now });
-            }
-        };
-        compare(
-            "installed_version",
-            self.installed_version.origin,
-            text(&self.installed_version.value),
-            now.installed_version.as_ref().map(text).unwrap_or_default(),
-        );
-        compare(
-            "datastore_type",
-            self.datastore_type.origin,
-            text(&self.datastore_type.value),
-            now.datastore_type.as_ref().map(text).unwrap_or_default(),
-        );
-        compare(
-            "all_interfaces_host_endpoints",
-            self.all_interfaces_host_endpoints.origin,
-            text(&self.all_interfaces_host_endpoints.value),
-            now.all_interfaces_host_endpoints
-                .as_ref()
-                .map(text)
-                .unwrap_or_default(),
-        );
-        changes
-    }
-}
-
 #[cfg(test)]
 mod discovery_tests {
     //! Discovery against an in-memory datastore (paged, like the real backends); the lead's etcd
@@ -1320,33 +1262,5 @@ mod discovery_tests {
         };
         let error = Facts::assemble(&discovered, &overrides).unwrap_err();
         assert!(matches!(error, FactError::MissingInstalledVersion));
-    }
-
-    #[tokio::test]
-    async fn a_plan_made_from_discovered_facts_goes_stale_when_they_change() {
-        let mut information = Resource::new(Kind::ClusterInformation, "default");
-        information.spec = serde_json::json!({"calicoVersion": "v3.26.4"});
-        let store = MemoryStore::new(vec![information.clone(), host_endpoint("a", "*")]);
-        let overrides = FactOverrides {
-            install_method: Some(InstallMethod::Operator),
-            ..FactOverrides::default()
-        };
-        let facts = Facts::assemble(&discover_facts(&store).await.unwrap(), &overrides).unwrap();
-        assert!(
-            facts
-                .stale_against(&discover_facts(&store).await.unwrap())
-                .is_empty()
-        );
-        let changed = MemoryStore::new(vec![
-            information,
-            host_endpoint("a", "*"),
-            host_endpoint("b", "*"),
-        ]);
-        let changes = facts.stale_against(&discover_facts(&changed).await.unwrap());
-        assert_eq!(changes.len(), 1);
-        assert_eq!(
-            changes[0].to_string(),
-            r#"fact `all_interfaces_host_endpoints` was `[{"name":"a","node":"n","labels":{}}]` when the plan was made and is `[{"name":"a","node":"n","labels":{}},{"name":"b","node":"n","labels":{}}]` now"#
-        );
     }
 }

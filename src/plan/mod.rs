@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
 pub use facts::{
-    DiscoveredFacts, Fact, FactChange, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
+    DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
     discover_facts,
 };
 pub use release::{Release, ReleaseError};
