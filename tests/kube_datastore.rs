@@ -1042,3 +1042,30 @@ fn profile_lists_read_namespaces_and_service_accounts_in_pages() {
     let names = ok(run(&server, &["get", "profiles", "-o", "name"], None));
     assert_eq!(names.lines().count(), 7, "{names}");
 }
+
+#[test]
+fn a_node_status_comes_from_its_annotations_and_pod_cidrs_and_updates_keep_it() {
+    let server = KubeApiServer::start();
+    server.put(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node1",
+            "annotations": {"projectcalico.org/WireguardPublicKey": "jlkVyQYooZYzI2wFfNhSZez5eWh44yfq1wKVjLvSXgY="}},
+        "spec": {"podCIDRs": ["192.168.1.0/24"]}
+    }));
+    // Upstream `node.go`: the public keys from annotations, the pod CIDRs from the Node's spec.
+    let yaml = ok(run(&server, &["get", "node", "node1", "-o", "yaml"], None));
+    assert!(
+        yaml.contains("status:\n  podCIDRs:\n  - 192.168.1.0/24\n  wireguardPublicKey: jlkVyQYooZYzI2wFfNhSZez5eWh44yfq1wKVjLvSXgY=\n"),
+        "{yaml}"
+    );
+    // A label and an apply of the document (its status edited, which netctl ignores) keep the key.
+    ok(run(&server, &["label", "node", "node1", "zone=a"], None));
+    let yaml = ok(run(&server, &["get", "node", "node1", "-o", "yaml"], None));
+    let edited = yaml.replace("jlkVyQ", "forged");
+    ok(run(&server, &["apply", "-f", "-"], Some(&edited)));
+    let node = server.get("v1", "nodes", "", "node1").unwrap();
+    assert_eq!(
+        node["metadata"]["annotations"]["projectcalico.org/WireguardPublicKey"],
+        "jlkVyQYooZYzI2wFfNhSZez5eWh44yfq1wKVjLvSXgY="
+    );
+}

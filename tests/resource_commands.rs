@@ -762,3 +762,68 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
     ));
     assert_eq!(labelled, "tier/default\n");
 }
+
+#[test]
+fn the_status_the_system_wrote_survives_every_kind_of_update() {
+    let etcd = EtcdServer::start();
+    // As the node agent and kube-controllers write them: spec and status in one value.
+    etcd.put(
+        &format!("{ROOT}/nodes/node1"),
+        r#"{"kind":"Node","apiVersion":"projectcalico.org/v3","metadata":{"name":"node1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"bgp":{"ipv4Address":"10.0.0.1/24"}},"status":{"wireguardPublicKey":"jlkVyQYooZYzI2wFfNhSZez5eWh44yfq1wKVjLvSXgY=","podCIDRs":["192.168.1.0/24"]}}"#,
+    );
+    etcd.put(
+        &format!("{ROOT}/kubecontrollersconfigurations/default"),
+        r#"{"kind":"KubeControllersConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default","uid":"u2","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"controllers":{"node":{"reconcilerPeriod":"5m"}}},"status":{"runningConfig":{"controllers":{"node":{"reconcilerPeriod":"5m"}}},"environmentVars":{"ENABLED_CONTROLLERS":"node"}}}"#,
+    );
+    let status_of = |key: &str| -> serde_json::Value {
+        let stored: serde_json::Value =
+            serde_json::from_str(&etcd.get(&format!("{ROOT}/{key}")).unwrap()).unwrap();
+        stored["status"].clone()
+    };
+    let node_status = status_of("nodes/node1");
+    let controllers_status = status_of("kubecontrollersconfigurations/default");
+
+    // `get` shows it, as upstream.
+    let yaml = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    assert!(yaml.contains("wireguardPublicKey: jlkVyQ"), "{yaml}");
+
+    // label and patch read, modify and write the whole resource.
+    ok(netctl(&etcd, &["label", "node", "node1", "zone=a"]));
+    ok(netctl(
+        &etcd,
+        &[
+            "patch",
+            "kubecontrollersconfiguration",
+            "default",
+            "-p",
+            r#"{"spec":{"controllers":{"node":{"hostEndpoint":{"autoCreate":"Enabled"}}}}}"#,
+        ],
+    ));
+    // apply and replace write the user's document, whose status netctl ignores.
+    let yaml = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    let edited = yaml
+        .replace("10.0.0.1/24", "10.0.0.2/24")
+        .replace("jlkVyQ", "forged");
+    ok(netctl_with_input(
+        &etcd,
+        &["apply", "-f", "-"],
+        Some(&edited),
+    ));
+    let again = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    ok(netctl_with_input(
+        &etcd,
+        &["replace", "-f", "-"],
+        Some(&again),
+    ));
+
+    assert_eq!(status_of("nodes/node1"), node_status);
+    assert_eq!(
+        status_of("kubecontrollersconfigurations/default"),
+        controllers_status
+    );
+    let node = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    assert!(
+        node.contains("10.0.0.2/24") && node.contains("zone: a"),
+        "{node}"
+    );
+}

@@ -59,6 +59,11 @@ pub struct Resource {
     /// The kind's spec as JSON. `Null` when a document has no spec (allowed for some kinds).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub spec: serde_json::Value,
+    /// What the system reports (a Node's WireGuard public keys and pod CIDRs, the running
+    /// configuration of KubeControllersConfiguration), kept as stored. Documents cannot set it: the
+    /// loader drops it and an update keeps the stored one, so a read-modify-write never loses it.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub status: serde_json::Value,
 }
 
 impl Resource {
@@ -72,6 +77,7 @@ impl Resource {
                 ..ObjectMeta::default()
             },
             spec: serde_json::Value::Object(serde_json::Map::new()),
+            status: serde_json::Value::Null,
         }
     }
 

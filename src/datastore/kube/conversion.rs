@@ -150,12 +150,17 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
     } else {
         resource.spec.clone()
     };
-    json!({
+    let mut object = json!({
         "apiVersion": format!("{CRD_GROUP}/{CRD_VERSION}"),
         "kind": kind.as_str(),
         "metadata": metadata,
         "spec": spec,
-    })
+    });
+    // The status is copied as is, as upstream does (it is the stored one: updates keep it).
+    if !resource.status.is_null() {
+        object["status"] = resource.status.clone();
+    }
+    object
 }
 
 /// The resource a custom resource holds.
@@ -232,6 +237,7 @@ pub fn from_custom_resource(kind: Kind, object: &Value) -> Result<Resource, Stor
         kind,
         metadata: v3,
         spec,
+        status: object["status"].clone(),
     })
 }
 

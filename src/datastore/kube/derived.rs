@@ -63,6 +63,13 @@ const WIREGUARD_ANNOTATIONS: [(&str, &str); 2] = [
     ("interfaceIPv6Address", "IPv6WireguardInterfaceAddr"),
 ];
 
+/// Node status fields kept in annotations (upstream `node.go`: the WireGuard public keys the node
+/// agent publishes).
+const STATUS_ANNOTATIONS: [(&str, &str); 2] = [
+    ("wireguardPublicKey", "WireguardPublicKey"),
+    ("wireguardPublicKeyV6", "WireguardPublicKeyV6"),
+];
+
 fn node_api(store: &KubeStore) -> Api<Node> {
     Api::all(store.api.client.clone())
 }
@@ -128,6 +135,22 @@ pub fn node_to_resource(node: &Node) -> Resource {
         spec["addresses"] = json!(addresses);
     }
     spec["orchRefs"] = json!([{ "nodeName": name, "orchestrator": "k8s" }]);
+    // The status as upstream reports it: the public keys from annotations, the pod CIDRs from the
+    // Kubernetes Node's spec.
+    let mut status = serde_json::Map::new();
+    for (field, name) in STATUS_ANNOTATIONS {
+        if let Some(value) = annotation(name).filter(|value| !value.is_empty()) {
+            status.insert(field.to_string(), json!(value));
+        }
+    }
+    if let Some(cidrs) = node
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.pod_cidrs.as_ref())
+        .filter(|cidrs| !cidrs.is_empty())
+    {
+        status.insert("podCIDRs".to_string(), json!(cidrs));
+    }
     Resource {
         api_version: API_VERSION.to_string(),
         kind: Kind::Node,
@@ -144,6 +167,11 @@ pub fn node_to_resource(node: &Node) -> Resource {
             ..ObjectMeta::default()
         },
         spec,
+        status: if status.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(status)
+        },
     }
 }
 
@@ -167,6 +195,15 @@ pub fn node_patch(current: &Node, resource: &Resource) -> Result<Value, StoreErr
     }
     for (field, name) in WIREGUARD_ANNOTATIONS {
         let value = match spec["wireguard"][field].as_str() {
+            Some(text) if !text.is_empty() => json!(text),
+            _ => Value::Null,
+        };
+        annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
+    }
+    // The status an update carries is the stored one (see `Resource::status`), so the public keys
+    // are written back as they were read; an empty one removes the annotation, as upstream.
+    for (field, name) in STATUS_ANNOTATIONS {
+        let value = match resource.status[field].as_str() {
             Some(text) if !text.is_empty() => json!(text),
             _ => Value::Null,
         };
@@ -289,6 +326,7 @@ fn profile(name: String, resource_version: Option<String>, spec: Value) -> Resou
             ..ObjectMeta::default()
         },
         spec,
+        status: Value::Null,
     }
 }
 

@@ -394,6 +394,7 @@ pub fn pod_to_workload_endpoint(pod: &Pod) -> Result<Option<Resource>, StoreErro
             other,
         },
         spec: body,
+        status: Value::Null,
     }))
 }
 

@@ -214,13 +214,14 @@ fn metadata_for_create(resource: &mut Resource) {
 
 /// The document to store when updating `stored` with the user's `input` (upstream
 /// `mergeMetadataForUpdate`): labels and annotations from the user, the rest of the metadata from the
-/// store.
+/// store, and the status as stored (the system owns it; a document's is dropped when it is loaded).
 fn merge_for_update(input: &Resource, stored: &Resource) -> Resource {
     let mut merged = input.clone();
     let mut metadata = stored.metadata.clone();
     metadata.labels = input.metadata.labels.clone();
     metadata.annotations = input.metadata.annotations.clone();
     merged.metadata = metadata;
+    merged.status = stored.status.clone();
     merged
 }
 
