@@ -1090,10 +1090,15 @@ impl Executor {
                     entry.action = Some(step.action.name().to_string());
                     entry.attempt = Some(attempt);
                     entry.duration_ms = Some(elapsed.as_millis());
-                    entry.summary = Some(outcome.summary);
+                    entry.summary = Some(outcome.summary.clone());
                     run.journal.record(&entry)?;
                     run.progress
                         .step_finished(number, &step.id, "succeeded", started.elapsed());
+                    // A listing is there to be read: its names go to stderr, so the gate that
+                    // usually follows can ask about them.
+                    if let Action::KubeList(_) = step.action {
+                        run.progress.note(&format!("      {}", outcome.summary));
+                    }
                     return Ok(());
                 }
                 Err(error) if attempt < attempts => {
