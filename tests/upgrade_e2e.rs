@@ -14,8 +14,8 @@
 //! (v3.24 → v3.27), application layer policy on the Kubernetes manifest path (the test plays the
 //! deployment controller while the service Deployments restart), and the `auto-host-endpoints`
 //! procedure on etcd and Kubernetes (the test plays kube-controllers, creating the `-auto-hep`
-//! endpoints once `autoCreate` is on), plus dry-run transcript snapshots (etcd, operator, ALP, auto
-//! host endpoints) that leave etcd and the API server unchanged, and saved plans refused because a
+//! endpoints once `autoCreate` is on), plus dry-run transcript snapshots (etcd, operator, Helm, ALP,
+//! auto host endpoints) that leave etcd and the API server unchanged, and saved plans refused because a
 //! cluster fact changed since they were made.
 //! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv (and, for
 //! `install`, creates the release secret Helm would), so the Helm scenarios prove the exact commands
@@ -1626,6 +1626,26 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
         1,
         "helm install ran exactly once across the kills"
     );
+}
+
+/// The migration's dry-run against the cluster: the listing of the old release's secrets is a real
+/// read (it changes nothing), Helm is only shown, and the deletion is a server dry-run.
+#[test]
+fn helm_ownership_dry_run_transcript() {
+    let kube = helm_cluster("kube-system");
+    let operator = kubernetes_operator(&kube);
+    let helm_argv = install_helm_stand_in(&operator, &kube);
+    let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
+    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    dry_run_snapshot(
+        &operator,
+        None,
+        Some(&kube),
+        &plan_file,
+        &mirror,
+        "helm_v3_20_to_v3_27_dry_run",
+    );
+    assert!(!helm_argv.exists(), "a dry-run does not run helm");
 }
 
 #[test]

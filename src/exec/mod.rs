@@ -1365,6 +1365,17 @@ pub fn describe_action(action: &Action) -> String {
             "{} refers to {} `{}` with its current UID",
             restore.object, restore.owner.kind, restore.owner.name
         ),
+        // Read both as a listing and as a `verify` (which holds when any matches).
+        Action::KubeList(list) => {
+            let mut text = format!("any {} {}", list.api_version, list.kind);
+            if let Some(namespace) = &list.namespace {
+                text.push_str(&format!(" in `{namespace}`"));
+            }
+            if let Some(selector) = &list.selector {
+                text.push_str(&format!(" matching `{selector}`"));
+            }
+            text
+        }
         other => other.name().to_string(),
     }
 }
