@@ -1628,6 +1628,49 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     );
 }
 
+/// The plan lists and deletes the old release where discovery found it; a saved plan is refused when
+/// the release has moved since, naming the fact, before anything is changed.
+#[test]
+fn a_saved_helm_plan_is_refused_when_the_release_moved() {
+    let kube = helm_cluster("kube-system");
+    let operator = kubernetes_operator(&kube);
+    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    let mut deployment = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "tigera-operator",
+            "tigera-operator",
+        )
+        .unwrap();
+    deployment["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("default");
+    kube.put(deployment);
+    kube.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                    "metadata": {"name": "sh.helm.release.v1.calico.v3", "namespace": "default",
+                                 "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
+                    "data": {}}));
+    let before = install_objects(&kube);
+    let refused = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: the saved plan is stale: fact `helm_release_namespace` was `kube-system` when the plan was made and is `default` now"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(before, install_objects(&kube), "nothing changed");
+}
+
 /// The migration's dry-run against the cluster: the listing of the old release's secrets is a real
 /// read (it changes nothing), Helm is only shown, and the deletion is a server dry-run.
 #[test]
