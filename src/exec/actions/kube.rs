@@ -1,5 +1,6 @@
 //! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
-//! merge and JSON patches, annotations and labels, delete by label selector, `kubectl rollout
+//! merge and JSON patches, annotations and labels, listing by label selector (a read, so also in a
+//! dry-run, and a postcondition), delete by label selector, `kubectl rollout
 //! restart` (with the run's start time as the value, so a resumed run does not restart twice), and
 //! waiting for a DaemonSet, Deployment or set of pods to roll out.
 //!
