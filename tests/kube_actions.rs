@@ -1,8 +1,8 @@
 //! The executor's `kube.*` actions through `netctl upgrade apply` against the in-process API server
 //! (`support::kube_api`), with etcd as the datastore (lock, checkpoint, facts) and `KUBECONFIG`
 //! naming the cluster: server-side apply with force (CRDs first), merge and JSON patches,
-//! annotations, node labels, delete by selector after a server-side dry-run, and waiting for a
-//! DaemonSet to roll out — plus the failures users meet: a field-manager conflict without force,
+//! annotations, node labels, listing by selector (read in dry-run too, names shown before a gate),
+//! delete by selector after a server-side dry-run, and waiting for a DaemonSet to roll out — plus the failures users meet: a field-manager conflict without force,
 //! 403, a rollout that never finishes, an unreachable API, and no cluster at all. `--dry-run` sends
 //! writes with `dryRun=All` and changes nothing.
 
@@ -344,6 +344,69 @@ fn dry_run_asks_the_server_and_changes_nothing() {
             "missing `{expected}` in:\n{transcript}"
         );
     }
+}
+
+#[test]
+fn a_listing_reads_in_dry_run_and_shows_its_names_before_a_gate() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let kube = KubeApiServer::start();
+    seed_cluster(&kube);
+    let operator = operator_for(&etcd, Some(&kube.kubeconfig_path()));
+    let mut list = step(
+        "upgrade/list-old-agents",
+        "List the old agents",
+        action(
+            "kube.list",
+            json!({"api_version": "v1", "kind": "Pod", "namespace": NAMESPACE,
+                   "selector": "k8s-app=old-agent"}),
+        ),
+    );
+    list.register = Some("old_agents".into());
+    let mut gate = step(
+        "upgrade/confirm",
+        "Confirm",
+        action("pause", json!({"message": "delete them?"})),
+    );
+    gate.needs = vec![list.id.clone()];
+    let plan = plan(vec![list, gate]);
+
+    // A dry-run reads: it shows what the real run would find now.
+    let output = run_plan(&operator, &plan, &["--dry-run"]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    let transcript = text(&output.stdout);
+    for expected in [
+        "would GET /api/v1/namespaces/calico-system/pods?labelSelector=k8s-app=old-agent",
+        "  2 pods found: old-1, old-2",
+    ] {
+        assert!(
+            transcript.contains(expected),
+            "missing `{expected}` in:\n{transcript}"
+        );
+    }
+    assert!(
+        kube.requests()
+            .iter()
+            .all(|request| request.starts_with("GET")),
+        "{:?}",
+        kube.requests()
+    );
+
+    // Unattended, the run stops at the gate with the names shown above it and registered.
+    let output = run_plan(&operator, &plan, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    let listing = stderr
+        .find("found 2 pods in `calico-system` matching `k8s-app=old-agent`: old-1, old-2")
+        .unwrap_or_else(|| panic!("the names are shown: {stderr}"));
+    let gate = stderr.find("delete them?").expect("the gate's message");
+    assert!(listing < gate, "{stderr}");
+    let status = operator.run(&["upgrade", "status", "-o", "json"], &[]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status["checkpoint"]["outputs"]["old_agents"],
+        json!(["old-1", "old-2"])
+    );
 }
 
 #[test]

@@ -168,17 +168,21 @@ fn an_operator_install_with_owner_references_and_alp_is_discovered() {
 fn a_helm_release_gives_the_method_release_and_namespace() {
     let kube = KubeApiServer::start();
     seed_version(&kube, "v3.20.2");
+    // A chart before v3.23 keeps its release apart from the operator; this one is not in the
+    // `default` the chart asked for, and a release of the same name elsewhere is not it.
     kube.put(deployment(
         "tigera-operator",
         "tigera-operator",
-        json!({"meta.helm.sh/release-name": "calico-net", "meta.helm.sh/release-namespace": "tigera-operator"}),
+        json!({"meta.helm.sh/release-name": "calico-net", "meta.helm.sh/release-namespace": "kube-system"}),
     ));
-    kube.put(json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-        "metadata": {"name": "sh.helm.release.v1.calico-net.v1", "namespace": "tigera-operator",
-                     "labels": {"owner": "helm", "name": "calico-net", "status": "deployed", "version": "1"}},
-        "data": {}
-    }));
+    for namespace in ["kube-system", "default"] {
+        kube.put(json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+            "metadata": {"name": "sh.helm.release.v1.calico-net.v1", "namespace": namespace,
+                         "labels": {"owner": "helm", "name": "calico-net", "status": "deployed", "version": "1"}},
+            "data": {}
+        }));
+    }
     let plan = plan_json(&kube, &["--to", "v3.27.0"]);
     assert_eq!(fact(&plan, "install_method"), discovered(json!("helm")));
     assert_eq!(fact(&plan, "helm_release"), discovered(json!("calico-net")));
@@ -186,6 +190,17 @@ fn a_helm_release_gives_the_method_release_and_namespace() {
         fact(&plan, "operator_namespace"),
         discovered(json!("tigera-operator"))
     );
+    assert_eq!(
+        fact(&plan, "helm_release_namespace"),
+        discovered(json!("kube-system"))
+    );
+    let deletion = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["id"] == "helm-ownership-migration/delete-old-release-secrets")
+        .expect("the old release is deleted");
+    assert_eq!(deletion["with"]["namespace"], "kube-system");
     assert_eq!(fact(&plan, "alp_enabled"), discovered(json!(false)));
     assert_eq!(fact(&plan, "owner_references"), discovered(json!([])));
 
@@ -197,12 +212,16 @@ fn a_helm_release_gives_the_method_release_and_namespace() {
             "operator",
             "--set",
             "helm_release=other",
+            "--set",
+            "helm_release_namespace=legacy",
         ],
     );
     assert_eq!(plan["facts"]["install_method"]["value"], "operator");
     assert_eq!(plan["facts"]["install_method"]["origin"], "flag");
     assert_eq!(plan["facts"]["helm_release"]["value"], "other");
     assert_eq!(plan["facts"]["helm_release"]["origin"], "flag");
+    assert_eq!(plan["facts"]["helm_release_namespace"]["value"], "legacy");
+    assert_eq!(plan["facts"]["helm_release_namespace"]["origin"], "flag");
 }
 
 #[test]

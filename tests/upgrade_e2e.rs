@@ -14,11 +14,12 @@
 //! (v3.24 → v3.27), application layer policy on the Kubernetes manifest path (the test plays the
 //! deployment controller while the service Deployments restart), and the `auto-host-endpoints`
 //! procedure on etcd and Kubernetes (the test plays kube-controllers, creating the `-auto-hep`
-//! endpoints once `autoCreate` is on), plus dry-run transcript snapshots (etcd, operator, ALP, auto
-//! host endpoints) that leave etcd and the API server unchanged, and saved plans refused because a
+//! endpoints once `autoCreate` is on), plus dry-run transcript snapshots (etcd, operator, Helm, ALP,
+//! auto host endpoints) that leave etcd and the API server unchanged, and saved plans refused because a
 //! cluster fact changed since they were made.
-//! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv, so the Helm
-//! scenarios prove the exact commands netctl runs, not what Helm does with them. `exec` steps that run
+//! There is no real Helm here: a stand-in `helm` first on `PATH` records its argv (and, for
+//! `install`, creates the release secret Helm would), so the Helm scenarios prove the exact commands
+//! netctl runs, not what Helm does with them. `exec` steps that run
 //! `netctl` or `kubectl` run the real programs (`netctl` is linked into `$HOME/bin`).
 
 mod exec_common;
@@ -1325,26 +1326,47 @@ fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
 }
 
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
-/// `$HOME/helm-argv` and succeeds. There is no real Helm here: the test proves netctl runs exactly
-/// the command the plan shows, not what Helm does with it.
-fn install_helm_stand_in(operator: &Operator) -> PathBuf {
+/// `$HOME/helm-argv` and succeeds. For `install` it also does what Helm leaves behind: it creates
+/// the release secret `sh.helm.release.v1.<release>.v1` (labels `owner=helm`, `name`,
+/// `status=deployed`) in the `--namespace` it was given, through the API server. There is no real
+/// Helm here: the test proves netctl runs exactly the command the plan shows, not what Helm does
+/// with it.
+fn install_helm_stand_in(operator: &Operator, kube: &KubeApiServer) -> PathBuf {
+    let curl = support::find_program("curl", "apt-get install curl");
     let script = operator.home().join("bin").join("helm");
     std::fs::write(
         &script,
-        "#!/bin/sh\nprintf '%s\\n' \"$@\" -- >> \"$HOME/helm-argv\"\n",
+        format!(
+            r#"#!/bin/sh
+printf '%s\n' "$@" -- >> "$HOME/helm-argv"
+[ "$1" = install ] || exit 0
+release=$2
+while [ $# -gt 0 ]; do
+  [ "$1" = --namespace ] && namespace=$2
+  shift
+done
+exec {curl} --silent --show-error --fail --output /dev/null -X POST \
+  -H 'Content-Type: application/json' \
+  --data "{{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"type\":\"helm.sh/release.v1\",\"metadata\":{{\"name\":\"sh.helm.release.v1.$release.v1\",\"namespace\":\"$namespace\",\"labels\":{{\"owner\":\"helm\",\"name\":\"$release\",\"status\":\"deployed\",\"version\":\"1\"}}}}}}" \
+  "{url}/api/v1/namespaces/$namespace/secrets"
+"#,
+            curl = curl.display(),
+            url = kube.url()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     operator.home().join("helm-argv")
 }
 
-/// A Helm install of v3.20: the release `calico` in `default` (two revisions), the operator and its
-/// objects in `tigera-operator`, and secrets that must survive the migration.
-fn helm_cluster() -> KubeApiServer {
+/// A Helm install of v3.20: the release `calico` in `release_namespace` (two revisions), the
+/// operator and its objects in `tigera-operator`, and secrets beside the release that must survive
+/// the migration.
+fn helm_cluster(release_namespace: &str) -> KubeApiServer {
     let kube = KubeApiServer::start();
     set_kube_version(&kube, "v3.20.1");
-    let helm =
-        json!({"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "default"});
+    let helm = json!({"meta.helm.sh/release-name": "calico",
+                      "meta.helm.sh/release-namespace": release_namespace});
     let labels = json!({"app.kubernetes.io/managed-by": "Helm"});
     let metadata = |name: &str, namespace: Option<&str>| {
         let mut metadata = json!({"name": name, "annotations": helm, "labels": labels});
@@ -1387,12 +1409,12 @@ fn helm_cluster() -> KubeApiServer {
         ("sh.helm.release.v1.ingress.v1", "ingress"),
     ] {
         kube.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-                        "metadata": {"name": name, "namespace": "default",
+                        "metadata": {"name": name, "namespace": release_namespace,
                                      "labels": {"owner": "helm", "name": release, "status": "deployed"}},
                         "data": {}}));
     }
     kube.put(json!({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": "app-credentials", "namespace": "default"}, "data": {}}));
+                    "metadata": {"name": "app-credentials", "namespace": release_namespace}, "data": {}}));
     kube
 }
 
@@ -1420,9 +1442,11 @@ spec:
 
 #[test]
 fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespace() {
-    let kube = helm_cluster();
+    // The old release was installed into `kube-system`, not the `default` the old chart asked
+    // for: discovery finds it there, and the listing and the deletion go there.
+    let kube = helm_cluster("kube-system");
     let operator = kubernetes_operator(&kube);
-    let helm_argv = install_helm_stand_in(&operator);
+    let helm_argv = install_helm_stand_in(&operator, &kube);
     let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
     let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
     assert_eq!(plan["facts"]["install_method"]["value"], "helm");
@@ -1431,6 +1455,10 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     assert_eq!(
         plan["facts"]["operator_namespace"]["value"],
         "tigera-operator"
+    );
+    assert_eq!(
+        plan["facts"]["helm_release_namespace"],
+        json!({"value": "kube-system", "origin": "discovered"})
     );
 
     let apply = [
@@ -1442,10 +1470,36 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
         mirror.to_str().unwrap(),
         "--yes",
     ];
+    let resume = [
+        "upgrade",
+        "apply",
+        "--resume",
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+    ];
+    // Killed as `helm install` is about to start: Helm never ran and its release secret is not
+    // there, so the resume runs it. That run is killed right after Helm finished, before the
+    // checkpoint records it.
     apply_killed_at(
         &operator,
         &apply,
+        "helm-ownership-migration/install-chart:before",
+    );
+    assert!(!helm_argv.exists(), "helm ran before the kill point");
+    apply_killed_at(
+        &operator,
+        &resume,
         "helm-ownership-migration/install-chart:after",
+    );
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|step| step["id"] == "helm-ownership-migration/install-chart")
+            .map(|step| step["state"].clone()),
+        Some(json!("running")),
+        "the kill left the step unrecorded"
     );
 
     // Every object of the old chart now names the release in the operator namespace.
@@ -1530,41 +1584,52 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     );
     set_kube_version(&kube, "v3.27.0");
 
-    // `helm install` was killed after it ran, and is not idempotent: a plain resume refuses to
-    // repeat it and says how to go on.
-    let resume = [
-        "upgrade",
-        "apply",
-        "--resume",
-        "--mirror-dir",
-        mirror.to_str().unwrap(),
-    ];
-    let refused = operator.run(&resume, &[]);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        text(&refused.stderr).contains(
-            "step `helm-ownership-migration/install-chart` was interrupted and cannot safely run again"
-        ),
-        "{}",
-        text(&refused.stderr)
-    );
-    // The operator sees that the release was installed and skips the step; unattended, the run
-    // then stops at the gate before the old release's secrets are deleted.
-    let mut skip = resume.to_vec();
-    skip.extend(["--skip", "helm-ownership-migration/install-chart"]);
-    let stopped = operator.run(&skip, &[]);
+    // `helm install` was killed after it ran, and is not idempotent: the resume finds its
+    // postcondition (the deployed release secret in the operator namespace) and does not run it
+    // again. Unattended, the run then lists the old release's secrets and stops at the gate before
+    // deleting them.
+    let stopped = operator.run(&resume, &[]);
     assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    let stderr = text(&stopped.stderr);
+    assert!(
+        stderr.contains(
+            "step `helm-ownership-migration/install-chart` was interrupted; its postcondition holds, so it is not run again"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "found 2 secrets in `kube-system` matching `name=calico,owner=helm`: sh.helm.release.v1.calico.v1, sh.helm.release.v1.calico.v2"
+        ),
+        "the listing is shown before the gate: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv).expect("helm ran"),
+        "install\ncalico\nprojectcalico/tigera-operator\n--version\nv3.27.0\n--namespace\ntigera-operator\n--\n",
+        "helm install ran exactly once across the kills"
+    );
     let status = status_json(&operator);
     assert_eq!(
-        status["checkpoint"]["run"]["step"],
-        "helm-ownership-migration/confirm-delete-old-release",
-        "stderr: {}\nsteps: {}",
-        text(&stopped.stderr),
+        status["checkpoint"]["run"]["step"], "helm-ownership-migration/confirm-delete-old-release",
+        "stderr: {stderr}\nsteps: {}",
         status["checkpoint"]["steps"]
     );
     assert_eq!(
-        kube.names("v1", "secrets").len(),
-        4,
+        status["checkpoint"]["outputs"]["old_release_secrets"],
+        json!([
+            "sh.helm.release.v1.calico.v1",
+            "sh.helm.release.v1.calico.v2"
+        ])
+    );
+    assert_eq!(
+        kube.names("v1", "secrets"),
+        [
+            "kube-system/app-credentials",
+            "kube-system/sh.helm.release.v1.calico.v1",
+            "kube-system/sh.helm.release.v1.calico.v2",
+            "kube-system/sh.helm.release.v1.ingress.v1",
+            "tigera-operator/sh.helm.release.v1.calico.v1",
+        ],
         "nothing deleted before the gate"
     );
 
@@ -1580,10 +1645,11 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     assert_eq!(
         kube.names("v1", "secrets"),
         [
-            "default/app-credentials",
-            "default/sh.helm.release.v1.ingress.v1"
+            "kube-system/app-credentials",
+            "kube-system/sh.helm.release.v1.ingress.v1",
+            "tigera-operator/sh.helm.release.v1.calico.v1",
         ],
-        "only the old release's secrets are deleted"
+        "only the old release's secrets are deleted; the new release keeps its own"
     );
     assert_eq!(
         std::fs::read_to_string(&helm_argv)
@@ -1591,8 +1657,71 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
             .matches("install")
             .count(),
         1,
-        "helm install ran exactly once across the kill"
+        "helm install ran exactly once across the kills"
     );
+}
+
+/// The plan lists and deletes the old release where discovery found it; a saved plan is refused when
+/// the release has moved since, naming the fact, before anything is changed.
+#[test]
+fn a_saved_helm_plan_is_refused_when_the_release_moved() {
+    let kube = helm_cluster("kube-system");
+    let operator = kubernetes_operator(&kube);
+    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    let mut deployment = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "tigera-operator",
+            "tigera-operator",
+        )
+        .unwrap();
+    deployment["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("default");
+    kube.put(deployment);
+    kube.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                    "metadata": {"name": "sh.helm.release.v1.calico.v3", "namespace": "default",
+                                 "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
+                    "data": {}}));
+    let before = install_objects(&kube);
+    let refused = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: the saved plan is stale: fact `helm_release_namespace` was `kube-system` when the plan was made and is `default` now"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(before, install_objects(&kube), "nothing changed");
+}
+
+/// The migration's dry-run against the cluster: the listing of the old release's secrets is a real
+/// read (it changes nothing), Helm is only shown, and the deletion is a server dry-run.
+#[test]
+fn helm_ownership_dry_run_transcript() {
+    let kube = helm_cluster("kube-system");
+    let operator = kubernetes_operator(&kube);
+    let helm_argv = install_helm_stand_in(&operator, &kube);
+    let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
+    let (plan_file, _) = plan(&operator, "v3.27.0", &[]);
+    dry_run_snapshot(
+        &operator,
+        None,
+        Some(&kube),
+        &plan_file,
+        &mirror,
+        "helm_v3_20_to_v3_27_dry_run",
+    );
+    assert!(!helm_argv.exists(), "a dry-run does not run helm");
 }
 
 #[test]
@@ -1611,7 +1740,7 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
                                  "labels": {"owner": "helm", "name": "calico", "status": "deployed"}},
                     "data": {}}));
     let operator = kubernetes_operator(&kube);
-    let helm_argv = install_helm_stand_in(&operator);
+    let helm_argv = install_helm_stand_in(&operator, &kube);
     let mirror = mirror(&operator, "v3.27.0", "operator-crds.yaml", OPERATOR_CRDS);
     let (plan_file, plan) = plan(&operator, "v3.27.0", &[]);
     assert_eq!(plan["facts"]["install_method"]["value"], "helm");

@@ -89,6 +89,44 @@ fn helm_from_v3_20_crosses_the_ownership_edge() {
 }
 
 #[test]
+fn the_old_helm_release_is_listed_and_deleted_where_it_lives() {
+    let legacy = plan(
+        "v3.20.1",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[("helm_release_namespace", "legacy")],
+    )
+    .unwrap();
+    assert_eq!(legacy.facts.helm_release_namespace.value, "legacy");
+    for id in [
+        "helm-ownership-migration/list-old-release-secrets",
+        "helm-ownership-migration/delete-old-release-secrets",
+    ] {
+        let step = legacy.steps.iter().find(|step| step.id == id).unwrap();
+        let with = serde_json::to_value(&step.action).unwrap()["with"].clone();
+        assert_eq!(with["namespace"], "legacy", "{id}");
+        assert_eq!(with["selector"], "name=calico,owner=helm", "{id}");
+    }
+
+    // A release already in the operator namespace is not what the migration is for: installing
+    // over it fails, and deleting "the old release" would delete the new one.
+    let error = plan(
+        "v3.20.1",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[("helm_release_namespace", "tigera-operator")],
+    )
+    .unwrap_err();
+    let text = format!("{:#}", anyhow::Error::from(error));
+    assert!(
+        text.contains("the Helm release is already in the operator namespace"),
+        "{text}"
+    );
+}
+
+#[test]
 fn helm_from_v3_23_takes_the_plain_upgrade() {
     let plan = plan(
         "v3.23.0",

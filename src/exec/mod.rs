@@ -1107,10 +1107,15 @@ impl Executor {
                     entry.action = Some(step.action.name().to_string());
                     entry.attempt = Some(attempt);
                     entry.duration_ms = Some(elapsed.as_millis());
-                    entry.summary = Some(outcome.summary);
+                    entry.summary = Some(outcome.summary.clone());
                     run.journal.record(&entry)?;
                     run.progress
                         .step_finished(number, &step.id, "succeeded", started.elapsed());
+                    // A listing is there to be read: its names go to stderr, so the gate that
+                    // usually follows can ask about them.
+                    if let Action::KubeList(_) = step.action {
+                        run.progress.note(&format!("      {}", outcome.summary));
+                    }
                     return Ok(());
                 }
                 Err(error) if attempt < attempts => {
@@ -1377,6 +1382,17 @@ pub fn describe_action(action: &Action) -> String {
             "{} refers to {} `{}` with its current UID",
             restore.object, restore.owner.kind, restore.owner.name
         ),
+        // Read both as a listing and as a `verify` (which holds when any matches).
+        Action::KubeList(list) => {
+            let mut text = format!("any {} {}", list.api_version, list.kind);
+            if let Some(namespace) = &list.namespace {
+                text.push_str(&format!(" in `{namespace}`"));
+            }
+            if let Some(selector) = &list.selector {
+                text.push_str(&format!(" matching `{selector}`"));
+            }
+            text
+        }
         other => other.name().to_string(),
     }
 }

@@ -45,6 +45,7 @@ fn unknown_facts() -> Facts {
         operator_namespace: default(String::new()),
         system_namespace: default(String::new()),
         helm_release: default(String::new()),
+        helm_release_namespace: default(String::new()),
         manifest_flavor: Fact::new(
             crate::plan::facts::ManifestFlavor::Calico,
             FactOrigin::Default,

@@ -5,8 +5,8 @@
 //! cluster now running v3.28, even if `--from` said v3.26 at plan time. Other facts are compared only
 //! when the plan itself discovered them; a fact the operator set by flag is the operator's call. That
 //! covers what the datastore tells (datastore type, all-interfaces host endpoints, ALP) and what the
-//! Kubernetes objects of the install tell (install method, operator namespace, Helm release, manifest
-//! flavour, OwnerReferences); the latter only when the caller re-read the cluster
+//! Kubernetes objects of the install tell (install method, operator namespace, Helm release and its
+//! namespace, manifest flavour, OwnerReferences); the latter only when the caller re-read the cluster
 //! ([`DiscoveredFacts::cluster`]), which it must do whenever [`needs_cluster`] says so.
 
 use serde::Serialize;
@@ -29,6 +29,10 @@ pub fn needs_cluster(planned: &Facts) -> Option<&'static str> {
         ("install_method", planned.install_method.origin),
         ("operator_namespace", planned.operator_namespace.origin),
         ("helm_release", planned.helm_release.origin),
+        (
+            "helm_release_namespace",
+            planned.helm_release_namespace.origin,
+        ),
         ("manifest_flavor", planned.manifest_flavor.origin),
         ("owner_references", planned.owner_references.origin),
     ]
@@ -102,6 +106,13 @@ fn first_stale_cluster_fact(planned: &Facts, now: &ClusterFacts) -> Option<Stale
             "helm_release",
             &planned.helm_release,
             now.helm_release.as_ref(),
+        )
+    })
+    .or_else(|| {
+        changed(
+            "helm_release_namespace",
+            &planned.helm_release_namespace,
+            now.helm_release_namespace.as_ref(),
         )
     })
     .or_else(|| {
@@ -318,6 +329,39 @@ mod tests {
             first_stale_fact(&plan, &alp).map(|stale| (stale.fact, stale.planned, stale.now)),
             Some(("alp_enabled", "false".into(), "true".into()))
         );
+    }
+
+    #[test]
+    fn a_discovered_helm_release_namespace_is_compared() {
+        let helm = || ClusterFacts {
+            install_method: Some(InstallMethod::Helm),
+            operator_namespace: Some("tigera-operator".into()),
+            helm_release: Some("calico".into()),
+            helm_release_namespace: Some("ops".into()),
+            ..ClusterFacts::default()
+        };
+        let plan = planned(&discovered(helm()), &[]);
+        assert_eq!(plan.helm_release_namespace.value, "ops");
+        assert_eq!(plan.helm_release_namespace.origin, FactOrigin::Discovered);
+        assert_eq!(first_stale_fact(&plan, &discovered(helm())), None);
+        let mut moved = helm();
+        moved.helm_release_namespace = Some("default".into());
+        assert_eq!(
+            first_stale_fact(&plan, &discovered(moved)),
+            Some(StaleFact {
+                fact: "helm_release_namespace",
+                planned: "ops".into(),
+                now: "default".into()
+            })
+        );
+        // Set by flag, it is the operator's call; only the other cluster facts are compared.
+        let flagged = planned(
+            &discovered(helm()),
+            &[("helm_release_namespace", "default")],
+        );
+        let mut moved = helm();
+        moved.helm_release_namespace = Some("elsewhere".into());
+        assert_eq!(first_stale_fact(&flagged, &discovered(moved)), None);
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub enum Action {
     KubeAnnotate(KubeMetadataChange),
     #[serde(rename = "kube.label")]
     KubeLabel(KubeMetadataChange),
+    /// List Kubernetes objects of one kind by namespace and label selector; reads only (also a
+    /// postcondition: some object matches).
+    #[serde(rename = "kube.list")]
+    KubeList(KubeList),
     /// Delete Kubernetes objects of one kind selected by labels.
     #[serde(rename = "kube.delete")]
     KubeDelete(KubeDelete),
@@ -81,7 +85,7 @@ pub enum Action {
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 23] = [
         "resource.get",
         "resource.list",
         "resource.create",
@@ -95,6 +99,7 @@ impl Action {
         "kube.patch",
         "kube.annotate",
         "kube.label",
+        "kube.list",
         "kube.delete",
         "kube.wait-rollout",
         "kube.restore-owner-reference",
@@ -122,6 +127,7 @@ impl Action {
             Action::KubePatch(_) => "kube.patch",
             Action::KubeAnnotate(_) => "kube.annotate",
             Action::KubeLabel(_) => "kube.label",
+            Action::KubeList(_) => "kube.list",
             Action::KubeDelete(_) => "kube.delete",
             Action::KubeWaitRollout(_) => "kube.wait-rollout",
             Action::KubeRestoreOwnerReference(_) => "kube.restore-owner-reference",
@@ -141,6 +147,7 @@ impl Action {
             Action::ResourceGet(_)
                 | Action::ResourceList(_)
                 | Action::ResourceWait(_)
+                | Action::KubeList(_)
                 | Action::KubeWaitRollout(_)
                 | Action::Check(_)
                 | Action::Pause(_)
@@ -452,6 +459,20 @@ pub struct KubeMetadataChange {
     pub values: BTreeMap<String, Option<String>>,
     #[serde(default)]
     pub overwrite: bool,
+}
+
+/// Kubernetes objects of one kind, in one namespace (namespaced kinds; the kubeconfig's namespace
+/// when absent, as for `kube.delete`) and matching a label selector when one is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeList {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A Kubernetes label selector, e.g. `name=calico,owner=helm,status=deployed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

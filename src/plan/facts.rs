@@ -267,6 +267,10 @@ pub struct Facts {
     pub system_namespace: Fact<String>,
     /// The Helm release name.
     pub helm_release: Fact<String>,
+    /// Where the Helm release's secrets live: before v3.23 the chart required `default`, apart
+    /// from the operator. Left out of plans while unset (installs that are not Helm's).
+    #[serde(default = "unset_text", skip_serializing_if = "Fact::is_unset")]
+    pub helm_release_namespace: Fact<String>,
     pub manifest_flavor: Fact<ManifestFlavor>,
     pub manifest_base_url: Fact<String>,
     /// Host endpoints with `interfaceName: "*"` (not the automatic ones), with node and labels.
@@ -296,13 +300,14 @@ impl Fact<String> {
 }
 
 /// The names `--set` accepts, in the order plans list them.
-pub const FACT_NAMES: [&str; 14] = [
+pub const FACT_NAMES: [&str; 15] = [
     "installed_version",
     "datastore_type",
     "install_method",
     "operator_namespace",
     "system_namespace",
     "helm_release",
+    "helm_release_namespace",
     "manifest_flavor",
     "manifest_base_url",
     "all_interfaces_host_endpoints",
@@ -335,6 +340,8 @@ pub struct ClusterFacts {
     /// The namespace of the operator Deployment (from v3.23 also the Helm release's).
     pub operator_namespace: Option<String>,
     pub helm_release: Option<String>,
+    /// The namespace of the Helm release's secrets (`owner=helm,name=<release>`).
+    pub helm_release_namespace: Option<String>,
     pub manifest_flavor: Option<ManifestFlavor>,
     /// OwnerReferences to `projectcalico.org/v3` owners, in removal order.
     pub owner_references: Vec<OwnerReferenceFact>,
@@ -489,7 +496,8 @@ const PAGE_SIZE: u32 = 250;
 ///
 /// - the install method: a `tigera-operator` Deployment installed by a Helm release (its
 ///   `meta.helm.sh/release-name` annotation, or the only release in its namespace, confirmed by a
-///   release secret labelled `owner=helm,name=<release>`) is `helm`; any other `tigera-operator`
+///   release secret labelled `owner=helm,name=<release>`) is `helm`, with the namespace of that
+///   release secret (its `meta.helm.sh/release-namespace` annotation); any other `tigera-operator`
 ///   Deployment is `operator`; either way the Deployment's namespace is the operator namespace (before
 ///   v3.23 a Helm release lived in `default`, apart from the operator); without one, a
 ///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
@@ -610,28 +618,11 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
     if let Some(operator) = operators.first() {
         let namespace = operator.metadata.namespace.clone().unwrap_or_default();
         let annotations = operator.metadata.annotations.clone().unwrap_or_default();
-        let annotated = annotations.get("meta.helm.sh/release-name").map(|release| {
-            let release_namespace = annotations
-                .get("meta.helm.sh/release-namespace")
-                .cloned()
-                .unwrap_or_else(|| namespace.clone());
-            (release_namespace, release.clone())
-        });
-        let mut in_namespace: Vec<&(String, String)> = helm_releases
-            .iter()
-            .filter(|(release_namespace, _)| *release_namespace == namespace)
-            .collect();
-        in_namespace.sort();
-        in_namespace.dedup();
-        let release = match annotated {
-            Some(annotated) => helm_releases.contains(&annotated).then_some(annotated),
-            None if in_namespace.len() == 1 => Some(in_namespace[0].clone()),
-            None => None,
-        };
-        match release {
-            Some((_, release)) => {
+        match operator_release(&namespace, &annotations, &helm_releases) {
+            Some((release_namespace, release)) => {
                 facts.install_method = Some(InstallMethod::Helm);
                 facts.helm_release = Some(release);
+                facts.helm_release_namespace = Some(release_namespace);
             }
             None => facts.install_method = Some(InstallMethod::Operator),
         }
@@ -643,6 +634,39 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
         facts.install_method = Some(InstallMethod::Manifest);
     }
     Ok(facts)
+}
+
+/// The Helm release that installed the operator Deployment in `namespace`, as `(namespace, name)`
+/// of its release secrets: the release its `meta.helm.sh/release-name` annotation names, in the
+/// namespace its `meta.helm.sh/release-namespace` annotation names (else the Deployment's own), when
+/// a release secret there confirms it; without the annotation, the only release in the
+/// Deployment's namespace. `releases` are the `(namespace, name)` of every release secret.
+fn operator_release(
+    namespace: &str,
+    annotations: &BTreeMap<String, String>,
+    releases: &[(String, String)],
+) -> Option<(String, String)> {
+    match annotations.get("meta.helm.sh/release-name") {
+        Some(release) => {
+            let release_namespace = annotations
+                .get("meta.helm.sh/release-namespace")
+                .map_or(namespace, String::as_str);
+            let annotated = (release_namespace.to_string(), release.clone());
+            releases.contains(&annotated).then_some(annotated)
+        }
+        None => {
+            let mut in_namespace: Vec<&(String, String)> = releases
+                .iter()
+                .filter(|(release_namespace, _)| release_namespace == namespace)
+                .collect();
+            in_namespace.sort();
+            in_namespace.dedup();
+            match in_namespace.as_slice() {
+                [only] => Some((*only).clone()),
+                _ => None,
+            }
+        }
+    }
 }
 
 /// The namespaces labelled `istio-injection=enabled`.
@@ -748,6 +772,8 @@ impl Facts {
             operator_namespace: either(cluster.operator_namespace, "tigera-operator".to_string()),
             system_namespace: Fact::default_value(String::new()),
             helm_release: either(cluster.helm_release, "calico".to_string()),
+            // Unset until the install method is known (below).
+            helm_release_namespace: either(cluster.helm_release_namespace, String::new()),
             manifest_flavor: either(cluster.manifest_flavor, ManifestFlavor::Calico),
             manifest_base_url: Fact::default_value(DEFAULT_MANIFEST_BASE_URL.to_string()),
             all_interfaces_host_endpoints: either(
@@ -782,6 +808,12 @@ impl Facts {
                 InstallMethod::Manifest => "kube-system",
             }
             .to_string();
+        }
+        // Charts before v3.23 required the release in `default`; only Helm installs have one.
+        if facts.helm_release_namespace.origin == FactOrigin::Default
+            && facts.install_method.value == InstallMethod::Helm
+        {
+            facts.helm_release_namespace.value = "default".to_string();
         }
         Ok(facts)
     }
@@ -818,6 +850,12 @@ impl Facts {
             "operator_namespace" => self.operator_namespace = Fact::new(text.to_string(), flag),
             "system_namespace" => self.system_namespace = Fact::new(text.to_string(), flag),
             "helm_release" => self.helm_release = Fact::new(text.to_string(), flag),
+            "helm_release_namespace" => {
+                if text.trim().is_empty() {
+                    return Err(invalid("expected a namespace"));
+                }
+                self.helm_release_namespace = Fact::new(text.trim().to_string(), flag);
+            }
             "manifest_flavor" => {
                 let value = text
                     .parse()
@@ -911,9 +949,11 @@ impl Facts {
             }
         }
         // Facts left out of plans while unset still exist for templates.
-        values
-            .entry("etcd_endpoints")
-            .or_insert_with(|| serde_json::Value::String(String::new()));
+        for name in ["etcd_endpoints", "helm_release_namespace"] {
+            values
+                .entry(name)
+                .or_insert_with(|| serde_json::Value::String(String::new()));
+        }
         values
     }
 }
@@ -1006,6 +1046,116 @@ mod tests {
             "https://a:2379,https://b:2379"
         );
         assert_eq!(flagged.etcd_endpoints.origin, FactOrigin::Flag);
+    }
+
+    #[test]
+    fn the_helm_release_namespace_defaults_to_default_only_for_helm_installs() {
+        let helm = Facts::assemble(&DiscoveredFacts::default(), &overrides(&[])).unwrap();
+        assert_eq!(
+            helm.helm_release_namespace,
+            Fact::new("default".to_string(), FactOrigin::Default)
+        );
+        let json = serde_json::to_value(&helm).unwrap();
+        assert_eq!(json["helm_release_namespace"]["value"], "default");
+
+        let mut operator = overrides(&[]);
+        operator.install_method = Some(InstallMethod::Operator);
+        let facts = Facts::assemble(&DiscoveredFacts::default(), &operator).unwrap();
+        let json = serde_json::to_value(&facts).unwrap();
+        assert!(json.get("helm_release_namespace").is_none(), "{json}");
+        assert_eq!(facts.values()["helm_release_namespace"], "");
+        assert_eq!(serde_json::from_value::<Facts>(json).unwrap(), facts);
+
+        let discovered = DiscoveredFacts {
+            cluster: Some(ClusterFacts {
+                install_method: Some(InstallMethod::Helm),
+                helm_release: Some("calico".into()),
+                helm_release_namespace: Some("ops".into()),
+                ..ClusterFacts::default()
+            }),
+            ..DiscoveredFacts::default()
+        };
+        let facts = Facts::assemble(&discovered, &overrides(&[])).unwrap();
+        assert_eq!(
+            facts.helm_release_namespace,
+            Fact::new("ops".to_string(), FactOrigin::Discovered)
+        );
+        let facts = Facts::assemble(
+            &discovered,
+            &overrides(&[("helm_release_namespace", "legacy")]),
+        )
+        .unwrap();
+        assert_eq!(
+            facts.helm_release_namespace,
+            Fact::new("legacy".to_string(), FactOrigin::Flag)
+        );
+        assert!(
+            Facts::assemble(&discovered, &overrides(&[("helm_release_namespace", " ")])).is_err()
+        );
+    }
+
+    #[test]
+    fn the_operator_release_is_found_where_its_annotation_says() {
+        let annotations = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect()
+        };
+        let releases = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(namespace, name)| (namespace.to_string(), name.to_string()))
+                .collect()
+        };
+        let annotated = annotations(&[
+            ("meta.helm.sh/release-name", "calico"),
+            ("meta.helm.sh/release-namespace", "ops"),
+        ]);
+        // A release in a namespace that is neither `default` nor the operator's.
+        assert_eq!(
+            operator_release(
+                "tigera-operator",
+                &annotated,
+                &releases(&[("default", "calico"), ("ops", "calico"), ("ops", "calico")])
+            ),
+            Some(("ops".to_string(), "calico".to_string()))
+        );
+        // The annotation names a release no secret confirms: not a Helm install.
+        assert_eq!(
+            operator_release(
+                "tigera-operator",
+                &annotated,
+                &releases(&[("default", "calico")])
+            ),
+            None
+        );
+        // Without a namespace annotation the release is beside the Deployment.
+        assert_eq!(
+            operator_release(
+                "tigera-operator",
+                &annotations(&[("meta.helm.sh/release-name", "calico")]),
+                &releases(&[("ops", "calico"), ("tigera-operator", "calico")])
+            ),
+            Some(("tigera-operator".to_string(), "calico".to_string()))
+        );
+        // Without any annotation, only a single release in the Deployment's namespace counts.
+        assert_eq!(
+            operator_release(
+                "tigera-operator",
+                &annotations(&[]),
+                &releases(&[("tigera-operator", "net"), ("tigera-operator", "net")])
+            ),
+            Some(("tigera-operator".to_string(), "net".to_string()))
+        );
+        assert_eq!(
+            operator_release(
+                "tigera-operator",
+                &annotations(&[]),
+                &releases(&[("tigera-operator", "a"), ("tigera-operator", "b")])
+            ),
+            None
+        );
     }
 
     #[test]

@@ -520,6 +520,16 @@ pub fn describe(action: &Action) -> String {
                 if change.overwrite { " --overwrite" } else { "" }
             )
         }
+        Action::KubeList(list) => {
+            let mut text = format!("{name} {} {}", list.api_version, list.kind);
+            if let Some(namespace) = &list.namespace {
+                let _ = write!(text, " -n {namespace}");
+            }
+            if let Some(selector) = &list.selector {
+                let _ = write!(text, " -l {}", shell_word(selector));
+            }
+            text
+        }
         Action::KubeDelete(delete) => {
             let mut text = format!("{name} {} {}", delete.api_version, delete.kind);
             if let Some(namespace) = &delete.namespace {

@@ -704,6 +704,7 @@ fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::
             ("alp_enabled".into(), "true".into()),
             ("mesh_version".into(), "1.20.0".into()),
             ("etcd_endpoints".into(), "https://10.0.0.1:2379".into()),
+            ("helm_release_namespace".into(), "default".into()),
         ],
         ..crate::plan::FactOverrides::default()
     };

@@ -1,5 +1,6 @@
 //! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
-//! merge and JSON patches, annotations and labels, delete by label selector, `kubectl rollout
+//! merge and JSON patches, annotations and labels, listing by label selector (a read, so also in a
+//! dry-run, and a postcondition), delete by label selector, `kubectl rollout
 //! restart` (with the run's start time as the value, so a resumed run does not restart twice), and
 //! waiting for a DaemonSet, Deployment or set of pods to roll out.
 //!
@@ -19,10 +20,13 @@ use serde_json::{Value, json};
 
 use super::{Outcome, RunMode};
 use crate::plan::action::{
-    KubeApply, KubeDelete, KubeMetadataChange, KubeObject, KubePatch, KubeRestart, KubeWaitRollout,
-    ManifestSource, PatchType,
+    KubeApply, KubeDelete, KubeList, KubeMetadataChange, KubeObject, KubePatch, KubeRestart,
+    KubeWaitRollout, ManifestSource, PatchType,
 };
 use crate::terminal;
+
+/// Objects per list request of `kube.list`, so a large namespace is read in pages.
+const LIST_PAGE_SIZE: u32 = 250;
 
 /// How often a rollout wait reads the cluster again.
 const ROLLOUT_POLL: Duration = Duration::from_millis(500);
@@ -301,6 +305,47 @@ pub fn describe_metadata(change: &KubeMetadataChange, field: &str) -> Vec<String
             " (refused if a key already has another value)"
         }
     )]
+}
+
+pub fn describe_list(list: &KubeList) -> Vec<String> {
+    vec![format!(
+        "would GET {}{}",
+        api_path(
+            &list.api_version,
+            &list.kind,
+            list.namespace.as_deref(),
+            None
+        ),
+        list.selector
+            .as_ref()
+            .map(|selector| format!("?labelSelector={selector}"))
+            .unwrap_or_default()
+    )]
+}
+
+/// `secrets in `default` matching `owner=helm``: what a list or delete covers, as messages say it.
+fn collection(plural: &str, namespace: Option<&str>, selector: Option<&str>) -> String {
+    let mut text = plural.to_string();
+    if let Some(namespace) = namespace {
+        text.push_str(&format!(" in `{namespace}`"));
+    }
+    if let Some(selector) = selector {
+        text.push_str(&format!(" matching `{selector}`"));
+    }
+    text
+}
+
+/// `3 secrets would be deleted: a, b, c` / `0 secrets found`: a count, a verb and the names.
+fn listing(names: &[String], plural: &str, verb: &str) -> String {
+    format!(
+        "{} {plural} {verb}{}",
+        names.len(),
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", names.join(", "))
+        }
+    )
 }
 
 pub fn describe_delete(delete: &KubeDelete) -> Vec<String> {
@@ -705,6 +750,75 @@ pub async fn change_metadata(
     ))
 }
 
+/// What a `kube.list` found: the type's plural, what the list covered as messages say it, and the
+/// names (sorted).
+pub struct Listed {
+    pub plural: String,
+    pub covered: String,
+    pub names: Vec<String>,
+}
+
+/// Reads the objects a `kube.list` covers, in pages, so a large namespace is read whole.
+pub async fn list_names(client: &kube::Client, list: &KubeList) -> Result<Listed, KubeActionError> {
+    let (resource, namespaced) = resolve(client, &list.api_version, &list.kind).await?;
+    let api = api_for(client, &resource, namespaced, list.namespace.as_deref());
+    let covered = collection(
+        &resource.plural,
+        list.namespace.as_deref(),
+        list.selector.as_deref(),
+    );
+    let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
+    if let Some(selector) = &list.selector {
+        params = params.labels(selector);
+    }
+    let mut names = Vec::new();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|error| request_error(format!("list of {covered}"), error))?;
+        names.extend(page.items.into_iter().filter_map(|item| item.metadata.name));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    names.sort();
+    Ok(Listed {
+        plural: resource.plural,
+        covered,
+        names,
+    })
+}
+
+/// `kube.list`: reads the objects and returns their names (what `register` keeps). It changes
+/// nothing, so a dry-run reads too and shows what the real run would find now.
+pub async fn list(
+    client: &kube::Client,
+    list: &KubeList,
+    mode: RunMode,
+) -> Result<Outcome, KubeActionError> {
+    let listed = list_names(client, list).await?;
+    let output = json!(listed.names);
+    if mode == RunMode::DryRun {
+        let line = format!("  {}", listing(&listed.names, &listed.plural, "found"));
+        let mut outcome = with_lines(described(describe_list(list)), vec![line]);
+        outcome.output = Some(output);
+        return Ok(outcome);
+    }
+    let summary = format!(
+        "found {} {}{}",
+        listed.names.len(),
+        listed.covered,
+        if listed.names.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", listed.names.join(", "))
+        }
+    );
+    Ok(done(summary, output))
+}
+
 /// `kube.delete`: lists what the selector matches with a server-side dry-run delete, then (in
 /// execute mode) deletes exactly that collection.
 pub async fn delete(
@@ -716,13 +830,11 @@ pub async fn delete(
     let (resource, namespaced) = resolve(client, &delete.api_version, &delete.kind).await?;
     let api = api_for(client, &resource, namespaced, delete.namespace.as_deref());
     let list = ListParams::default().labels(&delete.selector);
-    let where_ = match &delete.namespace {
-        Some(namespace) => format!(
-            "{} in `{namespace}` matching `{}`",
-            resource.plural, delete.selector
-        ),
-        None => format!("{} matching `{}`", resource.plural, delete.selector),
-    };
+    let where_ = collection(
+        &resource.plural,
+        delete.namespace.as_deref(),
+        Some(&delete.selector),
+    );
     let rehearsal = api
         .delete_collection(&DeleteParams::default().dry_run(), &list)
         .await
@@ -738,14 +850,8 @@ pub async fn delete(
         })
         .unwrap_or_default();
     let mut listing = vec![format!(
-        "  server dry-run: {} {} would be deleted{}",
-        names.len(),
-        resource.plural,
-        if names.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", names.join(", "))
-        }
+        "  server dry-run: {}",
+        listing(&names, &resource.plural, "would be deleted")
     )];
     if mode == RunMode::DryRun {
         return Ok(with_lines(described(description), listing));

@@ -79,7 +79,7 @@ impl StepError {
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
             StepError::NotAPostcondition { .. } => Some(
-                "use `resource.get`, `resource.list`, `check`, `exec`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
+                "use `resource.get`, `resource.list`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
             StepError::Check(_) => None,
         }
@@ -165,6 +165,10 @@ pub async fn perform(
             Some(client) => kube::change_metadata(client, change, "labels", mode).await?,
             None => describe(kube::describe_metadata(change, "labels"))?,
         },
+        Action::KubeList(list) => match &context.kubernetes {
+            Some(client) => kube::list(client, list, mode).await?,
+            None => describe(kube::describe_list(list))?,
+        },
         Action::KubeDelete(delete) => match &context.kubernetes {
             Some(client) => kube::delete(client, delete, mode).await?,
             None => describe(kube::describe_delete(delete))?,
@@ -248,6 +252,12 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
             Ok(code == Some(0))
         }
         Action::ResourceWait(wait) => Ok(resource::waited_for(context.datastore, wait).await?),
+        Action::KubeList(list) => match &context.kubernetes {
+            Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
+            None => Err(StepError::KubernetesUnavailable {
+                action: verify.name(),
+            }),
+        },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
             Some(client) => Ok(kube::rolled_out(client, wait).await?),
             None => Err(StepError::KubernetesUnavailable {
@@ -279,6 +289,7 @@ pub fn is_idempotent(action: &Action) -> bool {
         | Action::KubeApply(_)
         | Action::KubeAnnotate(_)
         | Action::KubeLabel(_)
+        | Action::KubeList(_)
         | Action::KubeDelete(_)
         | Action::KubeWaitRollout(_)
         // It reads the object and the owner each time and sends nothing when the reference is there.
