@@ -1,6 +1,7 @@
 //! `fetch` steps in upgrade runs: over HTTP (a one-file server on loopback), from a mirror directory
 //! for air-gapped sites, with the bytes kept in the state directory and their digest registered in
-//! the checkpoint; a missing file fails the step with advice.
+//! the checkpoint; a missing file fails the step with advice; a pinned download (`sha256`) refuses
+//! other bytes with nothing written.
 
 mod exec_common;
 mod support;
@@ -12,6 +13,16 @@ use exec_common::*;
 use support::EtcdServer;
 
 const MANIFEST: &str = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: calico-node\n";
+
+/// `sha256:<hex>`, as the checkpoint and plans write digests.
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let hex: String = sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
 
 /// Serves `MANIFEST` for `/calico.yaml` and 404 for anything else, until the test ends.
 fn serve() -> String {
@@ -195,4 +206,64 @@ fn a_resume_on_another_machine_downloads_again_and_insists_on_the_same_bytes() {
         "{}",
         text(&resumed.stderr)
     );
+}
+
+/// A `fetch` pinned to a digest (as `upgrade plan` pins a manifest it reviewed) refuses other bytes
+/// before writing anything.
+#[test]
+fn a_pinned_download_with_another_digest_is_refused_and_nothing_is_written() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let source = operator
+        .netctl
+        .write_file("published/calico.yaml", format!("{MANIFEST}# re-tagged\n"));
+    let url = format!("file://{}", source.display());
+    let reviewed = sha256(MANIFEST.as_bytes());
+    let served = sha256(format!("{MANIFEST}# re-tagged\n").as_bytes());
+    let plan_file = operator.write_plan(&plan(vec![step(
+        "pre/download",
+        "Download the manifest",
+        action(
+            "fetch",
+            serde_json::json!({"url": url, "file": "upgrade.yaml", "sha256": reviewed}),
+        ),
+    )]));
+    let output = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains(&format!(
+            "`{url}` serves a manifest with digest {served}, not the {reviewed} the plan was reviewed with"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("hint: ")
+            && message.contains("run `netctl upgrade plan` again and review the new diff"),
+        "{message}"
+    );
+    assert!(!operator.state_dir().join("files/upgrade.yaml").exists());
+
+    // The bytes reviewed are accepted.
+    std::fs::write(&source, MANIFEST).unwrap();
+    let output = operator.run(&["upgrade", "apply", "--resume"], &[]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        std::fs::read_to_string(operator.state_dir().join("files/upgrade.yaml")).unwrap(),
+        MANIFEST
+    );
+}
+
+#[test]
+fn a_pin_that_is_not_a_sha256_digest_is_refused() {
+    let error = netctl::plan::Action::from_parts(
+        "fetch",
+        serde_json::json!({"url": "file:///m.yaml", "file": "m.yaml", "sha256": "md5:abc"}),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("`sha256` must be"), "{error}");
 }

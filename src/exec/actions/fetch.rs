@@ -3,7 +3,9 @@
 //!
 //! `file://` URLs read a local file; with a mirror directory, any URL is served from
 //! `<mirror>/<host>/<path>` instead of the network (air-gapped sites); `http(s)://` goes through reqwest
-//! with rustls. The file is written atomically and its sha256 becomes the step's output. When the file
+//! with rustls. The file is written atomically and its sha256 becomes the step's output. A `sha256`
+//! in the step (the digest of the manifest reviewed at plan time) must match the download, or the
+//! step fails before anything is written. When the file
 //! is already there with the recorded digest (a resumed run), nothing is downloaded again; when it
 //! must be downloaded again (a resume on another machine), the bytes must have that digest.
 //!
@@ -50,6 +52,14 @@ pub enum FetchError {
         recorded: String,
         found: String,
     },
+    #[error(
+        "`{url}` serves a manifest with digest {found}, not the {expected} the plan was reviewed with"
+    )]
+    NotReviewed {
+        url: String,
+        expected: String,
+        found: String,
+    },
     #[error("cannot apply the manifest overlay to `{url}`")]
     Overlay {
         url: String,
@@ -69,6 +79,10 @@ impl FetchError {
         match self {
             FetchError::Changed { .. } => Some(
                 "the run must use the bytes it started with; restore the original file (or the mirror), or start a new plan"
+                    .to_string(),
+            ),
+            FetchError::NotReviewed { .. } => Some(
+                "the file at the URL changed since the plan was made (a re-tagged release, an updated mirror); nothing was written or applied: run `netctl upgrade plan` again and review the new diff"
                     .to_string(),
             ),
             FetchError::ReadLocal { url, .. } if url.starts_with("file://") => {
@@ -103,7 +117,8 @@ pub fn target_path(files_dir: &Path, file: &str) -> Result<PathBuf, FetchError> 
     Ok(files_dir.join(relative))
 }
 
-fn sha256(bytes: &[u8]) -> String {
+/// `sha256:<hex>` of `bytes`, as the checkpoint records downloads.
+pub fn sha256(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -177,6 +192,19 @@ fn overlaid(request: &Fetch, bytes: &[u8]) -> Result<crate::plan::overlay::Overl
     crate::plan::overlay::apply_overlay(text, &request.overlay).map_err(error)
 }
 
+/// Refuses bytes other than the ones the plan was reviewed with, when the plan pinned them.
+fn check_reviewed(request: &Fetch, bytes: &[u8]) -> Result<String, FetchError> {
+    let digest = sha256(bytes);
+    match &request.sha256 {
+        Some(expected) if *expected != digest => Err(FetchError::NotReviewed {
+            url: request.url.clone(),
+            expected: expected.clone(),
+            found: digest,
+        }),
+        _ => Ok(digest),
+    }
+}
+
 /// The dry-run account of a fetch with an overlay: from a local source (a `file://` URL or the
 /// mirror) the overlay is applied for real and its diff shown; the network is never used.
 async fn describe_overlay(
@@ -196,6 +224,7 @@ async fn describe_overlay(
         ));
     }
     let (bytes, _) = read_bytes(&request.url, mirror).await?;
+    check_reviewed(request, &bytes)?;
     let result = overlaid(request, &bytes)?;
     let mut lines = vec![format!(
         "then would apply the manifest overlay ({documents} document(s)), changing {} object(s), keeping the download as {}:",
@@ -290,7 +319,8 @@ pub async fn fetch(
         }
     }
     let (bytes, source) = read_bytes(&request.url, mirror).await?;
-    let digest = sha256(&bytes);
+    // Before anything is written: a manifest other than the reviewed one leaves nothing behind.
+    let digest = check_reviewed(request, &bytes)?;
     if let Some(recorded) = recorded_digest {
         if digest != recorded {
             return Err(FetchError::Changed {
@@ -356,6 +386,7 @@ mod tests {
             file: "upgrade.yaml".into(),
             overlay: vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "calico-config", "namespace": "kube-system"}, "data": data})],
+            sha256: None,
         }
     }
 
@@ -429,6 +460,28 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, FetchError::Overlay { .. }), "{error}");
         assert_eq!(std::fs::read_dir(files.path()).unwrap().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_pinned_manifest_with_other_bytes_is_refused_also_in_a_dry_run() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::write(source.path().join("calico.yaml"), RELEASED).unwrap();
+        let url = format!("file://{}", source.path().join("calico.yaml").display());
+        let files = tempfile::tempdir().unwrap();
+        let mut request = overlay_fetch(url, serde_json::json!({"veth_mtu": "1440"}));
+        request.sha256 = Some(sha256(b"the manifest that was reviewed"));
+        for mode in [RunMode::DryRun, RunMode::Execute] {
+            let error = fetch(&request, files.path(), None, None, mode)
+                .await
+                .unwrap_err();
+            assert!(matches!(error, FetchError::NotReviewed { .. }), "{error}");
+            assert!(error.hint().unwrap().contains("review the new diff"));
+        }
+        assert_eq!(std::fs::read_dir(files.path()).unwrap().count(), 0);
+        request.sha256 = Some(sha256(RELEASED.as_bytes()));
+        fetch(&request, files.path(), None, None, RunMode::Execute)
+            .await
+            .unwrap();
     }
 
     #[test]
