@@ -9,7 +9,9 @@
 //!
 //! Paths: etcd + manifest (v3.13 → v3.27, all-interfaces host endpoint), Kubernetes + manifest
 //! (`calico.yaml` v3.25 → v3.29, and `canal.yaml`; with a manifest overlay whose diff the plan shows
-//! and whose edits the cluster ends up with, and overlays that are refused), operator (v3.26 → v3.29
+//! and whose edits the cluster ends up with, overlays that are refused, a manifest changed since the
+//! reviewed plan that is refused, and hand edits made at the edits gate kept across `--resume` and
+//! applied), operator (v3.26 → v3.29
 //! across the OwnerReference UID change), Helm across the ownership edge (v3.20 → v3.27) and after it
 //! (v3.24 → v3.27), application layer policy on the Kubernetes manifest path (the test plays the
 //! deployment controller while the service Deployments restart), and the `auto-host-endpoints`
@@ -100,6 +102,16 @@ fn kubernetes_operator(kube: &KubeApiServer) -> Operator {
         .env("KUBECONFIG", kube.kubeconfig_path())
         .env("USER", "ops");
     Operator { netctl }
+}
+
+/// `sha256:<hex>`, as the checkpoint and plans write digests.
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let hex: String = sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
 }
 
 /// The `upgrade status -o json` value.
@@ -822,6 +834,265 @@ fn kubernetes_manifest_install_with_an_overlay_shows_the_diff_and_carries_the_ed
         std::fs::read_to_string(files.join("upgrade.yaml")).unwrap(),
         applied,
         "a resume keeps the overlaid manifest it applied"
+    );
+}
+
+/// Regression: with neither `--manifest-overlay` nor `--no-manifest-edits` the plan keeps a gate
+/// that asks for the hand edits to be made in `upgrade.yaml` in the state directory. An unattended
+/// run stops there; the operator edits the file and resumes. The resume once found the file's digest
+/// changed, downloaded it again and applied the release as published, edits silently lost.
+#[test]
+fn kubernetes_manifest_edits_made_at_the_gate_are_kept_on_resume_and_applied() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &[]);
+    let gate = "manifest-upgrade/reapply-local-changes";
+    assert!(step_ids(&plan).contains(&gate.to_string()), "{plan}");
+    let mirror = mirror.to_str().unwrap();
+    let stopped = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--mirror-dir",
+            mirror,
+        ],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["run"],
+        json!({"state": "waiting-at-gate", "step": gate})
+    );
+
+    // What the gate asks for: the same edits, made in the downloaded manifest.
+    let file = operator.home().join("state/files/upgrade.yaml");
+    let downloaded = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(downloaded, manifest_for("v3.29.0", "kubernetes"));
+    let edited = downloaded.replace("veth_mtu: \"0\"", "veth_mtu: \"1440\"");
+    assert_ne!(edited, downloaded);
+    std::fs::write(&file, &edited).unwrap();
+
+    let resume = [
+        "upgrade",
+        "apply",
+        "--resume",
+        "--mirror-dir",
+        mirror,
+        "--approve",
+        gate,
+    ];
+    apply_killed_at(&operator, &resume, "manifest-upgrade/apply-manifest:after");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "the resume keeps the edited manifest"
+    );
+    let config = kube
+        .get("v1", "configmaps", "kube-system", "calico-config")
+        .unwrap();
+    assert_eq!(config["data"]["veth_mtu"], "1440", "the edits are applied");
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    assert_eq!(
+        node["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.29.0"
+    );
+
+    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror,
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    let config = kube
+        .get("v1", "configmaps", "kube-system", "calico-config")
+        .unwrap();
+    assert_eq!(config["data"]["veth_mtu"], "1440");
+
+    // Reviewers see that the applied manifest is not the download: its digest is in the checkpoint
+    // of the apply step, and the step's summary (and journal entry) says so.
+    let status = status_json(&operator);
+    let checkpoint = &status["checkpoint"];
+    assert_eq!(checkpoint["run"]["state"], "completed", "{status}");
+    let step = |id: &str| {
+        checkpoint["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap_or_else(|| panic!("no step `{id}`: {status}"))
+            .clone()
+    };
+    let download = step("manifest-upgrade/download-manifest");
+    let apply = step("manifest-upgrade/apply-manifest");
+    let downloaded_digest = sha256(downloaded.as_bytes());
+    let edited_digest = sha256(edited.as_bytes());
+    assert_eq!(download["download_digest"], downloaded_digest.as_str());
+    assert_eq!(apply["applied_digest"], edited_digest.as_str(), "{apply}");
+    let summary = apply["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "`upgrade.yaml` was edited after step `manifest-upgrade/download-manifest` wrote it ({downloaded_digest}); applied as edited ({edited_digest})"
+        )),
+        "{summary}"
+    );
+    let journal = std::fs::read_to_string(operator.home().join("state/journal.jsonl")).unwrap();
+    let restored: Vec<Value> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|entry| entry["event"] == "restored")
+        .collect();
+    assert!(
+        !restored.is_empty()
+            && restored.iter().all(|entry| {
+                entry["step"] == "manifest-upgrade/download-manifest"
+                    && entry["summary"]
+                        .as_str()
+                        .unwrap()
+                        .contains("as edited since the download")
+            }),
+        "{restored:?}"
+    );
+    let text_status = operator.run(&["upgrade", "status"], &[]);
+    assert_success(&text_status, "upgrade status");
+    assert!(
+        text(&text_status.stdout).contains("applied as edited"),
+        "{}",
+        text(&text_status.stdout)
+    );
+}
+
+/// `upgrade plan --manifest-overlay` pins the manifest it showed the diff of; when the file at the
+/// URL changes before the maintenance window (a re-tagged release, an updated mirror), `apply`
+/// refuses it, naming both digests, with nothing written or applied.
+#[test]
+fn a_manifest_changed_since_the_reviewed_plan_is_refused_with_nothing_written() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    operator.netctl.write_file("edits.yaml", MANIFEST_OVERLAY);
+    let overlay = operator.home().join("edits.yaml");
+    let plan_file = operator.home().join("plan.json");
+    let planned = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.29.0",
+            "--manifest-overlay",
+            overlay.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--out",
+            plan_file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_success(&planned, "upgrade plan");
+    let saved: Value = serde_json::from_slice(&std::fs::read(&plan_file).unwrap()).unwrap();
+    let reviewed = saved["manifest_previews"][0]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(saved["steps"][0]["with"]["sha256"], reviewed.as_str());
+    assert!(
+        text(&planned.stdout).contains(&format!("(pinned to the reviewed {reviewed})")),
+        "{}",
+        text(&planned.stdout)
+    );
+
+    // The mirror now serves another file under the same release tag.
+    let retagged = manifest_for("v3.29.0", "kubernetes")
+        .replace("calico_backend: bird", "calico_backend: vxlan");
+    let mirror = self::mirror(&operator, "v3.29.0", "calico.yaml", &retagged);
+    // The run's own checkpoint mirror (a ConfigMap) aside, nothing in the cluster may change.
+    let workloads = |kube: &KubeApiServer| -> Vec<String> {
+        cluster_objects(kube)
+            .into_iter()
+            .filter(|object| !object.contains(r#""app.kubernetes.io/managed-by":"netctl""#))
+            .collect()
+    };
+    let objects_before = workloads(&kube);
+    let output = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let message = text(&output.stderr);
+    let served = sha256(retagged.as_bytes());
+    assert!(
+        message.contains(&format!(
+            "`https://{MANIFEST_HOST}/v3.29.0/manifests/calico.yaml` serves a manifest with digest {served}, not the {reviewed} the plan was reviewed with"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("run `netctl upgrade plan` again and review the new diff"),
+        "{message}"
+    );
+    let files = operator.home().join("state/files");
+    assert!(!files.join("upgrade.yaml").exists(), "nothing is written");
+    assert!(
+        !files.join("upgrade.yaml.original").exists(),
+        "nothing is written"
+    );
+    assert_eq!(objects_before, workloads(&kube), "no object changes");
+
+    // A dry-run from the mirror says the same before the window.
+    let dry = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "--dry-run",
+            "--discard-checkpoint",
+        ],
+        &[],
+    );
+    assert!(
+        text(&dry.stdout).contains("not the sha256:")
+            || text(&dry.stderr).contains("not the sha256:"),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&dry.stdout),
+        text(&dry.stderr)
+    );
+}
+
+/// Plans that do not read the manifest keep working and say that it is not pinned.
+#[test]
+fn a_plan_without_an_overlay_says_the_manifest_is_not_pinned() {
+    let (_kube, operator, _mirror) = kubernetes_manifest_cluster();
+    let output = operator.run(
+        &["upgrade", "plan", "--to", "v3.29.0", "--no-manifest-edits"],
+        &[],
+    );
+    assert_success(&output, "upgrade plan");
+    assert!(
+        text(&output.stdout).contains(
+            "(not pinned: not read at plan time; the run uses whatever the URL serves then)"
+        ),
+        "{}",
+        text(&output.stdout)
     );
 }
 

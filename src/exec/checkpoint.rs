@@ -101,6 +101,14 @@ pub struct StepRecord {
     /// another — uses exactly those bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub download_digest: Option<String>,
+    /// For `fetch` steps with a manifest overlay: the sha256 of the overlaid manifest written to the
+    /// step's `file` (without an overlay, `file` holds the download itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_digest: Option<String>,
+    /// For `kube.apply` of a file: the sha256 of the file as it was applied — the file a `fetch`
+    /// wrote, or that file as the operator edited it while the run was stopped at a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_digest: Option<String>,
 }
 
 /// Why a run is not (yet) running.
@@ -163,6 +171,8 @@ impl Checkpoint {
                     error: None,
                     summary: None,
                     download_digest: None,
+                    file_digest: None,
+                    applied_digest: None,
                 })
                 .collect(),
             outputs: BTreeMap::new(),

@@ -31,6 +31,9 @@ pub enum JournalEvent {
     Drift,
     Approved,
     StoppedAtGate,
+    /// On resume, a completed download found changed or missing in the state directory: kept as
+    /// the operator edited it, or downloaded again.
+    Restored,
     /// Interrupted by the operator (Ctrl-C).
     Cancelled,
     RunCompleted,

@@ -925,7 +925,7 @@ impl Executor {
     async fn restore_downloads(&self, plan: &Plan, run: &mut Run<'_>) -> Result<(), ExecError> {
         for (index, step) in plan.steps.iter().enumerate() {
             let record = run.checkpoint.step(index);
-            let (Action::Fetch(request), StepState::Succeeded, Some(digest)) =
+            let (Action::Fetch(_), StepState::Succeeded, Some(digest)) =
                 (&step.action, record.state, record.download_digest.clone())
             else {
                 continue;
@@ -946,11 +946,22 @@ impl Executor {
                     step: step.id.clone(),
                     source: Box::new(source),
                 })?;
-            if outcome.summary.starts_with("downloaded") {
-                run.progress.note(&format!(
-                    "step `{}`: downloaded {} again for this machine (same digest)",
-                    step.id, request.url
-                ));
+            let flag = |key: &str| {
+                outcome
+                    .output
+                    .as_ref()
+                    .and_then(|output| output.get(key))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false)
+            };
+            if flag("downloaded_again") || flag("made_again") || flag("edited") {
+                run.progress
+                    .note(&format!("step `{}`: {}", step.id, outcome.summary));
+                let mut entry = run.journal.entry(JournalEvent::Restored);
+                entry.step = Some(step.id.clone());
+                entry.action = Some(step.action.name().to_string());
+                entry.summary = Some(outcome.summary);
+                run.journal.record(&entry)?;
             }
         }
         Ok(())
@@ -1085,19 +1096,16 @@ impl Executor {
             let elapsed = attempt_started.elapsed();
 
             match result {
-                Ok(outcome) => {
+                Ok(mut outcome) => {
+                    if let Some(note) =
+                        record_digests(plan, index, &mut run.checkpoint, outcome.output.as_ref())
+                    {
+                        outcome.summary = format!("{}; {note}", outcome.summary);
+                    }
                     let record = run.checkpoint.step_mut(index);
                     record.state = StepState::Succeeded;
                     record.finished_at = Some(now_rfc3339());
                     record.summary = Some(outcome.summary.clone());
-                    if let Action::Fetch(_) = step.action {
-                        record.download_digest = outcome
-                            .output
-                            .as_ref()
-                            .and_then(|output| output.get("sha256"))
-                            .and_then(|digest| digest.as_str())
-                            .map(str::to_string);
-                    }
                     if let (Some(name), Some(output)) = (&step.register, outcome.output.clone()) {
                         run.checkpoint.outputs.insert(name.clone(), output);
                     }
@@ -1292,6 +1300,56 @@ impl Executor {
                 }
             }
         }
+    }
+}
+
+/// Records in the checkpoint the digests a completed step leaves: for a `fetch`, of the download and
+/// (with an overlay) of the manifest it wrote; for a `kube.apply` of a file, of the file as applied.
+/// When that file is not what the `fetch` that wrote it left there (the operator edited it while the
+/// run was stopped at a gate, as the manifest runbooks' gate asks), returns a note for the step's
+/// summary and journal entry, so reviewers can see that hand edits were applied.
+fn record_digests(
+    plan: &Plan,
+    index: usize,
+    checkpoint: &mut Checkpoint,
+    output: Option<&serde_json::Value>,
+) -> Option<String> {
+    let digest = |key: &str| {
+        output
+            .and_then(|output| output.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    match &plan.steps[index].action {
+        Action::Fetch(_) => {
+            let record = checkpoint.step_mut(index);
+            record.download_digest = digest("sha256");
+            record.file_digest = digest("overlaid_sha256");
+            None
+        }
+        Action::KubeApply(crate::plan::action::KubeApply {
+            source: crate::plan::action::ManifestSource::File(file),
+            ..
+        }) => {
+            let applied = digest("source_sha256")?;
+            checkpoint.step_mut(index).applied_digest = Some(applied.clone());
+            // The last `fetch` before this step that wrote the file.
+            let (fetch_index, fetch_step) = plan.steps[..index].iter().enumerate().rev().find(
+                |(_, step)| matches!(&step.action, Action::Fetch(fetch) if fetch.file == *file),
+            )?;
+            let record = checkpoint.step(fetch_index);
+            let written = record
+                .file_digest
+                .clone()
+                .or_else(|| record.download_digest.clone())?;
+            (written != applied).then(|| {
+                format!(
+                    "`{file}` was edited after step `{}` wrote it ({written}); applied as edited ({applied})",
+                    fetch_step.id
+                )
+            })
+        }
+        _ => None,
     }
 }
 

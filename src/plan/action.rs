@@ -232,6 +232,12 @@ impl Action {
                     restore.owner.api_version
                 )))
             }
+            Action::Fetch(Fetch {
+                sha256: Some(digest),
+                ..
+            }) if !is_sha256_digest(digest) => Err(invalid(&format!(
+                "`sha256` must be `sha256:` and 64 lowercase hex digits (got `{digest}`)"
+            ))),
             Action::Fetch(fetch) => fetch
                 .overlay
                 .iter()
@@ -570,6 +576,21 @@ pub struct Fetch {
         deserialize_with = "flattened_documents"
     )]
     pub overlay: Vec<serde_json::Value>,
+    /// The sha256 (`sha256:<hex>`) the download must have: the digest of the manifest reviewed at
+    /// plan time (`upgrade plan` pins it when it reads the manifest for the overlay diff), so a file
+    /// changed at its URL since the review is refused instead of applied. `None`: not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// Whether `digest` is written as netctl writes digests: `sha256:` and 64 lowercase hex digits.
+pub fn is_sha256_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 fn flattened_documents<'de, D: Deserializer<'de>>(

@@ -254,8 +254,20 @@ impl Plan {
         })
     }
 
-    /// Records the plan-time review of the manifest overlays and seals the plan again.
+    /// Records the plan-time review of the manifest overlays and seals the plan again. Each `fetch`
+    /// whose manifest was read is pinned to that manifest's digest (its `sha256`), so the run refuses
+    /// a download other than the one reviewed; one that could not be read stays unpinned.
     pub fn set_manifest_previews(&mut self, previews: Vec<ManifestPreview>) {
+        for preview in &previews {
+            let Some(digest) = &preview.sha256 else {
+                continue;
+            };
+            for step in self.steps.iter_mut().filter(|step| step.id == preview.step) {
+                if let Action::Fetch(fetch) = &mut step.action {
+                    fetch.sha256 = Some(digest.clone());
+                }
+            }
+        }
         self.manifest_previews = previews;
         self.digest = self.compute_digest();
     }

@@ -569,15 +569,26 @@ pub fn describe(action: &Action) -> String {
             }
             text
         }
-        Action::Fetch(fetch) if fetch.overlay.is_empty() => {
-            format!("{name} {} -> {}", fetch.url, fetch.file)
+        Action::Fetch(fetch) => {
+            let mut text = format!("{name} {} -> {}", fetch.url, fetch.file);
+            // Whether the run refuses a file changed at the URL since the review.
+            match &fetch.sha256 {
+                Some(digest) => {
+                    let _ = write!(text, " (pinned to the reviewed {digest})");
+                }
+                None => text.push_str(
+                    " (not pinned: not read at plan time; the run uses whatever the URL serves then)",
+                ),
+            }
+            if !fetch.overlay.is_empty() {
+                let _ = write!(
+                    text,
+                    " with the manifest overlay ({} document(s), shown below)",
+                    fetch.overlay.len()
+                );
+            }
+            text
         }
-        Action::Fetch(fetch) => format!(
-            "{name} {} -> {} with the manifest overlay ({} document(s), shown below)",
-            fetch.url,
-            fetch.file,
-            fetch.overlay.len()
-        ),
         Action::ResourceWait(wait) => {
             let mut text = format!("{name} {}", wait.kind);
             if let Some(namespace) = &wait.namespace {

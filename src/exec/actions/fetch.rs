@@ -3,9 +3,15 @@
 //!
 //! `file://` URLs read a local file; with a mirror directory, any URL is served from
 //! `<mirror>/<host>/<path>` instead of the network (air-gapped sites); `http(s)://` goes through reqwest
-//! with rustls. The file is written atomically and its sha256 becomes the step's output. When the file
-//! is already there with the recorded digest (a resumed run), nothing is downloaded again; when it
-//! must be downloaded again (a resume on another machine), the bytes must have that digest.
+//! with rustls. The file is written atomically and its sha256 becomes the step's output. A `sha256`
+//! in the step (the digest of the manifest reviewed at plan time) must match the download, or the
+//! step fails before anything is written.
+//!
+//! A resume never overwrites a file the run already has: the manifest runbooks' gate asks the
+//! operator to edit `file` while the run is stopped, and those edits are what the later
+//! `kube.apply` must apply (the output says the file was `edited`). Only a missing file is
+//! downloaded again (a resume on another machine, or a deleted file), and its bytes must have the
+//! recorded digest.
 //!
 //! With a manifest overlay (see `plan::overlay`), the download is kept as `<file>.original` (its
 //! digest is the recorded one) and `file` gets the overlaid manifest; an overlay that does not fit
@@ -50,6 +56,20 @@ pub enum FetchError {
         recorded: String,
         found: String,
     },
+    #[error(
+        "`{url}` serves a manifest with digest {found}, not the {expected} the plan was reviewed with"
+    )]
+    NotReviewed {
+        url: String,
+        expected: String,
+        found: String,
+    },
+    #[error("cannot read the kept download `{}`", path.display())]
+    ReadKept {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot apply the manifest overlay to `{url}`")]
     Overlay {
         url: String,
@@ -69,6 +89,10 @@ impl FetchError {
         match self {
             FetchError::Changed { .. } => Some(
                 "the run must use the bytes it started with; restore the original file (or the mirror), or start a new plan"
+                    .to_string(),
+            ),
+            FetchError::NotReviewed { .. } => Some(
+                "the file at the URL changed since the plan was made (a re-tagged release, an updated mirror); nothing was written or applied: run `netctl upgrade plan` again and review the new diff"
                     .to_string(),
             ),
             FetchError::ReadLocal { url, .. } if url.starts_with("file://") => {
@@ -103,7 +127,8 @@ pub fn target_path(files_dir: &Path, file: &str) -> Result<PathBuf, FetchError> 
     Ok(files_dir.join(relative))
 }
 
-fn sha256(bytes: &[u8]) -> String {
+/// `sha256:<hex>` of `bytes`, as the checkpoint records downloads.
+pub fn sha256(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -177,6 +202,31 @@ fn overlaid(request: &Fetch, bytes: &[u8]) -> Result<crate::plan::overlay::Overl
     crate::plan::overlay::apply_overlay(text, &request.overlay).map_err(error)
 }
 
+/// Refuses bytes other than the ones the plan was reviewed with, when the plan pinned them.
+fn check_reviewed(request: &Fetch, bytes: &[u8]) -> Result<String, FetchError> {
+    let digest = sha256(bytes);
+    match &request.sha256 {
+        Some(expected) if *expected != digest => Err(FetchError::NotReviewed {
+            url: request.url.clone(),
+            expected: expected.clone(),
+            found: digest,
+        }),
+        _ => Ok(digest),
+    }
+}
+
+/// Reads a file the run kept, `None` when it is not there.
+fn read_kept(path: &Path) -> Result<Option<Vec<u8>>, FetchError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(FetchError::ReadKept {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// The dry-run account of a fetch with an overlay: from a local source (a `file://` URL or the
 /// mirror) the overlay is applied for real and its diff shown; the network is never used.
 async fn describe_overlay(
@@ -196,6 +246,7 @@ async fn describe_overlay(
         ));
     }
     let (bytes, _) = read_bytes(&request.url, mirror).await?;
+    check_reviewed(request, &bytes)?;
     let result = overlaid(request, &bytes)?;
     let mut lines = vec![format!(
         "then would apply the manifest overlay ({documents} document(s)), changing {} object(s), keeping the download as {}:",
@@ -250,57 +301,13 @@ pub async fn fetch(
             output,
         });
     }
-    let write = |path: &Path, bytes: &[u8]| {
-        let error = |source| FetchError::Write {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(error)?;
-        }
-        write_atomically(path, bytes).map_err(error)
-    };
-    let output = |digest: &str, bytes: usize, overlaid: Option<&[u8]>| {
-        let mut output = serde_json::json!({ "file": target, "sha256": digest, "bytes": bytes });
-        if let Some(overlaid) = overlaid {
-            output["original_file"] = serde_json::json!(original);
-            output["overlaid_sha256"] = serde_json::json!(sha256(overlaid));
-        }
-        output
-    };
-    // A resumed run keeps the bytes it already has, so every later step sees the same manifest. An
-    // overlaid `file` that is there is kept too (the operator may have edited it at a gate); one
-    // that is missing is made again from the original (the same input gives the same bytes).
-    if let (Some(recorded), Ok(existing)) = (recorded_digest, std::fs::read(&original)) {
-        if sha256(&existing) == recorded {
-            let overlaid = match (with_overlay, std::fs::read(&target)) {
-                (false, _) => None,
-                (true, Ok(kept)) => Some(kept),
-                (true, Err(_)) => {
-                    let result = overlaid(request, &existing)?;
-                    write(&target, result.text.as_bytes())?;
-                    Some(result.text.into_bytes())
-                }
-            };
-            return Ok(Outcome {
-                summary: format!("kept {} ({recorded})", original.display()),
-                transcript: vec![],
-                output: Some(output(recorded, existing.len(), overlaid.as_deref())),
-            });
-        }
+    if let Some(recorded) = recorded_digest {
+        return restore(request, &target, &original, recorded, mirror).await;
     }
     let (bytes, source) = read_bytes(&request.url, mirror).await?;
-    let digest = sha256(&bytes);
-    if let Some(recorded) = recorded_digest {
-        if digest != recorded {
-            return Err(FetchError::Changed {
-                url: request.url.clone(),
-                recorded: recorded.to_string(),
-                found: digest,
-            });
-        }
-    }
-    // The overlay is applied before anything is written: an overlay that does not fit leaves nothing.
+    // Before anything is written: a manifest other than the reviewed one, or an overlay that does
+    // not fit, leaves nothing behind.
+    let digest = check_reviewed(request, &bytes)?;
     let overlaid = match with_overlay {
         true => Some(overlaid(request, &bytes)?),
         false => None,
@@ -311,8 +318,10 @@ pub async fn fetch(
         request.url,
         bytes.len()
     );
+    let mut written = bytes.as_slice();
     if let Some(result) = &overlaid {
         write(&target, result.text.as_bytes())?;
+        written = result.text.as_bytes();
         let _ = std::fmt::Write::write_fmt(
             &mut summary,
             format_args!(
@@ -322,14 +331,152 @@ pub async fn fetch(
             ),
         );
     }
+    let mut output = serde_json::json!({ "file": target, "sha256": digest, "bytes": bytes.len() });
+    if overlaid.is_some() {
+        output["original_file"] = serde_json::json!(original);
+        output["overlaid_sha256"] = serde_json::json!(sha256(written));
+    }
     Ok(Outcome {
         summary,
         transcript: vec![],
-        output: Some(output(
-            &digest,
-            bytes.len(),
-            overlaid.as_ref().map(|result| result.text.as_bytes()),
-        )),
+        output: Some(output),
+    })
+}
+
+/// Writes a file of the run (atomically, creating its directory).
+fn write(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
+    let error = |source| FetchError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(error)?;
+    }
+    write_atomically(path, bytes).map_err(error)
+}
+
+/// Downloads a file the run had downloaded before (a resume that misses it) and writes it to `path`:
+/// the bytes must have the recorded digest. Returns them and where they came from.
+async fn download_again(
+    request: &Fetch,
+    path: &Path,
+    recorded: &str,
+    mirror: Option<&Path>,
+) -> Result<(Vec<u8>, String), FetchError> {
+    let (bytes, source) = read_bytes(&request.url, mirror).await?;
+    let digest = sha256(&bytes);
+    if digest != recorded {
+        return Err(FetchError::Changed {
+            url: request.url.clone(),
+            recorded: recorded.to_string(),
+            found: digest,
+        });
+    }
+    write(path, &bytes)?;
+    Ok((bytes, source))
+}
+
+/// A resume of a completed fetch. What the run has is kept — `file` is never overwritten, since the
+/// operator may have edited it while the run was stopped at a gate (as the manifest runbooks' gate
+/// asks) — and only what is missing is made again: a missing download is downloaded again (the
+/// recorded digest required), a missing overlaid `file` made again from the kept download. The
+/// output says how `file` compares with what the fetch wrote (`edited`) and whether anything had to
+/// be downloaded (`downloaded_again`) or made (`made_again`) again, so the executor can journal it.
+async fn restore(
+    request: &Fetch,
+    target: &Path,
+    original: &Path,
+    recorded: &str,
+    mirror: Option<&Path>,
+) -> Result<Outcome, FetchError> {
+    let shown = target.display();
+    let mut output = serde_json::json!({ "file": target, "sha256": recorded });
+    let mut notes = Vec::new();
+    let mut downloaded_again = false;
+    let mut made_again = false;
+    // `file` as it is now, and whether it differs from what the fetch wrote.
+    let (kept, edited) = if request.overlay.is_empty() {
+        match read_kept(target)? {
+            Some(kept) => {
+                let edited = sha256(&kept) != recorded;
+                (kept, edited)
+            }
+            None => {
+                let (bytes, source) = download_again(request, target, recorded, mirror).await?;
+                downloaded_again = true;
+                notes.push(format!(
+                    "downloaded {} again from {source}: {shown} was missing (same digest {recorded})",
+                    request.url
+                ));
+                (bytes, false)
+            }
+        }
+    } else {
+        let download = match read_kept(original)? {
+            Some(bytes) if sha256(&bytes) == recorded => bytes,
+            missing_or_changed => {
+                let (bytes, source) = download_again(request, original, recorded, mirror).await?;
+                downloaded_again = true;
+                let why = match missing_or_changed {
+                    Some(_) => "had other bytes",
+                    None => "was missing",
+                };
+                notes.push(format!(
+                    "downloaded {} again from {source}: {} {why} (same digest {recorded})",
+                    request.url,
+                    original.display()
+                ));
+                bytes
+            }
+        };
+        // The same download and overlay give the same bytes as when the step ran.
+        let made = overlaid(request, &download)?.text.into_bytes();
+        let made_digest = sha256(&made);
+        output["original_file"] = serde_json::json!(original);
+        output["overlaid_sha256"] = serde_json::json!(made_digest);
+        match read_kept(target)? {
+            Some(kept) => {
+                let edited = kept != made;
+                (kept, edited)
+            }
+            None => {
+                write(target, &made)?;
+                made_again = true;
+                notes.push(format!(
+                    "made {shown} again from the download and the overlay"
+                ));
+                (made, false)
+            }
+        }
+    };
+    let now = sha256(&kept);
+    let summary = match edited {
+        false if notes.is_empty() => format!("kept {shown} ({now})"),
+        false => notes.join("; "),
+        true => {
+            let mut summary = format!(
+                "kept {shown} as edited since the download (now {now}; the fetch wrote {})",
+                output
+                    .get("overlaid_sha256")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or(recorded)
+            );
+            for note in &notes {
+                summary.push_str("; ");
+                summary.push_str(note);
+            }
+            summary
+        }
+    };
+    output["bytes"] = serde_json::json!(kept.len());
+    output["file_sha256"] = serde_json::json!(now);
+    output["edited"] = serde_json::json!(edited);
+    output["downloaded_again"] = serde_json::json!(downloaded_again);
+    output["made_again"] = serde_json::json!(made_again);
+    Ok(Outcome {
+        summary,
+        transcript: vec![],
+        output: Some(output),
     })
 }
 
@@ -356,6 +503,7 @@ mod tests {
             file: "upgrade.yaml".into(),
             overlay: vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "calico-config", "namespace": "kube-system"}, "data": data})],
+            sha256: None,
         }
     }
 
@@ -409,7 +557,12 @@ mod tests {
         )
         .await
         .unwrap();
-        assert!(resumed.summary.starts_with("kept"), "{}", resumed.summary);
+        assert!(
+            resumed.summary.contains("again from the download"),
+            "{}",
+            resumed.summary
+        );
+        assert_eq!(resumed.output.unwrap()["made_again"], true);
         assert_eq!(
             std::fs::read_to_string(files.path().join("upgrade.yaml")).unwrap(),
             overlaid
@@ -429,6 +582,68 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, FetchError::Overlay { .. }), "{error}");
         assert_eq!(std::fs::read_dir(files.path()).unwrap().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_pinned_manifest_with_other_bytes_is_refused_also_in_a_dry_run() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::write(source.path().join("calico.yaml"), RELEASED).unwrap();
+        let url = format!("file://{}", source.path().join("calico.yaml").display());
+        let files = tempfile::tempdir().unwrap();
+        let mut request = overlay_fetch(url, serde_json::json!({"veth_mtu": "1440"}));
+        request.sha256 = Some(sha256(b"the manifest that was reviewed"));
+        for mode in [RunMode::DryRun, RunMode::Execute] {
+            let error = fetch(&request, files.path(), None, None, mode)
+                .await
+                .unwrap_err();
+            assert!(matches!(error, FetchError::NotReviewed { .. }), "{error}");
+            assert!(error.hint().unwrap().contains("review the new diff"));
+        }
+        assert_eq!(std::fs::read_dir(files.path()).unwrap().count(), 0);
+        request.sha256 = Some(sha256(RELEASED.as_bytes()));
+        fetch(&request, files.path(), None, None, RunMode::Execute)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_resume_keeps_an_edited_file_and_says_so() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::write(source.path().join("calico.yaml"), RELEASED).unwrap();
+        let url = format!("file://{}", source.path().join("calico.yaml").display());
+        let files = tempfile::tempdir().unwrap();
+        let request = Fetch {
+            url,
+            file: "upgrade.yaml".into(),
+            overlay: vec![],
+            sha256: None,
+        };
+        let done = fetch(&request, files.path(), None, None, RunMode::Execute)
+            .await
+            .unwrap();
+        let recorded = done.output.unwrap()["sha256"].as_str().unwrap().to_string();
+        let edited = format!("{RELEASED}  typha_service_name: none\n");
+        std::fs::write(files.path().join("upgrade.yaml"), &edited).unwrap();
+        // The source changing too makes no difference: nothing is downloaded.
+        std::fs::write(source.path().join("calico.yaml"), "other").unwrap();
+        let resumed = fetch(
+            &request,
+            files.path(),
+            None,
+            Some(&recorded),
+            RunMode::Execute,
+        )
+        .await
+        .unwrap();
+        let output = resumed.output.unwrap();
+        assert_eq!(output["edited"], true);
+        assert_eq!(output["downloaded_again"], false);
+        assert_eq!(output["sha256"], recorded.as_str());
+        assert_eq!(output["file_sha256"], sha256(edited.as_bytes()).as_str());
+        assert_eq!(
+            std::fs::read_to_string(files.path().join("upgrade.yaml")).unwrap(),
+            edited
+        );
     }
 
     #[test]

@@ -586,9 +586,15 @@ pub async fn apply(
     if dry_run {
         return Ok(with_lines(described(description), lines));
     }
+    let mut output = json!({ "applied": applied });
+    // What exactly was applied, for a file a `fetch` wrote (and an operator may have edited since):
+    // the executor records it in the checkpoint and compares it with what the `fetch` wrote.
+    if let ManifestSource::File(_) = &apply.source {
+        output["source_sha256"] = json!(super::fetch::sha256(text.as_bytes()));
+    }
     let mut outcome = done(
         format!("applied {} object(s) of {origin}", documents.len()),
-        json!({ "applied": applied }),
+        output,
     );
     outcome.transcript.extend(lines);
     Ok(outcome)
