@@ -93,3 +93,115 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
     assert!(journal.contains("API_TOKEN='<redacted>'"), "{journal}");
     assert!(journal.contains("MODE=plain"), "{journal}");
 }
+
+/// A datastore failure half way through a file leaves nothing of the file behind: the documents
+/// written before it are put back (a new one deleted, a changed one restored), and the error says
+/// so. The failure is real: etcd refuses the policy write because the role may only read policies.
+#[test]
+fn a_file_that_fails_half_way_is_put_back_as_it_was() {
+    let etcd = EtcdServer::builder().auth(AuthSetup::default()).start();
+    let root = etcd.as_user("root", "root-pw");
+    let role = AuthSetup::default().role;
+    let resources = "/calico/resources/v3/projectcalico.org/";
+    // Narrow the role: read everything under /calico/, write host endpoints and netctl's own keys.
+    root.run(&[
+        "role",
+        "revoke-permission",
+        &role,
+        "--prefix=true",
+        "/calico/",
+    ]);
+    root.run(&[
+        "role",
+        "grant-permission",
+        &role,
+        "--prefix=true",
+        "read",
+        "/calico/",
+    ]);
+    for prefix in [
+        format!("{resources}hostendpoints/"),
+        "/calico/netctl/".to_string(),
+    ] {
+        root.run(&[
+            "role",
+            "grant-permission",
+            &role,
+            "--prefix=true",
+            "readwrite",
+            &prefix,
+        ]);
+    }
+    let existing = r#"{"kind":"HostEndpoint","apiVersion":"projectcalico.org/v3","metadata":{"name":"node1-eth0","uid":"7e1c","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"node":"node1","interfaceName":"eth0","expectedIPs":["10.0.0.1"]}}"#;
+    etcd.put(&format!("{resources}hostendpoints/node1-eth0"), existing);
+    let before = etcd
+        .get(&format!("{resources}hostendpoints/node1-eth0"))
+        .unwrap();
+
+    let operator = Operator::new(&etcd);
+    let file = operator.netctl.write_file(
+        "batch.yaml",
+        "apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node2-eth0}
+spec: {node: node2, interfaceName: eth0}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-eth0, labels: {zone: a}}
+spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.9]}
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata: {name: allow-web}
+spec: {selector: has(web)}
+",
+    );
+    let output = operator.run(&["apply", "-f", file.to_str().unwrap()], &[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot apply GlobalNetworkPolicy(allow-web)")
+            && stderr.contains("permission denied")
+            && stderr.contains(
+                "the 2 resource(s) of this batch written before it were put back as they were"
+            ),
+        "{stderr}"
+    );
+    assert!(
+        etcd.get(&format!("{resources}hostendpoints/node2-eth0"))
+            .is_none(),
+        "the new host endpoint was removed again"
+    );
+    let restored: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&format!("{resources}hostendpoints/node1-eth0"))
+            .unwrap(),
+    )
+    .unwrap();
+    let before: serde_json::Value = serde_json::from_str(&before).unwrap();
+    assert_eq!(
+        restored["spec"], before["spec"],
+        "the changed one has its old spec"
+    );
+    assert_eq!(restored["metadata"], before["metadata"]);
+    assert!(
+        etcd.get(&format!(
+            "{resources}globalnetworkpolicies/default.allow-web"
+        ))
+        .is_none()
+    );
+
+    // `create` refuses a file naming an existing resource before writing any of it.
+    let output = operator.run(&["create", "-f", file.to_str().unwrap()], &[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("resource already exists: HostEndpoint(node1-eth0)"),
+        "{stderr}"
+    );
+    assert!(
+        etcd.get(&format!("{resources}hostendpoints/node2-eth0"))
+            .is_none()
+    );
+}

@@ -200,15 +200,9 @@ pub fn node_patch(current: &Node, resource: &Resource) -> Result<Value, StoreErr
         };
         annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
     }
-    // The status an update carries is the stored one (see `Resource::status`), so the public keys
-    // are written back as they were read; an empty one removes the annotation, as upstream.
-    for (field, name) in STATUS_ANNOTATIONS {
-        let value = match resource.status[field].as_str() {
-            Some(text) if !text.is_empty() => json!(text),
-            _ => Value::Null,
-        };
-        annotations.insert(format!("{ANNOTATION_PREFIX}{name}"), value);
-    }
+    // The status annotations (the public keys) are left alone: the node agent owns them, and an
+    // update only ever carries the stored status back (see `Resource::status`). Upstream writes them
+    // here because its node agent updates through the same code.
     let mut labels = resource.metadata.labels.clone();
     let mut own_annotations = resource.metadata.annotations.clone();
     if let Some(raw) = own_annotations

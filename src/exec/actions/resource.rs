@@ -154,6 +154,20 @@ pub enum ResourceActionError {
         #[source]
         source: Box<StoreError>,
     },
+    /// A write of a batch failed after earlier documents of it were written; those were put back.
+    #[error(
+        "{source}; the {restored} resource(s) of this batch written before it were put back as they were"
+    )]
+    RolledBack {
+        source: Box<ResourceActionError>,
+        restored: usize,
+    },
+    /// As `RolledBack`, but some earlier writes could not be undone.
+    #[error("{source}; these resources of this batch were written before it and could not be put back: {}", left.join(", "))]
+    PartlyWritten {
+        source: Box<ResourceActionError>,
+        left: Vec<String>,
+    },
 }
 
 impl ResourceActionError {
@@ -164,6 +178,13 @@ impl ResourceActionError {
             ResourceActionError::LabelConflict { .. } => Some(
                 "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
             ),
+            ResourceActionError::RolledBack { source, .. } => source.hint(),
+            ResourceActionError::PartlyWritten { source, .. } => Some(match source.hint() {
+                Some(hint) => format!(
+                    "{hint}; then run the same command again (apply and replace are safe to repeat)"
+                ),
+                None => "run the same command again once the datastore accepts writes (apply and replace are safe to repeat)".to_string(),
+            }),
             ResourceActionError::WaitTimeout { .. } => Some(
                 "check the component that creates them (its logs and configuration), then resume the run or raise `timeout`".to_string(),
             ),
@@ -298,6 +319,51 @@ enum WriteKind {
     Skipped,
 }
 
+/// One write of a batch, so a later failure can undo it: what was there before (`None`: it was
+/// created) and the revision the write produced (the undo is conditional on it, so a change someone
+/// made since is never overwritten).
+struct Written {
+    key: ResourceKey,
+    revision: Option<String>,
+    before: Option<Resource>,
+}
+
+/// A batch never stays half written: when a write fails after earlier ones succeeded (a datastore
+/// failure; bad input is refused before the first write), the earlier ones are undone, newest first,
+/// and the error says so. What cannot be undone is named.
+async fn undo_on_failure(
+    store: &dyn Datastore,
+    written: Vec<Written>,
+    error: ResourceActionError,
+) -> ResourceActionError {
+    if written.is_empty() {
+        return error;
+    }
+    let mut left = Vec::new();
+    let restored = written.len();
+    for write in written.into_iter().rev() {
+        let result = match write.before {
+            None => store
+                .delete(&write.key, write.revision.as_deref())
+                .await
+                .map(|_| ()),
+            Some(mut before) => {
+                before.metadata.resource_version = write.revision.clone();
+                store.update(&before).await.map(|_| ())
+            }
+        };
+        if let Err(undo_error) = result {
+            left.push(format!("{} ({undo_error})", write.key));
+        }
+    }
+    let source = Box::new(error);
+    if left.is_empty() {
+        ResourceActionError::RolledBack { source, restored }
+    } else {
+        ResourceActionError::PartlyWritten { source, left }
+    }
+}
+
 pub async fn create(
     store: &dyn Datastore,
     documents: &ResourceDocuments,
@@ -308,7 +374,9 @@ pub async fn create(
     let mut counts = (0, 0);
     let prepared = prepare_all(documents)?;
     store_rules::check_writes(store, &prepared).await?;
-    initialize(store, mode).await;
+    // Which documents exist already, all read before the first write: with `Fail`, one existing
+    // resource refuses the whole batch with nothing written.
+    let mut batch = Vec::with_capacity(prepared.len());
     for mut resource in prepared {
         metadata_for_create(&mut resource);
         let key = resource.key();
@@ -317,21 +385,36 @@ pub async fn create(
             Err(StoreError::NotFound(_)) => false,
             Err(source) => return Err(store_error("read", &key)(source)),
         };
+        if exists && semantics.create_existing == ExistingPolicy::Fail {
+            return Err(store_error("create", &key)(StoreError::AlreadyExists(
+                key.clone(),
+            )));
+        }
+        batch.push((key, resource, exists));
+    }
+    initialize(store, mode).await;
+    let mut written = Vec::new();
+    for (key, resource, exists) in batch {
         let kind = match (mode, exists, semantics.create_existing) {
-            (_, true, ExistingPolicy::Skip) => WriteKind::Skipped,
-            (_, true, ExistingPolicy::Fail) => {
-                return Err(store_error("create", &key)(StoreError::AlreadyExists(
-                    key.clone(),
-                )));
-            }
+            (_, true, _) => WriteKind::Skipped,
             (RunMode::DryRun, false, _) => WriteKind::Created,
             (RunMode::Execute, false, policy) => match store.create(&resource).await {
-                Ok(_) => WriteKind::Created,
+                Ok(created) => {
+                    written.push(Written {
+                        key: key.clone(),
+                        revision: created.metadata.resource_version,
+                        before: None,
+                    });
+                    WriteKind::Created
+                }
                 // Someone created it between the read and the write.
                 Err(StoreError::AlreadyExists(_)) if policy == ExistingPolicy::Skip => {
                     WriteKind::Skipped
                 }
-                Err(source) => return Err(store_error("create", &key)(source)),
+                Err(source) => {
+                    let error = store_error("create", &key)(source);
+                    return Err(undo_on_failure(store, written, error).await);
+                }
             },
         };
         record_write(
@@ -399,7 +482,18 @@ pub async fn apply(
     let mut counts = (0, 0);
     let prepared = prepare_all(documents)?;
     store_rules::check_writes(store, &prepared).await?;
+    if replace_only {
+        // Every resource a replace names must exist, all checked before the first write.
+        for input in &prepared {
+            let key = input.key();
+            match store.get(&key).await {
+                Ok(_) => {}
+                Err(source) => return Err(store_error("replace", &key)(source)),
+            }
+        }
+    }
     initialize(store, mode).await;
+    let mut written = Vec::new();
     for input in prepared {
         let key = input.key();
         let mut attempt = 1;
@@ -407,20 +501,24 @@ pub async fn apply(
             let stored = match store.get(&key).await {
                 Ok(stored) => Some(stored),
                 Err(StoreError::NotFound(_)) => None,
-                Err(source) => return Err(store_error("read", &key)(source)),
-            };
-            let result = match stored {
-                None if replace_only => {
-                    return Err(store_error("replace", &key)(StoreError::NotFound(
-                        key.clone(),
-                    )));
+                Err(source) => {
+                    let error = store_error("read", &key)(source);
+                    return Err(undo_on_failure(store, written, error).await);
                 }
+            };
+            let before = stored.clone();
+            let result = match stored {
+                None if replace_only => Err(StoreError::NotFound(key.clone())),
                 None => {
                     let mut created = input.clone();
                     metadata_for_create(&mut created);
                     if mode == RunMode::Execute {
                         match store.create(&created).await {
-                            Ok(_) => Ok((WriteKind::Created, created)),
+                            Ok(stored) => {
+                                created.metadata.resource_version =
+                                    stored.metadata.resource_version;
+                                Ok((WriteKind::Created, created))
+                            }
                             Err(error) => Err(error),
                         }
                     } else {
@@ -438,18 +536,26 @@ pub async fn apply(
                         None => merge_for_update(&input, &stored),
                     };
                     if mode == RunMode::Execute {
-                        store
-                            .update(&merged)
-                            .await
-                            .map(|_| (WriteKind::Updated, merged))
+                        store.update(&merged).await.map(|stored| {
+                            let mut merged = merged;
+                            merged.metadata.resource_version = stored.metadata.resource_version;
+                            (WriteKind::Updated, merged)
+                        })
                     } else {
                         Ok((WriteKind::Updated, merged))
                     }
                 }
             };
             match result {
-                Ok((kind, written)) => {
-                    record_write(&mut outcome, &mut counts, kind, &key, &written, mode, verb);
+                Ok((kind, document)) => {
+                    if mode == RunMode::Execute {
+                        written.push(Written {
+                            key: key.clone(),
+                            revision: document.metadata.resource_version.clone(),
+                            before,
+                        });
+                    }
+                    record_write(&mut outcome, &mut counts, kind, &key, &document, mode, verb);
                     break;
                 }
                 Err(StoreError::Conflict { .. } | StoreError::AlreadyExists(_))
@@ -461,12 +567,16 @@ pub async fn apply(
                 Err(source @ StoreError::Conflict { .. })
                     if input.metadata.resource_version.is_none() =>
                 {
-                    return Err(ResourceActionError::GaveUp {
+                    let error = ResourceActionError::GaveUp {
                         key,
                         source: Box::new(source),
-                    });
+                    };
+                    return Err(undo_on_failure(store, written, error).await);
                 }
-                Err(source) => return Err(store_error(verb_static(verb), &key)(source)),
+                Err(source) => {
+                    let error = store_error(verb_static(verb), &key)(source);
+                    return Err(undo_on_failure(store, written, error).await);
+                }
             }
         }
     }
