@@ -1,5 +1,6 @@
 //! The `netctl` binary: parse, run, report. This is the only place that turns errors into exit codes:
-//! 0 success, 1 failure, 2 bad usage. A closed stdout (`netctl get nodes | head -1`) is success.
+//! 0 success, 1 failure, 2 bad usage, 3 a run stopped at a human gate (resume it after the decision).
+//! A closed stdout (`netctl get nodes | head -1`) is success.
 
 use std::process::ExitCode;
 
@@ -47,12 +48,28 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(cli, environment)) {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if is_stopped_at_gate(&error) => {
+            let (message, hint) = netctl::errors::report(&error);
+            terminal::stopped(&message, hint.as_deref());
+            ExitCode::from(3)
+        }
         Err(error) => {
             let (message, hint) = netctl::errors::report(&error);
             terminal::error(&message, hint.as_deref());
             ExitCode::FAILURE
         }
     }
+}
+
+/// An unattended run that reached a gate: the plan asks a person to decide, so the exit code tells a
+/// script "waiting for a decision" apart from "failed".
+fn is_stopped_at_gate(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<netctl::exec::ExecError>(),
+            Some(netctl::exec::ExecError::StoppedAtGate { .. })
+        )
+    })
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

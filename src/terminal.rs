@@ -75,3 +75,11 @@ pub fn error(message: &str, hint: Option<&str>) {
         emit("  hint:", "32", hint);
     }
 }
+
+/// A run that stopped where the plan says a person decides: not a failure, so not `error:`.
+pub fn stopped(message: &str, hint: Option<&str>) {
+    emit("stopped:", "33;1", message);
+    if let Some(hint) = hint {
+        emit("  hint:", "32", hint);
+    }
+}

@@ -124,7 +124,7 @@ fn an_unattended_run_stops_at_a_gate_and_resume_continues_past_it() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1));
+    assert_eq!(stopped.status.code(), Some(3));
     insta_settings(&operator).bind(|| {
         insta::assert_snapshot!("gate_stops_unattended_run", text(&stopped.stderr));
     });
@@ -150,9 +150,9 @@ fn an_unattended_run_stops_at_a_gate_and_resume_continues_past_it() {
         &["upgrade", "apply", "--resume", "--approve", "pre/window"],
         &[],
     );
-    assert_eq!(next.status.code(), Some(1));
+    assert_eq!(next.status.code(), Some(3));
     assert!(
-        text(&next.stderr).contains("stopped at step `post/append-c`, which needs a person's confirmation: `post/append-c` is irreversible"),
+        text(&next.stderr).contains("stopped: step `post/append-c` needs a person's confirmation: `post/append-c` is irreversible"),
         "{}",
         text(&next.stderr)
     );
@@ -187,7 +187,7 @@ fn an_unfinished_run_can_be_discarded_for_a_new_one() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1));
+    assert_eq!(stopped.status.code(), Some(3));
     let first_run = status_json(&operator)["checkpoint"]["run_id"].clone();
 
     let fresh = operator.run(
@@ -382,7 +382,7 @@ fn a_resume_refuses_a_different_plan_and_can_continue_from_another_machine() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1));
+    assert_eq!(stopped.status.code(), Some(3));
 
     let other = Operator::new(&etcd);
     let other_plan = other.write_plan(&label_plan());
@@ -439,7 +439,7 @@ fn resume_reports_drift_of_completed_steps_and_continues() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1));
+    assert_eq!(stopped.status.code(), Some(3));
     // Someone removes what the first step made while the run waits at the gate.
     assert!(etcd.delete(&format!("{HOST_ENDPOINTS}h2")));
 

@@ -59,13 +59,13 @@ fn apply_to_plans_with_the_runbooks_and_runs_through_the_executor() {
 
     let stopped = operator.run(&args, &[]);
     let stopped_text = text(&stopped.stderr);
-    assert_eq!(stopped.status.code(), Some(1), "{stopped_text}");
+    assert_eq!(stopped.status.code(), Some(3), "{stopped_text}");
     assert!(
         stopped_text.contains("planned upgrade v3.26.4 → v3.29.2:"),
         "{stopped_text}"
     );
     assert!(
-        stopped_text.contains("which needs a person's confirmation"),
+        stopped_text.contains("needs a person's confirmation"),
         "{stopped_text}"
     );
     let mut downloaded: Vec<String> = std::fs::read_dir(operator.state_dir().join("files"))

@@ -64,7 +64,7 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     assert!(
         etcd.get(CHECKPOINT_KEY).is_some(),
         "the limited user mirrored the checkpoint"

@@ -180,7 +180,7 @@ fn a_resume_on_another_machine_downloads_again_and_insists_on_the_same_bytes() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1));
+    assert_eq!(stopped.status.code(), Some(3));
 
     // The published file changes; a second machine (no local state) tries to resume.
     std::fs::write(&source, format!("{MANIFEST}# edited\n")).unwrap();
@@ -262,7 +262,7 @@ fn edits_made_while_stopped_at_a_gate_are_kept_on_resume_and_journaled() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     let file = operator.state_dir().join("files/upgrade.yaml");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), MANIFEST);
 
@@ -316,7 +316,7 @@ fn a_download_deleted_while_stopped_at_a_gate_is_downloaded_again_and_journaled(
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     let file = operator.state_dir().join("files/upgrade.yaml");
     std::fs::remove_file(&file).unwrap();
     let resumed = operator.run(
@@ -351,7 +351,7 @@ fn an_edited_overlaid_manifest_is_kept_when_its_original_is_downloaded_again() {
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     let files = operator.state_dir().join("files");
     let overlaid = std::fs::read_to_string(files.join("upgrade.yaml")).unwrap();
     assert!(overlaid.contains("overlaid: yes"), "{overlaid}");

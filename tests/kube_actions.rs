@@ -394,7 +394,7 @@ fn a_listing_reads_in_dry_run_and_shows_its_names_before_a_gate() {
 
     // Unattended, the run stops at the gate with the names shown above it and registered.
     let output = run_plan(&operator, &plan, &[]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     let listing = stderr
         .find("found 2 pods in `calico-system` matching `k8s-app=old-agent`: old-1, old-2")

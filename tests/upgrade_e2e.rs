@@ -859,7 +859,7 @@ fn kubernetes_manifest_edits_made_at_the_gate_are_kept_on_resume_and_applied() {
         ],
         &[],
     );
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     assert_eq!(
         status_json(&operator)["checkpoint"]["run"],
         json!({"state": "waiting-at-gate", "step": gate})
@@ -1860,7 +1860,7 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     // again. Unattended, the run then lists the old release's secrets and stops at the gate before
     // deleting them.
     let stopped = operator.run(&resume, &[]);
-    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped.stderr));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     let stderr = text(&stopped.stderr);
     assert!(
         stderr.contains(

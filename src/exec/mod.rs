@@ -203,7 +203,7 @@ pub enum ExecError {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Lock(#[from] LockError),
-    #[error("stopped at step `{step}`, which needs a person's confirmation: {message}")]
+    #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
     #[error("step `{step}` was not confirmed; the run stopped before it")]
     Declined { step: String },
