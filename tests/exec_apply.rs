@@ -549,3 +549,109 @@ fn the_lock_is_kept_alive_for_a_run_longer_than_its_lease() {
     assert!(finished.status.success(), "{}", text(&finished.stderr));
     assert_eq!(etcd.get(LOCK_KEY), None);
 }
+
+/// The datastore copy of the checkpoint is compressed, so large plans fit in one etcd value; one that
+/// does not fit even so is kept on this machine, the mirror says where, and another machine's
+/// resume is refused with that host named instead of resuming from an older copy.
+#[test]
+fn the_mirrored_checkpoint_is_compressed_and_one_too_large_stays_local_and_says_where() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let mirrored = |etcd: &EtcdServer| {
+        etcd.entries("/calico/netctl/upgrade/checkpoint")
+            .into_iter()
+            .next()
+            .map(|entry| entry.value)
+            .unwrap()
+    };
+
+    // A gate message that does not compress below the limit: a hex dump of 1.2 MB of pseudo-random
+    // bytes (half of the 2.4 MB of text is entropy).
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: String = (0..1_200_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            format!("{:02x}", state as u8)
+        })
+        .collect();
+    let huge = plan(vec![
+        step(
+            "pre/gate",
+            "Read this",
+            action("pause", serde_json::json!({ "message": noise })),
+        ),
+        step(
+            "pre/label-h1",
+            "Label h1",
+            action(
+                "resource.label",
+                serde_json::json!({"kind": "HostEndpoint", "name": "h1", "key": "upgrade", "value": "yes"}),
+            ),
+        ),
+    ]);
+    let plan_file = operator.write_plan(&huge);
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    let stderr = text(&stopped.stderr);
+    // The gate's message is in stderr too: show only the end of it.
+    let tail = &stderr[stderr.len().saturating_sub(600)..];
+    assert_eq!(stopped.status.code(), Some(3), "{tail}");
+    assert!(
+        stderr.contains("more than the datastore may hold in one value")
+            && stderr.contains("a resume must run on this machine"),
+        "{}",
+        &stderr[..stderr.len().min(600)]
+    );
+    let marker: serde_json::Value = serde_json::from_slice(&mirrored(&etcd)).unwrap();
+    assert_eq!(
+        marker["local_only"]["host"].as_str().map(str::is_empty),
+        Some(false)
+    );
+
+    // Another machine is told where the run is; this one resumes from its state directory.
+    let elsewhere = Operator::new(&etcd);
+    let refused = elsewhere.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    let refused_text = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refused_text}");
+    assert!(
+        refused_text.contains("is only in the state directory on host")
+            && refused_text.contains("hint: resume on"),
+        "{refused_text}"
+    );
+    let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+
+    // An ordinary plan: the mirror holds gzip, and another machine resumes from it.
+    let small = plan(vec![
+        step(
+            "pre/gate",
+            "Gate",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+        step(
+            "pre/label-h1",
+            "Label h1 again",
+            action(
+                "resource.label",
+                serde_json::json!({"kind": "HostEndpoint", "name": "h1", "key": "again", "value": "yes"}),
+            ),
+        ),
+    ]);
+    let plan_file = operator.write_plan(&small);
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
+    assert!(
+        mirrored(&etcd).starts_with(&[0x1f, 0x8b]),
+        "gzip in the datastore"
+    );
+    let resumed = elsewhere.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+}

@@ -4,14 +4,19 @@
 //! with attempts and timestamps, the outputs steps registered, and why the run stopped. It is written
 //! atomically — a temporary file in the same directory, fsync, rename, fsync of the directory — so a
 //! reader sees the old checkpoint or the new one, never half of each. Each write is also mirrored into
-//! the datastore (see `datastore::coordination`) so another machine can resume. This module stores and
-//! loads; deciding what to do with a checkpoint is the executor's job.
+//! the datastore (see `datastore::coordination`) so another machine can resume: as gzip-compressed
+//! compact JSON, because a plan for a large cluster is bigger than one etcd value or ConfigMap may be
+//! (a thousand all-interfaces host endpoints make a 1.4 MB plan; compressed, 37 kB). A checkpoint too
+//! large even so is kept locally only, the mirror says where, and the run warns. This module stores
+//! and loads; deciding what to do with a checkpoint is the executor's job.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
+use std::io::Read;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +29,10 @@ use super::lock::Holder;
 
 /// The version of the checkpoint format; bumped on any incompatible change.
 pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
+
+/// The most a mirrored checkpoint may take: under etcd's default 1.5 MiB request limit and a
+/// ConfigMap's 1 MiB.
+pub const MIRROR_LIMIT: usize = 900 * 1024;
 
 /// The file name of the checkpoint inside the state directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
@@ -232,6 +241,61 @@ pub enum CheckpointError {
         #[source]
         source: StoreError,
     },
+    #[error(
+        "the checkpoint of run `{run_id}` is only in the state directory on host `{host}`: it was too large ({bytes} bytes compressed) to mirror into the datastore"
+    )]
+    LocalOnly {
+        run_id: String,
+        host: String,
+        bytes: usize,
+    },
+}
+
+/// What the mirror holds in place of a checkpoint too large for it.
+#[derive(Debug, Serialize, Deserialize)]
+struct LocalOnlyMarker {
+    local_only: LocalOnly,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LocalOnly {
+    run_id: String,
+    host: String,
+    bytes: usize,
+}
+
+/// The mirror's form of a checkpoint: compact JSON, gzip-compressed.
+fn compress(checkpoint: &Checkpoint) -> Result<Vec<u8>, CheckpointError> {
+    let json = serde_json::to_vec(checkpoint).map_err(|source| CheckpointError::Invalid {
+        location: UPGRADE_CHECKPOINT_KEY.to_string(),
+        source,
+    })?;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(json.len() / 8),
+        flate2::Compression::fast(),
+    );
+    encoder
+        .write_all(&json)
+        .and_then(|()| encoder.finish())
+        .map_err(|source| CheckpointError::Read {
+            path: PathBuf::from(UPGRADE_CHECKPOINT_KEY),
+            source,
+        })
+}
+
+/// The JSON of a mirrored value: gzip (from this release) or plain JSON (mirrors written before).
+fn decompress(bytes: &[u8]) -> Result<Vec<u8>, CheckpointError> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(bytes.to_vec());
+    }
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut json)
+        .map_err(|source| CheckpointError::Read {
+            path: PathBuf::from(UPGRADE_CHECKPOINT_KEY),
+            source,
+        })?;
+    Ok(json)
 }
 
 /// Where checkpoints are kept: a directory, and optionally a datastore mirror.
@@ -239,11 +303,17 @@ pub enum CheckpointError {
 pub struct CheckpointStore {
     directory: PathBuf,
     mirror: Option<Arc<dyn Coordination>>,
+    /// Whether this process already warned that the checkpoint is kept locally only.
+    warned_local_only: Arc<AtomicBool>,
 }
 
 impl CheckpointStore {
     pub fn new(directory: PathBuf, mirror: Option<Arc<dyn Coordination>>) -> CheckpointStore {
-        CheckpointStore { directory, mirror }
+        CheckpointStore {
+            directory,
+            mirror,
+            warned_local_only: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     pub fn directory(&self) -> &Path {
@@ -285,8 +355,28 @@ impl CheckpointStore {
             source,
         })?;
         if let Some(mirror) = &self.mirror {
+            let mut compressed = compress(checkpoint)?;
+            if compressed.len() > MIRROR_LIMIT {
+                // Another machine must not resume from an older copy: the mirror says where the
+                // checkpoint is instead.
+                let marker = LocalOnlyMarker {
+                    local_only: LocalOnly {
+                        run_id: checkpoint.run_id.clone(),
+                        host: checkpoint.started_by.host.clone(),
+                        bytes: compressed.len(),
+                    },
+                };
+                if !self.warned_local_only.swap(true, Ordering::Relaxed) {
+                    crate::terminal::warn(format!(
+                        "the checkpoint is {} bytes compressed, more than the datastore may hold in one value ({MIRROR_LIMIT}); it is kept in `{}` only, so a resume must run on this machine",
+                        compressed.len(),
+                        self.directory.display()
+                    ));
+                }
+                compressed = serde_json::to_vec(&marker).unwrap_or_default();
+            }
             mirror
-                .put_blob(UPGRADE_CHECKPOINT_KEY, &bytes)
+                .put_blob(UPGRADE_CHECKPOINT_KEY, &compressed)
                 .await
                 .map_err(|source| CheckpointError::Mirror { source })?;
         }
@@ -313,10 +403,23 @@ impl CheckpointStore {
             .get_blob(UPGRADE_CHECKPOINT_KEY)
             .await
             .map_err(|source| CheckpointError::Mirror { source })?;
-        match blob {
-            Some(blob) => parse(&blob.value, UPGRADE_CHECKPOINT_KEY).map(Some),
-            None => Ok(None),
+        let Some(blob) = blob else {
+            return Ok(None);
+        };
+        let json = decompress(&blob.value)?;
+        if let Ok(marker) = serde_json::from_slice::<LocalOnlyMarker>(&json) {
+            let LocalOnly {
+                run_id,
+                host,
+                bytes,
+            } = marker.local_only;
+            return Err(CheckpointError::LocalOnly {
+                run_id,
+                host,
+                bytes,
+            });
         }
+        parse(&json, UPGRADE_CHECKPOINT_KEY).map(Some)
     }
 
     /// The newest checkpoint of the local copy and the mirror.
@@ -326,7 +429,15 @@ impl CheckpointStore {
     /// colleague started yesterday.
     pub async fn load_latest(&self) -> Result<Option<Checkpoint>, CheckpointError> {
         let local = self.load_local()?;
-        let mirrored = self.load_mirror().await?;
+        let mirrored = match self.load_mirror().await {
+            // The mirror points at a checkpoint kept locally: this machine's, if it is here.
+            Err(CheckpointError::LocalOnly { run_id, .. })
+                if local.as_ref().is_some_and(|local| local.run_id == run_id) =>
+            {
+                None
+            }
+            other => other?,
+        };
         Ok(match (local, mirrored) {
             (Some(local), Some(mirrored)) => {
                 let mirror_is_newer = if local.run_id == mirrored.run_id {
@@ -397,6 +508,19 @@ mod tests {
             PathBuf::from("/h/.local/state/netctl")
         );
         assert_eq!(default_state_dir(&Environment::default()), None);
+    }
+
+    #[test]
+    fn mirrored_values_are_gzip_and_plain_json_from_earlier_releases_still_reads() {
+        let plain = br#"{"format_version": 1}"#;
+        assert_eq!(decompress(plain).unwrap(), plain);
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(plain).unwrap();
+        let compressed = encoder.finish().unwrap();
+        assert!(compressed.starts_with(&[0x1f, 0x8b]));
+        assert_eq!(decompress(&compressed).unwrap(), plain);
+        let broken = [0x1f, 0x8b, 0x08, 0x00];
+        assert!(decompress(&broken).is_err());
     }
 
     #[test]

@@ -301,6 +301,9 @@ impl ExecError {
             ExecError::Checkpoint(CheckpointError::Mirror { source }) => {
                 return source.hint().map(str::to_string);
             }
+            ExecError::Checkpoint(CheckpointError::LocalOnly { host, .. }) => format!(
+                "resume on `{host}` with the same `--state-dir`, or copy that directory here and pass it"
+            ),
             _ => return None,
         })
     }

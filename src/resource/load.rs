@@ -287,11 +287,19 @@ type Document = (serde_json::Value, Option<usize>);
 /// Splits `text` into documents: a JSON stream (concatenated values) when the text is JSON, a
 /// YAML stream otherwise.
 fn split_documents(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
-    if looks_like_json(text) {
+    // JSON documents separated by `---` lines (as upstream's splitter allows) are a YAML stream:
+    // YAML reads JSON.
+    if looks_like_json(text) && !has_document_separator(text) {
         split_json(text, origin)
     } else {
         split_yaml(text, origin)
     }
+}
+
+/// Whether a line is a YAML document separator (`---`, optionally followed by a space and more).
+fn has_document_separator(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.trim_end() == "---" || line.starts_with("--- "))
 }
 
 /// Whether text is JSON rather than YAML. A YAML flow collection (`[{kind: Tier, ...}]`) starts

@@ -27,6 +27,15 @@ fn json_documents_and_json_arrays() {
 }
 
 #[test]
+fn json_documents_separated_by_yaml_markers() {
+    // `kubectl`-style files mix the two: JSON documents between `---` lines.
+    let text = "{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"Tier\",\"metadata\":{\"name\":\"a\"}}\n---\n{\"apiVersion\":\"projectcalico.org/v3\",\"kind\":\"Tier\",\"metadata\":{\"name\":\"b\"}}\n--- \napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: c}\n";
+    let resources = parse_documents(text, "mixed.yaml").unwrap();
+    let names: Vec<&str> = resources.iter().map(|r| r.metadata.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+}
+
+#[test]
 fn yaml_flow_sequences_are_not_mistaken_for_json() {
     let text = "[{apiVersion: projectcalico.org/v3, kind: Tier, metadata: {name: a}}]\n";
     let resources = parse_documents(text, "flow.yaml").unwrap();
