@@ -66,7 +66,7 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
     );
     assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     assert!(
-        etcd.get(CHECKPOINT_KEY).is_some(),
+        mirrored_checkpoint(&etcd).is_some(),
         "the limited user mirrored the checkpoint"
     );
     let done = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
@@ -86,6 +86,12 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
     assert!(
         !dump.contains(&auth.password),
         "the etcd password is in etcd"
+    );
+    // The mirrored checkpoint is compressed: look inside it too.
+    let mirrored = mirrored_checkpoint(&etcd).unwrap().to_string();
+    assert!(
+        !mirrored.contains(&auth.password),
+        "the etcd password is in the mirrored checkpoint"
     );
 
     let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();

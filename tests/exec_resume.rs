@@ -125,8 +125,7 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
                 "{status}"
             );
             assert!(status["lock"].is_null(), "the lock is released: {status}");
-            let mirrored: serde_json::Value =
-                serde_json::from_str(&etcd.get(CHECKPOINT_KEY).unwrap()).unwrap();
+            let mirrored = mirrored_checkpoint(&etcd).expect("a mirrored checkpoint");
             assert_eq!(mirrored["run"]["state"], "completed");
 
             // The journal tells the story: an interrupted non-idempotent step whose effect was

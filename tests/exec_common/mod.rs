@@ -19,6 +19,18 @@ pub const CLUSTER_INFORMATION: &str =
 pub const LOCK_KEY: &str = "/calico/netctl/upgrade/lock";
 pub const CHECKPOINT_KEY: &str = "/calico/netctl/upgrade/checkpoint";
 
+/// The checkpoint mirrored into etcd, as the JSON it holds (the value is gzip), if there is one.
+pub fn mirrored_checkpoint(etcd: &EtcdServer) -> Option<serde_json::Value> {
+    use std::io::Read;
+    let value = etcd.entries(CHECKPOINT_KEY).into_iter().next()?.value;
+    assert!(value.starts_with(&[0x1f, 0x8b]), "the mirror is gzip");
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(value.as_slice())
+        .read_to_end(&mut json)
+        .expect("a valid gzip stream");
+    Some(serde_json::from_slice(&json).expect("the mirror holds JSON"))
+}
+
 /// Puts what discovery reads: ClusterInformation (v3.26.4) and one ordinary host endpoint `h1`.
 pub fn seed(etcd: &EtcdServer) {
     etcd.put(
