@@ -56,14 +56,11 @@ fn apply_from_stdin_stores_upstream_format_and_reads_back() {
         Some(POLICY),
     ));
     assert_eq!(out, "Successfully applied 1 resource(s)\n");
-    let stored: serde_json::Value = serde_json::from_str(
-        &etcd
-            .get(&format!(
-                "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
-            ))
-            .unwrap(),
-    )
-    .unwrap();
+    let stored = etcd
+        .get_json(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .unwrap();
     assert_eq!(stored["spec"]["selector"], "has(host-endpoint-upgrade)");
     assert_eq!(stored["spec"]["ingress"][0]["action"], "Log");
     let table = ok(netctl(&etcd, &["get", "gnp", "-o", "wide"]));
@@ -75,14 +72,11 @@ fn apply_from_stdin_stores_upstream_format_and_reads_back() {
         &["apply", "-f", "-"],
         Some(POLICY),
     ));
-    let again: serde_json::Value = serde_json::from_str(
-        &etcd
-            .get(&format!(
-                "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
-            ))
-            .unwrap(),
-    )
-    .unwrap();
+    let again = etcd
+        .get_json(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .unwrap();
     assert_eq!(again["metadata"]["uid"], uid);
 }
 
@@ -685,8 +679,7 @@ spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
         &["create", "-f", "-"],
         Some(&format!("{filter}---\n{peer}")),
     ));
-    let stored: serde_json::Value =
-        serde_json::from_str(&etcd.get(&format!("{ROOT}/bgpfilters/edge")).unwrap()).unwrap();
+    let stored = etcd.get_json(&format!("{ROOT}/bgpfilters/edge")).unwrap();
     assert_eq!(stored["kind"], "BGPFilter");
     assert_eq!(stored["spec"]["exportV4"][0]["cidr"], "77.0.0.0/16");
 
@@ -719,12 +712,9 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
         &["apply", "-f", "-"],
         Some(POLICY),
     ));
-    let information: serde_json::Value = serde_json::from_str(
-        &etcd
-            .get(&format!("{ROOT}/clusterinformations/default"))
-            .unwrap(),
-    )
-    .unwrap();
+    let information = etcd
+        .get_json(&format!("{ROOT}/clusterinformations/default"))
+        .unwrap();
     let guid = information["spec"]["clusterGUID"].as_str().unwrap();
     assert_eq!(guid.len(), 32, "{information}");
     assert_eq!(information["spec"]["datastoreReady"], true);
@@ -749,12 +739,9 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
         &["apply", "-f", "-"],
         Some(HOST_ENDPOINTS),
     ));
-    let again: serde_json::Value = serde_json::from_str(
-        &etcd
-            .get(&format!("{ROOT}/clusterinformations/default"))
-            .unwrap(),
-    )
-    .unwrap();
+    let again = etcd
+        .get_json(&format!("{ROOT}/clusterinformations/default"))
+        .unwrap();
     assert_eq!(again["spec"]["clusterGUID"], guid);
     let labelled = ok(netctl(
         &etcd,
@@ -776,8 +763,7 @@ fn the_status_the_system_wrote_survives_every_kind_of_update() {
         r#"{"kind":"KubeControllersConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default","uid":"u2","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"controllers":{"node":{"reconcilerPeriod":"5m"}}},"status":{"runningConfig":{"controllers":{"node":{"reconcilerPeriod":"5m"}}},"environmentVars":{"ENABLED_CONTROLLERS":"node"}}}"#,
     );
     let status_of = |key: &str| -> serde_json::Value {
-        let stored: serde_json::Value =
-            serde_json::from_str(&etcd.get(&format!("{ROOT}/{key}")).unwrap()).unwrap();
+        let stored = etcd.get_json(&format!("{ROOT}/{key}")).unwrap();
         stored["status"].clone()
     };
     let node_status = status_of("nodes/node1");

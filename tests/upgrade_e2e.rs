@@ -333,11 +333,6 @@ fn step_ids(plan: &Value) -> Vec<String> {
         .collect()
 }
 
-fn etcd_json(etcd: &EtcdServer, key: &str) -> Option<Value> {
-    etcd.get(key)
-        .map(|text| serde_json::from_str(&text).expect("stored JSON"))
-}
-
 fn set_etcd_version(etcd: &EtcdServer, version: &str) {
     etcd.put(
         &format!("{ROOT}/clusterinformations/default"),
@@ -409,18 +404,22 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
 
     // The pre-upgrade phase ran: the label and the temporary policy exist.
-    let endpoint = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-all")).unwrap();
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
     assert_eq!(
         endpoint["metadata"]["labels"],
         json!({"role": "edge", "host-endpoint-upgrade": ""})
     );
-    let untouched = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-eth0")).unwrap();
+    let untouched = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-eth0"))
+        .unwrap();
     assert!(untouched["metadata"]["labels"].is_null(), "{untouched}");
-    let policy = etcd_json(
-        &etcd,
-        &format!("{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"),
-    )
-    .expect("allow-all-upgrade exists after pre-upgrade");
+    let policy = etcd
+        .get_json(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .expect("allow-all-upgrade exists after pre-upgrade");
     assert_eq!(
         policy["spec"]["selector"],
         json!("has(host-endpoint-upgrade)")
@@ -498,7 +497,9 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
         ))
         .is_none()
     );
-    let endpoint = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-all")).unwrap();
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
     assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
 }
 
@@ -2496,19 +2497,16 @@ fn auto_host_endpoint_plan(operator: &Operator) -> (PathBuf, Value) {
 /// with the node's labels and the `created-by` label. Returns when done or `stop` is set.
 fn play_kube_controllers(etcd: &EtcdServer, stop: &std::sync::atomic::AtomicBool) {
     let enabled = |etcd: &EtcdServer| {
-        etcd_json(
-            etcd,
-            &format!("{ROOT}/kubecontrollersconfigurations/default"),
-        )
-        .is_some_and(|config| {
-            config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
-        })
+        etcd.get_json(&format!("{ROOT}/kubecontrollersconfigurations/default"))
+            .is_some_and(|config| {
+                config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
+            })
     };
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         if enabled(etcd) {
             std::thread::sleep(std::time::Duration::from_millis(1500));
             for node in ["node-a", "node-b"] {
-                let stored = etcd_json(etcd, &format!("{ROOT}/nodes/{node}")).unwrap();
+                let stored = etcd.get_json(&format!("{ROOT}/nodes/{node}")).unwrap();
                 let mut labels = stored["metadata"]["labels"].clone();
                 if !labels.is_object() {
                     labels = json!({});
@@ -2581,7 +2579,7 @@ fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes(
         );
         // Killed in the middle: the labels are on the nodes and the controllers are asked to
         // create the automatic host endpoints; nothing was deleted.
-        let node_a = etcd_json(&etcd, &format!("{ROOT}/nodes/node-a")).unwrap();
+        let node_a = etcd.get_json(&format!("{ROOT}/nodes/node-a")).unwrap();
         assert_eq!(
             node_a["metadata"]["labels"],
             json!({"role": "edge", "zone": "a"})
@@ -2612,21 +2610,21 @@ fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes(
         ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"],
         "the old all-interfaces host endpoints are gone, the named one stays"
     );
-    let node_b = etcd_json(&etcd, &format!("{ROOT}/nodes/node-b")).unwrap();
+    let node_b = etcd.get_json(&format!("{ROOT}/nodes/node-b")).unwrap();
     assert_eq!(
         node_b["metadata"]["labels"],
         json!({"role": "core", "zone": "b"})
     );
-    let automatic = etcd_json(&etcd, &format!("{ROOT}/hostendpoints/node-a-auto-hep")).unwrap();
+    let automatic = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-auto-hep"))
+        .unwrap();
     assert_eq!(
         automatic["metadata"]["labels"],
         json!({"role": "edge", "zone": "a", "projectcalico.org/created-by": "calico-kube-controllers"})
     );
-    let config = etcd_json(
-        &etcd,
-        &format!("{ROOT}/kubecontrollersconfigurations/default"),
-    )
-    .unwrap();
+    let config = etcd
+        .get_json(&format!("{ROOT}/kubecontrollersconfigurations/default"))
+        .unwrap();
     let node_controller = &config["spec"]["controllers"]["node"];
     assert_eq!(
         node_controller["hostEndpoint"],
@@ -2657,17 +2655,15 @@ fn auto_host_endpoints_migration_refuses_to_overwrite_a_node_label() {
         stderr.contains("node node-b already has label `zone` = `west`; not changing it to `b`"),
         "{stderr}"
     );
-    let node_b = etcd_json(&etcd, &format!("{ROOT}/nodes/node-b")).unwrap();
+    let node_b = etcd.get_json(&format!("{ROOT}/nodes/node-b")).unwrap();
     assert_eq!(
         node_b["metadata"]["labels"],
         json!({"zone": "west"}),
         "nothing of the refused write"
     );
-    let config = etcd_json(
-        &etcd,
-        &format!("{ROOT}/kubecontrollersconfigurations/default"),
-    )
-    .unwrap();
+    let config = etcd
+        .get_json(&format!("{ROOT}/kubecontrollersconfigurations/default"))
+        .unwrap();
     assert_eq!(
         config["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"], "Disabled",
         "the migration stopped before turning automatic host endpoints on"

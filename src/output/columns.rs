@@ -375,6 +375,15 @@ fn encapsulation_mode(value: Option<&Value>) -> String {
     non_empty(value).unwrap_or("Never").to_string()
 }
 
+/// BGPFilter shows the same columns in `ps` and `wide`: the rule count of each list.
+const BGP_FILTER_HEADINGS: &[&str] = &[
+    "NAME",
+    "NUMEXPORTV4",
+    "NUMIMPORTV4",
+    "NUMEXPORTV6",
+    "NUMIMPORTV6",
+];
+
 /// The number of entries of a list field (`0` when absent), as upstream's BGPFilter rule counts.
 fn count(value: Option<&Value>) -> String {
     value
@@ -592,20 +601,8 @@ fn definition(kind: Kind) -> KindColumns {
             ],
         },
         Kind::BgpFilter => KindColumns {
-            ps: &[
-                "NAME",
-                "NUMEXPORTV4",
-                "NUMIMPORTV4",
-                "NUMEXPORTV6",
-                "NUMIMPORTV6",
-            ],
-            wide: &[
-                "NAME",
-                "NUMEXPORTV4",
-                "NUMIMPORTV4",
-                "NUMEXPORTV6",
-                "NUMIMPORTV6",
-            ],
+            ps: BGP_FILTER_HEADINGS,
+            wide: BGP_FILTER_HEADINGS,
             all: &[
                 NAME,
                 Column {

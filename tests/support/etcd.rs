@@ -846,6 +846,12 @@ macro_rules! kv_helpers {
             self.admin.get(key)
         }
 
+        /// The value at `key` parsed as JSON (what netctl stores), if there is one.
+        pub fn get_json(&self, key: &str) -> Option<serde_json::Value> {
+            self.get(key)
+                .map(|text| serde_json::from_str(&text).expect("a JSON value"))
+        }
+
         pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
             self.admin.get_prefix(prefix)
         }
