@@ -294,6 +294,23 @@ fn apply_killed_at(operator: &Operator, args: &[&str], kill_point: &str) {
     assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
 }
 
+/// `upgrade apply --resume --yes` with the manifests from `mirror`, which must succeed.
+fn resume_to_the_end(operator: &Operator, mirror: impl AsRef<std::path::Path>) {
+    let mirror = mirror.as_ref().to_str().unwrap();
+    let resumed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--resume",
+            "--mirror-dir",
+            mirror,
+            "--yes",
+        ],
+        &[],
+    );
+    assert_success(&resumed, "resume");
+}
+
 fn assert_success(output: &std::process::Output, what: &str) {
     assert!(
         output.status.success(),
@@ -471,18 +488,7 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
     roll_out(&kube, "deployments", "calico-kube-controllers", 1, 1);
     set_etcd_version(&etcd, "v3.27.0");
 
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -651,18 +657,7 @@ fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
     roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
 
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -814,18 +809,7 @@ fn kubernetes_manifest_install_with_an_overlay_shows_the_diff_and_carries_the_ed
 
     roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -903,18 +887,7 @@ fn kubernetes_manifest_edits_made_at_the_gate_are_kept_on_resume_and_applied() {
 
     roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror,
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, mirror);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
     let config = kube
         .get("v1", "configmaps", "kube-system", "calico-config")
@@ -2059,18 +2032,7 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
     );
     set_kube_version(&kube, "v3.27.0");
 
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
@@ -2171,18 +2133,7 @@ fn kubernetes_canal_manifest_install_waits_for_the_canal_daemon_set() {
     );
     roll_out(&kube, "daemonsets", "canal", 2, 2);
     set_kube_version(&kube, "v3.29.0");
-    let resumed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--resume",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-            "--yes",
-        ],
-        &[],
-    );
-    assert_success(&resumed, "resume");
+    resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
     assert_eq!(
         status["checkpoint"]["run"]["state"], "completed",
