@@ -4,7 +4,8 @@
 # gives it this machine's Rust toolchain (mounted read-only; CARGO_HOME starts empty, so crates are
 # downloaded as for a new user), clones this repository's HEAD into it and runs the two commands of
 # the README's "Set-up" section exactly as written, as root inside the new system. It prints each
-# step's result and time, and a summary of the test run.
+# step's result and time, and a summary of the test run. CA certificates added to this machine
+# (/usr/local/share/ca-certificates) are copied in, as the network may need them.
 #
 # Needs root (debootstrap, chroot, mounts; debootstrap is installed with apt-get when missing) and
 # network access to the Debian mirror and crates.io. On every way out it stops what runs inside,
@@ -128,7 +129,15 @@ mount --bind "$toolchain" "${machine}/opt/rust"
 mount -o remount,bind,ro "${machine}/opt/rust"
 git clone --quiet --no-hardlinks --no-checkout "$repository" "${machine}/root/netctl"
 git -C "${machine}/root/netctl" checkout --quiet --detach "$head"
+# Certificate authorities this machine's administrator added (a TLS-inspecting proxy, a site CA):
+# the network, not the project, needs them, and without them nothing reaches crates.io from here.
+site_cas=(/usr/local/share/ca-certificates/*.crt)
+if [ -e "${site_cas[0]}" ]; then
+  cp "${site_cas[@]}" "${machine}/usr/local/share/ca-certificates/"
+  chroot "$machine" /usr/sbin/update-ca-certificates >/dev/null 2>&1
+fi
 step "mounts, toolchain, clone of HEAD" ok "$start"
+[ ! -e "${site_cas[0]}" ] || echo "  (with this machine's ${#site_cas[@]} added CA certificate(s) from /usr/local/share/ca-certificates)"
 
 # The README's set-up commands: the `sh` block of its "Set-up" section, comments dropped.
 mapfile -t commands < <(
