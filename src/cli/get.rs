@@ -11,13 +11,14 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::Context;
-use super::write::FileArgs;
+use super::args::{FileArgs, namespace_scope};
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::output::{
     CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
-    Printer, Shape, sort_tiers_by_order,
+    ResourcePrinter, Shape, sort_tiers_by_order,
 };
 use crate::resource::selector::Selector;
+use crate::resource::spec::numorstring::{self, AsNumber};
 use crate::resource::{Kind, Resource, ResourceKey};
 
 const EXAMPLES: &str = "\
@@ -65,28 +66,6 @@ pub struct GetArgs {
     /// Only resources whose labels match this selector, e.g. `has(role) && zone == "a"`
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     selector: Option<String>,
-}
-
-/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (`reference/calicoctl.md` §4.1).
-pub fn namespace_scope(
-    kind: Kind,
-    namespace: Option<&str>,
-    all_namespaces: bool,
-) -> anyhow::Result<Option<String>> {
-    if !kind.is_namespaced() {
-        if namespace.is_some() || all_namespaces {
-            anyhow::bail!("`{kind}` is not namespaced: leave out `-n/--namespace` and `-A`");
-        }
-        return Ok(None);
-    }
-    match (namespace, all_namespaces) {
-        (Some(_), true) => {
-            anyhow::bail!("cannot use both `--namespace` and `--all-namespaces`")
-        }
-        (Some(namespace), false) => Ok(Some(namespace.to_string())),
-        (None, true) => Ok(None),
-        (None, false) => Ok(Some("default".to_string())),
-    }
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
@@ -138,7 +117,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .is_none_or(|selector| selector.matches(&resource.metadata.labels))
     };
-    let stdout = std::io::stdout().lock();
+    let stdout = context.printer.stdout();
 
     if args.names.is_empty() {
         list(store.as_ref(), kind, namespace, stdout, &options, keep).await?;
@@ -198,7 +177,7 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
             .as_ref()
             .is_none_or(|selector| selector.matches(&resource.metadata.labels))
     };
-    let stdout = std::io::stdout().lock();
+    let stdout = context.printer.stdout();
     get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
 }
 
@@ -221,7 +200,7 @@ async fn get_named<W: Write>(
     let Some(first) = keys.first() else {
         return Ok(ExitCode::SUCCESS);
     };
-    let mut printer = Printer::new(out, first.kind, Shape::Named, options)?;
+    let mut printer = ResourcePrinter::new(out, first.kind, Shape::Named, options)?;
     let mut missing = Vec::new();
     for key in keys {
         match store.get(&key).await {
@@ -231,7 +210,7 @@ async fn get_named<W: Write>(
                 }
                 if per_kind && printer.kind() != resource.kind {
                     let out = printer.finish()?;
-                    printer = Printer::new(out, resource.kind, Shape::Named, options)?;
+                    printer = ResourcePrinter::new(out, resource.kind, Shape::Named, options)?;
                 }
                 printer.print(&resource)?;
             }
@@ -277,7 +256,7 @@ async fn list<W: Write>(
     let shape = Shape::List {
         revision: page.revision.clone(),
     };
-    let mut printer = Printer::new(out, kind, shape, options)?;
+    let mut printer = ResourcePrinter::new(out, kind, shape, options)?;
     if kind == Kind::Tier {
         // Tiers print in policy-evaluation order; there are few of them, so holding them all is fine.
         let mut tiers = Vec::new();
@@ -323,18 +302,10 @@ async fn global_as_number(store: &dyn Datastore) -> GlobalAsNumber {
     }
 }
 
-/// A plain (`64512`) or dotted (`1.10`, meaning `(1 << 16) + 10`) AS number.
+/// A stored AS number, plain (`64512`) or dotted (`1.10`).
 fn parse_as_number(value: &serde_json::Value) -> Option<u32> {
-    match value {
-        serde_json::Value::Number(number) => number.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(text) => match text.split_once('.') {
-            Some((high, low)) => Some(
-                (u32::from(high.parse::<u16>().ok()?) << 16) + u32::from(low.parse::<u16>().ok()?),
-            ),
-            None => text.parse().ok(),
-        },
-        _ => None,
-    }
+    let value: AsNumber = serde_json::from_value(value.clone()).ok()?;
+    numorstring::parse_as_number(&value).ok()
 }
 
 #[cfg(test)]

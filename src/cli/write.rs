@@ -7,7 +7,7 @@
 //! the cluster runs a release newer than any netctl knows (seed §7: an older tool must not be used after
 //! an upgrade), unless `--allow-version-mismatch`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,106 +15,17 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Context;
-use super::get::namespace_scope;
-use crate::datastore::{Datastore, StoreError};
+use super::args::{DryRunArg, FileArgs, namespace_scope};
+use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
     PatchType, ResourceDocuments, ResourceLabel, ResourcePatch, ResourceTarget,
 };
-use crate::plan::catalog::Catalog;
-use crate::plan::{Action, Plan, Release};
-use crate::resource::{Input, Kind, Resource, ResourceKey, load_and_validate};
-use crate::runbook::RunbookSet;
-
-/// `-f FILE|DIR|-` and how to read it, shared by the commands that take documents.
-#[derive(Debug, Clone, clap::Args)]
-pub struct FileArgs {
-    /// A file, a directory of `.yaml`/`.yml`/`.json` files, or `-` for standard input; repeatable
-    #[arg(
-        short = 'f',
-        long = "filename",
-        value_name = "FILE|DIR|-",
-        required = true
-    )]
-    pub(super) files: Vec<PathBuf>,
-    /// Also read the sub-directories of a directory
-    #[arg(short = 'R', long)]
-    pub(super) recursive: bool,
-    /// An empty file or directory is not an error
-    #[arg(long)]
-    pub(super) skip_empty: bool,
-    /// Namespace for namespaced resources that name none (`default` otherwise)
-    #[arg(short = 'n', long)]
-    pub(super) namespace: Option<String>,
-}
-
-impl FileArgs {
-    /// Loads and validates every document of every input for writing: as [`FileArgs::read`], and
-    /// ClusterInformation is refused.
-    fn load(&self) -> anyhow::Result<Vec<Resource>> {
-        let resources = self.read()?;
-        if let Some(read_only) = resources
-            .iter()
-            .find(|r| r.kind == Kind::ClusterInformation)
-        {
-            anyhow::bail!(
-                "{} is read-only: the node agent maintains ClusterInformation",
-                read_only.key()
-            );
-        }
-        Ok(resources)
-    }
-
-    /// Loads and validates every document of every input; all problems are reported together.
-    pub(super) fn read(&self) -> anyhow::Result<Vec<Resource>> {
-        let mut inputs = Vec::new();
-        for path in &self.files {
-            if path.as_os_str() == "-" {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .context("cannot read standard input")?;
-                inputs.push(Input::Text {
-                    origin: "<stdin>".into(),
-                    text,
-                });
-            } else {
-                inputs.push(Input::Path {
-                    path: path.clone(),
-                    recursive: self.recursive,
-                });
-            }
-        }
-        let loaded = load_and_validate(&inputs, self.namespace.as_deref())?;
-        let resources: Vec<Resource> = loaded.into_iter().flat_map(|(_, items)| items).collect();
-        if resources.is_empty() && !self.skip_empty {
-            anyhow::bail!(
-                "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
-        }
-        Ok(resources)
-    }
-}
-
-/// `--dry-run`, shared by every writing command.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct DryRunArg {
-    /// Print exactly what would be written and change nothing
-    #[arg(long)]
-    dry_run: bool,
-}
-
-impl DryRunArg {
-    fn mode(self) -> RunMode {
-        if self.dry_run {
-            RunMode::DryRun
-        } else {
-            RunMode::Execute
-        }
-    }
-}
+use crate::plan::release::check_cluster_version;
+use crate::plan::{Action, Plan};
+use crate::resource::{Kind, Resource, ResourceKey};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -256,7 +167,7 @@ async fn run_step(
         semantics,
         journal: None,
     };
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = context.printer.stdout();
     let outcome = match executor.run_one(&plan, mode, &options, &mut stdout).await {
         Ok(outcome) => outcome,
         // A one-step command has no run to resume: report the action's own error and advice.
@@ -274,64 +185,11 @@ async fn run_step(
 
 /// Connects and refuses writes to a cluster newer than netctl knows, unless allowed.
 async fn writable_datastore(context: &Context) -> anyhow::Result<Arc<dyn Datastore>> {
-    let store: Arc<dyn Datastore> = Arc::from(context.datastore().await?);
+    let store = context.datastore().await?;
     if !context.global.allow_version_mismatch {
         check_cluster_version(store.as_ref()).await?;
     }
     Ok(store)
-}
-
-/// Why netctl will not write to this cluster.
-#[derive(Debug, thiserror::Error)]
-#[error("the cluster runs {cluster}, newer than the newest release this netctl knows ({newest})")]
-pub struct ClusterTooNew {
-    pub cluster: String,
-    pub newest: String,
-}
-
-impl ClusterTooNew {
-    pub fn hint(&self) -> &'static str {
-        "use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check"
-    }
-}
-
-async fn check_cluster_version(store: &dyn Datastore) -> anyhow::Result<()> {
-    let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
-    let info = match store.get(&key).await {
-        Ok(info) => info,
-        // Upstream skips the check when ClusterInformation is missing (reference §7.2).
-        Err(StoreError::NotFound(_)) => return Ok(()),
-        Err(error) => {
-            return Err(anyhow::Error::new(error).context(
-                "cannot read ClusterInformation `default` to check the cluster version (use `--allow-version-mismatch` to skip)",
-            ));
-        }
-    };
-    let Some(text) = info.spec.get("calicoVersion").and_then(|v| v.as_str()) else {
-        return Ok(());
-    };
-    let Ok((cluster, _)) = Release::parse_with_precision(text) else {
-        return Ok(());
-    };
-    let set = RunbookSet::embedded()?;
-    let catalog = Catalog::parse(set.catalog_text().unwrap_or_default())?;
-    let newest = catalog
-        .spec
-        .targets
-        .iter()
-        .filter_map(|target| Release::parse_with_precision(&target.release).ok())
-        .map(|(release, _)| release)
-        .max();
-    if let Some(newest) = newest
-        && (cluster.0.major, cluster.0.minor) > (newest.0.major, newest.0.minor)
-    {
-        return Err(ClusterTooNew {
-            cluster: text.to_string(),
-            newest: newest.line(),
-        }
-        .into());
-    }
-    Ok(())
 }
 
 fn describe(verb: &str, resources: &[Resource]) -> String {
@@ -574,9 +432,9 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let resources = args.files.load()?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = context.printer.stdout();
     if args.show_defaults {
         for resource in &resources {
             writeln!(stdout, "---")?;

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::resource::{API_VERSION, Kind, Resource};
+pub use crate::vocabulary::HumanDuration;
 
 /// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as a runbook
 /// step, so a saved plan reads like the runbook it came from.
@@ -85,31 +86,7 @@ pub enum Action {
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 23] = [
-        "resource.get",
-        "resource.list",
-        "resource.create",
-        "resource.apply",
-        "resource.replace",
-        "resource.delete",
-        "resource.label",
-        "resource.patch",
-        "resource.wait",
-        "kube.apply",
-        "kube.patch",
-        "kube.annotate",
-        "kube.label",
-        "kube.list",
-        "kube.delete",
-        "kube.wait-rollout",
-        "kube.restore-owner-reference",
-        "kube.restart",
-        "fetch",
-        "helm",
-        "exec",
-        "check",
-        "pause",
-    ];
+    pub const NAMES: [&'static str; 23] = crate::vocabulary::RUNBOOK_ACTIONS;
 
     /// The name this action has in runbooks and plans, e.g. `resource.label`.
     pub fn name(&self) -> &'static str {
@@ -652,47 +629,6 @@ pub struct Check {
 #[serde(deny_unknown_fields)]
 pub struct Pause {
     pub message: String,
-}
-
-/// A duration written the human way (`60s`, `15m`, `1h 30m`) in runbooks and plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HumanDuration(pub Duration);
-
-impl fmt::Display for HumanDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", humantime::format_duration(self.0))
-    }
-}
-
-impl schemars::JsonSchema for HumanDuration {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "HumanDuration".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A duration such as `30s`, `5m` or `1h 30m`.",
-            "pattern": "^([0-9]+ ?[a-z]+ ?)+$"
-        })
-    }
-}
-
-impl Serialize for HumanDuration {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for HumanDuration {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(&text)
-            .map(HumanDuration)
-            .map_err(|error| {
-                serde::de::Error::custom(format!("invalid duration `{text}`: {error}"))
-            })
-    }
 }
 
 #[cfg(test)]

@@ -18,8 +18,10 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 use super::Release;
-use crate::datastore::{self, Datastore, DatastoreType, ListOptions, StoreError};
+use crate::config::DatastoreType;
+use crate::datastore::{self, Datastore, ListOptions, StoreError};
 use crate::resource::{Kind, ResourceKey};
+pub use crate::vocabulary::InstallMethod;
 
 /// Where a fact's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,51 +59,6 @@ impl<T> Fact<T> {
 
     fn default_value(value: T) -> Fact<T> {
         Fact::new(value, FactOrigin::Default)
-    }
-}
-
-/// How the network was installed; it decides the upgrade procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum InstallMethod {
-    /// The operator, installed from its manifest.
-    Operator,
-    /// The operator, installed with the Helm chart.
-    Helm,
-    /// The single manifest (`calico.yaml`, `canal.yaml`, `calico-etcd.yaml`, ...).
-    Manifest,
-}
-
-impl InstallMethod {
-    pub const ALL: [InstallMethod; 3] = [
-        InstallMethod::Operator,
-        InstallMethod::Helm,
-        InstallMethod::Manifest,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InstallMethod::Operator => "operator",
-            InstallMethod::Helm => "helm",
-            InstallMethod::Manifest => "manifest",
-        }
-    }
-}
-
-impl fmt::Display for InstallMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for InstallMethod {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        InstallMethod::ALL
-            .into_iter()
-            .find(|method| method.as_str() == text)
-            .ok_or_else(|| text.to_string())
     }
 }
 
@@ -362,13 +319,11 @@ pub struct FactOverrides {
 /// Why the facts could not be established.
 #[derive(Debug, thiserror::Error)]
 pub enum FactError {
-    #[error(
-        "the installed version is unknown\nhint: pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`"
-    )]
+    #[error("the installed version is unknown")]
     MissingInstalledVersion,
-    #[error("the install method is unknown\nhint: pass `--install-method operator|helm|manifest`")]
+    #[error("the install method is unknown")]
     MissingInstallMethod,
-    #[error("unknown fact `{name}`\nhint: known facts are {known}")]
+    #[error("unknown fact `{name}`")]
     UnknownFact { name: String, known: String },
     #[error("invalid value `{value}` for fact `{name}`: {reason}")]
     InvalidValue {
@@ -387,15 +342,28 @@ pub enum FactError {
     },
     #[error("ClusterInformation `default` has an invalid `spec.calicoVersion` `{0}`")]
     InvalidClusterVersion(String),
-    #[error(
-        "could not read {what} from the Kubernetes API\nhint: give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`"
-    )]
+    #[error("could not read {what} from the Kubernetes API")]
     ClusterDiscovery {
         what: String,
         // Boxed: a `kube::Error` is large and most fact errors carry none.
         #[source]
         source: Box<kube::Error>,
     },
+}
+
+impl FactError {
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            FactError::MissingInstalledVersion => "pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`".to_string(),
+            FactError::MissingInstallMethod => {
+                "pass `--install-method operator|helm|manifest`".to_string()
+            }
+            FactError::UnknownFact { known, .. } => format!("known facts are {known}"),
+            FactError::ClusterDiscovery { .. } => "give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`".to_string(),
+            FactError::Discovery { source, .. } => return source.hint().map(str::to_string),
+            _ => return None,
+        })
+    }
 }
 
 /// Reads what a resource datastore can tell: the datastore type, the installed version
@@ -1165,11 +1133,8 @@ mod tests {
             &overrides(&[("colour", "red")]),
         )
         .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("unknown fact `colour`\nhint: known facts are")
-        );
+        assert_eq!(error.to_string(), "unknown fact `colour`");
+        assert!(error.hint().unwrap().starts_with("known facts are"));
         let error = Facts::assemble(
             &DiscoveredFacts::default(),
             &overrides(&[("alp_enabled", "yes")]),

@@ -69,20 +69,16 @@ pub enum PlanError {
     Catalog(#[from] CatalogError),
     #[error("invalid target version")]
     InvalidTarget(#[source] super::ReleaseError),
-    #[error(
-        "`--to` is required for the `upgrade` procedure\nhint: name the target release, e.g. `--to v3.29.2`"
-    )]
+    #[error("`--to` is required for the `upgrade` procedure")]
     MissingTarget,
-    #[error("netctl has no runbooks for target `{to}`\nhint: known targets are {known}")]
+    #[error("netctl has no runbooks for target `{to}`")]
     UnknownTarget { to: String, known: String },
-    #[error(
-        "`{to}` names a release line and the catalog knows no latest patch for it\nhint: give the patch release, e.g. `--to {to}.0`"
-    )]
+    #[error("`{to}` names a release line and the catalog knows no latest patch for it")]
     NeedsPatch { to: String },
     #[error("`{to}` is not newer than the installed `{from}`; netctl plans upgrades only")]
     NotAnUpgrade { from: Release, to: Release },
     #[error(
-        "upgrading from `{from}` to `{to}` is not supported: {line} may only be upgraded from versions matching `{requirement}`\nhint: {hint}"
+        "upgrading from `{from}` to `{to}` is not supported: {line} may only be upgraded from versions matching `{requirement}`"
     )]
     Unsupported {
         from: String,
@@ -91,18 +87,16 @@ pub enum PlanError {
         requirement: String,
         hint: String,
     },
-    #[error("unknown procedure `{name}`\nhint: known procedures are {known}")]
+    #[error("unknown procedure `{name}`")]
     UnknownProcedure { name: String, known: String },
     #[error(
-        "no runbook performs the upgrade of a `{install_method}` install on the `{datastore_type}` datastore\nhint: check `--install-method` and `--datastore-type`"
+        "no runbook performs the upgrade of a `{install_method}` install on the `{datastore_type}` datastore"
     )]
     NoUpgradeRunbook {
         install_method: String,
         datastore_type: String,
     },
-    #[error(
-        "runbook `{runbook}` names unknown version edge `{edge}`\nhint: edges are defined in `releases.yaml`"
-    )]
+    #[error("runbook `{runbook}` names unknown version edge `{edge}`")]
     UnknownEdge { runbook: String, edge: String },
     // The cause is the source, printed after this by the error chain, not repeated here.
     #[error("runbook `{runbook}`{}", step_suffix(.step))]
@@ -156,9 +150,30 @@ pub enum PlanError {
     #[error("steps form a cycle: {}", .cycle.join(" → "))]
     Cycle { cycle: Vec<String> },
     #[error(
-        "a manifest overlay was given, but no step of this plan downloads a manifest to apply it to\nhint: overlays are for manifest installs (`install_method` is `{install_method}`); drop `--manifest-overlay`"
+        "a manifest overlay was given, but no step of this plan downloads a manifest to apply it to"
     )]
     OverlayUnused { install_method: String },
+}
+
+impl PlanError {
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            PlanError::Catalog(error) => return error.hint(),
+            PlanError::MissingTarget => "name the target release, e.g. `--to v3.29.2`".to_string(),
+            PlanError::UnknownTarget { known, .. } => format!("known targets are {known}"),
+            PlanError::NeedsPatch { to } => format!("give the patch release, e.g. `--to {to}.0`"),
+            PlanError::Unsupported { hint, .. } => hint.clone(),
+            PlanError::UnknownProcedure { known, .. } => format!("known procedures are {known}"),
+            PlanError::NoUpgradeRunbook { .. } => {
+                "check `--install-method` and `--datastore-type`".to_string()
+            }
+            PlanError::UnknownEdge { .. } => "edges are defined in `releases.yaml`".to_string(),
+            PlanError::OverlayUnused { install_method } => format!(
+                "overlays are for manifest installs (`install_method` is `{install_method}`); drop `--manifest-overlay`"
+            ),
+            _ => return None,
+        })
+    }
 }
 
 fn step_suffix(step: &Option<String>) -> String {

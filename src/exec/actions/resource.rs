@@ -53,10 +53,10 @@ pub struct WriteSemantics {
     pub delete_missing: ExistingPolicy,
 }
 
-/// Why a resource document may not be written.
+/// Why a resource document may not be written (every problem `resource::validate` found in it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {key}: {reason}")]
-pub struct ValidationError {
+pub struct InvalidDocument {
     pub key: String,
     pub reason: String,
 }
@@ -65,11 +65,11 @@ pub struct ValidationError {
 /// a namespaced kind without a namespace goes to `default` (as upstream), then the full client-side
 /// validation and defaulting of `resource::validate_and_default` runs. Every error of the document is
 /// reported at once, one field per line.
-pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError> {
+pub fn prepare_for_write(resource: &mut Resource) -> Result<(), InvalidDocument> {
     if resource.kind.is_namespaced() && resource.metadata.namespace.is_none() {
         resource.metadata.namespace = Some("default".to_string());
     }
-    crate::resource::validate_and_default(resource).map_err(|invalid| ValidationError {
+    crate::resource::validate_and_default(resource).map_err(|invalid| InvalidDocument {
         key: resource.key().to_string(),
         reason: format!(
             "{} problem(s):\n  {}",
@@ -86,7 +86,7 @@ pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError>
 
 /// Validates and defaults every document before any is written, so a bad document later in a file
 /// never leaves the earlier ones applied.
-fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, ValidationError> {
+fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, InvalidDocument> {
     documents
         .documents
         .iter()
@@ -101,7 +101,9 @@ fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, Validatio
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceActionError {
     #[error(transparent)]
-    Invalid(#[from] ValidationError),
+    Invalid(#[from] InvalidDocument),
+    #[error(transparent)]
+    Rule(#[from] store_rules::RuleViolation),
     #[error("cannot {operation} {key}")]
     Store {
         operation: &'static str,
@@ -155,16 +157,19 @@ pub enum ResourceActionError {
         source: Box<StoreError>,
     },
     /// A write of a batch failed after earlier documents of it were written; those were put back.
+    /// The failed write is the source, printed after this message, not in it.
     #[error(
-        "{source}; the {restored} resource(s) of this batch written before it were put back as they were"
+        "a write failed, and the {restored} resource(s) of this batch written before it were put back as they were"
     )]
     RolledBack {
+        #[source]
         source: Box<ResourceActionError>,
         restored: usize,
     },
     /// As `RolledBack`, but some earlier writes could not be undone.
-    #[error("{source}; these resources of this batch were written before it and could not be put back: {}", left.join(", "))]
+    #[error("a write failed, and these resources of this batch written before it could not be put back: {}", left.join(", "))]
     PartlyWritten {
+        #[source]
         source: Box<ResourceActionError>,
         left: Vec<String>,
     },

@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value as Json, json};
 
-use super::template::{Templates, context_from};
-use super::{CATALOG_FILE, LoadedRunbook, RunbookError, RunbookSet, Step, parse_runbook};
-use crate::plan::catalog::{self, Catalog};
-use crate::plan::facts::FACT_NAMES;
-use crate::plan::resolve::{CONTEXT_VARIABLES, PlanError, find_cycle, render_action};
-use crate::plan::{Action, Phase, Release};
+use super::catalog::{self, Catalog};
+use super::facts::FACT_NAMES;
+use super::resolve::{CONTEXT_VARIABLES, PlanError, find_cycle, render_action};
+use super::{Action, Phase, Release};
+use crate::runbook::template::{Templates, context_from};
+use crate::runbook::{CATALOG_FILE, LoadedRunbook, RunbookError, RunbookSet, Step, parse_runbook};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -99,11 +99,11 @@ pub fn lint_paths(paths: &[PathBuf]) -> Result<Vec<Finding>, RunbookError> {
                 .unwrap_or_default();
             let is_target = match &explicit {
                 Some(explicit) => *explicit == file,
-                None => super::looks_like_runbook(&text),
+                None => crate::runbook::looks_like_runbook(&text),
             };
             if is_target {
                 files.push((file.display().to_string(), text));
-            } else if !super::looks_like_runbook(&text) {
+            } else if !crate::runbook::looks_like_runbook(&text) {
                 assets.entry(name).or_insert(text);
             }
         }
@@ -115,8 +115,8 @@ pub fn lint_paths(paths: &[PathBuf]) -> Result<Vec<Finding>, RunbookError> {
 pub fn lint_embedded() -> Vec<Finding> {
     let mut files = Vec::new();
     let mut assets = BTreeMap::new();
-    for (name, text) in super::embedded::FILES {
-        if super::looks_like_runbook(text) {
+    for (name, text) in crate::runbook::embedded::FILES {
+        if crate::runbook::looks_like_runbook(text) {
             files.push((format!("runbooks/{name}"), text.to_string()));
         } else {
             assets.insert(name.to_string(), text.to_string());
@@ -309,7 +309,8 @@ impl RunbookLinter<'_> {
                     .chain(target.latest.iter())
                     .any(|version| catalog::matches(to, version))
             });
-            if !reachable && self.loaded.runbook.spec.procedure == super::UPGRADE_PROCEDURE {
+            if !reachable && self.loaded.runbook.spec.procedure == crate::runbook::UPGRADE_PROCEDURE
+            {
                 self.report(
                     self.loaded.line_of_key("to"),
                     Severity::Warning,
@@ -684,10 +685,10 @@ fn is_known_variable(variable: &str, params: &[String], has_item: bool) -> bool 
 fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::Map<String, Json> {
     let from = Release::new(3, 20, 0);
     let to = Release::new(3, 29, 7);
-    let discovered = crate::plan::DiscoveredFacts::default();
-    let overrides = crate::plan::FactOverrides {
+    let discovered = super::DiscoveredFacts::default();
+    let overrides = super::FactOverrides {
         from: Some(from.clone()),
-        install_method: Some(crate::plan::InstallMethod::Operator),
+        install_method: Some(super::InstallMethod::Operator),
         set: vec![
             (
                 "all_interfaces_host_endpoints".into(),
@@ -706,10 +707,10 @@ fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::
             ("etcd_endpoints".into(), "https://10.0.0.1:2379".into()),
             ("helm_release_namespace".into(), "default".into()),
         ],
-        ..crate::plan::FactOverrides::default()
+        ..super::FactOverrides::default()
     };
-    let mut context = match crate::plan::Facts::assemble(&discovered, &overrides) {
-        Ok(facts) => crate::plan::resolve::base_context(&from, &to, &facts),
+    let mut context = match super::Facts::assemble(&discovered, &overrides) {
+        Ok(facts) => super::resolve::base_context(&from, &to, &facts),
         Err(_) => serde_json::Map::new(),
     };
     let base = context_from(&context);
