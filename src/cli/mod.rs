@@ -122,7 +122,7 @@ impl Context {
         Context {
             global,
             environment,
-            printer: Printer::default(),
+            printer: Printer,
             client_config: OnceLock::new(),
         }
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::node::{ContainerCommand, HostPreparation, LocatedEngine};
 use crate::resource::{API_VERSION, Kind, Resource};
 pub use crate::vocabulary::HumanDuration;
 
@@ -82,6 +83,10 @@ pub enum Action {
     /// A human gate: stop and wait for the operator to confirm.
     #[serde(rename = "pause")]
     Pause(Pause),
+    /// Start the node agent container. Built by `netctl node run` only: not a runbook action, and
+    /// never read back from a plan file (its private files are not written into one).
+    #[serde(rename = "node.run")]
+    NodeRun(NodeRun),
 }
 
 impl Action {
@@ -114,6 +119,7 @@ impl Action {
             Action::Exec(_) => "exec",
             Action::Check(_) => "check",
             Action::Pause(_) => "pause",
+            Action::NodeRun(_) => "node.run",
         }
     }
 
@@ -629,6 +635,45 @@ pub struct Check {
 #[serde(deny_unknown_fields)]
 pub struct Pause {
     pub message: String,
+}
+
+/// The node agent container to start: the exact engine command (with the private files it reads),
+/// the engine, whether to prepare the host, and how long to wait for the agent's start line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRun {
+    pub command: ContainerCommand,
+    pub engine: LocatedEngine,
+    pub host: HostPreparation,
+    pub startup_timeout: Duration,
+}
+
+/// For the plan's digest only: the command line and the private files' paths, never their
+/// contents (inline certificates, credentials).
+impl Serialize for NodeRun {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let private_files: Vec<String> = self
+            .command
+            .private_files
+            .iter()
+            .map(|file| file.path.display().to_string())
+            .collect();
+        serde_json::json!({
+            "engine": self.engine.path.display().to_string(),
+            "arguments": self.command.arguments,
+            "private_files": private_files,
+            "prepare_host": self.host == HostPreparation::Prepare,
+            "startup_timeout": HumanDuration(self.startup_timeout),
+        })
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeRun {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "`node.run` is made by `netctl node run` and is not read from plans",
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod release;
 pub mod render;
 pub mod request;
 pub mod resolve;
+mod single;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
