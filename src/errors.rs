@@ -5,13 +5,18 @@
 //! chain reads each fact once. Advice is not part of the text: typed errors offer it through their
 //! `hint()` methods, and `cli::report` prints it on its own line. This file imports nothing of netctl.
 
-/// An error and its causes, outermost first, joined by `: ` (as `anyhow` prints `{:#}`).
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+/// An error and its causes, outermost first, joined by `: ` (as `anyhow` prints `{:#}`). A cause
+/// whose text is already there is not repeated: netctl's own errors never repeat their source, but
+/// some libraries' do (a `kube::Error` carries its hyper error's text and the hyper error itself).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
         source = cause.source();
     }
     text
@@ -29,5 +34,15 @@ mod tests {
     fn the_chain_reads_outermost_first() {
         let error = Outer(std::io::Error::other("disk on fire"));
         assert_eq!(error_chain(&error), "cannot read `plan.json`: disk on fire");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("request failed: {0}")]
+    struct Repeating(#[source] std::io::Error);
+
+    #[test]
+    fn a_cause_a_library_already_printed_is_not_repeated() {
+        let error = Repeating(std::io::Error::other("connection refused"));
+        assert_eq!(error_chain(&error), "request failed: connection refused");
     }
 }

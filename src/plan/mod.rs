@@ -9,6 +9,8 @@
 
 pub mod action;
 pub mod catalog;
+mod cluster_facts;
+mod error;
 pub mod facts;
 pub mod lint;
 pub mod overlay;

@@ -15,6 +15,9 @@ pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod resource_edit;
+pub mod resource_wait;
+pub mod rollout;
 pub mod store_rules;
 
 use std::collections::BTreeMap;
@@ -162,9 +165,9 @@ pub async fn perform(
         Action::ResourceDelete(target) => {
             resource::delete(store()?, target, context.semantics, mode).await?
         }
-        Action::ResourceLabel(label) => resource::label(store()?, label, mode).await?,
-        Action::ResourcePatch(patch) => resource::patch(store()?, patch, mode).await?,
-        Action::ResourceWait(wait) => resource::wait(store()?, wait, mode).await?,
+        Action::ResourceLabel(label) => resource_edit::label(store()?, label, mode).await?,
+        Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
+        Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
             None => describe(kube::describe_apply(apply, files_dir))?,
@@ -190,8 +193,8 @@ pub async fn perform(
             None => describe(kube::describe_delete(delete))?,
         },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => kube::wait_rollout(client, wait, mode).await?,
-            None => describe(kube::describe_wait(wait))?,
+            Some(client) => rollout::wait_rollout(client, wait, mode).await?,
+            None => describe(rollout::describe_wait(wait))?,
         },
         Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
             Some(client) => owner_reference::restore(client, store()?, restore, mode).await?,
@@ -203,8 +206,8 @@ pub async fn perform(
                 .clone()
                 .unwrap_or_else(crate::exec::clock::now_rfc3339);
             match &context.kubernetes {
-                Some(client) => kube::restart(client, restart, &restarted_at, mode).await?,
-                None => describe(kube::describe_restart(restart, &restarted_at))?,
+                Some(client) => rollout::restart(client, restart, &restarted_at, mode).await?,
+                None => describe(rollout::describe_restart(restart, &restarted_at))?,
             }
         }
         Action::Fetch(request) => {
@@ -273,7 +276,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
                 process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
             Ok(code == Some(0))
         }
-        Action::ResourceWait(wait) => Ok(resource::waited_for(store()?, wait).await?),
+        Action::ResourceWait(wait) => Ok(resource_wait::waited_for(store()?, wait).await?),
         Action::KubeList(list) => match &context.kubernetes {
             Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
             None => Err(StepError::KubernetesUnavailable {
@@ -281,7 +284,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
             }),
         },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => Ok(kube::rolled_out(client, wait).await?),
+            Some(client) => Ok(rollout::rolled_out(client, wait).await?),
             None => Err(StepError::KubernetesUnavailable {
                 action: verify.name(),
             }),
