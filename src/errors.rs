@@ -26,23 +26,24 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
 
+    /// An error with a message of its own and an I/O error as its cause.
     #[derive(Debug, thiserror::Error)]
-    #[error("cannot read `plan.json`")]
-    struct Outer(#[source] std::io::Error);
+    #[error("{0}")]
+    struct Failed(&'static str, #[source] std::io::Error);
 
     #[test]
     fn the_chain_reads_outermost_first() {
-        let error = Outer(std::io::Error::other("disk on fire"));
+        let error = Failed(
+            "cannot read `plan.json`",
+            std::io::Error::other("disk on fire"),
+        );
         assert_eq!(error_chain(&error), "cannot read `plan.json`: disk on fire");
     }
 
-    #[derive(Debug, thiserror::Error)]
-    #[error("request failed: {0}")]
-    struct Repeating(#[source] std::io::Error);
-
     #[test]
     fn a_cause_a_library_already_printed_is_not_repeated() {
-        let error = Repeating(std::io::Error::other("connection refused"));
+        let refused = || std::io::Error::other("connection refused");
+        let error = Failed("request failed: connection refused", refused());
         assert_eq!(error_chain(&error), "request failed: connection refused");
     }
 }

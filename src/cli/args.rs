@@ -18,6 +18,7 @@ use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::resource::{Input, Kind, Resource, load_and_validate};
+use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -227,6 +228,37 @@ impl FactArgs {
                 ManifestReading::Anywhere
             },
         })
+    }
+}
+
+/// What to plan: the target, the procedure and the facts (`upgrade plan`, `runbook render`).
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
+    #[arg(long, default_value = UPGRADE_PROCEDURE)]
+    pub procedure: String,
+    #[command(flatten)]
+    pub facts: FactArgs,
+}
+
+impl TargetArgs {
+    /// The request these flags make (see [`FactArgs::request`]).
+    pub fn request(
+        &self,
+        manifest: &ManifestEditArgs,
+        offline: bool,
+        configured_etcd_endpoints: Option<String>,
+    ) -> anyhow::Result<UpgradeRequest> {
+        self.facts.request(
+            &self.procedure,
+            self.to.clone(),
+            manifest,
+            offline,
+            configured_etcd_endpoints,
+        )
     }
 }
 

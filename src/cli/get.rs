@@ -74,12 +74,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     let kind: Kind = kind.parse()?;
     let format: OutputFormat = args.output.parse()?;
-    let selector = args
-        .selector
-        .as_deref()
-        .map(Selector::parse)
-        .transpose()
-        .context("invalid `--selector`")?;
+    let keep = label_filter(&args)?;
     let namespace = namespace_scope(kind, args.namespace.as_deref(), args.all_namespaces)?;
     if !args.names.is_empty() && args.all_namespaces {
         anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
@@ -112,11 +107,6 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         cells,
         ..PrintOptions::default()
     };
-    let keep = |resource: &Resource| {
-        selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-    };
     let stdout = context.printer.stdout();
 
     if args.names.is_empty() {
@@ -140,12 +130,7 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
             "cannot use `--all-namespaces` with `-f`: the documents name their resources"
         );
     }
-    let selector = args
-        .selector
-        .as_deref()
-        .map(Selector::parse)
-        .transpose()
-        .context("invalid `--selector`")?;
+    let keep = label_filter(args)?;
     let files = FileArgs {
         files: args.files.clone(),
         recursive: args.recursive,
@@ -172,13 +157,23 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
         },
         ..PrintOptions::default()
     };
-    let keep = |resource: &Resource| {
+    let stdout = context.printer.stdout();
+    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+}
+
+/// `-l`: which resources a get keeps (every one without a selector).
+fn label_filter(args: &GetArgs) -> anyhow::Result<impl Fn(&Resource) -> bool + use<>> {
+    let selector = args
+        .selector
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .context("invalid `--selector`")?;
+    Ok(move |resource: &Resource| {
         selector
             .as_ref()
             .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-    };
-    let stdout = context.printer.stdout();
-    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+    })
 }
 
 /// Gets resources one by one, printing each found one, then reports every one that does not exist.

@@ -79,9 +79,11 @@ pub enum Command {
     /// Create resources from files (fails for any that already exist)
     Create(write::CreateArgs),
     /// Create or update resources from files
-    Apply(write::ApplyArgs),
+    #[command(after_help = write::APPLY_EXAMPLES)]
+    Apply(write::DocumentArgs),
     /// Replace existing resources from files
-    Replace(write::ReplaceArgs),
+    #[command(after_help = write::REPLACE_EXAMPLES)]
+    Replace(write::DocumentArgs),
     /// Delete resources by name or as listed in files
     Delete(write::DeleteArgs),
     /// Set or remove a label on a resource

@@ -11,12 +11,12 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::Context;
-use super::args::FactArgs;
+use super::args::{ManifestEditArgs, TargetArgs};
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::output::{Printer, TableWriter};
 use crate::plan::lint::{self, Severity};
-use crate::plan::request::{FactSources, ManifestReading, UpgradeRequest};
-use crate::runbook::{RunbookSet, UPGRADE_PROCEDURE};
+use crate::plan::request::FactSources;
+use crate::runbook::RunbookSet;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum RunbookCommand {
@@ -92,26 +92,16 @@ impl LintArgs {
   netctl runbook render --from v3.26.0 --to v3.29.2 --install-method operator --runbooks runbooks/ > after.txt
   diff before.txt after.txt")]
 pub struct RenderArgs {
-    /// The target release.
-    #[arg(long, value_name = "VERSION")]
-    pub to: Option<String>,
-    #[arg(long, default_value = UPGRADE_PROCEDURE)]
-    pub procedure: String,
     #[command(flatten)]
-    pub facts: FactArgs,
+    pub target: TargetArgs,
 }
 
 impl RenderArgs {
     /// Renders offline: every fact comes from flags or defaults.
     pub async fn run(&self, printer: Printer) -> anyhow::Result<()> {
-        let request = UpgradeRequest {
-            procedure: self.procedure.clone(),
-            to: self.to.clone(),
-            overrides: self.facts.overrides()?,
-            runbooks: self.facts.runbooks.clone(),
-            manifest_reading: ManifestReading::LocalOnly,
-            ..UpgradeRequest::default()
-        };
+        let request = self
+            .target
+            .request(&ManifestEditArgs::default(), true, None)?;
         let plan = request
             .plan(FactSources::default(), &ManifestDownloads { mirror: None })
             .await?;
@@ -173,22 +163,21 @@ fn applies_to(spec: &crate::runbook::RunbookSpec) -> String {
     if let Some(to) = &applies.to {
         conditions.push(format!("to {to}"));
     }
-    if !applies.install_methods.is_empty() {
-        let methods: Vec<String> = applies
+    let either = |values: Vec<String>| (!values.is_empty()).then(|| values.join("|"));
+    conditions.extend(either(
+        applies
             .install_methods
             .iter()
             .map(ToString::to_string)
-            .collect();
-        conditions.push(methods.join("|"));
-    }
-    if !applies.datastore_types.is_empty() {
-        let types: Vec<String> = applies
+            .collect(),
+    ));
+    conditions.extend(either(
+        applies
             .datastore_types
             .iter()
             .map(ToString::to_string)
-            .collect();
-        conditions.push(types.join("|"));
-    }
+            .collect(),
+    ));
     if spec.when.is_some() {
         conditions.push("when …".to_string());
     }

@@ -13,13 +13,12 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use super::Context;
-use super::args::{FactArgs, ManifestEditArgs};
+use super::args::{ManifestEditArgs, TargetArgs};
 use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
 use crate::plan::request::FactSources;
-use crate::runbook::UPGRADE_PROCEDURE;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum UpgradeCommand {
@@ -82,14 +81,8 @@ impl From<PlanOutput> for PlanFormat {
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
   netctl upgrade plan --procedure auto-host-endpoints -o mermaid")]
 pub struct PlanArgs {
-    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
-    #[arg(long, value_name = "VERSION")]
-    pub to: Option<String>,
-    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
-    #[arg(long, default_value = UPGRADE_PROCEDURE)]
-    pub procedure: String,
     #[command(flatten)]
-    pub facts: FactArgs,
+    pub target: TargetArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: PlanOutput,
@@ -117,9 +110,7 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
 
 /// `upgrade plan`: plans, saves to `--out`, prints to stdout.
 async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let request = args.facts.request(
-        &args.procedure,
-        args.to.clone(),
+    let request = args.target.request(
         &args.manifest,
         args.offline,
         context.configured_etcd_endpoints(),

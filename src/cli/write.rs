@@ -41,27 +41,18 @@ pub struct CreateArgs {
     dry_run: DryRunArg,
 }
 
+/// `apply` and `replace`: documents and `--dry-run` (their examples are on the commands).
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f - < hostendpoints.yaml"
-)]
-pub struct ApplyArgs {
+pub struct DocumentArgs {
     #[command(flatten)]
     files: FileArgs,
     #[command(flatten)]
     dry_run: DryRunArg,
 }
 
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  netctl replace -f pool.yaml\n  netctl get ippool p1 -o yaml > p1.yaml && $EDITOR p1.yaml && netctl replace -f p1.yaml"
-)]
-pub struct ReplaceArgs {
-    #[command(flatten)]
-    files: FileArgs,
-    #[command(flatten)]
-    dry_run: DryRunArg,
-}
+pub const APPLY_EXAMPLES: &str = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f - < hostendpoints.yaml";
+
+pub const REPLACE_EXAMPLES: &str = "Examples:\n  netctl replace -f pool.yaml\n  netctl get ippool p1 -o yaml > p1.yaml && $EDITOR p1.yaml && netctl replace -f p1.yaml";
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -155,20 +146,18 @@ pub struct ValidateArgs {
 async fn run_step(
     context: &Context,
     store: Arc<dyn Datastore>,
-    procedure: &str,
-    description: String,
-    action: Action,
-    mode: RunMode,
+    plan: &Plan,
+    dry_run: DryRunArg,
     semantics: WriteSemantics,
 ) -> anyhow::Result<()> {
+    let mode = dry_run.mode();
     let executor = Executor::new(store, None, Holder::current(&context.environment));
-    let plan = Plan::single(procedure, description, action);
     let options = RunOneOptions {
         semantics,
         journal: None,
     };
     let mut stdout = context.printer.stdout();
-    let outcome = match executor.run_one(&plan, mode, &options, &mut stdout).await {
+    let outcome = match executor.run_one(plan, mode, &options, &mut stdout).await {
         Ok(outcome) => outcome,
         // A one-step command has no run to resume: report the action's own error and advice.
         Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
@@ -202,7 +191,8 @@ fn describe(verb: &str, resources: &[Resource]) -> String {
 /// The three document commands differ only in the action and how existing resources are treated.
 #[derive(Debug, Clone, Copy)]
 enum DocumentCommand {
-    Create,
+    /// With what a create does when a resource already exists (`--skip-exists`).
+    Create(ExistingPolicy),
     Apply,
     Replace,
 }
@@ -212,74 +202,46 @@ async fn write_documents(
     command: DocumentCommand,
     files: &FileArgs,
     dry_run: DryRunArg,
-    semantics: WriteSemantics,
 ) -> anyhow::Result<ExitCode> {
     let documents = files.load()?;
     let store = writable_datastore(context).await?;
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
-        DocumentCommand::Create => ("create", Action::ResourceCreate),
+        DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
         DocumentCommand::Apply => ("apply", Action::ResourceApply),
         DocumentCommand::Replace => ("replace", Action::ResourceReplace),
+    };
+    let semantics = match command {
+        DocumentCommand::Create(create_existing) => WriteSemantics {
+            create_existing,
+            ..WriteSemantics::default()
+        },
+        DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
     let description = describe(verb, &documents);
     let action = build(ResourceDocuments {
         documents,
         file: None,
     });
-    run_step(
-        context,
-        store,
-        verb,
-        description,
-        action,
-        dry_run.mode(),
-        semantics,
-    )
-    .await?;
+    let plan = Plan::single(verb, description, action);
+    run_step(context, store, &plan, dry_run, semantics).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics {
-        create_existing: if args.skip_exists {
-            ExistingPolicy::Skip
-        } else {
-            ExistingPolicy::Fail
-        },
-        ..WriteSemantics::default()
+    let existing = match args.skip_exists {
+        true => ExistingPolicy::Skip,
+        false => ExistingPolicy::Fail,
     };
-    write_documents(
-        context,
-        DocumentCommand::Create,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+    let command = DocumentCommand::Create(existing);
+    write_documents(context, command, &args.files, args.dry_run).await
 }
 
-pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics::default();
-    write_documents(
-        context,
-        DocumentCommand::Apply,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+pub async fn apply(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
+    write_documents(context, DocumentCommand::Apply, &args.files, args.dry_run).await
 }
 
-pub async fn replace(context: &Context, args: ReplaceArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics::default();
-    write_documents(
-        context,
-        DocumentCommand::Replace,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+pub async fn replace(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
+    write_documents(context, DocumentCommand::Replace, &args.files, args.dry_run).await
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
@@ -335,17 +297,16 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
             ResourceKey::new(target.kind, target.namespace.clone(), &target.name)
         );
         let action = Action::ResourceDelete(target);
-        run_step(
-            context,
-            store.clone(),
-            "delete",
-            description,
-            action,
-            args.dry_run.mode(),
-            semantics,
-        )
-        .await?;
+        let plan = Plan::single("delete", description, action);
+        run_step(context, store.clone(), &plan, args.dry_run, semantics).await?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the one step of `label` or `patch`, which write with the default semantics.
+async fn change(context: &Context, plan: &Plan, dry_run: DryRunArg) -> anyhow::Result<ExitCode> {
+    let store = writable_datastore(context).await?;
+    run_step(context, store, plan, dry_run, WriteSemantics::default()).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -368,7 +329,6 @@ pub async fn label(context: &Context, args: LabelArgs) -> anyhow::Result<ExitCod
     if key.is_empty() {
         anyhow::bail!("invalid label `{}`: the key is empty", args.label);
     }
-    let store = writable_datastore(context).await?;
     let description = format!("label {kind}({}) {}", args.name, args.label);
     let action = Action::ResourceLabel(ResourceLabel {
         kind,
@@ -380,17 +340,8 @@ pub async fn label(context: &Context, args: LabelArgs) -> anyhow::Result<ExitCod
         overwrite: args.overwrite,
         remove: args.remove,
     });
-    run_step(
-        context,
-        store,
-        "label",
-        description,
-        action,
-        args.dry_run.mode(),
-        WriteSemantics::default(),
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    let plan = Plan::single("label", description, action);
+    change(context, &plan, args.dry_run).await
 }
 
 pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCode> {
@@ -410,7 +361,6 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
         PatchTypeArg::Merge => PatchType::Merge,
         PatchTypeArg::Json => PatchType::Json,
     };
-    let store = writable_datastore(context).await?;
     let description = format!("patch {kind}({})", args.name);
     let action = Action::ResourcePatch(ResourcePatch {
         kind,
@@ -419,17 +369,8 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
         patch,
         patch_type,
     });
-    run_step(
-        context,
-        store,
-        "patch",
-        description,
-        action,
-        args.dry_run.mode(),
-        WriteSemantics::default(),
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    let plan = Plan::single("patch", description, action);
+    change(context, &plan, args.dry_run).await
 }
 
 pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {

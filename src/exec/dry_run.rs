@@ -11,25 +11,20 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 use super::actions::describe::describe_action;
-use super::actions::{self, Outcome, StepError, WriteSemantics};
+use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
 use crate::plan::action::ManifestSource;
-use crate::plan::{Action, Facts, Plan, PlannedStep};
+use crate::plan::{Action, Plan, PlannedStep};
 
-/// What a dry run knows as it walks a plan: the facts, where files would be, and the downloads the
+/// What a dry run knows as it walks a plan: what the actions may use, and the downloads the
 /// `fetch` steps before this one would make.
 struct Rehearsal<'a> {
-    executor: &'a Executor,
-    facts: &'a Facts,
-    files: PathBuf,
-    mirror: Option<PathBuf>,
-    semantics: WriteSemantics,
-    outputs: &'a BTreeMap<String, serde_json::Value>,
+    /// The facts, where files would be, the write semantics; `register` is set per step.
+    context: ActionContext<'a>,
     /// File → (URL, step) of the downloads earlier `fetch` steps would make.
     would_download: BTreeMap<String, (String, String)>,
     /// File → the overlaid manifest of those downloads that have a manifest overlay (`None` until
@@ -37,18 +32,22 @@ struct Rehearsal<'a> {
     would_overlay: BTreeMap<String, Option<String>>,
 }
 
-impl Rehearsal<'_> {
+impl<'a> Rehearsal<'a> {
+    fn new(context: ActionContext<'a>) -> Rehearsal<'a> {
+        Rehearsal {
+            context,
+            would_download: BTreeMap::new(),
+            would_overlay: BTreeMap::new(),
+        }
+    }
+
     /// Rehearses one step: a line saying what stands in for a pending download (if anything), and
     /// what the action would do.
-    async fn step(&mut self, step: &PlannedStep) -> (Option<String>, Result<Outcome, StepError>) {
-        let context = self.executor.context(
-            self.facts,
-            self.files.clone(),
-            self.mirror.clone(),
-            self.semantics,
-            self.outputs,
-            step.register.as_deref(),
-        );
+    async fn step(
+        &mut self,
+        step: &'a PlannedStep,
+    ) -> (Option<String>, Result<Outcome, StepError>) {
+        self.context.register = step.register.as_deref();
         if let Action::Fetch(fetch) = &step.action {
             self.would_download
                 .insert(fetch.file.clone(), (fetch.url.clone(), step.id.clone()));
@@ -58,15 +57,15 @@ impl Rehearsal<'_> {
         }
         let (action, line) = match rehearse_download(
             &step.action,
-            &self.files,
-            self.mirror.is_some(),
+            &self.context.files_dir,
+            self.context.mirror_dir.is_some(),
             &self.would_download,
             &self.would_overlay,
         ) {
             Some((action, line)) => (Cow::Owned(action), Some(line)),
             None => (Cow::Borrowed(&step.action), None),
         };
-        let result = actions::perform(&context, &action, RunMode::DryRun).await;
+        let result = actions::perform(&self.context, &action, RunMode::DryRun).await;
         if let (Ok(outcome), Action::Fetch(fetch)) = (&result, &step.action)
             && let Some(text) = outcome
                 .output
@@ -101,16 +100,14 @@ impl Executor {
         )?;
         let facts = self.facts_now(plan).await?;
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
-        let mut rehearsal = Rehearsal {
-            executor: self,
-            facts: &facts,
-            files: options.state_dir.join(checkpoint::FILES_DIR),
-            mirror: options.mirror_dir.clone(),
-            semantics: plan_semantics(),
-            outputs: &outputs,
-            would_download: BTreeMap::new(),
-            would_overlay: BTreeMap::new(),
-        };
+        let mut rehearsal = Rehearsal::new(self.context(
+            &facts,
+            options.state_dir.join(checkpoint::FILES_DIR),
+            options.mirror_dir.clone(),
+            plan_semantics(),
+            &outputs,
+            None,
+        ));
         let mut problems = 0;
         for (index, step) in plan.steps.iter().enumerate() {
             write(String::new())?;
@@ -180,16 +177,9 @@ impl Executor {
         out: &mut dyn Write,
     ) -> Result<Outcome, ExecError> {
         let outputs = BTreeMap::new();
-        let mut rehearsal = Rehearsal {
-            executor: self,
-            facts: &plan.facts,
-            files: options.files_dir(),
-            mirror: None,
-            semantics: options.semantics,
-            outputs: &outputs,
-            would_download: BTreeMap::new(),
-            would_overlay: BTreeMap::new(),
-        };
+        let files = options.files_dir();
+        let context = self.context(&plan.facts, files, None, options.semantics, &outputs, None);
+        let mut rehearsal = Rehearsal::new(context);
         let (_, result) = rehearsal.step(step).await;
         let outcome = result.map_err(|source| ExecError::StepFailed {
             step: step.id.clone(),
@@ -248,10 +238,18 @@ fn rehearse_download(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::action::KubeApply;
+
+    /// The source the rehearsal applies, and the line that says so.
+    fn rehearsed(rehearsal: Option<(Action, String)>) -> Option<(ManifestSource, String)> {
+        match rehearsal? {
+            (Action::KubeApply(apply), line) => Some((apply.source, line)),
+            (other, _) => panic!("a rehearsal applies a manifest, not {other:?}"),
+        }
+    }
 
     #[test]
     fn a_dry_run_rehearses_a_pending_download_only_from_a_local_source() {
-        use crate::plan::action::{KubeApply, ManifestSource};
         let apply = Action::KubeApply(KubeApply {
             source: ManifestSource::File("upgrade.yaml".into()),
             server_side: true,
@@ -259,41 +257,36 @@ mod tests {
             field_manager: "netctl".into(),
         });
         let files = tempfile::tempdir().unwrap();
+        let url = "https://example.org/calico.yaml".to_string();
         let https = BTreeMap::from([(
             "upgrade.yaml".to_string(),
-            (
-                "https://example.org/calico.yaml".to_string(),
-                "u/fetch".to_string(),
-            ),
+            (url.clone(), "u/fetch".to_string()),
         )]);
         let none = BTreeMap::new();
+        let rehearse = |mirror, overlays: &BTreeMap<String, Option<String>>| {
+            rehearsed(rehearse_download(
+                &apply,
+                files.path(),
+                mirror,
+                &https,
+                overlays,
+            ))
+        };
         // No mirror and a network URL: never downloaded by a dry-run.
-        assert!(rehearse_download(&apply, files.path(), false, &https, &none).is_none());
-        let (rehearsed, line) =
-            rehearse_download(&apply, files.path(), true, &https, &none).unwrap();
-        assert!(matches!(
-            rehearsed,
-            Action::KubeApply(KubeApply { source: ManifestSource::Url(ref url), .. })
-                if url == "https://example.org/calico.yaml"
-        ));
+        assert_eq!(rehearse(false, &none), None);
+        let (source, line) = rehearse(true, &none).unwrap();
+        assert_eq!(source, ManifestSource::Url(url.clone()));
         assert!(line.contains("step `u/fetch`"), "{line}");
         // With a manifest overlay: the overlaid text the fetch dry-run computed, or no rehearsal.
-        let overlaid = BTreeMap::from([("upgrade.yaml".to_string(), None)]);
-        assert!(rehearse_download(&apply, files.path(), true, &https, &overlaid).is_none());
-        let overlaid = BTreeMap::from([(
-            "upgrade.yaml".to_string(),
-            Some("kind: ConfigMap\n".to_string()),
-        )]);
-        let (rehearsed, line) =
-            rehearse_download(&apply, files.path(), true, &https, &overlaid).unwrap();
-        assert!(matches!(
-            rehearsed,
-            Action::KubeApply(KubeApply { source: ManifestSource::Inline(ref text), .. })
-                if text == "kind: ConfigMap\n"
-        ));
+        let pending = BTreeMap::from([("upgrade.yaml".to_string(), None)]);
+        assert_eq!(rehearse(true, &pending), None);
+        let text = "kind: ConfigMap\n".to_string();
+        let computed = BTreeMap::from([("upgrade.yaml".to_string(), Some(text.clone()))]);
+        let (source, line) = rehearse(true, &computed).unwrap();
+        assert_eq!(source, ManifestSource::Inline(text));
         assert!(line.contains("with its manifest overlay"), "{line}");
         // A file that is already there (an earlier run downloaded it) is what gets applied.
         std::fs::write(files.path().join("upgrade.yaml"), "").unwrap();
-        assert!(rehearse_download(&apply, files.path(), true, &https, &none).is_none());
+        assert_eq!(rehearse(true, &none), None);
     }
 }

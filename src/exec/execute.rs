@@ -254,30 +254,24 @@ impl StepRun for UpgradeStep<'_, '_> {
         Ok(())
     }
 
-    async fn retrying(
+    async fn failed(
         &mut self,
         step: &PlannedStep,
         attempt: Attempt,
         error: &StepError,
-        delay: Duration,
+        retry_after: Option<Duration>,
     ) -> Result<(), ExecError> {
-        self.run.checkpoint.step_mut(self.index).error = Some(error.to_string());
-        self.run.progress.waiting(
-            &step.id,
-            &format!("failed: {error}"),
-            attempt.number + 1,
-            attempt.of,
-            delay,
-        );
-        Ok(())
-    }
-
-    async fn failed(
-        &mut self,
-        step: &PlannedStep,
-        _: Attempt,
-        error: &StepError,
-    ) -> Result<(), ExecError> {
+        if let Some(delay) = retry_after {
+            self.run.checkpoint.step_mut(self.index).error = Some(error.to_string());
+            self.run.progress.waiting(
+                &step.id,
+                &format!("failed: {error}"),
+                attempt.number + 1,
+                attempt.of,
+                delay,
+            );
+            return Ok(());
+        }
         let record = self.run.checkpoint.step_mut(self.index);
         record.state = StepState::Failed;
         record.finished_at = Some(now_rfc3339());
@@ -337,10 +331,6 @@ impl StepRun for OneStep<'_> {
         self.journal.as_mut()
     }
 
-    async fn before(&mut self, _: &PlannedStep) -> Result<(), ExecError> {
-        Ok(())
-    }
-
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let outputs = Default::default();
         let context: ActionContext<'_> = self.executor.context(
@@ -352,34 +342,6 @@ impl StepRun for OneStep<'_> {
             step.register.as_deref(),
         );
         actions::perform(&context, &step.action, RunMode::Execute).await
-    }
-
-    async fn succeeded(
-        &mut self,
-        _: &PlannedStep,
-        _: Attempt,
-        _: &mut Outcome,
-    ) -> Result<(), ExecError> {
-        Ok(())
-    }
-
-    async fn retrying(
-        &mut self,
-        _: &PlannedStep,
-        _: Attempt,
-        _: &StepError,
-        _: Duration,
-    ) -> Result<(), ExecError> {
-        Ok(())
-    }
-
-    async fn failed(
-        &mut self,
-        _: &PlannedStep,
-        _: Attempt,
-        _: &StepError,
-    ) -> Result<(), ExecError> {
-        Ok(())
     }
 }
 

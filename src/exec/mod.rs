@@ -38,8 +38,7 @@ use std::time::Duration;
 
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
-use crate::plan::facts::discover_cluster_facts;
-use crate::plan::{FactError, Facts, Plan, discover_facts};
+use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
 
 use actions::pause::Interaction;
 use actions::{ActionContext, Outcome, WriteSemantics};

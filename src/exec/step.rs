@@ -29,13 +29,18 @@ pub(super) struct Attempt {
 }
 
 /// What a run does around the attempts of a step. The loop calls, in order: `before` and `perform`
-/// for each attempt, then `succeeded`, `retrying` (and waits) or `failed`.
+/// for each attempt, then `succeeded`, or `failed` (and, when another attempt follows, waits).
+/// Only `perform` must be written; the others do nothing unless a run keeps books.
 pub(super) trait StepRun {
     /// Where journal entries go, when the run keeps a journal.
-    fn journal(&mut self) -> Option<&mut Journal>;
+    fn journal(&mut self) -> Option<&mut Journal> {
+        None
+    }
 
     /// Before an attempt (an upgrade marks the step running in its checkpoint).
-    async fn before(&mut self, step: &PlannedStep) -> Result<(), ExecError>;
+    async fn before(&mut self, _step: &PlannedStep) -> Result<(), ExecError> {
+        Ok(())
+    }
 
     /// Performs the step's action once.
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError>;
@@ -43,27 +48,24 @@ pub(super) trait StepRun {
     /// After a successful attempt; may add to the outcome's summary before it is journaled.
     async fn succeeded(
         &mut self,
-        step: &PlannedStep,
-        attempt: Attempt,
-        outcome: &mut Outcome,
-    ) -> Result<(), ExecError>;
+        _step: &PlannedStep,
+        _attempt: Attempt,
+        _outcome: &mut Outcome,
+    ) -> Result<(), ExecError> {
+        Ok(())
+    }
 
-    /// After a failed attempt that will be tried again after `delay`.
-    async fn retrying(
-        &mut self,
-        step: &PlannedStep,
-        attempt: Attempt,
-        error: &StepError,
-        delay: Duration,
-    ) -> Result<(), ExecError>;
-
-    /// After the last attempt failed.
+    /// After a failed attempt: `retry_after` is the pause before the next one, `None` after the
+    /// last.
     async fn failed(
         &mut self,
-        step: &PlannedStep,
-        attempt: Attempt,
-        error: &StepError,
-    ) -> Result<(), ExecError>;
+        _step: &PlannedStep,
+        _attempt: Attempt,
+        _error: &StepError,
+        _retry_after: Option<Duration>,
+    ) -> Result<(), ExecError> {
+        Ok(())
+    }
 }
 
 /// Runs `step` with its retries: the outcome of the first attempt that succeeds, or
@@ -110,11 +112,11 @@ pub(super) async fn run_step(
                     entry.duration_ms = duration_ms;
                     entry.error = Some(error_chain(&error));
                 })?;
-                run.retrying(step, attempt, &error, delay).await?;
+                run.failed(step, attempt, &error, Some(delay)).await?;
                 tokio::time::sleep(delay).await;
             }
             Err(error) => {
-                run.failed(step, attempt, &error).await?;
+                run.failed(step, attempt, &error, None).await?;
                 journal(run, step, JournalEvent::Failed, |entry| {
                     entry.attempt = Some(number);
                     entry.duration_ms = duration_ms;

@@ -11,7 +11,9 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use std::collections::BTreeMap;
 
-use super::facts::{ClusterFacts, DeploymentFact, FactError, ManifestFlavor, OwnerReferenceFact};
+use super::facts::{
+    ClusterFacts, DeploymentFact, FactError, ManifestFlavor, OwnerReferenceFact, sort_for_removal,
+};
 use crate::vocabulary::InstallMethod;
 
 /// The namespace label that turns on sidecar injection for every pod in the namespace.
@@ -248,27 +250,6 @@ fn pod_injection(deployment: &serde_json::Value) -> Option<bool> {
             _ => None,
         }
     })
-}
-
-/// Per object, the highest index first: removing a reference shifts the ones after it, so removals
-/// must run from the end of the list.
-pub(super) fn sort_for_removal(references: &mut [OwnerReferenceFact]) {
-    references.sort_by(|a, b| {
-        (
-            &a.api_version,
-            &a.kind,
-            &a.namespace,
-            &a.name,
-            std::cmp::Reverse(a.index),
-        )
-            .cmp(&(
-                &b.api_version,
-                &b.kind,
-                &b.namespace,
-                &b.name,
-                std::cmp::Reverse(b.index),
-            ))
-    });
 }
 
 #[cfg(test)]

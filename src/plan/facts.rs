@@ -15,8 +15,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::Release;
-pub use super::cluster_facts::discover_cluster_facts;
-use super::cluster_facts::sort_for_removal;
 use crate::config::DatastoreType;
 use crate::datastore::{self, Datastore, ListOptions, StoreError};
 use crate::resource::{Kind, ResourceKey};
@@ -276,7 +274,7 @@ pub struct DiscoveredFacts {
     pub all_interfaces_host_endpoints: Option<Vec<HostEndpointFact>>,
     /// FelixConfiguration `default` sets `policySyncPathPrefix` (what enabling ALP does).
     pub alp_enabled: Option<bool>,
-    /// What the Kubernetes cluster tells, when one is configured ([`discover_cluster_facts`]).
+    /// What the Kubernetes cluster tells, when one is configured (`plan::discover_cluster_facts`).
     pub cluster: Option<ClusterFacts>,
     /// The etcd endpoints of netctl's own configuration (not read from the datastore: the caller
     /// that loaded the configuration sets them).
@@ -442,6 +440,27 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
         cluster: None,
         etcd_endpoints: None,
     })
+}
+
+/// Per object, the highest index first: removing a reference shifts the ones after it, so removals
+/// must run from the end of the list.
+pub(super) fn sort_for_removal(references: &mut [OwnerReferenceFact]) {
+    references.sort_by(|a, b| {
+        (
+            &a.api_version,
+            &a.kind,
+            &a.namespace,
+            &a.name,
+            std::cmp::Reverse(a.index),
+        )
+            .cmp(&(
+                &b.api_version,
+                &b.kind,
+                &b.namespace,
+                &b.name,
+                std::cmp::Reverse(b.index),
+            ))
+    });
 }
 
 impl Facts {

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
+pub use cluster_facts::discover_cluster_facts;
 pub use facts::{
     DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, discover_facts,
 };

@@ -11,10 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::facts::{DiscoveredFacts, FactError, FactOverrides, Facts, discover_cluster_facts};
+use super::facts::{DiscoveredFacts, FactError, FactOverrides, Facts};
 use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
-use super::{Plan, discover_facts};
+use super::{Plan, discover_cluster_facts, discover_facts};
 use crate::datastore::Datastore;
 use crate::runbook::{RunbookError, RunbookSet};
 

@@ -262,35 +262,53 @@ pub async fn get(
     })
 }
 
-pub async fn list(
-    store: &dyn Datastore,
-    request: &ResourceList,
-) -> Result<Outcome, ResourceActionError> {
-    let selector = request
-        .selector
-        .as_deref()
-        .map(|text| {
-            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
-                reason: error.to_string(),
-            })
+/// A step's `selector`, parsed (none: every resource).
+pub(super) fn parse_selector(text: Option<&str>) -> Result<Option<Selector>, ResourceActionError> {
+    text.map(|text| {
+        Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
+            reason: error.to_string(),
         })
-        .transpose()?;
-    let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
-    let mut names = Vec::new();
+    })
+    .transpose()
+}
+
+/// Hands every resource of `kind` (in `namespace`, or all) that `selector` selects to `visit`,
+/// page by page.
+pub(super) async fn for_each_selected(
+    store: &dyn Datastore,
+    kind: Kind,
+    namespace: Option<&str>,
+    selector: Option<&Selector>,
+    mut visit: impl FnMut(Resource),
+) -> Result<(), ResourceActionError> {
+    let options = ListOptions::new(kind).in_namespace(namespace.map(str::to_string));
     crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
-        if selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-        {
-            names.push(resource.key().to_string());
+        if selector.is_none_or(|selector| selector.matches(&resource.metadata.labels)) {
+            visit(resource);
         }
         Ok(())
     })
     .await
     .map_err(store_error(
         "list",
-        &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
-    ))?;
+        &ResourceKey::new(kind, namespace.map(str::to_string), "*"),
+    ))
+}
+
+pub async fn list(
+    store: &dyn Datastore,
+    request: &ResourceList,
+) -> Result<Outcome, ResourceActionError> {
+    let selector = parse_selector(request.selector.as_deref())?;
+    let mut names = Vec::new();
+    for_each_selected(
+        store,
+        request.kind,
+        request.namespace.as_deref(),
+        selector.as_ref(),
+        |resource| names.push(resource.key().to_string()),
+    )
+    .await?;
     Ok(Outcome {
         summary: format!("listed {} {}", names.len(), request.kind.plural()),
         transcript: vec![format!(

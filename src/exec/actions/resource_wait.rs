@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::ResourceWait;
-use crate::resource::selector::Selector;
-use crate::resource::{Resource, ResourceKey};
+use crate::resource::Resource;
 
-use super::resource::{ResourceActionError, store_error, target_key};
+use super::resource::{
+    ResourceActionError, for_each_selected, parse_selector, store_error, target_key,
+};
 use super::{Outcome, RunMode};
 
 /// How often `resource.wait` reads the datastore again.
@@ -43,32 +44,22 @@ async fn wait_state(
     store: &dyn Datastore,
     request: &ResourceWait,
 ) -> Result<(bool, String), ResourceActionError> {
-    let selector = request
-        .selector
-        .as_deref()
-        .map(|text| {
-            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
-                reason: error.to_string(),
-            })
-        })
-        .transpose()?;
+    let selector = parse_selector(request.selector.as_deref())?;
     let matches = |resource: &Resource| {
         selector
             .as_ref()
             .is_none_or(|selector| selector.matches(&resource.metadata.labels))
     };
     if request.names.is_empty() {
-        let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
         let mut found = 0;
-        crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
-            found += usize::from(matches(&resource));
-            Ok(())
-        })
-        .await
-        .map_err(store_error(
-            "list",
-            &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
-        ))?;
+        for_each_selected(
+            store,
+            request.kind,
+            request.namespace.as_deref(),
+            selector.as_ref(),
+            |_| found += 1,
+        )
+        .await?;
         return Ok((found > 0, format!("{found} matching")));
     }
     let mut missing = Vec::new();
