@@ -7,6 +7,7 @@
 //! the resource exists, an update fails if the stored revision moved on. Lists come back one page at a
 //! time so callers can stream them with bounded memory.
 
+pub mod connect;
 pub mod coordination;
 pub mod etcd;
 pub mod initialize;
@@ -15,6 +16,10 @@ pub mod kube;
 use async_trait::async_trait;
 
 use crate::resource::{Kind, Resource, ResourceKey};
+
+// The type is a setting of the configuration; named here too because the backends and their errors
+// speak of it.
+pub use crate::config::DatastoreType;
 
 /// The default number of resources fetched per list page.
 ///
@@ -214,52 +219,6 @@ pub trait Datastore: Send + Sync {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError>;
-}
-
-/// The datastore types of the client configuration (`datastoreType`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum DatastoreType {
-    #[serde(rename = "kubernetes")]
-    Kubernetes,
-    #[serde(rename = "etcdv3")]
-    EtcdV3,
-}
-
-impl DatastoreType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DatastoreType::Kubernetes => "kubernetes",
-            DatastoreType::EtcdV3 => "etcdv3",
-        }
-    }
-}
-
-impl std::fmt::Display for DatastoreType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for DatastoreType {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "kubernetes" => Ok(DatastoreType::Kubernetes),
-            "etcdv3" => Ok(DatastoreType::EtcdV3),
-            other => Err(other.to_string()),
-        }
-    }
 }
 
 /// Lists every resource matching `options`, page by page, handing each to `visit` as it arrives so

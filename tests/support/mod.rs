@@ -50,6 +50,7 @@ pub mod netctl;
 pub mod pki;
 mod process;
 pub mod reap;
+pub mod snapshot;
 
 pub use dns::{DnsServer, DnsServerBuilder, SrvRecord};
 pub use etcd::{
