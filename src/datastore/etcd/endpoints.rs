@@ -31,7 +31,7 @@ use etcd_client::{
 };
 use tokio::sync::OnceCell;
 
-use super::errors::{Classified, EndpointFailure, EndpointFailures, classify};
+use super::errors::{self, Classified, EndpointFailure, EndpointFailures, classify};
 use super::{RESOURCE_ROOT, Timeouts};
 use crate::config::{EtcdEndpoint, EtcdSettings, Scheme};
 use crate::datastore::StoreError;
@@ -233,6 +233,8 @@ impl Pool {
             };
             attempts += 1;
             let member = &self.members[index];
+            // What the client library said, for the debug log.
+            let mut said = String::new();
             let failure = match self.connection(index).await {
                 // Dialling failed: nothing was sent.
                 Err(failure) => failure,
@@ -243,6 +245,7 @@ impl Pool {
                             return Ok(value);
                         }
                         Ok(Err(error)) => {
+                            said = format!(" ({})", errors::chain_text(&error));
                             let failure = classify(&error, operation, member.https);
                             if !matches!(&failure, Classified::Endpoint(failure) if failure.before_sending())
                             {
@@ -262,7 +265,7 @@ impl Pool {
                 Classified::Endpoint(failure) => {
                     let failure = with_limit(failure, self.timeouts.request);
                     terminal::debug(format!(
-                        "etcd {operation}: endpoint `{}` {failure}; trying another",
+                        "etcd {operation}: endpoint `{}` {failure}; trying another{said}",
                         member.url
                     ));
                     self.mark(index, Health::Failed(failure));

@@ -160,7 +160,7 @@ pub enum Classified {
 }
 
 /// The text of an error and all its sources, joined with `: `.
-fn chain_text(error: &etcd_client::Error) -> String {
+pub fn chain_text(error: &etcd_client::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -333,6 +333,13 @@ fn disconnect_detail(lower: &str) -> String {
         ("broken pipe", "broken pipe"),
         ("connection closed", "connection closed by the server"),
         ("operation was canceled", "connection closed by the server"),
+        (
+            "unexpected end of file",
+            "the connection ended unexpectedly",
+        ),
+        ("unexpected eof", "the connection ended unexpectedly"),
+        ("goaway", "the server ended the connection"),
+        ("go away", "the server ended the connection"),
     ] {
         if lower.contains(needle) {
             return detail.to_string();
