@@ -110,6 +110,30 @@ pub enum StoreError {
         endpoints: String,
         seconds: u64,
     },
+    /// Every etcd endpoint failed; each one is named with how.
+    #[error("no etcd endpoint could be used: {0}")]
+    EtcdEndpoints(etcd::EndpointFailures),
+    /// A member answers, but the cluster kept refusing the request (no leader, leader changes);
+    /// `failed` names the members that did not answer at all.
+    #[error(
+        "etcd kept answering `{detail}` for {seconds}s ({operation}, {attempts} attempts){}",
+        failed.as_also()
+    )]
+    EtcdBusy {
+        operation: String,
+        attempts: u32,
+        seconds: u64,
+        detail: String,
+        failed: etcd::EndpointFailures,
+    },
+    /// A write whose answer was lost and could not be checked afterwards.
+    #[error("the {operation} of {key} may or may not have been applied")]
+    OutcomeUnknown {
+        operation: &'static str,
+        key: String,
+        #[source]
+        source: Box<StoreError>,
+    },
     #[error("stored value at `{location}` is not a valid resource")]
     InvalidData {
         location: String,
@@ -172,6 +196,12 @@ impl StoreError {
             StoreError::Unavailable { .. } | StoreError::Timeout { .. } => {
                 "check that etcd is running and that the endpoints (etcdEndpoints / ETCD_ENDPOINTS) are right"
             }
+            StoreError::EtcdEndpoints(failures) => failures.hint(),
+            StoreError::EtcdBusy { failed, .. } if !failed.0.is_empty() => etcd::QUORUM_HINT,
+            StoreError::EtcdBusy { .. } => {
+                "the etcd cluster is electing a leader, has lost quorum or is overloaded: check `etcdctl endpoint status --cluster`, then run the command again"
+            }
+            StoreError::OutcomeUnknown { source, .. } => return source.hint(),
             StoreError::Discovery { .. } => {
                 "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
             }
