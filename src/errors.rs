@@ -1,67 +1,49 @@
-//! Hints for errors at the edge: `main` prints an error chain, then the first hint any typed error in
-//! the chain offers. Typed errors stay in their modules (`ConfigError`, `StoreError`, ...); this file
-//! only knows how to ask them for advice.
+//! The text of an error with its causes: `error_chain` writes `outer: cause: cause`, the one form
+//! netctl shows errors in (on stderr, in checkpoints and journals, in notes of a plan).
+//!
+//! Messages describe their own layer and keep the cause in `#[source]` without repeating it, so the
+//! chain reads each fact once. Advice is not part of the text: typed errors offer it through their
+//! `hint()` methods, and `cli::report` prints it on its own line. This file imports nothing of netctl.
 
-use crate::cli::ClusterTooNew;
-use crate::cli::UpgradeApplyError;
-use crate::config::ConfigError;
-use crate::datastore::StoreError;
-use crate::exec::ExecError;
-use crate::exec::actions::StepError;
-use crate::exec::lock::LockError;
-use crate::node::NodeError;
-
-/// The message and the advice to print for an error that ends a command.
-///
-/// Advice comes from two places: typed errors that offer a `hint()` method (asked through
-/// [`hint_for`]), and errors whose message ends in a `hint: ...` line. Both are printed the same way,
-/// on their own line under the error.
-pub fn report(error: &anyhow::Error) -> (String, Option<String>) {
-    let text = format!("{error:#}");
-    let mut hints: Vec<String> = Vec::new();
-    let mut message_lines = Vec::new();
-    for line in text.lines() {
-        match line.trim_start().strip_prefix("hint: ") {
-            Some(hint) => hints.push(hint.to_string()),
-            None => message_lines.push(line),
+/// An error and its causes, outermost first, joined by `: ` (as `anyhow` prints `{:#}`). A cause
+/// whose text is already there is not repeated: netctl's own errors never repeat their source, but
+/// some libraries' do (a `kube::Error` carries its hyper error's text and the hyper error itself).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
         }
+        source = cause.source();
     }
-    if let Some(hint) = hint_for(error)
-        && !hints.contains(&hint)
-    {
-        hints.push(hint);
-    }
-    let hint = (!hints.is_empty()).then(|| hints.join("\n        "));
-    (message_lines.join("\n"), hint)
+    text
 }
 
-/// The advice for the first error in the chain that has some.
-pub fn hint_for(error: &anyhow::Error) -> Option<String> {
-    error.chain().find_map(|cause| {
-        if let Some(config) = cause.downcast_ref::<ConfigError>() {
-            return config.hint();
-        }
-        if let Some(store) = cause.downcast_ref::<StoreError>() {
-            return store.hint().map(str::to_string);
-        }
-        if let Some(node) = cause.downcast_ref::<NodeError>() {
-            return node.hint();
-        }
-        if let Some(step) = cause.downcast_ref::<StepError>() {
-            return step.hint();
-        }
-        if let Some(exec) = cause.downcast_ref::<ExecError>() {
-            return exec.hint();
-        }
-        if let Some(lock) = cause.downcast_ref::<LockError>() {
-            return lock.hint();
-        }
-        if let Some(upgrade) = cause.downcast_ref::<UpgradeApplyError>() {
-            return upgrade.hint();
-        }
-        if let Some(too_new) = cause.downcast_ref::<ClusterTooNew>() {
-            return Some(too_new.hint().to_string());
-        }
-        None
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a message of its own and an I/O error as its cause.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Failed(&'static str, #[source] std::io::Error);
+
+    #[test]
+    fn the_chain_reads_outermost_first() {
+        let error = Failed(
+            "cannot read `plan.json`",
+            std::io::Error::other("disk on fire"),
+        );
+        assert_eq!(error_chain(&error), "cannot read `plan.json`: disk on fire");
+    }
+
+    #[test]
+    fn a_cause_a_library_already_printed_is_not_repeated() {
+        let refused = || std::io::Error::other("connection refused");
+        let error = Failed("request failed: connection refused", refused());
+        assert_eq!(error_chain(&error), "request failed: connection refused");
+    }
 }

@@ -49,12 +49,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) if is_stopped_at_gate(&error) => {
-            let (message, hint) = netctl::errors::report(&error);
+            let (message, hint) = cli::report(&error);
             terminal::stopped(&message, hint.as_deref());
             ExitCode::from(3)
         }
         Err(error) => {
-            let (message, hint) = netctl::errors::report(&error);
+            let (message, hint) = cli::report(&error);
             terminal::error(&message, hint.as_deref());
             ExitCode::FAILURE
         }

@@ -1,22 +1,15 @@
 //! End-to-end runs of `netctl runbook ...` and `netctl upgrade plan`: exit code, stdout and stderr.
 
+mod support;
+
 use assert_cmd::Command;
+use support::snapshot::netctl_snapshot;
 
 /// netctl with no datastore configured; `upgrade plan` runs with `--offline` where it matters.
 fn netctl() -> Command {
     let mut command = Command::cargo_bin("netctl").unwrap();
     command.env_clear().env("NO_COLOR", "1");
     command
-}
-
-fn transcript(command: &mut Command) -> String {
-    let output = command.output().unwrap();
-    format!(
-        "exit: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]
@@ -35,22 +28,22 @@ fn lint_of_the_shipped_runbooks_passes() {
 
 #[test]
 fn lint_fails_on_a_defective_runbook() {
-    insta::assert_snapshot!(transcript(netctl().args([
+    netctl_snapshot!(netctl().args([
         "runbook",
         "lint",
         "tests/fixtures/runbooks/cycle",
         "tests/fixtures/runbooks/command-hygiene/runbook.yaml",
-    ])));
+    ]));
 }
 
 #[test]
 fn runbook_list_shows_every_runbook() {
-    insta::assert_snapshot!(transcript(netctl().args(["runbook", "list"])));
+    netctl_snapshot!(netctl().args(["runbook", "list"]));
 }
 
 #[test]
 fn runbook_render_prints_the_rendered_steps() {
-    insta::assert_snapshot!(transcript(netctl().args([
+    netctl_snapshot!(netctl().args([
         "runbook",
         "render",
         "--from",
@@ -59,12 +52,12 @@ fn runbook_render_prints_the_rendered_steps() {
         "v3.29.2",
         "--install-method",
         "operator",
-    ])));
+    ]));
 }
 
 #[test]
 fn an_unsupported_path_is_refused_with_exit_1() {
-    insta::assert_snapshot!(transcript(netctl().args([
+    netctl_snapshot!(netctl().args([
         "upgrade",
         "plan",
         "--from",
@@ -74,7 +67,7 @@ fn an_unsupported_path_is_refused_with_exit_1() {
         "--install-method",
         "operator",
         "--offline",
-    ])));
+    ]));
 }
 
 #[test]

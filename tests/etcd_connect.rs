@@ -277,7 +277,10 @@ fn refused_connection_is_a_distinct_error() {
     let mut netctl = Netctl::new();
     etcd_env(&mut netctl, &format!("http://127.0.0.1:{port}")).args(["get", "nodes"]);
     let stderr = stderr_of_failure(&netctl);
-    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("`http://127.0.0.1:{port}` refused the connection")),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("hint: check that etcd is running"),
         "{stderr}"

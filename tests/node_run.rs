@@ -9,11 +9,14 @@
 //! `NETCTL_SKIP_HOST_PREP`; real runs need root, so without it they run in a user namespace where the
 //! process is root (`unshare --map-root-user`).
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use support::snapshot::{self, netctl_snapshot};
 use tempfile::TempDir;
 
 const SYSTEM_PATH: &str = "/usr/bin:/bin";
@@ -158,15 +161,14 @@ esac
         command.output().unwrap()
     }
 
-    /// An insta transcript: exit code, stdout and stderr, with the temporary directory as `[TEMP]`.
+    /// What snapshots leave out: the temporary directory, shown as `[TEMP]`.
+    fn filters(&self) -> [(String, &'static str); 1] {
+        [(self.root().display().to_string(), "[TEMP]")]
+    }
+
+    /// The snapshot transcript of one run (for snapshots of several runs together).
     fn transcript(&self, output: &Output) -> String {
-        let text = format!(
-            "exit: {}\n--- stdout\n{}--- stderr\n{}",
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        self.redact(&text)
+        snapshot::transcript(output, self.filters())
     }
 
     fn redact(&self, text: &str) -> String {
@@ -273,7 +275,7 @@ fn dry_run_plain_with_every_node_flag() {
         .arg("--no-default-ippools")
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
     assert!(scene.calls().is_empty(), "a dry run runs nothing");
 }
 
@@ -287,7 +289,7 @@ fn dry_run_defaults() {
         .args(IMAGE)
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
 }
 
 #[test]
@@ -303,7 +305,7 @@ fn dry_run_tls_files_and_credentials() {
         .arg(scene.secrets_dir())
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
     assert!(!stdout(&output).contains(PASSWORD) && !stderr(&output).contains(PASSWORD));
     assert!(
         !scene.secrets_dir().exists(),
@@ -326,7 +328,7 @@ fn dry_run_inline_pem() {
         .arg(scene.secrets_dir())
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
     let text = stdout(&output) + &stderr(&output);
     assert!(!text.contains(PASSWORD) && !text.contains("c2VjcmV0IGtleQ=="));
     assert!(!scene.secrets_dir().exists());
@@ -352,7 +354,7 @@ fn dry_run_srv_discovery_for_an_init_system() {
         .args(IMAGE)
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
 }
 
 #[test]
@@ -504,7 +506,7 @@ fn help_lists_every_flag() {
         .args(["node", "run", "--help"])
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -560,7 +562,7 @@ fn kubernetes_datastore_is_refused() {
         .args(IMAGE)
         .output()
         .unwrap();
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
     assert!(scene.calls().is_empty());
 }
 
@@ -653,7 +655,7 @@ fn non_root_is_refused_unless_dry_run() {
     };
     let refused = unprivileged(&[]);
     assert_eq!(refused.status.code(), Some(1));
-    insta::assert_snapshot!(scene.transcript(&refused));
+    netctl_snapshot!(&refused, filters = scene.filters());
     assert!(scene.calls().is_empty());
     let dry_run = unprivileged(&["--dry-run"]);
     assert!(dry_run.status.success(), "{}", stderr(&dry_run));
@@ -688,7 +690,7 @@ fn run_succeeds_when_the_agent_reports_its_start() {
         started.elapsed() < Duration::from_secs(8),
         "success ends the wait at once"
     );
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
     let calls = scene.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[0], ["rm", "-f", "calico-node"]);
@@ -792,7 +794,7 @@ fn run_times_out_with_the_last_log_lines() {
         started.elapsed() < Duration::from_secs(8),
         "the follower is stopped at the deadline"
     );
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
 }
 
 #[test]
@@ -807,7 +809,7 @@ fn run_fails_when_the_container_exits_early() {
         PLAIN,
         &["node", "run", "--name", "node-1", IMAGE[0], IMAGE[1]],
     );
-    insta::assert_snapshot!(scene.transcript(&output));
+    netctl_snapshot!(&output, filters = scene.filters());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use netctl::runbook::lint;
+use netctl::plan::lint;
 
 fn findings(case: &str) -> String {
     let path = PathBuf::from("tests/fixtures/runbooks").join(case);

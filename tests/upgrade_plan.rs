@@ -372,7 +372,16 @@ fn v3_14_to_v3_29_is_refused_with_the_route() {
         &[],
     )
     .unwrap_err();
-    insta::assert_snapshot!(error.to_string());
+    insta::assert_snapshot!(shown(error));
+}
+
+/// An error as a user sees it: the message, then the advice on its own `hint:` line.
+fn shown(error: netctl::plan::PlanError) -> String {
+    let (message, hint) = netctl::cli::report(&anyhow::Error::from(error));
+    match hint {
+        Some(hint) => format!("{message}\nhint: {hint}"),
+        None => message,
+    }
 }
 
 #[test]
@@ -409,10 +418,13 @@ fn other_refusals_name_the_reason() {
         &[],
     );
     insta::assert_snapshot!(format!(
-        "{unknown}\n---\n{downgrade}\n---\n{no_patch}\n---\n{}",
+        "{}\n---\n{}\n---\n{}\n---\n{}",
+        shown(unknown),
+        shown(downgrade),
+        shown(no_patch),
         operator_on_etcd
             .map(|plan| plan.steps.len().to_string())
-            .unwrap_or_else(|e| e.to_string())
+            .unwrap_or_else(shown)
     ));
 }
 

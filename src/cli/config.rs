@@ -9,6 +9,7 @@ use super::Context;
 use crate::config::{
     ClientConfig, ConfigOption, ConfigSource, NetApiConfigDocument, NetApiConfigSpec,
 };
+use crate::output::TableWriter;
 
 const REDACTED: &str = "<redacted>";
 
@@ -36,11 +37,11 @@ pub fn run(context: &Context, command: ConfigCommand) -> anyhow::Result<ExitCode
     let ConfigCommand::View { output } = command;
     let config = context.client_config()?;
     let text = match output {
-        ViewFormat::Table => table(config),
+        ViewFormat::Table => table(config)?,
         ViewFormat::Yaml => serde_yaml::to_string(&document(config))?,
         ViewFormat::Json => format!("{}\n", serde_json::to_string_pretty(&document(config))?),
     };
-    print!("{text}");
+    context.printer.data(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -55,57 +56,34 @@ fn shown_value(option: ConfigOption, value: &str) -> String {
     }
 }
 
-fn table(config: &ClientConfig) -> String {
+fn table(config: &ClientConfig) -> std::io::Result<String> {
     let source = match &config.source {
         ConfigSource::File(path) => format!("file `{}`", path.display()),
         ConfigSource::Environment => "environment".to_string(),
     };
-    let mut rows = vec![[
-        "OPTION".to_string(),
-        "VALUE".to_string(),
-        "ORIGIN".to_string(),
-    ]];
-    rows.push([
+    let headings = ["OPTION", "VALUE", "ORIGIN"].map(String::from).to_vec();
+    let mut table = TableWriter::trimmed(Vec::new(), headings);
+    table.push_row(vec![
         "datastoreType".into(),
         config.datastore_type.value.to_string(),
         config.datastore_type.origin.to_string(),
-    ]);
+    ])?;
     for (option, value) in &config.options {
-        rows.push([
+        table.push_row(vec![
             option.file_name().to_string(),
             shown_value(*option, &value.value),
             value.origin.to_string(),
-        ]);
+        ])?;
     }
     if let Some(resolver) = &config.resolver {
-        rows.push([
+        table.push_row(vec![
             "(SRV resolver)".into(),
             resolver.value.to_string(),
             resolver.origin.to_string(),
-        ]);
+        ])?;
     }
-    let widths: Vec<usize> = (0..3)
-        .map(|column| {
-            rows.iter()
-                .map(|row| row[column].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut text = format!("Configuration source: {source}\n\n");
-    for row in rows {
-        let line = format!(
-            "{:<w0$}   {:<w1$}   {}",
-            row[0],
-            row[1],
-            row[2],
-            w0 = widths[0],
-            w1 = widths[1]
-        );
-        text.push_str(line.trim_end());
-        text.push('\n');
-    }
-    text
+    let table = String::from_utf8_lossy(&table.finish()?).into_owned();
+    Ok(format!("Configuration source: {source}\n\n{table}"))
 }
 
 fn document(config: &ClientConfig) -> NetApiConfigDocument {

@@ -11,13 +11,14 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::Context;
-use super::write::FileArgs;
+use super::args::{FileArgs, namespace_scope};
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::output::{
     CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
-    Printer, Shape, sort_tiers_by_order,
+    ResourcePrinter, Shape, sort_tiers_by_order,
 };
 use crate::resource::selector::Selector;
+use crate::resource::spec::numorstring::{self, AsNumber};
 use crate::resource::{Kind, Resource, ResourceKey};
 
 const EXAMPLES: &str = "\
@@ -67,40 +68,13 @@ pub struct GetArgs {
     selector: Option<String>,
 }
 
-/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (`reference/calicoctl.md` §4.1).
-pub fn namespace_scope(
-    kind: Kind,
-    namespace: Option<&str>,
-    all_namespaces: bool,
-) -> anyhow::Result<Option<String>> {
-    if !kind.is_namespaced() {
-        if namespace.is_some() || all_namespaces {
-            anyhow::bail!("`{kind}` is not namespaced: leave out `-n/--namespace` and `-A`");
-        }
-        return Ok(None);
-    }
-    match (namespace, all_namespaces) {
-        (Some(_), true) => {
-            anyhow::bail!("cannot use both `--namespace` and `--all-namespaces`")
-        }
-        (Some(namespace), false) => Ok(Some(namespace.to_string())),
-        (None, true) => Ok(None),
-        (None, false) => Ok(Some("default".to_string())),
-    }
-}
-
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     let Some(kind) = &args.kind else {
         return run_from_files(context, &args).await;
     };
     let kind: Kind = kind.parse()?;
     let format: OutputFormat = args.output.parse()?;
-    let selector = args
-        .selector
-        .as_deref()
-        .map(Selector::parse)
-        .transpose()
-        .context("invalid `--selector`")?;
+    let keep = label_filter(&args)?;
     let namespace = namespace_scope(kind, args.namespace.as_deref(), args.all_namespaces)?;
     if !args.names.is_empty() && args.all_namespaces {
         anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
@@ -133,12 +107,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         cells,
         ..PrintOptions::default()
     };
-    let keep = |resource: &Resource| {
-        selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-    };
-    let stdout = std::io::stdout().lock();
+    let stdout = context.printer.stdout();
 
     if args.names.is_empty() {
         list(store.as_ref(), kind, namespace, stdout, &options, keep).await?;
@@ -161,12 +130,7 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
             "cannot use `--all-namespaces` with `-f`: the documents name their resources"
         );
     }
-    let selector = args
-        .selector
-        .as_deref()
-        .map(Selector::parse)
-        .transpose()
-        .context("invalid `--selector`")?;
+    let keep = label_filter(args)?;
     let files = FileArgs {
         files: args.files.clone(),
         recursive: args.recursive,
@@ -193,13 +157,23 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
         },
         ..PrintOptions::default()
     };
-    let keep = |resource: &Resource| {
+    let stdout = context.printer.stdout();
+    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+}
+
+/// `-l`: which resources a get keeps (every one without a selector).
+fn label_filter(args: &GetArgs) -> anyhow::Result<impl Fn(&Resource) -> bool + use<>> {
+    let selector = args
+        .selector
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .context("invalid `--selector`")?;
+    Ok(move |resource: &Resource| {
         selector
             .as_ref()
             .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-    };
-    let stdout = std::io::stdout().lock();
-    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+    })
 }
 
 /// Gets resources one by one, printing each found one, then reports every one that does not exist.
@@ -221,7 +195,7 @@ async fn get_named<W: Write>(
     let Some(first) = keys.first() else {
         return Ok(ExitCode::SUCCESS);
     };
-    let mut printer = Printer::new(out, first.kind, Shape::Named, options)?;
+    let mut printer = ResourcePrinter::new(out, first.kind, Shape::Named, options)?;
     let mut missing = Vec::new();
     for key in keys {
         match store.get(&key).await {
@@ -231,7 +205,7 @@ async fn get_named<W: Write>(
                 }
                 if per_kind && printer.kind() != resource.kind {
                     let out = printer.finish()?;
-                    printer = Printer::new(out, resource.kind, Shape::Named, options)?;
+                    printer = ResourcePrinter::new(out, resource.kind, Shape::Named, options)?;
                 }
                 printer.print(&resource)?;
             }
@@ -277,7 +251,7 @@ async fn list<W: Write>(
     let shape = Shape::List {
         revision: page.revision.clone(),
     };
-    let mut printer = Printer::new(out, kind, shape, options)?;
+    let mut printer = ResourcePrinter::new(out, kind, shape, options)?;
     if kind == Kind::Tier {
         // Tiers print in policy-evaluation order; there are few of them, so holding them all is fine.
         let mut tiers = Vec::new();
@@ -323,18 +297,10 @@ async fn global_as_number(store: &dyn Datastore) -> GlobalAsNumber {
     }
 }
 
-/// A plain (`64512`) or dotted (`1.10`, meaning `(1 << 16) + 10`) AS number.
+/// A stored AS number, plain (`64512`) or dotted (`1.10`).
 fn parse_as_number(value: &serde_json::Value) -> Option<u32> {
-    match value {
-        serde_json::Value::Number(number) => number.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(text) => match text.split_once('.') {
-            Some((high, low)) => Some(
-                (u32::from(high.parse::<u16>().ok()?) << 16) + u32::from(low.parse::<u16>().ok()?),
-            ),
-            None => text.parse().ok(),
-        },
-        _ => None,
-    }
+    let value: AsNumber = serde_json::from_value(value.clone()).ok()?;
+    numorstring::parse_as_number(&value).ok()
 }
 
 #[cfg(test)]

@@ -3,33 +3,35 @@
 //! A command translates flags into a typed request and calls one entry point; it does no domain work
 //! (`STYLE.md` habit 2). Settings are resolved once, in [`Context`], before any connection is opened.
 
+mod args;
 mod completion;
 mod config;
 mod get;
 mod node;
-pub mod runbook;
-pub mod upgrade;
+mod report;
+mod runbook;
+mod upgrade;
 mod upgrade_apply;
-
-pub use upgrade_apply::UpgradeApplyError;
-pub use write::ClusterTooNew;
 mod version;
 mod write;
+
+pub use report::{hint_for, report};
+pub use upgrade_apply::UpgradeApplyError;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
-use crate::config::{ClientConfig, Environment, KubernetesSettings};
+use crate::config::{ClientConfig, Environment};
+use crate::datastore::Datastore;
+use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::coordination::Coordination;
-use crate::datastore::etcd::{EtcdStore, Timeouts};
-use crate::datastore::kube::KubeStore;
-use crate::datastore::{Datastore, DatastoreType};
+use crate::output::Printer;
 use crate::terminal::{self, LogLevel};
+use args::parse_duration;
 
 const AFTER_HELP: &str = "\
 Configuration: `-c FILE` (a NetAPIConfig document), else /etc/netctl/netctl.cfg if it exists, else the
@@ -77,9 +79,11 @@ pub enum Command {
     /// Create resources from files (fails for any that already exist)
     Create(write::CreateArgs),
     /// Create or update resources from files
-    Apply(write::ApplyArgs),
+    #[command(after_help = write::APPLY_EXAMPLES)]
+    Apply(write::DocumentArgs),
     /// Replace existing resources from files
-    Replace(write::ReplaceArgs),
+    #[command(after_help = write::REPLACE_EXAMPLES)]
+    Replace(write::DocumentArgs),
     /// Delete resources by name or as listed in files
     Delete(write::DeleteArgs),
     /// Set or remove a label on a resource
@@ -93,7 +97,7 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
     #[command(subcommand)]
-    Upgrade(upgrade_apply::UpgradeCommand),
+    Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand)]
     Runbook(runbook::RunbookCommand),
@@ -106,15 +110,12 @@ pub enum Command {
     Node(node::NodeCommand),
 }
 
-/// Parses a duration such as `10s`, `1m30s` or `500ms`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|error| format!("`{text}`: {error}"))
-}
-
-/// What every command may need, created once: the environment, the configuration and the datastore.
+/// What every command may need, created once: the environment, the configuration (loaded on first
+/// use), connections to what it names, and the printer.
 pub struct Context {
     pub global: GlobalOptions,
     pub environment: Environment,
+    pub printer: Printer,
     client_config: OnceLock<ClientConfig>,
 }
 
@@ -123,6 +124,7 @@ impl Context {
         Context {
             global,
             environment,
+            printer: Printer,
             client_config: OnceLock::new(),
         }
     }
@@ -139,120 +141,58 @@ impl Context {
         Ok(self.client_config.get_or_init(|| config))
     }
 
-    /// Connects to the configured datastore and proves the connection works.
-    pub async fn datastore(&self) -> anyhow::Result<Box<dyn Datastore>> {
-        match self.client_config()?.datastore_type.value {
-            DatastoreType::EtcdV3 => Ok(Box::new(self.connect_etcd().await?)),
-            DatastoreType::Kubernetes => Ok(Box::new(self.connect_kubernetes().await?)),
+    /// The static etcd endpoints of the configuration (a plan's fact `etcd_endpoints`), if any.
+    pub fn configured_etcd_endpoints(&self) -> Option<String> {
+        self.client_config()
+            .ok()
+            .and_then(ClientConfig::static_etcd_endpoints)
+    }
+
+    fn connect_options(&self) -> ConnectOptions {
+        ConnectOptions {
+            request_timeout: self.global.request_timeout,
+            kube_context: self.global.context.clone(),
+            home: self.environment.exact("HOME").map(PathBuf::from),
+            in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
         }
     }
 
-    /// The datastore together with its coordination service (leases, lock and checkpoint mirror);
-    /// the executor needs both for upgrade runs. Both datastores have one: etcd leases and keys,
-    /// Kubernetes Leases and ConfigMaps.
+    /// Connects to the configured datastore and proves the connection works.
+    pub async fn datastore(&self) -> anyhow::Result<Arc<dyn Datastore>> {
+        Ok(connect::connect(self.client_config()?, &self.connect_options()).await?)
+    }
+
+    /// The datastore together with its coordination service; upgrade runs need both.
     pub async fn coordinated_datastore(
         &self,
     ) -> anyhow::Result<(Arc<dyn Datastore>, Arc<dyn Coordination>)> {
-        match self.client_config()?.datastore_type.value {
-            DatastoreType::EtcdV3 => {
-                let store = Arc::new(self.connect_etcd().await?);
-                Ok((store.clone(), store))
-            }
-            DatastoreType::Kubernetes => {
-                let store = Arc::new(self.connect_kubernetes().await?);
-                Ok((store.clone(), store))
-            }
-        }
+        Ok(connect::connect_coordinated(self.client_config()?, &self.connect_options()).await?)
     }
 
-    /// The validated Kubernetes settings (kubeconfig, context, overrides).
-    pub fn kubernetes_settings(&self) -> anyhow::Result<KubernetesSettings> {
-        let home = self.environment.exact("HOME").map(PathBuf::from);
-        Ok(self
-            .client_config()?
-            .kubernetes(self.global.context.as_deref(), home.as_deref())?)
-    }
-
-    /// A Kubernetes API client for the executor's `kube.*` actions, when the configuration names a
-    /// cluster (a kubeconfig, an API endpoint, or the in-cluster service account); `None` when
-    /// nothing does. A cluster that is named but unusable (a broken kubeconfig, an unknown context)
-    /// is an error, not a silent `None`.
+    /// The Kubernetes cluster for `kube.*` steps and cluster facts, when one is configured.
     pub async fn kubernetes_client(&self) -> anyhow::Result<Option<kube::Client>> {
-        let settings = self.kubernetes_settings()?;
-        if settings.kubeconfig.is_none()
-            && settings.api_endpoint.is_none()
-            && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
-        {
-            terminal::debug(
-                "no Kubernetes cluster is configured: `kube.*` steps are only described",
-            );
-            return Ok(None);
-        }
-        let api = crate::datastore::kube::client::build(&settings, self.global.request_timeout)
-            .await
-            .context("cannot set up the Kubernetes client for `kube.*` steps")?;
-        Ok(Some(api.client))
+        Ok(connect::kubernetes_client(self.client_config()?, &self.connect_options()).await?)
     }
 
-    async fn connect_kubernetes(&self) -> anyhow::Result<KubeStore> {
-        let settings = self.kubernetes_settings()?;
-        let store = KubeStore::connect(&settings, self.global.request_timeout)
-            .await
-            .context("cannot connect to the kubernetes datastore")?;
-        terminal::debug(format!(
-            "connected to the Kubernetes API at {}",
-            store.server()
-        ));
-        Ok(store)
-    }
-
-    async fn connect_etcd(&self) -> anyhow::Result<EtcdStore> {
-        let settings = self.client_config()?.etcd()?;
-        let timeouts = Timeouts {
-            connect: self.global.request_timeout,
-            request: self.global.request_timeout,
-        };
-        let store = EtcdStore::connect(&settings, timeouts)
-            .await
-            .context("cannot connect to the etcd datastore")?;
-        terminal::debug(format!("connected to etcd at {}", store.endpoints()));
-        Ok(store)
-    }
-}
-
-impl Context {
     /// The datastore to discover upgrade facts from, or `None` when planning offline: with
-    /// `--offline`, or when nothing names a datastore at all (the default `kubernetes` type with no
-    /// kubeconfig, no API endpoint and no in-cluster service) — said on stderr, so the plan's fact
+    /// `--offline`, or when nothing names a datastore at all — said on stderr, so the plan's fact
     /// origins are never mistaken for discovered ones.
     pub async fn datastore_for_facts(
         &self,
         offline: bool,
-    ) -> anyhow::Result<Option<Box<dyn Datastore>>> {
+    ) -> anyhow::Result<Option<Arc<dyn Datastore>>> {
         if offline {
             return Ok(None);
         }
-        let config = self.client_config()?;
-        if config.datastore_type.value == DatastoreType::Kubernetes
-            && config.datastore_type.origin == crate::config::Origin::Default
-        {
-            let settings = self.kubernetes_settings()?;
-            if settings.kubeconfig.is_none()
-                && settings.api_endpoint.is_none()
-                && self.environment.exact(IN_CLUSTER_VARIABLE).is_none()
-            {
-                terminal::warn(
-                    "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
-                );
-                return Ok(None);
-            }
+        if !connect::names_a_datastore(self.client_config()?, &self.connect_options())? {
+            terminal::warn(
+                "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
+            );
+            return Ok(None);
         }
         Ok(Some(self.datastore().await?))
     }
 }
-
-/// Set in every pod: its presence means the in-cluster service account can be used.
-const IN_CLUSTER_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {
@@ -265,12 +205,12 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Delete(args) => write::delete(&context, args).await,
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
-        Command::Validate(args) => write::validate(args),
+        Command::Validate(args) => write::validate(&context, args),
         Command::Config(command) => config::run(&context, command),
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Node(command) => node::run(&context, command).await,
-        Command::Upgrade(command) => upgrade_apply::run(&context, command).await,
-        Command::Runbook(command) => command.run().map(|()| ExitCode::SUCCESS),
+        Command::Upgrade(command) => upgrade::run(&context, command).await,
+        Command::Runbook(command) => runbook::run(&context, command).await,
     }
 }

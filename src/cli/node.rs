@@ -1,7 +1,7 @@
-//! `netctl node run`: flags in, a validated request out, then either the printed command (`--dry-run`)
-//! or the real run. The domain work lives in `crate::node`; this file only translates and orders the
-//! steps: validate every flag and the datastore settings, find the engine, choose the image, and only
-//! then act.
+//! `netctl node run`: flags in, a validated request out, then a one-step plan (`node.run`) through
+//! the executor, which prints the command (`--dry-run`) or runs it. The domain work lives in
+//! `crate::node`; this file only translates and orders the steps: validate every flag and the
+//! datastore settings, find the engine, choose the image, and only then hand the plan over.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,15 +9,19 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
-use super::{Context, parse_duration};
-use crate::datastore::DatastoreType;
+use super::Context;
+use super::args::parse_duration;
+use crate::config::DatastoreType;
+use crate::errors::error_chain;
+use crate::exec::lock::Holder;
+use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::node::image::{self, ImageChoice};
-use crate::node::run::{self, HostPreparation, RunOutcome};
 use crate::node::{
-    ContainerCommand, DEFAULT_SECRETS_DIR, DefaultPools, Engine, Lifecycle, LocatedEngine,
-    NodeError, NodeRunOptions, SKIP_HOST_PREPARATION_VARIABLE, dry_run_text, host_name,
+    ContainerCommand, DEFAULT_SECRETS_DIR, DefaultPools, Engine, HostPreparation, Lifecycle,
+    LocatedEngine, NodeError, NodeRunOptions, SKIP_HOST_PREPARATION_VARIABLE, host_name,
 };
-use crate::terminal;
+use crate::plan::action::NodeRun;
+use crate::plan::{Action, Plan};
 
 const RUN_AFTER_HELP: &str = "\
 The datastore settings (etcdv3 only) come from the client configuration and are passed to the
@@ -92,19 +96,11 @@ pub struct RunArgs {
     startup_timeout: Duration,
 }
 
-/// Whether the command is printed or run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RunMode {
-    DryRun,
-    Execute,
-}
-
 pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<ExitCode> {
     let NodeCommand::Run(args) = command;
-    let mode = if args.dry_run {
-        RunMode::DryRun
-    } else {
-        RunMode::Execute
+    let mode = match args.dry_run {
+        true => RunMode::DryRun,
+        false => RunMode::Execute,
     };
     let options = NodeRunOptions {
         name: args.name,
@@ -157,7 +153,7 @@ pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<Exit
         None => {
             let choice = cluster_image(context).await;
             if let Some(reason) = &choice.fallback_reason {
-                terminal::warn(format!(
+                context.printer.warn(format!(
                     "cannot tell which release the cluster runs ({reason}); using `{}`",
                     choice.image
                 ));
@@ -166,30 +162,30 @@ pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<Exit
         }
     };
 
-    let command = ContainerCommand::build(&request, &image, engine.engine);
-    if mode == RunMode::DryRun {
-        print!("{}", dry_run_text(&command));
-        return Ok(ExitCode::SUCCESS);
-    }
-    let host = if context
-        .environment
-        .exact(SKIP_HOST_PREPARATION_VARIABLE)
-        .is_some()
+    let action = Action::NodeRun(NodeRun {
+        command: ContainerCommand::build(&request, &image, engine.engine),
+        engine,
+        host: match context.environment.exact(SKIP_HOST_PREPARATION_VARIABLE) {
+            Some(_) => HostPreparation::Skip,
+            None => HostPreparation::Prepare,
+        },
+        startup_timeout: request.startup_timeout,
+    });
+    let plan = Plan::single(
+        "node run",
+        format!("start the node agent `{image}`"),
+        action,
+    );
+    let executor = Executor::without_datastore(Holder::current(&context.environment));
+    let mut stdout = context.printer.stdout();
+    match executor
+        .run_one(&plan, mode, &RunOneOptions::default(), &mut stdout)
+        .await
     {
-        HostPreparation::Skip
-    } else {
-        HostPreparation::Prepare
-    };
-    match run::execute(&command, &engine, host, request.startup_timeout).await? {
-        RunOutcome::Started => Ok(ExitCode::SUCCESS),
-        RunOutcome::Stopped { code: Some(0) } => Ok(ExitCode::SUCCESS),
-        RunOutcome::Stopped { code } => {
-            terminal::warn(match code {
-                Some(code) => format!("the node container stopped with exit code {code}"),
-                None => "the node container was stopped by a signal".to_string(),
-            });
-            Ok(ExitCode::FAILURE)
-        }
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        // One step, nothing to resume: the node error is the command's error.
+        Err(ExecError::StepFailed { source, .. }) => Err(anyhow::Error::new(*source)),
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -201,7 +197,7 @@ async fn cluster_image(context: &Context) -> ImageChoice {
         let store = context
             .datastore()
             .await
-            .map_err(|error| format!("{error:#}"))?;
+            .map_err(|error| error_chain(error.as_ref()))?;
         image::cluster_release(store.as_ref())
             .await
             .map_err(|error| format!("cannot read ClusterInformation `default`: {error}"))

@@ -2,17 +2,21 @@
 //!
 //! `lint` reports findings as `file:line:col: severity[code]: message` and fails on any error;
 //! `render` prints the fully rendered steps a plan would run (stable YAML, for diffs in reviews);
-//! `list` shows the runbooks of the set. The work is in `runbook::lint` and `plan::resolve`.
+//! `list` shows the runbooks of the set. The work is in `plan::lint` and `plan::request`.
 
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use super::upgrade::FactArgs;
-use crate::plan::{PlanRequest, plan_upgrade};
-use crate::runbook::lint::{self, Severity};
-use crate::runbook::{RunbookSet, UPGRADE_PROCEDURE};
+use super::Context;
+use super::args::{ManifestEditArgs, TargetArgs};
+use crate::exec::actions::fetch::ManifestDownloads;
+use crate::output::{Printer, TableWriter};
+use crate::plan::lint::{self, Severity};
+use crate::plan::request::FactSources;
+use crate::runbook::RunbookSet;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum RunbookCommand {
@@ -24,14 +28,14 @@ pub enum RunbookCommand {
     List(ListArgs),
 }
 
-impl RunbookCommand {
-    pub fn run(&self) -> anyhow::Result<()> {
-        match self {
-            RunbookCommand::Lint(args) => args.run(),
-            RunbookCommand::Render(args) => args.run(),
-            RunbookCommand::List(args) => args.run(),
-        }
+pub async fn run(context: &Context, command: RunbookCommand) -> anyhow::Result<ExitCode> {
+    let printer = context.printer;
+    match command {
+        RunbookCommand::Lint(args) => args.run(printer)?,
+        RunbookCommand::Render(args) => args.run(printer).await?,
+        RunbookCommand::List(args) => args.run(printer)?,
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Clone, Args)]
@@ -47,19 +51,25 @@ pub struct LintArgs {
 
 /// `runbook lint` found errors; the findings were printed.
 #[derive(Debug, thiserror::Error)]
-#[error("{errors} error(s) in runbooks\nhint: each finding above names the file, line and check")]
+#[error("{errors} error(s) in runbooks")]
 pub struct LintFailed {
     pub errors: usize,
 }
 
+impl LintFailed {
+    pub fn hint(&self) -> &'static str {
+        "each finding above names the file, line and check"
+    }
+}
+
 impl LintArgs {
-    pub fn run(&self) -> anyhow::Result<()> {
+    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
         let findings = if self.paths.is_empty() {
             lint::lint_embedded()
         } else {
             lint::lint_paths(&self.paths)?
         };
-        let mut stdout = std::io::stdout().lock();
+        let mut stdout = printer.stdout();
         for finding in &findings {
             writeln!(stdout, "{finding}")?;
         }
@@ -82,34 +92,22 @@ impl LintArgs {
   netctl runbook render --from v3.26.0 --to v3.29.2 --install-method operator --runbooks runbooks/ > after.txt
   diff before.txt after.txt")]
 pub struct RenderArgs {
-    /// The target release.
-    #[arg(long, value_name = "VERSION")]
-    pub to: Option<String>,
-    #[arg(long, default_value = UPGRADE_PROCEDURE)]
-    pub procedure: String,
     #[command(flatten)]
-    pub facts: FactArgs,
+    pub target: TargetArgs,
 }
 
 impl RenderArgs {
     /// Renders offline: every fact comes from flags or defaults.
-    pub fn run(&self) -> anyhow::Result<()> {
-        let runbooks = RunbookSet::load(self.facts.runbooks.as_deref())?;
-        let facts = crate::plan::Facts::assemble(
-            &crate::plan::DiscoveredFacts::default(),
-            &self.facts.overrides()?,
-        )?;
-        let plan = plan_upgrade(
-            &runbooks,
-            &PlanRequest {
-                procedure: self.procedure.clone(),
-                to: self.to.clone(),
-                facts,
-            },
-        )?;
+    pub async fn run(&self, printer: Printer) -> anyhow::Result<()> {
+        let request = self
+            .target
+            .request(&ManifestEditArgs::default(), true, None)?;
+        let plan = request
+            .plan(FactSources::default(), &ManifestDownloads { mirror: None })
+            .await?;
         // Through JSON first, so enums print as plain maps (`source: {file: ..}`), not YAML tags.
         let text = serde_yaml::to_string(&serde_json::to_value(&plan.steps)?)?;
-        std::io::stdout().lock().write_all(text.as_bytes())?;
+        printer.data(&text)?;
         Ok(())
     }
 }
@@ -125,78 +123,66 @@ pub struct ListArgs {
 }
 
 impl ListArgs {
-    pub fn run(&self) -> anyhow::Result<()> {
+    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
         let set = RunbookSet::load(self.runbooks.as_deref())?;
-        let mut rows = vec![[
-            "NAME".to_string(),
-            "PROCEDURE".to_string(),
-            "PHASE".to_string(),
-            "APPLIES TO".to_string(),
-            "STEPS".to_string(),
-            "DESCRIPTION".to_string(),
-        ]];
+        let headings = [
+            "NAME",
+            "PROCEDURE",
+            "PHASE",
+            "APPLIES TO",
+            "STEPS",
+            "DESCRIPTION",
+        ];
+        let mut table = TableWriter::trimmed(printer.stdout(), headings.map(String::from).to_vec());
         for loaded in &set.runbooks {
             let spec = &loaded.runbook.spec;
-            let applies = &spec.applies_to;
-            let mut conditions = Vec::new();
-            if let Some(edge) = &applies.edge {
-                conditions.push(format!("edge {edge}"));
-            }
-            if let Some(from) = &applies.from {
-                conditions.push(format!("from {from}"));
-            }
-            if let Some(to) = &applies.to {
-                conditions.push(format!("to {to}"));
-            }
-            if !applies.install_methods.is_empty() {
-                let methods: Vec<String> = applies
-                    .install_methods
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                conditions.push(methods.join("|"));
-            }
-            if !applies.datastore_types.is_empty() {
-                let types: Vec<String> = applies
-                    .datastore_types
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                conditions.push(types.join("|"));
-            }
-            if spec.when.is_some() {
-                conditions.push("when …".to_string());
-            }
-            if conditions.is_empty() {
-                conditions.push("all".to_string());
-            }
-            rows.push([
+            table.push_row(vec![
                 loaded.runbook.metadata.name.clone(),
                 spec.procedure.clone(),
                 spec.phase.to_string(),
-                conditions.join(", "),
+                applies_to(&loaded.runbook.spec),
                 spec.steps.len().to_string(),
                 loaded.runbook.metadata.description.clone(),
-            ]);
+            ])?;
         }
-        let mut widths = [0usize; 6];
-        for row in &rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        let mut stdout = std::io::stdout().lock();
-        for row in rows {
-            let mut line = String::new();
-            for (index, cell) in row.iter().enumerate() {
-                if index + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(&format!("{cell:width$}  ", width = widths[index]));
-                }
-            }
-            writeln!(stdout, "{}", line.trim_end())?;
-        }
+        table.finish()?.flush()?;
         Ok(())
     }
+}
+
+/// When a runbook is part of a plan, in a few words (`edge helm-ownership, helm`, `all`).
+fn applies_to(spec: &crate::runbook::RunbookSpec) -> String {
+    let applies = &spec.applies_to;
+    let mut conditions = Vec::new();
+    if let Some(edge) = &applies.edge {
+        conditions.push(format!("edge {edge}"));
+    }
+    if let Some(from) = &applies.from {
+        conditions.push(format!("from {from}"));
+    }
+    if let Some(to) = &applies.to {
+        conditions.push(format!("to {to}"));
+    }
+    let either = |values: Vec<String>| (!values.is_empty()).then(|| values.join("|"));
+    conditions.extend(either(
+        applies
+            .install_methods
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+    ));
+    conditions.extend(either(
+        applies
+            .datastore_types
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+    ));
+    if spec.when.is_some() {
+        conditions.push("when …".to_string());
+    }
+    if conditions.is_empty() {
+        conditions.push("all".to_string());
+    }
+    conditions.join(", ")
 }

@@ -3,7 +3,7 @@
 //! `apply` reads the plan (a saved `--plan` file, or the checkpoint's own plan with `--resume`),
 //! resolves the state directory, terminal and test hooks into [`ApplyOptions`], and hands everything
 //! to [`Executor::apply`]. `status` prints the checkpoint and the lock holder (stdout: it is data).
-//! `unlock` removes a lock by its id. Planning (`--to`, `upgrade plan`) lives with the runbook engine.
+//! `unlock` removes a lock by its id. Planning (`--to`) goes through `plan::request`, as `upgrade plan`.
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -15,25 +15,18 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::Context;
+use super::args::{FactArgs, ManifestEditArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
+use crate::errors::error_chain;
+use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{self, Checkpoint, CheckpointStore, RunState};
 use crate::exec::lock::{self, Holder};
 use crate::exec::progress::ProgressMode;
 use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
 use crate::plan::Plan;
-
-#[derive(Debug, clap::Subcommand)]
-pub enum UpgradeCommand {
-    /// Show the steps an upgrade would take (and save them with `--out`)
-    Plan(super::upgrade::PlanArgs),
-    /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
-    Apply(ApplyArgs),
-    /// Show where the last upgrade run stands, and who holds the lock
-    Status(StatusArgs),
-    /// Remove a stuck upgrade lock by its id (see `upgrade status`)
-    Unlock(UnlockArgs),
-}
+use crate::plan::request::FactSources;
+use crate::runbook::UPGRADE_PROCEDURE;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -51,9 +44,9 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "VERSION", conflicts_with = "plan")]
     to: Option<String>,
     #[command(flatten)]
-    facts: super::upgrade::FactArgs,
+    facts: FactArgs,
     #[command(flatten)]
-    manifest: super::upgrade::ManifestEditArgs,
+    manifest: ManifestEditArgs,
     /// Run exactly this saved plan (refused when it is stale or was edited)
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
@@ -85,7 +78,7 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DIR")]
     mirror_dir: Option<PathBuf>,
     /// How long the lock outlives a crashed run
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     lock_ttl: Duration,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
@@ -177,28 +170,7 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
-pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
-    match command {
-        UpgradeCommand::Plan(mut args) => {
-            args.facts.configured_etcd_endpoints = context
-                .client_config()
-                .ok()
-                .and_then(super::upgrade::configured_etcd_endpoints);
-            let store = context.datastore_for_facts(args.offline).await?;
-            let cluster = match args.offline {
-                true => None,
-                false => context.kubernetes_client().await?,
-            };
-            args.run(store.as_deref(), cluster.as_ref()).await?;
-            Ok(ExitCode::SUCCESS)
-        }
-        UpgradeCommand::Apply(args) => apply(context, args).await,
-        UpgradeCommand::Status(args) => status(context, args).await,
-        UpgradeCommand::Unlock(args) => unlock(context, args).await,
-    }
-}
-
-async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
+pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
     let stderr_is_terminal = std::io::stderr().is_terminal();
     let options = ApplyOptions {
@@ -238,32 +210,29 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let cluster = context.kubernetes_client().await?;
     let plan = match (&args.to, saved_plan) {
         (Some(target), _) => {
-            let mut facts = args.facts.clone();
-            facts.configured_etcd_endpoints = context
-                .client_config()
-                .ok()
-                .and_then(super::upgrade::configured_etcd_endpoints);
-            let request = super::upgrade::PlanArgs {
-                to: Some(target.clone()),
-                procedure: crate::runbook::UPGRADE_PROCEDURE.to_string(),
-                facts,
-                output: super::upgrade::PlanOutput::Text,
-                out: None,
-                offline: false,
-                manifest: args.manifest.clone(),
-                mirror_dir: options.mirror_dir.clone(),
+            let request = args.facts.request(
+                UPGRADE_PROCEDURE,
+                Some(target.clone()),
+                &args.manifest,
+                false,
+                context.configured_etcd_endpoints(),
+            )?;
+            let sources = FactSources {
+                datastore: Some(datastore.as_ref()),
+                cluster: cluster.as_ref(),
             };
-            let plan = request
-                .plan(Some(datastore.as_ref()), cluster.as_ref())
-                .await?;
-            eprintln!(
+            let manifests = ManifestDownloads {
+                mirror: options.mirror_dir.clone(),
+            };
+            let plan = request.plan(sources, &manifests).await?;
+            context.printer.say(format!(
                 "planned {} {} → {}: {} steps ({})",
                 plan.procedure,
                 plan.from,
                 plan.to,
                 plan.steps.len(),
                 plan.digest
-            );
+            ));
             Some(plan)
         }
         (None, saved) => saved,
@@ -274,7 +243,7 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
         Holder::current(&context.environment),
     )
     .with_kubernetes(cluster);
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = context.printer.stdout();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;
     if options.mode == RunMode::Execute {
@@ -283,22 +252,23 @@ async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
         } else {
             format!("; drift found in {}", report.drift.join(", "))
         };
-        eprintln!(
+        context.printer.say(format!(
             "upgrade run {} completed: {} steps{drift}",
             report.run_id, report.steps
-        );
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
+pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let directory = state_dir(context, args.state_dir)?;
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
         Ok((_, coordination)) => Some(coordination),
         Err(error) => {
-            crate::terminal::warn(format!(
-                "showing the local checkpoint only; the datastore is not reachable: {error:#}"
+            context.printer.warn(format!(
+                "showing the local checkpoint only; the datastore is not reachable: {}",
+                error_chain(error.as_ref())
             ));
             None
         }
@@ -309,7 +279,7 @@ async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode>
         Some(coordination) => lock::current(coordination.as_ref()).await?,
         None => None,
     };
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = context.printer.stdout();
     match args.output {
         StatusFormat::Json => {
             let value = serde_json::json!({
@@ -421,12 +391,12 @@ fn print_status(
     Ok(())
 }
 
-async fn unlock(context: &Context, args: UnlockArgs) -> anyhow::Result<ExitCode> {
+pub async fn unlock(context: &Context, args: UnlockArgs) -> anyhow::Result<ExitCode> {
     let (_, coordination) = context.coordinated_datastore().await?;
     let record = lock::unlock(coordination.as_ref(), &args.lock_id).await?;
-    eprintln!(
+    context.printer.say(format!(
         "removed upgrade lock {} held by {} for `{}`",
         record.id, record.holder, record.operation
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -21,7 +21,8 @@ fn line(label: &str, value: &str) -> String {
 }
 
 pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCode> {
-    println!("{}", line("Client Version", env!("CARGO_PKG_VERSION")));
+    let printer = context.printer;
+    printer.data_line(&line("Client Version", env!("CARGO_PKG_VERSION")))?;
     if args.client {
         return Ok(ExitCode::SUCCESS);
     }
@@ -44,7 +45,7 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
             return Err(anyhow::Error::new(error).context("cannot read the cluster version"));
         }
     };
-    println!("{}", line("Cluster Version", &version));
-    println!("{}", line("Cluster Type", &cluster_type));
+    printer.data_line(&line("Cluster Version", &version))?;
+    printer.data_line(&line("Cluster Type", &cluster_type))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,7 @@
 //! the cluster runs a release newer than any netctl knows (seed §7: an older tool must not be used after
 //! an upgrade), unless `--allow-version-mismatch`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,106 +15,17 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Context;
-use super::get::namespace_scope;
-use crate::datastore::{Datastore, StoreError};
+use super::args::{DryRunArg, FileArgs, namespace_scope};
+use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
     PatchType, ResourceDocuments, ResourceLabel, ResourcePatch, ResourceTarget,
 };
-use crate::plan::catalog::Catalog;
-use crate::plan::{Action, Plan, Release};
-use crate::resource::{Input, Kind, Resource, ResourceKey, load_and_validate};
-use crate::runbook::RunbookSet;
-
-/// `-f FILE|DIR|-` and how to read it, shared by the commands that take documents.
-#[derive(Debug, Clone, clap::Args)]
-pub struct FileArgs {
-    /// A file, a directory of `.yaml`/`.yml`/`.json` files, or `-` for standard input; repeatable
-    #[arg(
-        short = 'f',
-        long = "filename",
-        value_name = "FILE|DIR|-",
-        required = true
-    )]
-    pub(super) files: Vec<PathBuf>,
-    /// Also read the sub-directories of a directory
-    #[arg(short = 'R', long)]
-    pub(super) recursive: bool,
-    /// An empty file or directory is not an error
-    #[arg(long)]
-    pub(super) skip_empty: bool,
-    /// Namespace for namespaced resources that name none (`default` otherwise)
-    #[arg(short = 'n', long)]
-    pub(super) namespace: Option<String>,
-}
-
-impl FileArgs {
-    /// Loads and validates every document of every input for writing: as [`FileArgs::read`], and
-    /// ClusterInformation is refused.
-    fn load(&self) -> anyhow::Result<Vec<Resource>> {
-        let resources = self.read()?;
-        if let Some(read_only) = resources
-            .iter()
-            .find(|r| r.kind == Kind::ClusterInformation)
-        {
-            anyhow::bail!(
-                "{} is read-only: the node agent maintains ClusterInformation",
-                read_only.key()
-            );
-        }
-        Ok(resources)
-    }
-
-    /// Loads and validates every document of every input; all problems are reported together.
-    pub(super) fn read(&self) -> anyhow::Result<Vec<Resource>> {
-        let mut inputs = Vec::new();
-        for path in &self.files {
-            if path.as_os_str() == "-" {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .context("cannot read standard input")?;
-                inputs.push(Input::Text {
-                    origin: "<stdin>".into(),
-                    text,
-                });
-            } else {
-                inputs.push(Input::Path {
-                    path: path.clone(),
-                    recursive: self.recursive,
-                });
-            }
-        }
-        let loaded = load_and_validate(&inputs, self.namespace.as_deref())?;
-        let resources: Vec<Resource> = loaded.into_iter().flat_map(|(_, items)| items).collect();
-        if resources.is_empty() && !self.skip_empty {
-            anyhow::bail!(
-                "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
-        }
-        Ok(resources)
-    }
-}
-
-/// `--dry-run`, shared by every writing command.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct DryRunArg {
-    /// Print exactly what would be written and change nothing
-    #[arg(long)]
-    dry_run: bool,
-}
-
-impl DryRunArg {
-    fn mode(self) -> RunMode {
-        if self.dry_run {
-            RunMode::DryRun
-        } else {
-            RunMode::Execute
-        }
-    }
-}
+use crate::plan::release::check_cluster_version;
+use crate::plan::{Action, Plan};
+use crate::resource::{Kind, Resource, ResourceKey};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -130,27 +41,18 @@ pub struct CreateArgs {
     dry_run: DryRunArg,
 }
 
+/// `apply` and `replace`: documents and `--dry-run` (their examples are on the commands).
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f - < hostendpoints.yaml"
-)]
-pub struct ApplyArgs {
+pub struct DocumentArgs {
     #[command(flatten)]
     files: FileArgs,
     #[command(flatten)]
     dry_run: DryRunArg,
 }
 
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  netctl replace -f pool.yaml\n  netctl get ippool p1 -o yaml > p1.yaml && $EDITOR p1.yaml && netctl replace -f p1.yaml"
-)]
-pub struct ReplaceArgs {
-    #[command(flatten)]
-    files: FileArgs,
-    #[command(flatten)]
-    dry_run: DryRunArg,
-}
+pub const APPLY_EXAMPLES: &str = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f - < hostendpoints.yaml";
+
+pub const REPLACE_EXAMPLES: &str = "Examples:\n  netctl replace -f pool.yaml\n  netctl get ippool p1 -o yaml > p1.yaml && $EDITOR p1.yaml && netctl replace -f p1.yaml";
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -244,20 +146,18 @@ pub struct ValidateArgs {
 async fn run_step(
     context: &Context,
     store: Arc<dyn Datastore>,
-    procedure: &str,
-    description: String,
-    action: Action,
-    mode: RunMode,
+    plan: &Plan,
+    dry_run: DryRunArg,
     semantics: WriteSemantics,
 ) -> anyhow::Result<()> {
+    let mode = dry_run.mode();
     let executor = Executor::new(store, None, Holder::current(&context.environment));
-    let plan = Plan::single(procedure, description, action);
     let options = RunOneOptions {
         semantics,
         journal: None,
     };
-    let mut stdout = std::io::stdout().lock();
-    let outcome = match executor.run_one(&plan, mode, &options, &mut stdout).await {
+    let mut stdout = context.printer.stdout();
+    let outcome = match executor.run_one(plan, mode, &options, &mut stdout).await {
         Ok(outcome) => outcome,
         // A one-step command has no run to resume: report the action's own error and advice.
         Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
@@ -274,64 +174,11 @@ async fn run_step(
 
 /// Connects and refuses writes to a cluster newer than netctl knows, unless allowed.
 async fn writable_datastore(context: &Context) -> anyhow::Result<Arc<dyn Datastore>> {
-    let store: Arc<dyn Datastore> = Arc::from(context.datastore().await?);
+    let store = context.datastore().await?;
     if !context.global.allow_version_mismatch {
         check_cluster_version(store.as_ref()).await?;
     }
     Ok(store)
-}
-
-/// Why netctl will not write to this cluster.
-#[derive(Debug, thiserror::Error)]
-#[error("the cluster runs {cluster}, newer than the newest release this netctl knows ({newest})")]
-pub struct ClusterTooNew {
-    pub cluster: String,
-    pub newest: String,
-}
-
-impl ClusterTooNew {
-    pub fn hint(&self) -> &'static str {
-        "use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check"
-    }
-}
-
-async fn check_cluster_version(store: &dyn Datastore) -> anyhow::Result<()> {
-    let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
-    let info = match store.get(&key).await {
-        Ok(info) => info,
-        // Upstream skips the check when ClusterInformation is missing (reference §7.2).
-        Err(StoreError::NotFound(_)) => return Ok(()),
-        Err(error) => {
-            return Err(anyhow::Error::new(error).context(
-                "cannot read ClusterInformation `default` to check the cluster version (use `--allow-version-mismatch` to skip)",
-            ));
-        }
-    };
-    let Some(text) = info.spec.get("calicoVersion").and_then(|v| v.as_str()) else {
-        return Ok(());
-    };
-    let Ok((cluster, _)) = Release::parse_with_precision(text) else {
-        return Ok(());
-    };
-    let set = RunbookSet::embedded()?;
-    let catalog = Catalog::parse(set.catalog_text().unwrap_or_default())?;
-    let newest = catalog
-        .spec
-        .targets
-        .iter()
-        .filter_map(|target| Release::parse_with_precision(&target.release).ok())
-        .map(|(release, _)| release)
-        .max();
-    if let Some(newest) = newest
-        && (cluster.0.major, cluster.0.minor) > (newest.0.major, newest.0.minor)
-    {
-        return Err(ClusterTooNew {
-            cluster: text.to_string(),
-            newest: newest.line(),
-        }
-        .into());
-    }
-    Ok(())
 }
 
 fn describe(verb: &str, resources: &[Resource]) -> String {
@@ -344,7 +191,8 @@ fn describe(verb: &str, resources: &[Resource]) -> String {
 /// The three document commands differ only in the action and how existing resources are treated.
 #[derive(Debug, Clone, Copy)]
 enum DocumentCommand {
-    Create,
+    /// With what a create does when a resource already exists (`--skip-exists`).
+    Create(ExistingPolicy),
     Apply,
     Replace,
 }
@@ -354,74 +202,46 @@ async fn write_documents(
     command: DocumentCommand,
     files: &FileArgs,
     dry_run: DryRunArg,
-    semantics: WriteSemantics,
 ) -> anyhow::Result<ExitCode> {
     let documents = files.load()?;
     let store = writable_datastore(context).await?;
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
-        DocumentCommand::Create => ("create", Action::ResourceCreate),
+        DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
         DocumentCommand::Apply => ("apply", Action::ResourceApply),
         DocumentCommand::Replace => ("replace", Action::ResourceReplace),
+    };
+    let semantics = match command {
+        DocumentCommand::Create(create_existing) => WriteSemantics {
+            create_existing,
+            ..WriteSemantics::default()
+        },
+        DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
     let description = describe(verb, &documents);
     let action = build(ResourceDocuments {
         documents,
         file: None,
     });
-    run_step(
-        context,
-        store,
-        verb,
-        description,
-        action,
-        dry_run.mode(),
-        semantics,
-    )
-    .await?;
+    let plan = Plan::single(verb, description, action);
+    run_step(context, store, &plan, dry_run, semantics).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics {
-        create_existing: if args.skip_exists {
-            ExistingPolicy::Skip
-        } else {
-            ExistingPolicy::Fail
-        },
-        ..WriteSemantics::default()
+    let existing = match args.skip_exists {
+        true => ExistingPolicy::Skip,
+        false => ExistingPolicy::Fail,
     };
-    write_documents(
-        context,
-        DocumentCommand::Create,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+    let command = DocumentCommand::Create(existing);
+    write_documents(context, command, &args.files, args.dry_run).await
 }
 
-pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics::default();
-    write_documents(
-        context,
-        DocumentCommand::Apply,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+pub async fn apply(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
+    write_documents(context, DocumentCommand::Apply, &args.files, args.dry_run).await
 }
 
-pub async fn replace(context: &Context, args: ReplaceArgs) -> anyhow::Result<ExitCode> {
-    let semantics = WriteSemantics::default();
-    write_documents(
-        context,
-        DocumentCommand::Replace,
-        &args.files,
-        args.dry_run,
-        semantics,
-    )
-    .await
+pub async fn replace(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
+    write_documents(context, DocumentCommand::Replace, &args.files, args.dry_run).await
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
@@ -477,17 +297,16 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
             ResourceKey::new(target.kind, target.namespace.clone(), &target.name)
         );
         let action = Action::ResourceDelete(target);
-        run_step(
-            context,
-            store.clone(),
-            "delete",
-            description,
-            action,
-            args.dry_run.mode(),
-            semantics,
-        )
-        .await?;
+        let plan = Plan::single("delete", description, action);
+        run_step(context, store.clone(), &plan, args.dry_run, semantics).await?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the one step of `label` or `patch`, which write with the default semantics.
+async fn change(context: &Context, plan: &Plan, dry_run: DryRunArg) -> anyhow::Result<ExitCode> {
+    let store = writable_datastore(context).await?;
+    run_step(context, store, plan, dry_run, WriteSemantics::default()).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -510,7 +329,6 @@ pub async fn label(context: &Context, args: LabelArgs) -> anyhow::Result<ExitCod
     if key.is_empty() {
         anyhow::bail!("invalid label `{}`: the key is empty", args.label);
     }
-    let store = writable_datastore(context).await?;
     let description = format!("label {kind}({}) {}", args.name, args.label);
     let action = Action::ResourceLabel(ResourceLabel {
         kind,
@@ -522,17 +340,8 @@ pub async fn label(context: &Context, args: LabelArgs) -> anyhow::Result<ExitCod
         overwrite: args.overwrite,
         remove: args.remove,
     });
-    run_step(
-        context,
-        store,
-        "label",
-        description,
-        action,
-        args.dry_run.mode(),
-        WriteSemantics::default(),
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    let plan = Plan::single("label", description, action);
+    change(context, &plan, args.dry_run).await
 }
 
 pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCode> {
@@ -552,7 +361,6 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
         PatchTypeArg::Merge => PatchType::Merge,
         PatchTypeArg::Json => PatchType::Json,
     };
-    let store = writable_datastore(context).await?;
     let description = format!("patch {kind}({})", args.name);
     let action = Action::ResourcePatch(ResourcePatch {
         kind,
@@ -561,22 +369,13 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
         patch,
         patch_type,
     });
-    run_step(
-        context,
-        store,
-        "patch",
-        description,
-        action,
-        args.dry_run.mode(),
-        WriteSemantics::default(),
-    )
-    .await?;
-    Ok(ExitCode::SUCCESS)
+    let plan = Plan::single("patch", description, action);
+    change(context, &plan, args.dry_run).await
 }
 
-pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let resources = args.files.load()?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = context.printer.stdout();
     if args.show_defaults {
         for resource in &resources {
             writeln!(stdout, "---")?;

@@ -134,8 +134,8 @@ fn explicit_kubeconfig(sourced: &Sourced<String>) -> Result<Sourced<PathBuf>, Co
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DatastoreType;
     use crate::config::{ConfigSource, Environment};
-    use crate::datastore::DatastoreType;
 
     fn config(pairs: &[(&str, &str)]) -> ClientConfig {
         let environment = Environment::from_pairs(pairs.iter().copied());

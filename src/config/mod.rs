@@ -8,6 +8,7 @@
 //!
 //! It does not connect to anything: the datastore backends take the validated settings.
 
+mod datastore_type;
 mod env;
 mod etcd;
 pub mod file;
@@ -17,6 +18,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub use datastore_type::DatastoreType;
 pub use env::{EnvValue, Environment};
 pub use etcd::{
     ClientIdentity, EndpointSource, EtcdCredentials, EtcdEndpoint, EtcdSettings, Pem, PemOrigin,
@@ -24,8 +26,6 @@ pub use etcd::{
 };
 pub use file::{NetApiConfigDocument, NetApiConfigSpec};
 pub use kubernetes::KubernetesSettings;
-
-use crate::datastore::DatastoreType;
 
 /// The configuration file used when `-c/--config` is not given and the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/netctl/netctl.cfg";
@@ -520,6 +520,24 @@ impl ClientConfig {
     /// Validates the etcd options completely and reads the key and certificate files.
     pub fn etcd(&self) -> Result<EtcdSettings, ConfigError> {
         etcd::resolve(self)
+    }
+
+    /// The static etcd endpoints, comma-separated: what a plan's fact `etcd_endpoints` defaults to.
+    /// `None` for the Kubernetes datastore, SRV discovery, or etcd settings that do not resolve.
+    pub fn static_etcd_endpoints(&self) -> Option<String> {
+        if self.datastore_type.value != DatastoreType::EtcdV3 {
+            return None;
+        }
+        match self.etcd().ok()?.endpoints {
+            EndpointSource::Static(endpoints) => Some(
+                endpoints
+                    .iter()
+                    .map(|endpoint| endpoint.url())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            EndpointSource::Srv { .. } => None,
+        }
     }
 
     /// Validates the Kubernetes options. `context` is the `--context` flag; `home` is where

@@ -7,6 +7,7 @@
 //! the resource exists, an update fails if the stored revision moved on. Lists come back one page at a
 //! time so callers can stream them with bounded memory.
 
+pub mod connect;
 pub mod coordination;
 pub mod etcd;
 pub mod initialize;
@@ -15,6 +16,10 @@ pub mod kube;
 use async_trait::async_trait;
 
 use crate::resource::{Kind, Resource, ResourceKey};
+
+// The type is a setting of the configuration; named here too because the backends and their errors
+// speak of it.
+pub use crate::config::DatastoreType;
 
 /// The default number of resources fetched per list page.
 ///
@@ -105,6 +110,30 @@ pub enum StoreError {
         endpoints: String,
         seconds: u64,
     },
+    /// Every etcd endpoint failed; each one is named with how.
+    #[error("no etcd endpoint could be used: {0}")]
+    EtcdEndpoints(etcd::EndpointFailures),
+    /// A member answers, but the cluster kept refusing the request (no leader, leader changes);
+    /// `failed` names the members that did not answer at all.
+    #[error(
+        "etcd kept answering `{detail}` for {seconds}s ({operation}, {attempts} attempts){}",
+        failed.as_also()
+    )]
+    EtcdBusy {
+        operation: String,
+        attempts: u32,
+        seconds: u64,
+        detail: String,
+        failed: etcd::EndpointFailures,
+    },
+    /// A write whose answer was lost and could not be checked afterwards.
+    #[error("the {operation} of {key} may or may not have been applied")]
+    OutcomeUnknown {
+        operation: &'static str,
+        key: String,
+        #[source]
+        source: Box<StoreError>,
+    },
     #[error("stored value at `{location}` is not a valid resource")]
     InvalidData {
         location: String,
@@ -167,6 +196,12 @@ impl StoreError {
             StoreError::Unavailable { .. } | StoreError::Timeout { .. } => {
                 "check that etcd is running and that the endpoints (etcdEndpoints / ETCD_ENDPOINTS) are right"
             }
+            StoreError::EtcdEndpoints(failures) => failures.hint(),
+            StoreError::EtcdBusy { failed, .. } if !failed.0.is_empty() => etcd::QUORUM_HINT,
+            StoreError::EtcdBusy { .. } => {
+                "the etcd cluster is electing a leader, has lost quorum or is overloaded: check `etcdctl endpoint status --cluster`, then run the command again"
+            }
+            StoreError::OutcomeUnknown { source, .. } => return source.hint(),
             StoreError::Discovery { .. } => {
                 "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
             }
@@ -214,52 +249,6 @@ pub trait Datastore: Send + Sync {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError>;
-}
-
-/// The datastore types of the client configuration (`datastoreType`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum DatastoreType {
-    #[serde(rename = "kubernetes")]
-    Kubernetes,
-    #[serde(rename = "etcdv3")]
-    EtcdV3,
-}
-
-impl DatastoreType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DatastoreType::Kubernetes => "kubernetes",
-            DatastoreType::EtcdV3 => "etcdv3",
-        }
-    }
-}
-
-impl std::fmt::Display for DatastoreType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for DatastoreType {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "kubernetes" => Ok(DatastoreType::Kubernetes),
-            "etcdv3" => Ok(DatastoreType::EtcdV3),
-            other => Err(other.to_string()),
-        }
-    }
 }
 
 /// Lists every resource matching `options`, page by page, handing each to `visit` as it arrives so

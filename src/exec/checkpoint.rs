@@ -157,7 +157,7 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// A checkpoint for a new run of `plan`, every step pending.
     pub fn new(plan: &Plan, holder: &Holder) -> Checkpoint {
-        let now = super::now_rfc3339();
+        let now = super::clock::now_rfc3339();
         Checkpoint {
             format_version: CHECKPOINT_FORMAT_VERSION,
             run_id: uuid::Uuid::new_v4().to_string(),
@@ -343,7 +343,7 @@ impl CheckpointStore {
     /// Writes the checkpoint locally (atomically) and then to the mirror.
     pub async fn save(&self, checkpoint: &mut Checkpoint) -> Result<(), CheckpointError> {
         checkpoint.sequence += 1;
-        checkpoint.updated_at = super::now_rfc3339();
+        checkpoint.updated_at = super::clock::now_rfc3339();
         let bytes =
             serde_json::to_vec_pretty(checkpoint).map_err(|source| CheckpointError::Invalid {
                 location: self.path().display().to_string(),

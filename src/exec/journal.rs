@@ -109,7 +109,7 @@ impl Journal {
     /// A new entry for this run, to be completed by the caller.
     pub fn entry(&self, event: JournalEvent) -> JournalEntry {
         JournalEntry {
-            time: super::now_rfc3339(),
+            time: super::clock::now_rfc3339(),
             run_id: self.run_id.clone(),
             plan_digest: self.plan_digest.clone(),
             user: self.holder.user.clone(),

@@ -48,7 +48,7 @@ impl Holder {
             user,
             host,
             pid: std::process::id(),
-            started: super::now_rfc3339(),
+            started: super::clock::now_rfc3339(),
         }
     }
 }

@@ -120,6 +120,11 @@ pub enum NodeError {
     StartupTimeout { timeout: Duration, tail: LogTail },
     #[error("the node container stopped before reporting a successful start{tail}")]
     ContainerExited { tail: LogTail },
+    /// With `--init-system` the container runs in the foreground; its failure is the command's.
+    #[error("the node container stopped with exit code {code}")]
+    ContainerFailed { code: i32 },
+    #[error("the node container was stopped by a signal")]
+    ContainerKilled,
 }
 
 impl NodeError {

@@ -27,6 +27,14 @@ pub use request::{
     NodeRunOptions, NodeRunRequest, host_name,
 };
 
+/// Whether netctl prepares the host (kernel modules, forwarding, conntrack table size) before it
+/// starts the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostPreparation {
+    Prepare,
+    Skip,
+}
+
 /// The container is always called this, as upstream, so that other tools (and `node status`) find it.
 pub const CONTAINER_NAME: &str = "calico-node";
 

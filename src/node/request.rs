@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::NodeError;
 use super::engine::Engine;
 use crate::config::{EtcdSettings, PemOrigin};
+use crate::resource::spec::numorstring::parse_as_number_text;
 
 /// IPv4 or IPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,22 +97,11 @@ pub struct AsNumber(pub u32);
 
 impl AsNumber {
     pub fn parse(text: &str) -> Result<AsNumber, NodeError> {
-        let invalid = || NodeError::InvalidAsNumber {
-            value: text.to_string(),
-        };
-        let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
-        match text.split_once('.') {
-            Some((high, low)) => {
-                if !digits(high) || !digits(low) {
-                    return Err(invalid());
-                }
-                let high: u16 = high.parse().map_err(|_| invalid())?;
-                let low: u16 = low.parse().map_err(|_| invalid())?;
-                Ok(AsNumber((u32::from(high) << 16) + u32::from(low)))
-            }
-            None if digits(text) => text.parse().map(AsNumber).map_err(|_| invalid()),
-            None => Err(invalid()),
-        }
+        parse_as_number_text(text)
+            .map(AsNumber)
+            .ok_or_else(|| NodeError::InvalidAsNumber {
+                value: text.to_string(),
+            })
     }
 }
 

@@ -21,17 +21,10 @@ use tokio::process::Command;
 use super::command::{ContainerCommand, PrivateFile};
 use super::error::{EngineOutput, LogTail};
 use super::request::Lifecycle;
-use super::{CONTAINER_NAME, LocatedEngine, NodeError, STARTED_LINE};
+use super::{CONTAINER_NAME, HostPreparation, LocatedEngine, NodeError, STARTED_LINE};
 
 /// How many log lines a failed startup check shows.
 const TAIL_LINES: usize = 10;
-
-/// Whether netctl prepares the host (kernel modules, forwarding, conntrack table size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostPreparation {
-    Prepare,
-    Skip,
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

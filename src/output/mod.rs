@@ -1,7 +1,10 @@
-//! Printers for `netctl get`: tables (`ps`, `wide`, `custom-columns`), documents (`yaml`, `json`) and
-//! `name` — all streaming, so a list of any length prints with bounded memory as pages arrive.
+//! What commands print. [`Printer`] is the one way every command writes: data on stdout, talk on
+//! stderr. For `netctl get` there are the resource printers: tables (`ps`, `wide`,
+//! `custom-columns`), documents (`yaml`, `json`) and `name` — all streaming, so a list of any length
+//! prints with bounded memory as pages arrive; [`TableWriter`] also lays out the other commands'
+//! tables.
 //!
-//! [`OutputFormat`] is what `-o` parses into; [`Printer`] takes resources one at a time and writes
+//! [`OutputFormat`] is what `-o` parses into; [`ResourcePrinter`] takes resources one at a time and writes
 //! them in that format to any `Write` (stdout in the CLI: stdout is data). Shapes follow upstream
 //! (`reference/calicoctl.md` §8): a list prints one table or one List document; a get by name prints
 //! one table per object and, for documents, the object alone or an array of several. Per-kind columns
@@ -11,6 +14,7 @@
 
 mod columns;
 mod document;
+mod printer;
 mod table;
 
 #[cfg(test)]
@@ -27,7 +31,8 @@ pub use columns::{
     headings_for, sort_tiers_by_order,
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
-pub use table::{DEFAULT_CHUNK_ROWS, TableWriter};
+pub use printer::Printer;
+pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 
 /// What `-o/--output` selects.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -111,14 +116,23 @@ impl fmt::Display for OutputFormat {
 /// A `-o` value that is not a format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutputFormatError {
-    #[error(
-        "unrecognized output format `{0}`\nhint: use one of ps, wide, yaml, json, name or custom-columns=HEADING,..."
-    )]
+    #[error("unrecognized output format `{0}`")]
     Unrecognized(String),
-    #[error(
-        "need to specify at least one column\nhint: list headings after the `=`, e.g. `custom-columns=NAME,NODE`"
-    )]
+    #[error("need to specify at least one column")]
     NoColumns,
+}
+
+impl OutputFormatError {
+    pub fn hint(&self) -> &'static str {
+        match self {
+            OutputFormatError::Unrecognized(_) => {
+                "use one of ps, wide, yaml, json, name or custom-columns=HEADING,..."
+            }
+            OutputFormatError::NoColumns => {
+                "list headings after the `=`, e.g. `custom-columns=NAME,NODE`"
+            }
+        }
+    }
 }
 
 /// Why printing failed.
@@ -154,7 +168,7 @@ pub enum Shape {
     Named,
 }
 
-/// Everything a [`Printer`] needs besides the resources.
+/// Everything a [`ResourcePrinter`] needs besides the resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrintOptions {
     pub format: OutputFormat,
@@ -189,7 +203,7 @@ pub fn name_line(resource: &Resource) -> String {
 }
 
 /// Prints resources of one kind as they arrive.
-pub struct Printer<W: Write> {
+pub struct ResourcePrinter<W: Write> {
     kind: Kind,
     cells: CellContext,
     state: State<W>,
@@ -212,14 +226,14 @@ enum State<W: Write> {
     NamedDocuments(NamedDocumentWriter<W>),
 }
 
-impl<W: Write> Printer<W> {
+impl<W: Write> ResourcePrinter<W> {
     /// Prepares to print `kind`; for a list document this writes the envelope's head already.
     pub fn new(
         out: W,
         kind: Kind,
         shape: Shape,
         options: &PrintOptions,
-    ) -> Result<Printer<W>, OutputError> {
+    ) -> Result<ResourcePrinter<W>, OutputError> {
         let table_columns = |set| TableColumns::new(kind, set, options.namespace_column);
         let set = match &options.format {
             OutputFormat::Ps => Some(ColumnSet::Ps),
@@ -254,7 +268,7 @@ impl<W: Write> Printer<W> {
             }
             (None, None, _) => State::Names(out),
         };
-        Ok(Printer {
+        Ok(ResourcePrinter {
             kind,
             cells: options.cells,
             state,

@@ -20,9 +20,21 @@ pub const DEFAULT_CHUNK_ROWS: usize = 1000;
 const MINIMUM_WIDTH: usize = 5;
 const PADDING: usize = 3;
 
-/// Writes one table: the heading row, then rows, then a blank line on [`TableWriter::finish`].
+/// How a table's lines end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableStyle {
+    /// Upstream's: every cell padded, the last one too, and a blank line after the table (`get`).
+    Upstream,
+    /// netctl's own tables (`runbook list`, `config view`): each line ends at its last character and
+    /// no blank line follows.
+    Trimmed,
+}
+
+/// Writes one table: the heading row, then rows, then (upstream style) a blank line on
+/// [`TableWriter::finish`].
 pub struct TableWriter<W: Write> {
     out: W,
+    style: TableStyle,
     headings: Vec<String>,
     heading_written: bool,
     rows: Vec<Vec<String>>,
@@ -40,11 +52,20 @@ impl<W: Write> TableWriter<W> {
         let widths = vec![0; headings.len()];
         TableWriter {
             out,
+            style: TableStyle::Upstream,
             headings,
             heading_written: false,
             rows: Vec::new(),
             widths,
             chunk_rows: chunk_rows.max(1),
+        }
+    }
+
+    /// A table in [`TableStyle::Trimmed`].
+    pub fn trimmed(out: W, headings: Vec<String>) -> TableWriter<W> {
+        TableWriter {
+            style: TableStyle::Trimmed,
+            ..TableWriter::new(out, headings)
         }
     }
 
@@ -65,7 +86,9 @@ impl<W: Write> TableWriter<W> {
     /// every table, and hands the writer back.
     pub fn finish(mut self) -> io::Result<W> {
         self.flush_chunk()?;
-        self.out.write_all(b"\n")?;
+        if self.style == TableStyle::Upstream {
+            self.out.write_all(b"\n")?;
+        }
         self.out.flush()?;
         Ok(self.out)
     }
@@ -78,11 +101,11 @@ impl<W: Write> TableWriter<W> {
             grow(&mut self.widths, row);
         }
         if !self.heading_written {
-            write_line(&mut self.out, &self.widths, &self.headings)?;
+            write_line(&mut self.out, self.style, &self.widths, &self.headings)?;
             self.heading_written = true;
         }
         for row in &self.rows {
-            write_line(&mut self.out, &self.widths, row)?;
+            write_line(&mut self.out, self.style, &self.widths, row)?;
         }
         self.rows.clear();
         self.out.flush()
@@ -96,12 +119,20 @@ fn grow(widths: &mut [usize], cells: &[String]) {
     }
 }
 
-fn write_line<W: Write>(out: &mut W, widths: &[usize], cells: &[String]) -> io::Result<()> {
+fn write_line<W: Write>(
+    out: &mut W,
+    style: TableStyle,
+    widths: &[usize],
+    cells: &[String],
+) -> io::Result<()> {
     let mut line = String::new();
     for (cell, width) in cells.iter().zip(widths) {
         line.push_str(cell);
         let length = cell.chars().count();
         line.extend(std::iter::repeat_n(' ', width.saturating_sub(length)));
+    }
+    if style == TableStyle::Trimmed {
+        line.truncate(line.trim_end().len());
     }
     line.push('\n');
     out.write_all(line.as_bytes())
@@ -123,6 +154,14 @@ mod tests {
                 .unwrap();
         }
         String::from_utf8(writer.finish().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_trimmed_table_ends_lines_at_their_last_character() {
+        let mut writer = TableWriter::trimmed(Vec::new(), vec!["NAME".into(), "STEPS".into()]);
+        writer.push_row(vec!["upgrade".into(), "3".into()]).unwrap();
+        let text = String::from_utf8(writer.finish().unwrap()).unwrap();
+        assert_eq!(text, "NAME      STEPS\nupgrade   3\n");
     }
 
     #[test]

@@ -22,7 +22,7 @@ fn print_all(resources: &[Resource], shape: Shape, options: &PrintOptions) -> St
     let kind = resources
         .first()
         .map_or(Kind::Node, |resource| resource.kind);
-    let mut printer = Printer::new(Vec::new(), kind, shape, options).expect("printer");
+    let mut printer = ResourcePrinter::new(Vec::new(), kind, shape, options).expect("printer");
     for resource in resources {
         printer.print(resource).expect("prints");
     }
@@ -442,7 +442,7 @@ fn unknown_custom_column_lists_the_valid_ones() {
         format: custom(&["NAME", "BOGUS"]),
         ..PrintOptions::default()
     };
-    let error = Printer::new(Vec::new(), Kind::HostEndpoint, Shape::Named, &options)
+    let error = ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, Shape::Named, &options)
         .err()
         .expect("refused");
     insta::assert_snapshot!(error.to_string(), @"unknown heading `BOGUS` for HostEndpoint, valid values are: INTERFACE, IPS, NAME, NODE, PROFILES");
@@ -535,15 +535,16 @@ fn output_formats_parse() {
         "custom-columns=,".parse::<OutputFormat>(),
         Err(OutputFormatError::NoColumns)
     );
+    let advice = |error: OutputFormatError| format!("{error}\nhint: {}", error.hint());
     insta::assert_snapshot!(
-        "go-template={{.}}".parse::<OutputFormat>().unwrap_err().to_string(),
+        advice("go-template={{.}}".parse::<OutputFormat>().unwrap_err()),
         @r"
     unrecognized output format `go-template={{.}}`
     hint: use one of ps, wide, yaml, json, name or custom-columns=HEADING,...
     "
     );
     insta::assert_snapshot!(
-        OutputFormatError::NoColumns.to_string(),
+        advice(OutputFormatError::NoColumns),
         @r"
     need to specify at least one column
     hint: list headings after the `=`, e.g. `custom-columns=NAME,NODE`

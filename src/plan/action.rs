@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::node::{ContainerCommand, HostPreparation, LocatedEngine};
 use crate::resource::{API_VERSION, Kind, Resource};
+pub use crate::vocabulary::HumanDuration;
 
 /// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as a runbook
 /// step, so a saved plan reads like the runbook it came from.
@@ -81,35 +83,15 @@ pub enum Action {
     /// A human gate: stop and wait for the operator to confirm.
     #[serde(rename = "pause")]
     Pause(Pause),
+    /// Start the node agent container. Built by `netctl node run` only: not a runbook action, and
+    /// never read back from a plan file (its private files are not written into one).
+    #[serde(rename = "node.run")]
+    NodeRun(NodeRun),
 }
 
 impl Action {
     /// Every action name a runbook may use, in documentation order.
-    pub const NAMES: [&'static str; 23] = [
-        "resource.get",
-        "resource.list",
-        "resource.create",
-        "resource.apply",
-        "resource.replace",
-        "resource.delete",
-        "resource.label",
-        "resource.patch",
-        "resource.wait",
-        "kube.apply",
-        "kube.patch",
-        "kube.annotate",
-        "kube.label",
-        "kube.list",
-        "kube.delete",
-        "kube.wait-rollout",
-        "kube.restore-owner-reference",
-        "kube.restart",
-        "fetch",
-        "helm",
-        "exec",
-        "check",
-        "pause",
-    ];
+    pub const NAMES: [&'static str; 23] = crate::vocabulary::RUNBOOK_ACTIONS;
 
     /// The name this action has in runbooks and plans, e.g. `resource.label`.
     pub fn name(&self) -> &'static str {
@@ -137,6 +119,7 @@ impl Action {
             Action::Exec(_) => "exec",
             Action::Check(_) => "check",
             Action::Pause(_) => "pause",
+            Action::NodeRun(_) => "node.run",
         }
     }
 
@@ -654,44 +637,42 @@ pub struct Pause {
     pub message: String,
 }
 
-/// A duration written the human way (`60s`, `15m`, `1h 30m`) in runbooks and plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HumanDuration(pub Duration);
-
-impl fmt::Display for HumanDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", humantime::format_duration(self.0))
-    }
+/// The node agent container to start: the exact engine command (with the private files it reads),
+/// the engine, whether to prepare the host, and how long to wait for the agent's start line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRun {
+    pub command: ContainerCommand,
+    pub engine: LocatedEngine,
+    pub host: HostPreparation,
+    pub startup_timeout: Duration,
 }
 
-impl schemars::JsonSchema for HumanDuration {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "HumanDuration".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A duration such as `30s`, `5m` or `1h 30m`.",
-            "pattern": "^([0-9]+ ?[a-z]+ ?)+$"
+/// For the plan's digest only: the command line and the private files' paths, never their
+/// contents (inline certificates, credentials).
+impl Serialize for NodeRun {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let private_files: Vec<String> = self
+            .command
+            .private_files
+            .iter()
+            .map(|file| file.path.display().to_string())
+            .collect();
+        serde_json::json!({
+            "engine": self.engine.path.display().to_string(),
+            "arguments": self.command.arguments,
+            "private_files": private_files,
+            "prepare_host": self.host == HostPreparation::Prepare,
+            "startup_timeout": HumanDuration(self.startup_timeout),
         })
+        .serialize(serializer)
     }
 }
 
-impl Serialize for HumanDuration {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for HumanDuration {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(&text)
-            .map(HumanDuration)
-            .map_err(|error| {
-                serde::de::Error::custom(format!("invalid duration `{text}`: {error}"))
-            })
+impl<'de> Deserialize<'de> for NodeRun {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "`node.run` is made by `netctl node run` and is not read from plans",
+        ))
     }
 }
 

@@ -55,9 +55,7 @@ pub struct Edge {
 /// Why the catalog could not be read or refuses a path.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error(
-        "the runbook set has no release catalog `releases.yaml`\nhint: add one beside the runbooks (see `runbooks/releases.yaml`)"
-    )]
+    #[error("the runbook set has no release catalog `releases.yaml`")]
     Missing,
     #[error("invalid release catalog: {message}")]
     Invalid { message: String },
@@ -67,6 +65,17 @@ pub enum CatalogError {
         place: String,
         message: String,
     },
+}
+
+impl CatalogError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            CatalogError::Missing => {
+                Some("add one beside the runbooks (see `runbooks/releases.yaml`)".to_string())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Whether `release` satisfies `requirement`, ignoring the release's pre-release part.

@@ -5,21 +5,20 @@
 //! from the command line (`--from`, `--datastore-type`, `--install-method`, `--set name=value`) so a plan
 //! can be made offline. A saved plan records its facts; the executor re-discovers them to refuse a stale
 //! plan. [`discover_facts`] reads `projectcalico.org/v3` resources through the [`Datastore`] trait;
-//! [`discover_cluster_facts`] reads the Kubernetes objects of the install (the operator Deployment,
-//! Helm release secrets, the manifest DaemonSets, OwnerReferences to `projectcalico.org/v3` owners)
-//! when a cluster is configured. Neither writes anything.
+//! `cluster_facts.rs` reads the Kubernetes objects of the install when a cluster is configured.
+//! Neither writes anything.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use kube::api::{Api, ListParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 use super::Release;
-use crate::datastore::{self, Datastore, DatastoreType, ListOptions, StoreError};
+use crate::config::DatastoreType;
+use crate::datastore::{self, Datastore, ListOptions, StoreError};
 use crate::resource::{Kind, ResourceKey};
+pub use crate::vocabulary::InstallMethod;
 
 /// Where a fact's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,51 +56,6 @@ impl<T> Fact<T> {
 
     fn default_value(value: T) -> Fact<T> {
         Fact::new(value, FactOrigin::Default)
-    }
-}
-
-/// How the network was installed; it decides the upgrade procedure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum InstallMethod {
-    /// The operator, installed from its manifest.
-    Operator,
-    /// The operator, installed with the Helm chart.
-    Helm,
-    /// The single manifest (`calico.yaml`, `canal.yaml`, `calico-etcd.yaml`, ...).
-    Manifest,
-}
-
-impl InstallMethod {
-    pub const ALL: [InstallMethod; 3] = [
-        InstallMethod::Operator,
-        InstallMethod::Helm,
-        InstallMethod::Manifest,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InstallMethod::Operator => "operator",
-            InstallMethod::Helm => "helm",
-            InstallMethod::Manifest => "manifest",
-        }
-    }
-}
-
-impl fmt::Display for InstallMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for InstallMethod {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        InstallMethod::ALL
-            .into_iter()
-            .find(|method| method.as_str() == text)
-            .ok_or_else(|| text.to_string())
     }
 }
 
@@ -243,12 +197,6 @@ pub struct DeploymentFact {
 pub const AUTO_HOST_ENDPOINT_LABEL: (&str, &str) =
     ("projectcalico.org/created-by", "calico-kube-controllers");
 
-/// The namespace label that turns on sidecar injection for every pod in the namespace.
-const INJECTION_NAMESPACE_LABEL: (&str, &str) = ("istio-injection", "enabled");
-
-/// The pod label (or, in older meshes, annotation) that turns sidecar injection on or off per pod.
-const INJECTION_POD_KEY: &str = "sidecar.istio.io/inject";
-
 /// The default manifest location; `--set manifest_base_url=file:///mirror` serves air-gapped sites.
 pub const DEFAULT_MANIFEST_BASE_URL: &str =
     "https://raw.githubusercontent.com/projectcalico/calico";
@@ -326,7 +274,7 @@ pub struct DiscoveredFacts {
     pub all_interfaces_host_endpoints: Option<Vec<HostEndpointFact>>,
     /// FelixConfiguration `default` sets `policySyncPathPrefix` (what enabling ALP does).
     pub alp_enabled: Option<bool>,
-    /// What the Kubernetes cluster tells, when one is configured ([`discover_cluster_facts`]).
+    /// What the Kubernetes cluster tells, when one is configured (`plan::discover_cluster_facts`).
     pub cluster: Option<ClusterFacts>,
     /// The etcd endpoints of netctl's own configuration (not read from the datastore: the caller
     /// that loaded the configuration sets them).
@@ -362,13 +310,11 @@ pub struct FactOverrides {
 /// Why the facts could not be established.
 #[derive(Debug, thiserror::Error)]
 pub enum FactError {
-    #[error(
-        "the installed version is unknown\nhint: pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`"
-    )]
+    #[error("the installed version is unknown")]
     MissingInstalledVersion,
-    #[error("the install method is unknown\nhint: pass `--install-method operator|helm|manifest`")]
+    #[error("the install method is unknown")]
     MissingInstallMethod,
-    #[error("unknown fact `{name}`\nhint: known facts are {known}")]
+    #[error("unknown fact `{name}`")]
     UnknownFact { name: String, known: String },
     #[error("invalid value `{value}` for fact `{name}`: {reason}")]
     InvalidValue {
@@ -387,15 +333,28 @@ pub enum FactError {
     },
     #[error("ClusterInformation `default` has an invalid `spec.calicoVersion` `{0}`")]
     InvalidClusterVersion(String),
-    #[error(
-        "could not read {what} from the Kubernetes API\nhint: give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`"
-    )]
+    #[error("could not read {what} from the Kubernetes API")]
     ClusterDiscovery {
         what: String,
         // Boxed: a `kube::Error` is large and most fact errors carry none.
         #[source]
         source: Box<kube::Error>,
     },
+}
+
+impl FactError {
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            FactError::MissingInstalledVersion => "pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`".to_string(),
+            FactError::MissingInstallMethod => {
+                "pass `--install-method operator|helm|manifest`".to_string()
+            }
+            FactError::UnknownFact { known, .. } => format!("known facts are {known}"),
+            FactError::ClusterDiscovery { .. } => "give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`".to_string(),
+            FactError::Discovery { source, .. } => return source.hint().map(str::to_string),
+            _ => return None,
+        })
+    }
 }
 
 /// Reads what a resource datastore can tell: the datastore type, the installed version
@@ -483,239 +442,9 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
     })
 }
 
-/// The operator Deployment's name, in every install method that uses the operator.
-const OPERATOR_DEPLOYMENT: &str = "tigera-operator";
-/// Where manifest installs run their DaemonSet.
-const MANIFEST_NAMESPACE: &str = "kube-system";
-/// The apiVersion of the owners whose UIDs change in the upgrade (seed 9.3).
-const CALICO_V3: &str = "projectcalico.org/v3";
-/// Objects per list request, so a large cluster is read in pages.
-const PAGE_SIZE: u32 = 250;
-
-/// Reads the install from the Kubernetes objects that make it up:
-///
-/// - the install method: a `tigera-operator` Deployment installed by a Helm release (its
-///   `meta.helm.sh/release-name` annotation, or the only release in its namespace, confirmed by a
-///   release secret labelled `owner=helm,name=<release>`) is `helm`, with the namespace of that
-///   release secret (its `meta.helm.sh/release-namespace` annotation); any other `tigera-operator`
-///   Deployment is `operator`; either way the Deployment's namespace is the operator namespace (before
-///   v3.23 a Helm release lived in `default`, apart from the operator); without one, a
-///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
-/// - the manifest flavour: `canal` when a `canal` DaemonSet runs in `kube-system`;
-/// - every OwnerReference to a `projectcalico.org/v3` owner from a ConfigMap, Secret, Deployment or
-///   DaemonSet in any namespace, read page by page;
-/// - the service Deployments of the mesh: those in a namespace labelled `istio-injection=enabled`
-///   whose pod template does not opt out (`sidecar.istio.io/inject: "false"` as label or annotation),
-///   and those anywhere whose pod template opts in (`sidecar.istio.io/inject: "true"`).
-///
-/// Any API error is returned: a plan made from half the facts would be wrong.
-pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFacts, FactError> {
-    let mut operators: Vec<DynamicObject> = Vec::new();
-    let mut helm_releases: Vec<(String, String)> = Vec::new();
-    let mut manifest_daemon_sets: Vec<String> = Vec::new();
-    let mut owner_references = Vec::new();
-    // Every Deployment with its pod template's injection choice (`Some(true)` opts in).
-    let mut deployments: Vec<(DeploymentFact, Option<bool>)> = Vec::new();
-    for (group, kind, plural) in [
-        ("", "ConfigMap", "configmaps"),
-        ("", "Secret", "secrets"),
-        ("apps", "Deployment", "deployments"),
-        ("apps", "DaemonSet", "daemonsets"),
-    ] {
-        let resource =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        loop {
-            let page = api
-                .list(&params)
-                .await
-                .map_err(|source| FactError::ClusterDiscovery {
-                    what: format!("`{plural}`"),
-                    source: Box::new(source),
-                })?;
-            for object in page.items {
-                let namespace = object.metadata.namespace.clone().unwrap_or_default();
-                let name = object.metadata.name.clone().unwrap_or_default();
-                for (index, reference) in object
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    if reference.api_version == CALICO_V3 {
-                        owner_references.push(OwnerReferenceFact {
-                            api_version: resource.api_version.clone(),
-                            kind: kind.to_string(),
-                            namespace: (!namespace.is_empty()).then(|| namespace.clone()),
-                            name: name.clone(),
-                            owner_kind: reference.kind.clone(),
-                            owner_name: reference.name.clone(),
-                            index,
-                            owner_uid: Some(reference.uid.clone()),
-                            controller: reference.controller,
-                            block_owner_deletion: reference.block_owner_deletion,
-                        });
-                    }
-                }
-                if kind == "Deployment" {
-                    deployments.push((
-                        DeploymentFact {
-                            namespace: namespace.clone(),
-                            name: name.clone(),
-                        },
-                        pod_injection(&object.data),
-                    ));
-                }
-                let labels = object.metadata.labels.clone().unwrap_or_default();
-                match kind {
-                    "Secret" if labels.get("owner").map(String::as_str) == Some("helm") => {
-                        if let Some(release) = labels.get("name") {
-                            helm_releases.push((namespace, release.clone()));
-                        }
-                    }
-                    "Deployment" if name == OPERATOR_DEPLOYMENT => operators.push(object),
-                    "DaemonSet"
-                        if namespace == MANIFEST_NAMESPACE
-                            && (name == "calico-node" || name == "canal") =>
-                    {
-                        manifest_daemon_sets.push(name)
-                    }
-                    _ => {}
-                }
-            }
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => break,
-            }
-        }
-    }
-    sort_for_removal(&mut owner_references);
-
-    let injected_namespaces = injection_namespaces(client).await?;
-    let mut service_deployments: Vec<DeploymentFact> = deployments
-        .into_iter()
-        .filter(|(deployment, choice)| match choice {
-            Some(choice) => *choice,
-            None => injected_namespaces.contains(&deployment.namespace),
-        })
-        .map(|(deployment, _)| deployment)
-        .collect();
-    service_deployments.sort();
-
-    let mut facts = ClusterFacts {
-        owner_references,
-        service_deployments,
-        ..ClusterFacts::default()
-    };
-    if manifest_daemon_sets.iter().any(|name| name == "canal") {
-        facts.manifest_flavor = Some(ManifestFlavor::Canal);
-    } else if !manifest_daemon_sets.is_empty() {
-        facts.manifest_flavor = Some(ManifestFlavor::Calico);
-    }
-    operators.sort_by(|a, b| a.metadata.namespace.cmp(&b.metadata.namespace));
-    if let Some(operator) = operators.first() {
-        let namespace = operator.metadata.namespace.clone().unwrap_or_default();
-        let annotations = operator.metadata.annotations.clone().unwrap_or_default();
-        match operator_release(&namespace, &annotations, &helm_releases) {
-            Some((release_namespace, release)) => {
-                facts.install_method = Some(InstallMethod::Helm);
-                facts.helm_release = Some(release);
-                facts.helm_release_namespace = Some(release_namespace);
-            }
-            None => facts.install_method = Some(InstallMethod::Operator),
-        }
-        // Where the operator runs. Not the release's namespace: charts before v3.23 kept the
-        // release in `default` while the operator ran in `tigera-operator`, and the ownership
-        // migration moves the release to where the operator is.
-        facts.operator_namespace = Some(namespace);
-    } else if !manifest_daemon_sets.is_empty() {
-        facts.install_method = Some(InstallMethod::Manifest);
-    }
-    Ok(facts)
-}
-
-/// The Helm release that installed the operator Deployment in `namespace`, as `(namespace, name)`
-/// of its release secrets: the release its `meta.helm.sh/release-name` annotation names, in the
-/// namespace its `meta.helm.sh/release-namespace` annotation names (else the Deployment's own), when
-/// a release secret there confirms it; without the annotation, the only release in the
-/// Deployment's namespace. `releases` are the `(namespace, name)` of every release secret.
-fn operator_release(
-    namespace: &str,
-    annotations: &BTreeMap<String, String>,
-    releases: &[(String, String)],
-) -> Option<(String, String)> {
-    match annotations.get("meta.helm.sh/release-name") {
-        Some(release) => {
-            let release_namespace = annotations
-                .get("meta.helm.sh/release-namespace")
-                .map_or(namespace, String::as_str);
-            let annotated = (release_namespace.to_string(), release.clone());
-            releases.contains(&annotated).then_some(annotated)
-        }
-        None => {
-            let mut in_namespace: Vec<&(String, String)> = releases
-                .iter()
-                .filter(|(release_namespace, _)| release_namespace == namespace)
-                .collect();
-            in_namespace.sort();
-            in_namespace.dedup();
-            match in_namespace.as_slice() {
-                [only] => Some((*only).clone()),
-                _ => None,
-            }
-        }
-    }
-}
-
-/// The namespaces labelled `istio-injection=enabled`.
-async fn injection_namespaces(
-    client: &kube::Client,
-) -> Result<std::collections::BTreeSet<String>, FactError> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("", "v1", "Namespace"),
-        "namespaces",
-    );
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let (label, value) = INJECTION_NAMESPACE_LABEL;
-    let mut params = ListParams::default()
-        .labels(&format!("{label}={value}"))
-        .limit(PAGE_SIZE);
-    let mut names = std::collections::BTreeSet::new();
-    loop {
-        let page = api
-            .list(&params)
-            .await
-            .map_err(|source| FactError::ClusterDiscovery {
-                what: "`namespaces`".to_string(),
-                source: Box::new(source),
-            })?;
-        names.extend(page.items.into_iter().filter_map(|item| item.metadata.name));
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => break,
-        }
-    }
-    Ok(names)
-}
-
-/// A Deployment's pod-template choice about sidecar injection: the label wins over the (older)
-/// annotation; `None` when the template says nothing, so the namespace decides.
-fn pod_injection(deployment: &serde_json::Value) -> Option<bool> {
-    let metadata = &deployment["spec"]["template"]["metadata"];
-    ["labels", "annotations"].iter().find_map(|field| {
-        match metadata[field][INJECTION_POD_KEY].as_str() {
-            Some("true") => Some(true),
-            Some("false") => Some(false),
-            _ => None,
-        }
-    })
-}
-
 /// Per object, the highest index first: removing a reference shifts the ones after it, so removals
 /// must run from the end of the list.
-fn sort_for_removal(references: &mut [OwnerReferenceFact]) {
+pub(super) fn sort_for_removal(references: &mut [OwnerReferenceFact]) {
     references.sort_by(|a, b| {
         (
             &a.api_version,
@@ -1095,81 +824,14 @@ mod tests {
     }
 
     #[test]
-    fn the_operator_release_is_found_where_its_annotation_says() {
-        let annotations = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
-                .iter()
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .collect()
-        };
-        let releases = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(namespace, name)| (namespace.to_string(), name.to_string()))
-                .collect()
-        };
-        let annotated = annotations(&[
-            ("meta.helm.sh/release-name", "calico"),
-            ("meta.helm.sh/release-namespace", "ops"),
-        ]);
-        // A release in a namespace that is neither `default` nor the operator's.
-        assert_eq!(
-            operator_release(
-                "tigera-operator",
-                &annotated,
-                &releases(&[("default", "calico"), ("ops", "calico"), ("ops", "calico")])
-            ),
-            Some(("ops".to_string(), "calico".to_string()))
-        );
-        // The annotation names a release no secret confirms: not a Helm install.
-        assert_eq!(
-            operator_release(
-                "tigera-operator",
-                &annotated,
-                &releases(&[("default", "calico")])
-            ),
-            None
-        );
-        // Without a namespace annotation the release is beside the Deployment.
-        assert_eq!(
-            operator_release(
-                "tigera-operator",
-                &annotations(&[("meta.helm.sh/release-name", "calico")]),
-                &releases(&[("ops", "calico"), ("tigera-operator", "calico")])
-            ),
-            Some(("tigera-operator".to_string(), "calico".to_string()))
-        );
-        // Without any annotation, only a single release in the Deployment's namespace counts.
-        assert_eq!(
-            operator_release(
-                "tigera-operator",
-                &annotations(&[]),
-                &releases(&[("tigera-operator", "net"), ("tigera-operator", "net")])
-            ),
-            Some(("tigera-operator".to_string(), "net".to_string()))
-        );
-        assert_eq!(
-            operator_release(
-                "tigera-operator",
-                &annotations(&[]),
-                &releases(&[("tigera-operator", "a"), ("tigera-operator", "b")])
-            ),
-            None
-        );
-    }
-
-    #[test]
     fn unknown_and_malformed_facts_are_refused() {
         let error = Facts::assemble(
             &DiscoveredFacts::default(),
             &overrides(&[("colour", "red")]),
         )
         .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("unknown fact `colour`\nhint: known facts are")
-        );
+        assert_eq!(error.to_string(), "unknown fact `colour`");
+        assert!(error.hint().unwrap().starts_with("known facts are"));
         let error = Facts::assemble(
             &DiscoveredFacts::default(),
             &overrides(&[("alp_enabled", "yes")]),
@@ -1242,26 +904,6 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "invalid value `cart` for fact `service_deployments`: expected `namespace/name` items separated by commas, got `cart`"
-        );
-    }
-
-    #[test]
-    fn a_pod_template_opts_in_or_out_of_sidecar_injection() {
-        let template = |metadata: serde_json::Value| serde_json::json!({"spec": {"template": {"metadata": metadata}}});
-        assert_eq!(pod_injection(&template(serde_json::json!({}))), None);
-        assert_eq!(
-            pod_injection(&template(
-                serde_json::json!({"labels": {"sidecar.istio.io/inject": "true"}})
-            )),
-            Some(true)
-        );
-        assert_eq!(
-            pod_injection(&template(serde_json::json!({
-                "labels": {"sidecar.istio.io/inject": "false"},
-                "annotations": {"sidecar.istio.io/inject": "true"}
-            }))),
-            Some(false),
-            "the label wins over the annotation"
         );
     }
 

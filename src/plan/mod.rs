@@ -9,85 +9,32 @@
 
 pub mod action;
 pub mod catalog;
+mod cluster_facts;
+mod error;
 pub mod facts;
+pub mod lint;
 pub mod overlay;
 pub mod release;
 pub mod render;
+pub mod request;
 pub mod resolve;
+mod single;
 
-use std::fmt;
-
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
+pub use cluster_facts::discover_cluster_facts;
 pub use facts::{
-    DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, InstallMethod,
-    discover_facts,
+    DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, discover_facts,
 };
 pub use release::{Release, ReleaseError};
 pub use resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade, plan_upgrade_with};
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
-
-/// The phases of an upgrade, in the order they run.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Phase {
-    /// Preparation that must happen while the old version runs.
-    PreUpgrade,
-    /// Replacing the software.
-    Upgrade,
-    /// Checks and follow-ups once the new version runs.
-    PostUpgrade,
-    /// Clean-up after the operator has reviewed the result (e.g. removing temporary policy).
-    Finish,
-}
-
-impl Phase {
-    pub const ALL: [Phase; 4] = [
-        Phase::PreUpgrade,
-        Phase::Upgrade,
-        Phase::PostUpgrade,
-        Phase::Finish,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::PreUpgrade => "pre-upgrade",
-            Phase::Upgrade => "upgrade",
-            Phase::PostUpgrade => "post-upgrade",
-            Phase::Finish => "finish",
-        }
-    }
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How often to retry a failed step and how long to wait between attempts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryPolicy {
-    /// Total attempts, including the first (at least 1).
-    #[schemars(range(min = 1))]
-    pub attempts: u32,
-    /// Pause between attempts, e.g. `10s`.
-    #[serde(default = "default_retry_delay")]
-    pub delay: HumanDuration,
-}
-
-fn default_retry_delay() -> HumanDuration {
-    HumanDuration(std::time::Duration::from_secs(5))
-}
 
 /// One step of a plan: a fully rendered action and everything the executor and the reader need.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,13 +72,28 @@ pub enum PlanFileError {
     #[error("the plan file is not a valid plan")]
     Invalid(#[source] serde_json::Error),
     #[error(
-        "the plan file has format version {found}; this netctl reads version {PLAN_FORMAT_VERSION}\nhint: make the plan again with this netctl (`netctl upgrade plan --out FILE`)"
+        "the plan file has format version {found}; this netctl reads version {PLAN_FORMAT_VERSION}"
     )]
     FormatVersion { found: u32 },
     #[error(
-        "the plan file was changed after it was made (digest `{recorded}`, content `{computed}`)\nhint: make the plan again with `netctl upgrade plan --out FILE`; plans are not edited by hand"
+        "the plan file was changed after it was made (digest `{recorded}`, content `{computed}`)"
     )]
     DigestMismatch { recorded: String, computed: String },
+}
+
+impl PlanFileError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            PlanFileError::Invalid(_) => None,
+            PlanFileError::FormatVersion { .. } => Some(
+                "make the plan again with this netctl (`netctl upgrade plan --out FILE`)"
+                    .to_string(),
+            ),
+            PlanFileError::DigestMismatch { .. } => Some(
+                "make the plan again with `netctl upgrade plan --out FILE`; plans are not edited by hand".to_string(),
+            ),
+        }
+    }
 }
 
 /// A plan: where from, where to, the facts it assumed, and the steps in the order they run.
@@ -281,7 +243,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datastore::DatastoreType;
+    use crate::config::DatastoreType;
 
     pub(crate) fn sample_facts() -> Facts {
         Facts::assemble(

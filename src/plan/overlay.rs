@@ -36,26 +36,19 @@ pub const PATCH_DIRECTIVE: &str = "$patch";
 pub enum OverlayError {
     #[error("the manifest overlay `{origin}` is not valid YAML: {message}")]
     Syntax { origin: String, message: String },
-    #[error(
-        "document {index} of the manifest overlay `{origin}` has no `{field}`\nhint: every overlay document names its object by `apiVersion`, `kind`, `metadata.name` (and `metadata.namespace` when the manifest gives one)"
-    )]
+    #[error("document {index} of the manifest overlay `{origin}` has no `{field}`")]
     Incomplete {
         origin: String,
         index: usize,
         field: &'static str,
     },
-    #[error(
-        "document {index} of the manifest overlay `{origin}` is not a map\nhint: an overlay document is a partial object: `apiVersion`, `kind`, `metadata` and the fields to change"
-    )]
+    #[error("document {index} of the manifest overlay `{origin}` is not a map")]
     NotAMap { origin: String, index: usize },
     #[error("the manifest overlay `{origin}` has no documents")]
     Empty { origin: String },
     #[error("the manifest is not valid YAML: {message}")]
     ManifestSyntax { message: String },
-    #[error(
-        "the manifest overlay names {object}, which is not in the new manifest{}",
-        candidates_hint(.candidates)
-    )]
+    #[error("the manifest overlay names {object}, which is not in the new manifest")]
     NoSuchObject {
         object: String,
         candidates: Vec<String>,
@@ -66,14 +59,18 @@ pub enum OverlayError {
     Directive { object: String, found: String },
 }
 
-fn candidates_hint(candidates: &[String]) -> String {
-    if candidates.is_empty() {
-        "\nhint: check `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` against the new manifest".to_string()
-    } else {
-        format!(
-            "\nhint: the new manifest has {}; the namespace must match as the manifest writes it",
-            candidates.join(", ")
-        )
+impl OverlayError {
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            OverlayError::Incomplete { .. } => "every overlay document names its object by `apiVersion`, `kind`, `metadata.name` (and `metadata.namespace` when the manifest gives one)".to_string(),
+            OverlayError::NotAMap { .. } => "an overlay document is a partial object: `apiVersion`, `kind`, `metadata` and the fields to change".to_string(),
+            OverlayError::NoSuchObject { candidates, .. } if candidates.is_empty() => "check `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` against the new manifest".to_string(),
+            OverlayError::NoSuchObject { candidates, .. } => format!(
+                "the new manifest has {}; the namespace must match as the manifest writes it",
+                candidates.join(", ")
+            ),
+            _ => return None,
+        })
     }
 }
 
@@ -496,7 +493,11 @@ mod tests {
         let error = apply_overlay(MANIFEST, &overlay).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "the manifest overlay names `v1 ConfigMap calico-config`, which is not in the new manifest\nhint: the new manifest has `v1 ConfigMap kube-system/calico-config`; the namespace must match as the manifest writes it"
+            "the manifest overlay names `v1 ConfigMap calico-config`, which is not in the new manifest"
+        );
+        assert_eq!(
+            error.hint().unwrap(),
+            "the new manifest has `v1 ConfigMap kube-system/calico-config`; the namespace must match as the manifest writes it"
         );
     }
 

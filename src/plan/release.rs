@@ -1,4 +1,7 @@
-//! Release versions as users write them (`v3.29.2`, `v3.29`, `3.29.2`) over `semver::Version`.
+//! Release versions as users write them (`v3.29.2`, `v3.29`, `3.29.2`) over `semver::Version`, and
+//! the release policy for writes: [`check_cluster_version`] refuses a cluster that runs a release
+//! line newer than the newest one the built-in catalog knows (seed §7: an older tool must not be used
+//! after an upgrade).
 //!
 //! Releases print with the `v` prefix the upstream tags and manifest URLs use. Pre-releases
 //! (`v3.29.0-rc1`) are kept: semver requirements only match them when the requirement names the same
@@ -8,6 +11,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::catalog::{Catalog, CatalogError};
+use crate::datastore::{Datastore, StoreError};
+use crate::resource::{Kind, ResourceKey};
+use crate::runbook::{RunbookError, RunbookSet};
 
 /// One release of the network, e.g. `v3.29.2`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -81,6 +89,84 @@ impl<'de> Deserialize<'de> for Release {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
     }
+}
+
+/// Why netctl will not write to this cluster.
+#[derive(Debug, thiserror::Error)]
+#[error("the cluster runs {cluster}, newer than the newest release this netctl knows ({newest})")]
+pub struct ClusterTooNew {
+    pub cluster: String,
+    pub newest: String,
+}
+
+impl ClusterTooNew {
+    pub fn hint(&self) -> &'static str {
+        "use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check"
+    }
+}
+
+/// Why the cluster's release could not be checked, or is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionCheckError {
+    #[error(transparent)]
+    TooNew(#[from] ClusterTooNew),
+    #[error("cannot read ClusterInformation `default` to check the cluster version")]
+    Unreadable(#[source] StoreError),
+    #[error(transparent)]
+    Runbooks(#[from] RunbookError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+impl VersionCheckError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            VersionCheckError::TooNew(too_new) => Some(too_new.hint().to_string()),
+            VersionCheckError::Unreadable(source) => Some(match source.hint() {
+                Some(hint) => format!("{hint}; or skip the check with `--allow-version-mismatch`"),
+                None => "skip the check with `--allow-version-mismatch`".to_string(),
+            }),
+            VersionCheckError::Runbooks(_) | VersionCheckError::Catalog(_) => None,
+        }
+    }
+}
+
+/// Refuses a cluster whose ClusterInformation `calicoVersion` is of a newer release line than any
+/// the built-in catalog names. Unlike upstream's exact-version equality check, patch releases and
+/// older lines pass; a missing ClusterInformation or version passes too (upstream skips the check
+/// then, `reference/calicoctl.md` §7.2).
+pub async fn check_cluster_version(store: &dyn Datastore) -> Result<(), VersionCheckError> {
+    let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
+    let info = match store.get(&key).await {
+        Ok(info) => info,
+        Err(StoreError::NotFound(_)) => return Ok(()),
+        Err(error) => return Err(VersionCheckError::Unreadable(error)),
+    };
+    let Some(text) = info.spec.get("calicoVersion").and_then(|v| v.as_str()) else {
+        return Ok(());
+    };
+    let Ok((cluster, _)) = Release::parse_with_precision(text) else {
+        return Ok(());
+    };
+    let set = RunbookSet::embedded()?;
+    let catalog = Catalog::parse(set.catalog_text().unwrap_or_default())?;
+    let newest = catalog
+        .spec
+        .targets
+        .iter()
+        .filter_map(|target| Release::parse_with_precision(&target.release).ok())
+        .map(|(release, _)| release)
+        .max();
+    if let Some(newest) = newest
+        && (cluster.0.major, cluster.0.minor) > (newest.0.major, newest.0.minor)
+    {
+        return Err(ClusterTooNew {
+            cluster: text.to_string(),
+            newest: newest.line(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

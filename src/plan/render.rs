@@ -627,5 +627,6 @@ pub fn describe(action: &Action) -> String {
             (None, None) => format!("{name} {}", check.fact),
         },
         Action::Pause(pause) => format!("{name} \"{}\"", pause.message),
+        Action::NodeRun(request) => format!("{name}: {}", request.command.shell_line()),
     }
 }

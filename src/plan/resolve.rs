@@ -15,8 +15,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value as Json, json};
 
 use super::catalog::{self, Catalog, CatalogError};
+pub use super::error::PlanError;
 use super::facts::Facts;
-use super::{Action, ActionError, Phase, Plan, PlannedStep, Release};
+use super::{Action, Phase, Plan, PlannedStep, Release};
 use crate::resource::Resource;
 use crate::runbook::template::{TemplateError, Templates, context_from};
 use crate::runbook::{LoadedRunbook, RunbookSet, Step, UPGRADE_PROCEDURE};
@@ -59,112 +60,6 @@ impl ManifestEdits {
             ManifestEdits::Overlay(documents) => documents,
             _ => &[],
         }
-    }
-}
-
-/// Why no plan could be made. Messages name the runbook and step at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error(transparent)]
-    Catalog(#[from] CatalogError),
-    #[error("invalid target version")]
-    InvalidTarget(#[source] super::ReleaseError),
-    #[error(
-        "`--to` is required for the `upgrade` procedure\nhint: name the target release, e.g. `--to v3.29.2`"
-    )]
-    MissingTarget,
-    #[error("netctl has no runbooks for target `{to}`\nhint: known targets are {known}")]
-    UnknownTarget { to: String, known: String },
-    #[error(
-        "`{to}` names a release line and the catalog knows no latest patch for it\nhint: give the patch release, e.g. `--to {to}.0`"
-    )]
-    NeedsPatch { to: String },
-    #[error("`{to}` is not newer than the installed `{from}`; netctl plans upgrades only")]
-    NotAnUpgrade { from: Release, to: Release },
-    #[error(
-        "upgrading from `{from}` to `{to}` is not supported: {line} may only be upgraded from versions matching `{requirement}`\nhint: {hint}"
-    )]
-    Unsupported {
-        from: String,
-        to: String,
-        line: String,
-        requirement: String,
-        hint: String,
-    },
-    #[error("unknown procedure `{name}`\nhint: known procedures are {known}")]
-    UnknownProcedure { name: String, known: String },
-    #[error(
-        "no runbook performs the upgrade of a `{install_method}` install on the `{datastore_type}` datastore\nhint: check `--install-method` and `--datastore-type`"
-    )]
-    NoUpgradeRunbook {
-        install_method: String,
-        datastore_type: String,
-    },
-    #[error(
-        "runbook `{runbook}` names unknown version edge `{edge}`\nhint: edges are defined in `releases.yaml`"
-    )]
-    UnknownEdge { runbook: String, edge: String },
-    // The cause is the source, printed after this by the error chain, not repeated here.
-    #[error("runbook `{runbook}`{}", step_suffix(.step))]
-    Template {
-        runbook: String,
-        step: Option<String>,
-        #[source]
-        source: TemplateError,
-    },
-    #[error("runbook `{runbook}` step `{step}`")]
-    Action {
-        runbook: String,
-        step: String,
-        #[source]
-        source: ActionError,
-    },
-    #[error("runbook `{runbook}` step `{step}`: `foreach` must give a list, got `{found}`")]
-    ForeachNotList {
-        runbook: String,
-        step: String,
-        found: String,
-    },
-    #[error("runbook `{runbook}` step `{step}`: file `{file}` is not beside the runbooks")]
-    MissingFile {
-        runbook: String,
-        step: String,
-        file: String,
-    },
-    #[error("runbook `{runbook}` step `{step}`: file `{file}` holds no valid resources: {message}")]
-    InvalidDocuments {
-        runbook: String,
-        step: String,
-        file: String,
-        message: String,
-    },
-    #[error("runbook `{runbook}` has two steps with id `{step}`")]
-    DuplicateStep { runbook: String, step: String },
-    #[error("runbook `{runbook}` step `{step}` needs `{need}`, which does not exist")]
-    DanglingNeed {
-        runbook: String,
-        step: String,
-        need: String,
-    },
-    #[error("step `{step}` ({phase}) needs `{need}`, which runs later ({need_phase})")]
-    NeedsLaterPhase {
-        step: String,
-        phase: Phase,
-        need: String,
-        need_phase: Phase,
-    },
-    #[error("steps form a cycle: {}", .cycle.join(" → "))]
-    Cycle { cycle: Vec<String> },
-    #[error(
-        "a manifest overlay was given, but no step of this plan downloads a manifest to apply it to\nhint: overlays are for manifest installs (`install_method` is `{install_method}`); drop `--manifest-overlay`"
-    )]
-    OverlayUnused { install_method: String },
-}
-
-fn step_suffix(step: &Option<String>) -> String {
-    match step {
-        Some(step) => format!(" step `{step}`"),
-        None => String::new(),
     }
 }
 
@@ -688,7 +583,6 @@ fn load_documents(
     }
     Ok(Json::Array(documents))
 }
-
 /// Resolves `needs`, builds the DAG, refuses cycles and orders the steps.
 fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>, PlanError> {
     // Which instances each (runbook, step id) expanded to.

@@ -9,7 +9,6 @@
 //! apply (see `plan::resolve`) and performs no action.
 
 pub mod embedded;
-pub mod lint;
 
 pub mod template;
 
@@ -20,8 +19,8 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::datastore::DatastoreType;
-use crate::plan::{InstallMethod, Phase, RetryPolicy};
+use crate::config::DatastoreType;
+use crate::vocabulary::{InstallMethod, Phase, RUNBOOK_ACTIONS, RetryPolicy};
 
 /// The `apiVersion` of runbook and catalog files.
 pub const RUNBOOK_API_VERSION: &str = "netctl.projectcalico.org/v1";
@@ -170,7 +169,7 @@ pub struct Verify {
 fn action_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",
-        "enum": crate::plan::Action::NAMES,
+        "enum": RUNBOOK_ACTIONS,
     })
 }
 
@@ -253,10 +252,19 @@ pub enum RunbookError {
         first: String,
         second: String,
     },
-    #[error(
-        "`{path}` holds no runbooks\nhint: runbook files end in `.yaml` and start with `apiVersion: {RUNBOOK_API_VERSION}`"
-    )]
+    #[error("`{path}` holds no runbooks")]
     Empty { path: PathBuf },
+}
+
+impl RunbookError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RunbookError::Empty { .. } => Some(format!(
+                "runbook files end in `.yaml` and start with `apiVersion: {RUNBOOK_API_VERSION}`"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// Whether a YAML text declares itself a runbook (`kind: Runbook` at the top level), so other YAML

@@ -552,6 +552,21 @@ impl Member {
             .is_some_and(|child| child.exited().is_none())
     }
 
+    /// Sends `signal` to the running etcd process; panics when it is not running.
+    fn signal(&mut self, signal: rustix::process::Signal) {
+        let pid = self
+            .child
+            .as_ref()
+            .map(OwnedChild::id)
+            .unwrap_or_else(|| panic!("etcd member `{}` is not running", self.name));
+        let pid = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .expect("a process id is a positive i32");
+        rustix::process::kill_process(pid, signal)
+            .unwrap_or_else(|error| panic!("cannot signal etcd member `{}`: {error}", self.name));
+    }
+
     fn log_tail(&self) -> String {
         process::log_tail(&self.log, process::LOG_TAIL_LINES)
     }
@@ -775,6 +790,22 @@ fn launch(options: &Options, count: usize) -> (Vec<Member>, Etcdctl) {
         return (members, admin);
     }
     panic!("etcd lost a port race {START_ATTEMPTS} times in a row; is the machine out of ports?");
+}
+
+/// The body of `GET path` from a plain-HTTP server on `127.0.0.1:port` (etcd's `/metrics`).
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|error| panic!("cannot connect to 127.0.0.1:{port}: {error}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set a read timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("send the request");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("read the response");
+    response
 }
 
 fn netctl_config_yaml(endpoints: &[String], options: &Options) -> String {
@@ -1047,6 +1078,18 @@ impl EtcdServer {
         self.member.kill();
     }
 
+    /// Stops etcd with SIGSTOP: its sockets stay open and the kernel still accepts connections,
+    /// but nothing answers (a hung server). [`EtcdServer::resume`] continues it; dropping a
+    /// paused server kills it all the same.
+    pub fn pause(&mut self) {
+        self.member.signal(rustix::process::Signal::STOP);
+    }
+
+    /// Continues a server stopped by [`EtcdServer::pause`] (SIGCONT).
+    pub fn resume(&mut self) {
+        self.member.signal(rustix::process::Signal::CONT);
+    }
+
     /// Starts etcd again on the same data and ports and waits until it is healthy.
     pub fn restart(&mut self) {
         self.member.kill();
@@ -1200,6 +1243,16 @@ impl EtcdCluster {
         self.members[i].kill();
     }
 
+    /// Stops member `i` with SIGSTOP (a hung member: connections are accepted, nothing answers).
+    pub fn pause_member(&mut self, i: usize) {
+        self.members[i].signal(rustix::process::Signal::STOP);
+    }
+
+    /// Continues member `i` after [`EtcdCluster::pause_member`] (SIGCONT).
+    pub fn resume_member(&mut self, i: usize) {
+        self.members[i].signal(rustix::process::Signal::CONT);
+    }
+
     /// Starts member `i` again on its data and ports and waits until it is healthy.
     pub fn restart_member(&mut self, i: usize) {
         self.members[i].kill();
@@ -1213,6 +1266,50 @@ impl EtcdCluster {
             ),
             Err(StartFailure::Failed(message)) => panic!("{message}"),
         }
+    }
+
+    /// The port of member `i`'s client URL.
+    pub fn port(&self, i: usize) -> u16 {
+        self.members[i].client_port
+    }
+
+    /// How many KV transactions member `i` has answered with OK (its `/metrics`): which member a
+    /// client writes through.
+    pub fn transactions_served(&self, i: usize) -> u64 {
+        let metrics = http_get(self.members[i].client_port, "/metrics");
+        metrics
+            .lines()
+            .find(|line| {
+                line.starts_with("grpc_server_handled_total{")
+                    && line.contains("grpc_code=\"OK\"")
+                    && line.contains("grpc_method=\"Txn\"")
+            })
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|count| count.trim().parse::<f64>().ok())
+            .map_or(0, |count| count as u64)
+    }
+
+    /// Makes member `to` the leader (`etcdctl move-leader`), waiting until it is.
+    pub fn move_leader(&mut self, to: usize) {
+        let leader = self.leader();
+        if leader == to {
+            return;
+        }
+        let status = self
+            .member_etcdctl(to)
+            .run(&["endpoint", "status", "-w", "json"]);
+        let json: Value = serde_json::from_slice(&status).expect("endpoint status is JSON");
+        let id = json[0]["Status"]["header"]["member_id"]
+            .as_u64()
+            .expect("a member id");
+        self.member_etcdctl(leader)
+            .run(&["move-leader", &format!("{id:x}")]);
+        let moved = process::poll_until(
+            self.options.start_timeout,
+            Duration::from_millis(100),
+            || (self.leader() == to).then_some(()),
+        );
+        assert!(moved.is_some(), "leadership did not move to member {to}");
     }
 
     /// `Etcdctl` (admin identity) talking to member `i` only.

@@ -2,8 +2,11 @@
 //! certificates, an in-process Kubernetes API server and a sandboxed `netctl` command.
 //!
 //! Integration tests include it with `mod support;`. Everything here runs real programs on loopback:
-//! Debian's `etcd` 3.4 and `etcdctl` ([`etcd`]), `dnsmasq` for SRV discovery ([`dns`]), certificates
-//! generated with rcgen ([`pki`]), and the `netctl` binary under a cleared environment ([`netctl`]).
+//! Debian's `etcd` 3.4 and `etcdctl` ([`etcd`], which can also hang members with SIGSTOP and kill
+//! them), `dnsmasq` for SRV discovery ([`dns`]), certificates generated with rcgen ([`pki`]), the
+//! endpoints that fail without being etcd — refused ports, silent listeners, a server that is not
+//! etcd, a proxy that loses answers ([`faults`]) — and the `netctl` binary under a cleared environment
+//! ([`netctl`]).
 //! It deliberately offers no mocks: the point is to prove the datastore paths against the real thing.
 //!
 //! Isolation and cleanup:
@@ -49,17 +52,20 @@
 
 pub mod dns;
 pub mod etcd;
+pub mod faults;
 pub mod kube_api;
 pub mod netctl;
 pub mod pki;
 mod process;
 pub mod reap;
+pub mod snapshot;
 mod watchdog;
 
 pub use dns::{DnsServer, DnsServerBuilder, SrvRecord};
 pub use etcd::{
     AuthSetup, EtcdCluster, EtcdClusterBuilder, EtcdServer, EtcdServerBuilder, Etcdctl, KeyValue,
 };
+pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
 pub use kube_api::KubeApiServer;
 pub use netctl::{Netctl, Run, failed, ok};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};

@@ -1,37 +1,37 @@
 //! The etcd v3 backend: connection (plain, TLS, mutual TLS, RBAC, SRV discovery) and conditional CRUD
 //! in upstream's key layout.
 //!
-//! `etcd-client` connects lazily, so [`EtcdStore::connect`] proves the connection with a read before it
-//! returns (`reference/etcd-and-crates.md` G2). Writes are transactions compared on the key's version
-//! (create) or mod revision (update, delete): a conflicting writer is reported, never overwritten.
-//! Lists are read in pages pinned to one revision, so a listing is a consistent snapshot while memory
-//! stays bounded by a page.
+//! Connections, failover and sending a request again belong to [`endpoints`]: this module says what
+//! to send and what an answer means. Writes are transactions compared on the key's version (create)
+//! or mod revision (update, delete): a conflicting writer is reported, never overwritten, and a copy
+//! of a write sent again after its answer was lost can never apply twice. When a copy may have
+//! applied ([`endpoints::Delivery`]) and the guard then fails, the write checks whether the change in
+//! the store is its own before it reports a conflict (see [`EtcdStore::create`]). Lists are read in
+//! pages pinned to one revision, so a listing is a consistent snapshot while memory stays bounded by
+//! a page.
 
 mod conversion;
 pub mod coordination;
+mod endpoints;
 mod errors;
 pub mod srv;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
-    KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse,
+    Compare, CompareOp, DeleteOptions, EventType, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse,
+    TxnResponse, WatchOptions,
 };
 
 pub use conversion::{RESOURCE_ROOT, key_path, list_prefix, stored_name};
+pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
 use crate::config::{EndpointSource, EtcdSettings};
 use crate::resource::{Resource, ResourceKey};
-use crate::terminal;
-
-/// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
-const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
-
-/// A large page of large resources can exceed gRPC's default 4 MiB message limit (G3).
-const MAX_MESSAGE_BYTES: usize = 64 << 20;
+use endpoints::{Connection, Delivery, Pool};
 
 /// Time limits for connecting and for each request.
 #[derive(Debug, Clone, Copy)]
@@ -53,16 +53,12 @@ impl Default for Timeouts {
 /// A connected etcd datastore.
 #[derive(Clone)]
 pub struct EtcdStore {
-    client: Client,
-    kv: KvClient,
-    endpoints: String,
-    timeouts: Timeouts,
-    /// How often a request that failed to connect is sent again: twice per endpoint, plus one.
-    max_attempts: u32,
+    pool: Arc<Pool>,
 }
 
 impl EtcdStore {
-    /// Connects and proves the connection works (endpoints reachable, TLS accepted, credentials valid).
+    /// Connects and proves the connection works: at least one endpoint reachable, TLS accepted,
+    /// credentials valid and `/calico/` readable.
     pub async fn connect(
         settings: &EtcdSettings,
         timeouts: Timeouts,
@@ -73,145 +69,146 @@ impl EtcdStore {
                 srv::discover(domain, settings.tls.is_some(), settings.resolver).await?
             }
         };
-        let urls: Vec<String> = endpoints.iter().map(|endpoint| endpoint.url()).collect();
-        let shown = urls.join(",");
-
-        let mut options = ConnectOptions::new()
-            .with_connect_timeout(timeouts.connect)
-            .with_timeout(timeouts.request)
-            .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10));
-        let uses_https = urls.iter().any(|url| url.starts_with("https://"));
-        if settings.tls.is_some() || uses_https {
-            options = options.with_tls(tls_options(settings)?);
-        }
-        if let Some(credentials) = &settings.credentials {
-            // Tokens expire (`--auth-token-ttl`, 300 s by default); without refresh a long upgrade would
-            // fail half-way with "invalid auth token" (G5).
-            options = options
-                .with_user(credentials.username.clone(), credentials.password.expose())
-                .with_auto_token_refresh(true);
-        }
-
-        let connect = Client::connect(urls.clone(), Some(options));
-        let client = match tokio::time::timeout(timeouts.connect + timeouts.request, connect).await
-        {
-            Ok(result) => result
-                .map_err(|error| errors::classify(error, &shown, "connect", timeouts.connect))?,
-            Err(_) => {
-                return Err(StoreError::Timeout {
-                    datastore: DatastoreType::EtcdV3,
-                    endpoints: shown,
-                    seconds: (timeouts.connect + timeouts.request).as_secs(),
-                });
-            }
-        };
-        let kv = client
-            .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        let store = EtcdStore {
-            client,
-            kv,
-            endpoints: shown,
-            timeouts,
-            max_attempts: 2 * urls.len() as u32 + 1,
-        };
-        store.check().await?;
-        Ok(store)
-    }
-
-    /// The underlying client, for the executor's lease-based lock and checkpoint mirror.
-    pub fn client(&self) -> &Client {
-        &self.client
+        let pool = Pool::connect(&endpoints, settings, timeouts).await?;
+        Ok(EtcdStore { pool })
     }
 
     /// The endpoints in use, for messages.
-    pub fn endpoints(&self) -> &str {
-        &self.endpoints
+    pub fn endpoints(&self) -> String {
+        self.pool.endpoints()
     }
 
-    /// Runs one future within the request timeout, classifying failures; no retry. For the lease and
-    /// lock operations of `coordination`, whose callers decide what a failure means.
-    async fn request_once<T>(
-        &self,
-        operation: &str,
-        future: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeouts.request, future).await {
-            Ok(result) => result.map_err(|error| {
-                errors::classify(error, &self.endpoints, operation, self.timeouts.request)
-            }),
-            Err(_) => Err(StoreError::Timeout {
-                datastore: DatastoreType::EtcdV3,
-                endpoints: self.endpoints.clone(),
-                seconds: self.timeouts.request.as_secs(),
-            }),
-        }
+    /// The endpoint requests go to now (it changes when one fails).
+    pub fn current_endpoint(&self) -> String {
+        self.pool.current()
     }
 
-    /// Runs one request within the request timeout, classifying failures.
-    ///
-    /// A request that failed while connecting never reached a server, so it is sent again (the
-    /// balancer drops the dead endpoint and picks another): this is what keeps a command working when
-    /// one member of a cluster is down. Any other failure is returned at once.
-    async fn request<T, F, Fut>(&self, operation: &str, mut call: F) -> Result<T, StoreError>
+    /// Sends one request (again if needed, see [`Pool::run`]) whose outcome needs no checking:
+    /// reads, and writes that are the same whichever copy applies.
+    async fn request<T, F, Fut>(&self, operation: &str, call: F) -> Result<T, StoreError>
     where
-        F: FnMut(KvClient) -> Fut,
+        F: FnMut(Connection) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let deadline = tokio::time::Instant::now() + self.timeouts.request;
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            match tokio::time::timeout_at(deadline, call(self.kv.clone())).await {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(error))
-                    if errors::is_connect_failure(&error) && attempt < self.max_attempts =>
-                {
-                    terminal::debug(format!(
-                        "etcd {operation} failed to connect, retrying: {error}"
-                    ));
-                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+        self.pool
+            .run(operation, &mut Delivery::default(), call)
+            .await
+    }
+
+    /// Sends a guarded write transaction; `delivery` says afterwards whether an earlier copy may
+    /// have applied. A failure after such a copy becomes [`StoreError::OutcomeUnknown`].
+    async fn write(
+        &self,
+        operation: &'static str,
+        key: &ResourceKey,
+        txn: Txn,
+        delivery: &mut Delivery,
+    ) -> Result<TxnResponse, StoreError> {
+        let result = self
+            .pool
+            .run(operation, delivery, |mut connection| {
+                let txn = txn.clone();
+                async move { connection.kv.txn(txn).await }
+            })
+            .await;
+        result.map_err(|error| match delivery.maybe_applied() {
+            true => StoreError::OutcomeUnknown {
+                operation,
+                key: key.to_string(),
+                source: Box::new(error),
+            },
+            false => error,
+        })
+    }
+
+    /// The key as it was at `revision` (a historical read), if it existed then.
+    async fn read_at(&self, path: &str, revision: i64) -> Result<Option<KeyValue>, StoreError> {
+        let response = self
+            .request("a read of the key's history", |mut connection| {
+                let path = path.to_string();
+                async move {
+                    connection
+                        .kv
+                        .get(path, Some(GetOptions::new().with_revision(revision)))
+                        .await
                 }
-                Ok(Err(error)) => {
-                    return Err(errors::classify(
-                        error,
-                        &self.endpoints,
-                        operation,
-                        self.timeouts.request,
-                    ));
+            })
+            .await?;
+        Ok(response.kvs().first().cloned())
+    }
+
+    /// The first change of `path` after `revision`, read from etcd's history with a watch. The
+    /// caller knows there is one (the key's version at `revision` is no longer current), so the
+    /// watch answers at once.
+    async fn first_change_after(
+        &self,
+        path: &str,
+        revision: i64,
+    ) -> Result<Option<(EventType, Option<KeyValue>, Option<KeyValue>)>, StoreError> {
+        self.request("a read of the key's history", |connection| {
+            let path = path.to_string();
+            let mut watch = connection.client.watch_client();
+            async move {
+                let options = WatchOptions::new()
+                    .with_start_revision(revision + 1)
+                    .with_prev_key();
+                let mut stream = watch.watch(path, Some(options)).await?;
+                while let Some(response) = stream.message().await? {
+                    if response.compact_revision() > 0 || response.canceled() {
+                        return Ok(None);
+                    }
+                    if let Some(event) = response.events().first() {
+                        return Ok(Some((
+                            event.event_type(),
+                            event.kv().cloned(),
+                            event.prev_kv().cloned(),
+                        )));
+                    }
                 }
-                Err(_) => {
-                    return Err(StoreError::Timeout {
-                        datastore: DatastoreType::EtcdV3,
-                        endpoints: self.endpoints.clone(),
-                        seconds: self.timeouts.request.as_secs(),
-                    });
-                }
+                Ok(None)
             }
+        })
+        .await
+    }
+
+    /// What came right after `path`'s version at `revision`: a put of exactly `ours`, or with
+    /// `ours = None` a delete, is [`Succession::Ours`].
+    async fn succession(
+        &self,
+        path: &str,
+        revision: i64,
+        ours: Option<&[u8]>,
+    ) -> Result<Succession, StoreError> {
+        // Only a version that really existed has a successor to look for.
+        match self.read_at(path, revision).await {
+            Ok(Some(at)) if at.mod_revision() == revision => {}
+            Ok(_) => return Ok(Succession::Other),
+            Err(StoreError::Other(detail)) if detail.contains("compacted") => {
+                return Ok(Succession::Forgotten);
+            }
+            Err(error) => return Err(error),
         }
+        let Some(change) = self.first_change_after(path, revision).await? else {
+            return Ok(Succession::Forgotten);
+        };
+        Ok(match (change, ours) {
+            ((EventType::Put, Some(written), _), Some(ours)) if written.value() == ours => {
+                Succession::Ours(written)
+            }
+            ((EventType::Delete, _, Some(previous)), None) => Succession::Ours(previous),
+            _ => Succession::Other,
+        })
     }
 }
 
-fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreError> {
-    let mut tls = TlsOptions::new();
-    let ca = match settings.tls.as_ref().and_then(|tls| tls.ca.as_ref()) {
-        Some(ca) => ca.bytes.clone(),
-        None => std::fs::read(SYSTEM_CA_BUNDLE).map_err(|error| StoreError::Tls {
-            endpoint: "(all)".into(),
-            detail: format!(
-                "no CA certificate is configured and the system bundle `{SYSTEM_CA_BUNDLE}` cannot be read ({error}); set etcdCACertFile"
-            ),
-        })?,
-    };
-    // Every certificate in the bundle becomes a trust root (several CAs are allowed, seed §2.1).
-    tls = tls.ca_certificate(Certificate::from_pem(ca));
-    if let Some(identity) = settings.tls.as_ref().and_then(|tls| tls.identity.as_ref()) {
-        tls = tls.identity(Identity::from_pem(
-            identity.certificate.bytes.clone(),
-            identity.key.bytes.clone(),
-        ));
-    }
-    Ok(tls)
+/// What followed a key's version in etcd's history.
+enum Succession {
+    /// Our own write: the value written (a put) or the value deleted (a delete).
+    Ours(KeyValue),
+    /// Someone else's change.
+    Other,
+    /// The history was compacted: nobody can tell.
+    Forgotten,
 }
 
 fn now_rfc3339() -> String {
@@ -255,10 +252,12 @@ impl Datastore for EtcdStore {
 
     async fn check(&self) -> Result<(), StoreError> {
         let probe = format!("{RESOURCE_ROOT}clusterinformations/default");
-        self.request("a read of `/calico/`", |mut kv| {
+        self.request("a read of `/calico/`", |mut connection| {
             let probe = probe.clone();
             async move {
-                kv.get(probe, Some(GetOptions::new().with_keys_only()))
+                connection
+                    .kv
+                    .get(probe, Some(GetOptions::new().with_keys_only()))
                     .await
             }
         })
@@ -269,9 +268,9 @@ impl Datastore for EtcdStore {
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
         let path = key_path(key);
         let response = self
-            .request("get", |mut kv| {
+            .request("get", |mut connection| {
                 let path = path.clone();
-                async move { kv.get(path, None).await }
+                async move { connection.kv.get(path, None).await }
             })
             .await?;
         let found = response
@@ -306,9 +305,9 @@ impl Datastore for EtcdStore {
             get_options = get_options.with_revision(revision);
         }
         let response = self
-            .request("list", |mut kv| {
+            .request("list", |mut connection| {
                 let (start, get_options) = (start.clone(), get_options.clone());
-                async move { kv.get(start, Some(get_options)).await }
+                async move { connection.kv.get(start, Some(get_options)).await }
             })
             .await?;
         let revision = pinned.unwrap_or_else(|| {
@@ -344,6 +343,8 @@ impl Datastore for EtcdStore {
         })
     }
 
+    /// Creates the key only if it is absent. When an earlier copy may have applied and the key now
+    /// exists, the value it was created with tells whose create it was: ours carries a fresh uid.
     async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
         let path = key_path(&key);
@@ -354,26 +355,38 @@ impl Datastore for EtcdStore {
         if stored.metadata.creation_timestamp.is_none() {
             stored.metadata.creation_timestamp = Some(now_rfc3339());
         }
+        let value = conversion::encode(&stored);
         let txn = Txn::new()
             .when([Compare::version(path.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(path.as_str(), conversion::encode(&stored), None)]);
-        let response = self
-            .request("create", |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await?;
-        if !response.succeeded() {
-            return Err(StoreError::AlreadyExists(key));
-        }
-        let revision = response
-            .header()
-            .map(|header| header.revision())
-            .unwrap_or_default();
+            .and_then([TxnOp::put(path.as_str(), value.clone(), None)])
+            .or_else([TxnOp::get(path.as_str(), None)]);
+        let mut delivery = Delivery::default();
+        let response = self.write("create", &key, txn, &mut delivery).await?;
+        let revision = match (response.succeeded(), found(&response)) {
+            (true, _) => header_revision(&response),
+            (false, Some(existing)) if delivery.maybe_applied() => {
+                let unknown = |source| unknown_outcome("create", &key, source);
+                if existing.value() == value.as_slice() {
+                    existing.mod_revision()
+                } else {
+                    // Ours, then changed by someone: the first version still shows whose it was.
+                    match self.read_at(&path, existing.create_revision()).await {
+                        Ok(Some(first)) if first.value() == value.as_slice() => {
+                            first.mod_revision()
+                        }
+                        Ok(_) => return Err(StoreError::AlreadyExists(key)),
+                        Err(error) => return Err(unknown(error)),
+                    }
+                }
+            }
+            (false, _) => return Err(StoreError::AlreadyExists(key)),
+        };
         stored.metadata.resource_version = Some(revision.to_string());
         Ok(stored)
     }
 
+    /// Replaces the key only at the expected revision. When an earlier copy may have applied and
+    /// the revision moved on, etcd's history tells whether the next version was ours.
     async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
         let path = key_path(&key);
@@ -383,45 +396,55 @@ impl Datastore for EtcdStore {
             .as_deref()
             .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
         let revision = parse_revision(expected)?;
+        let value = conversion::encode(resource);
         let txn = Txn::new()
             .when([Compare::mod_revision(
                 path.as_str(),
                 CompareOp::Equal,
                 revision,
             )])
-            .and_then([TxnOp::put(
-                path.as_str(),
-                conversion::encode(resource),
-                None,
-            )])
+            .and_then([TxnOp::put(path.as_str(), value.clone(), None)])
             .or_else([TxnOp::get(path.as_str(), None)]);
-        let response = self
-            .request("update", |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await?;
-        if !response.succeeded() {
-            return Err(conflict_or_missing(key, expected, response.op_responses()));
-        }
+        let mut delivery = Delivery::default();
+        let response = self.write("update", &key, txn, &mut delivery).await?;
+        let written = match (response.succeeded(), found(&response)) {
+            (true, _) => header_revision(&response),
+            (false, current) if delivery.maybe_applied() => match current {
+                Some(current) if current.value() == value.as_slice() => current.mod_revision(),
+                current => match self.succession(&path, revision, Some(&value)).await {
+                    Ok(Succession::Ours(written)) => written.mod_revision(),
+                    Ok(Succession::Other) => {
+                        return Err(conflict_or_missing(key, expected, current.as_ref()));
+                    }
+                    Ok(Succession::Forgotten) => {
+                        let source = conflict_or_missing(key.clone(), expected, current.as_ref());
+                        return Err(unknown_outcome("update", &key, source));
+                    }
+                    Err(error) => return Err(unknown_outcome("update", &key, error)),
+                },
+            },
+            (false, current) => return Err(conflict_or_missing(key, expected, current.as_ref())),
+        };
         let mut stored = resource.clone();
-        stored.metadata.resource_version = response
-            .header()
-            .map(|header| header.revision().to_string());
+        stored.metadata.resource_version = Some(written.to_string());
         Ok(stored)
     }
 
+    /// Deletes the key, at the expected revision when one is given. When an earlier copy may have
+    /// applied and the revision moved on, etcd's history tells whether that version was deleted
+    /// next (by that copy).
     async fn delete(
         &self,
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError> {
         let path = key_path(key);
-        let compare = match resource_version {
-            Some(expected) => vec![Compare::mod_revision(
+        let expected = resource_version.map(parse_revision).transpose()?;
+        let compare = match expected {
+            Some(revision) => vec![Compare::mod_revision(
                 path.as_str(),
                 CompareOp::Equal,
-                parse_revision(expected)?,
+                revision,
             )],
             // Unconditional, but still a transaction so the deleted value comes back atomically.
             None => vec![],
@@ -433,44 +456,82 @@ impl Datastore for EtcdStore {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(path.as_str(), None)]);
-        let response = self
-            .request("delete", |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await?;
-        if !response.succeeded() {
-            return Err(conflict_or_missing(
-                key.clone(),
-                resource_version.unwrap_or_default(),
-                response.op_responses(),
-            ));
+        let mut delivery = Delivery::default();
+        let response = self.write("delete", key, txn, &mut delivery).await?;
+        if response.succeeded() {
+            let previous = response.op_responses().into_iter().find_map(|op| match op {
+                TxnOpResponse::Delete(deleted) => deleted.prev_kvs().first().cloned(),
+                _ => None,
+            });
+            // Unconditional and already gone (perhaps by an earlier copy of this request): what
+            // was there cannot be known, and "not found" is what callers accept as gone.
+            return match previous {
+                Some(previous) => {
+                    conversion::decode(&path, previous.value(), previous.mod_revision())
+                }
+                None => Err(StoreError::NotFound(key.clone())),
+            };
         }
-        let previous = response.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Delete(deleted) => deleted.prev_kvs().first().cloned(),
-            _ => None,
-        });
-        match previous {
-            Some(previous) => conversion::decode(&path, previous.value(), previous.mod_revision()),
-            None => Err(StoreError::NotFound(key.clone())),
+        let current = found(&response);
+        let expected_text = resource_version.unwrap_or_default();
+        match expected {
+            Some(revision) if delivery.maybe_applied() => {
+                match self.succession(&path, revision, None).await {
+                    Ok(Succession::Ours(previous)) => {
+                        conversion::decode(&path, previous.value(), previous.mod_revision())
+                    }
+                    Ok(Succession::Other) => Err(conflict_or_missing(
+                        key.clone(),
+                        expected_text,
+                        current.as_ref(),
+                    )),
+                    Ok(Succession::Forgotten) => {
+                        let source =
+                            conflict_or_missing(key.clone(), expected_text, current.as_ref());
+                        Err(unknown_outcome("delete", key, source))
+                    }
+                    Err(error) => Err(unknown_outcome("delete", key, error)),
+                }
+            }
+            _ => Err(conflict_or_missing(
+                key.clone(),
+                expected_text,
+                current.as_ref(),
+            )),
         }
     }
 }
 
-fn conflict_or_missing(
-    key: ResourceKey,
-    expected: &str,
-    responses: Vec<TxnOpResponse>,
-) -> StoreError {
-    let current = responses.into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.mod_revision()),
+/// The revision a transaction was applied at.
+fn header_revision(response: &TxnResponse) -> i64 {
+    response
+        .header()
+        .map(|header| header.revision())
+        .unwrap_or_default()
+}
+
+/// The key read by a transaction's `else` branch, if it exists.
+fn found(response: &TxnResponse) -> Option<KeyValue> {
+    response.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
         _ => None,
-    });
+    })
+}
+
+fn unknown_outcome(operation: &'static str, key: &ResourceKey, source: StoreError) -> StoreError {
+    StoreError::OutcomeUnknown {
+        operation,
+        key: key.to_string(),
+        source: Box::new(source),
+    }
+}
+
+fn conflict_or_missing(key: ResourceKey, expected: &str, current: Option<&KeyValue>) -> StoreError {
     match current {
         Some(current) => StoreError::Conflict {
             key,
             expected: expected.to_string(),
-            current: current.to_string(),
+            current: current.mod_revision().to_string(),
         },
         None => StoreError::NotFound(key),
     }

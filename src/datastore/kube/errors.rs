@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use crate::datastore::{DatastoreType, StoreError};
+use crate::errors::error_chain;
 use crate::resource::ResourceKey;
 
 /// What was being attempted, for the error.
@@ -21,21 +22,6 @@ pub struct Request<'a> {
     /// The resourceVersion an update or delete expected.
     pub expected: Option<&'a str>,
     pub timeout: Duration,
-}
-
-/// The text of an error and all its sources, joined with `: `.
-pub fn chain_text(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Classifies a failed request.
@@ -89,7 +75,7 @@ pub fn classify(error: kube::Error, request: &Request<'_>) -> StoreError {
 
 /// Classifies an error that never got an API answer.
 pub fn transport(error: &dyn std::error::Error, server: &str, timeout: Duration) -> StoreError {
-    let text = chain_text(error);
+    let text = error_chain(error);
     let lower = text.to_ascii_lowercase();
     let unavailable = |detail: &str| StoreError::Unavailable {
         datastore: DatastoreType::Kubernetes,

@@ -26,7 +26,6 @@ use kube::core::{ApiResource, DynamicObject};
 
 pub use client::ApiClient;
 pub use conversion::{CRD_GROUP, CRD_VERSION, METADATA_ANNOTATION, convert_uid};
-pub use errors::chain_text;
 
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
 use crate::config::KubernetesSettings;

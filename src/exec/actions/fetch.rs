@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 use super::{Outcome, RunMode};
 use crate::exec::checkpoint::write_atomically;
 use crate::plan::action::Fetch;
+use crate::plan::request::ManifestReader;
 
 /// Why a download failed.
 #[derive(Debug, thiserror::Error)]
@@ -179,6 +180,26 @@ pub async fn read_bytes(url: &str, mirror: Option<&Path>) -> Result<(Vec<u8>, St
     }
     let bytes = response.bytes().await.map_err(download)?;
     Ok((bytes.to_vec(), "network".to_string()))
+}
+
+/// Reads manifests for the plan-time review of overlays the way a `fetch` step would: a mirror
+/// copy, a `file://` URL, or the network.
+pub struct ManifestDownloads {
+    pub mirror: Option<PathBuf>,
+}
+
+#[async_trait::async_trait]
+impl ManifestReader for ManifestDownloads {
+    async fn read(&self, url: &str) -> Result<Vec<u8>, String> {
+        read_bytes(url, self.mirror.as_deref())
+            .await
+            .map(|(bytes, _)| bytes)
+            .map_err(|error| crate::errors::error_chain(&error))
+    }
+
+    fn is_local(&self, url: &str) -> bool {
+        url.starts_with("file://") || self.mirror.is_some()
+    }
 }
 
 /// Where the downloaded original is kept when an overlay changes what `file` holds.

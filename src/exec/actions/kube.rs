@@ -1,8 +1,7 @@
 //! `kube.*` actions: requests to the Kubernetes API — server-side apply of manifests (CRDs first),
 //! merge and JSON patches, annotations and labels, listing by label selector (a read, so also in a
-//! dry-run, and a postcondition), delete by label selector, `kubectl rollout
-//! restart` (with the run's start time as the value, so a resumed run does not restart twice), and
-//! waiting for a DaemonSet, Deployment or set of pods to roll out.
+//! dry-run, and a postcondition) and delete by label selector. Restarts and rollout waits are in
+//! `rollout.rs`.
 //!
 //! Every action first describes the exact requests (method, path, content type, body size), so a
 //! dry-run of a whole plan stays total even without a cluster. With a cluster, a dry-run also sends
@@ -11,25 +10,29 @@
 //! which object and request failed, with the API server's own message.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
+mod requests;
+
+pub use requests::{
+    api_path, describe_apply, describe_delete, describe_list, describe_metadata, describe_patch,
+    plural,
+};
+pub(super) use requests::{body_size, object_path};
+use requests::{collection, listing};
+
 use super::{Outcome, RunMode};
 use crate::plan::action::{
-    KubeApply, KubeDelete, KubeList, KubeMetadataChange, KubeObject, KubePatch, KubeRestart,
-    KubeWaitRollout, ManifestSource, PatchType,
+    KubeApply, KubeDelete, KubeList, KubeMetadataChange, KubeObject, KubePatch, ManifestSource,
+    PatchType,
 };
-use crate::terminal;
 
 /// Objects per list request of `kube.list`, so a large namespace is read in pages.
 const LIST_PAGE_SIZE: u32 = 250;
-
-/// How often a rollout wait reads the cluster again.
-const ROLLOUT_POLL: Duration = Duration::from_millis(500);
 
 /// Why a `kube.*` action failed.
 #[derive(Debug, thiserror::Error)]
@@ -128,257 +131,9 @@ pub(super) fn request_error(what: String, error: kube::Error) -> KubeActionError
         },
         other => KubeActionError::Unreachable {
             what,
-            detail: crate::datastore::kube::chain_text(&other),
+            detail: crate::errors::error_chain(&other),
         },
     }
-}
-
-/// The lower-case plural of a Kubernetes kind (`Deployment` → `deployments`, `NetworkPolicy` →
-/// `networkpolicies`), as the API path uses it.
-pub fn plural(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if let Some(stem) = lower.strip_suffix('y') {
-        format!("{stem}ies")
-    } else if lower.ends_with('s') {
-        format!("{lower}es")
-    } else {
-        format!("{lower}s")
-    }
-}
-
-/// The API path of a collection or object: `/api/v1/...` for the core group, `/apis/<group>/<v>/...`.
-pub fn api_path(
-    api_version: &str,
-    kind: &str,
-    namespace: Option<&str>,
-    name: Option<&str>,
-) -> String {
-    let mut path = if api_version.contains('/') {
-        format!("/apis/{api_version}")
-    } else {
-        format!("/api/{api_version}")
-    };
-    if let Some(namespace) = namespace {
-        path.push_str(&format!("/namespaces/{namespace}"));
-    }
-    path.push('/');
-    path.push_str(&plural(kind));
-    if let Some(name) = name {
-        path.push('/');
-        path.push_str(name);
-    }
-    path
-}
-
-pub(super) fn object_path(object: &KubeObject) -> String {
-    api_path(
-        &object.api_version,
-        &object.kind,
-        object.namespace.as_deref(),
-        Some(&object.name),
-    )
-}
-
-fn patch_content_type(patch_type: PatchType) -> &'static str {
-    match patch_type {
-        PatchType::Merge => "application/merge-patch+json",
-        PatchType::Json => "application/json-patch+json",
-    }
-}
-
-fn body_size(value: &serde_json::Value) -> usize {
-    serde_json::to_vec(value)
-        .map(|bytes| bytes.len())
-        .unwrap_or(0)
-}
-
-/// The objects of a manifest text: `(apiVersion, kind, namespace, name)` for each document.
-fn manifest_objects(text: &str) -> Result<Vec<KubeObject>, String> {
-    let mut objects = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(document).map_err(|error| error.to_string())?;
-        if value.is_null() {
-            continue;
-        }
-        let field = |pointer: &str| {
-            value
-                .pointer(pointer)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        objects.push(KubeObject {
-            api_version: field("/apiVersion").unwrap_or_default(),
-            kind: field("/kind").unwrap_or_default(),
-            name: field("/metadata/name").unwrap_or_default(),
-            namespace: field("/metadata/namespace"),
-        });
-    }
-    Ok(objects)
-}
-
-/// The requests `kube.apply` would send.
-pub fn describe_apply(apply: &KubeApply, files_dir: &std::path::Path) -> Vec<String> {
-    let text = match &apply.source {
-        ManifestSource::Inline(text) => Some(text.clone()),
-        ManifestSource::File(file) => std::fs::read_to_string(files_dir.join(file)).ok(),
-        ManifestSource::Url(_) => None,
-    };
-    let origin = match &apply.source {
-        ManifestSource::Inline(_) => "the inline manifest".to_string(),
-        ManifestSource::File(file) => format!("`{file}`"),
-        ManifestSource::Url(url) => format!("`{url}`"),
-    };
-    let (method, query, content_type) = if apply.server_side {
-        let force = if apply.force_conflicts {
-            "&force=true"
-        } else {
-            ""
-        };
-        (
-            "PATCH",
-            format!("?fieldManager={}{force}", apply.field_manager),
-            "application/apply-patch+yaml",
-        )
-    } else {
-        ("PUT or POST", String::new(), "application/json")
-    };
-    let objects = match text.map(|text| manifest_objects(&text)) {
-        Some(Ok(objects)) => objects,
-        Some(Err(error)) => {
-            return vec![format!(
-                "would apply {origin}, which is not valid YAML: {error}"
-            )];
-        }
-        None => {
-            // A file comes from an earlier step; a URL is read when this step runs.
-            let known = match &apply.source {
-                ManifestSource::Url(_) => "the objects are known once it is read",
-                _ => "the objects are known once an earlier step has downloaded it",
-            };
-            return vec![format!(
-                "would {method} each object of {origin} ({content_type}{}); {known}",
-                if query.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {query}")
-                }
-            )];
-        }
-    };
-    let mut lines = vec![format!(
-        "would apply {} object(s) of {origin}:",
-        objects.len()
-    )];
-    for object in objects {
-        lines.push(format!(
-            "  {method} {}{query} ({content_type})",
-            object_path(&object)
-        ));
-    }
-    lines
-}
-
-pub fn describe_patch(patch: &KubePatch) -> Vec<String> {
-    vec![format!(
-        "would PATCH {} ({}, {} bytes): {}",
-        object_path(&patch.object),
-        patch_content_type(patch.patch_type),
-        body_size(&patch.patch),
-        patch.patch
-    )]
-}
-
-pub fn describe_metadata(change: &KubeMetadataChange, field: &str) -> Vec<String> {
-    let mut values = serde_json::Map::new();
-    for (key, value) in &change.values {
-        values.insert(key.clone(), serde_json::json!(value));
-    }
-    let body = serde_json::json!({ "metadata": { field: values } });
-    vec![format!(
-        "would PATCH {} (application/merge-patch+json, {} bytes): {body}{}",
-        object_path(&change.object),
-        body_size(&body),
-        if change.overwrite {
-            ""
-        } else {
-            " (refused if a key already has another value)"
-        }
-    )]
-}
-
-pub fn describe_list(list: &KubeList) -> Vec<String> {
-    vec![format!(
-        "would GET {}{}",
-        api_path(
-            &list.api_version,
-            &list.kind,
-            list.namespace.as_deref(),
-            None
-        ),
-        list.selector
-            .as_ref()
-            .map(|selector| format!("?labelSelector={selector}"))
-            .unwrap_or_default()
-    )]
-}
-
-/// `secrets in `default` matching `owner=helm``: what a list or delete covers, as messages say it.
-fn collection(plural: &str, namespace: Option<&str>, selector: Option<&str>) -> String {
-    let mut text = plural.to_string();
-    if let Some(namespace) = namespace {
-        text.push_str(&format!(" in `{namespace}`"));
-    }
-    if let Some(selector) = selector {
-        text.push_str(&format!(" matching `{selector}`"));
-    }
-    text
-}
-
-/// `3 secrets would be deleted: a, b, c` / `0 secrets found`: a count, a verb and the names.
-fn listing(names: &[String], plural: &str, verb: &str) -> String {
-    format!(
-        "{} {plural} {verb}{}",
-        names.len(),
-        if names.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", names.join(", "))
-        }
-    )
-}
-
-pub fn describe_delete(delete: &KubeDelete) -> Vec<String> {
-    vec![format!(
-        "would DELETE {}?labelSelector={}",
-        api_path(
-            &delete.api_version,
-            &delete.kind,
-            delete.namespace.as_deref(),
-            None
-        ),
-        delete.selector
-    )]
-}
-
-pub fn describe_wait(wait: &KubeWaitRollout) -> Vec<String> {
-    let api_version = if wait.kind == "Pod" { "v1" } else { "apps/v1" };
-    let target = match (&wait.name, &wait.selector) {
-        (Some(name), _) => api_path(api_version, &wait.kind, Some(&wait.namespace), Some(name)),
-        (None, Some(selector)) => format!(
-            "{}?labelSelector={selector}",
-            api_path(api_version, &wait.kind, Some(&wait.namespace), None)
-        ),
-        (None, None) => api_path(api_version, &wait.kind, Some(&wait.namespace), None),
-    };
-    vec![format!(
-        "would GET {target} until rolled out{} (timeout {})",
-        wait.ready
-            .as_ref()
-            .map(|ready| format!(" with {ready} containers ready"))
-            .unwrap_or_default(),
-        wait.timeout
-    )]
 }
 
 /// The API resource (plural, scope) of `apiVersion`/`kind`, from the API server's discovery.
@@ -434,12 +189,12 @@ pub(super) async fn object_api(
 }
 
 /// What a dry-run with a cluster adds to a description: the server's verdict on each write.
-fn with_lines(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+pub(super) fn with_lines(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
     outcome.transcript.extend(lines);
     outcome
 }
 
-fn described(lines: Vec<String>) -> Outcome {
+pub(super) fn described(lines: Vec<String>) -> Outcome {
     Outcome {
         summary: lines.first().cloned().unwrap_or_default(),
         transcript: lines,
@@ -447,7 +202,7 @@ fn described(lines: Vec<String>) -> Outcome {
     }
 }
 
-fn done(summary: String, output: Value) -> Outcome {
+pub(super) fn done(summary: String, output: Value) -> Outcome {
     Outcome {
         summary: summary.clone(),
         transcript: vec![summary],
@@ -876,322 +631,6 @@ pub async fn delete(
     })
 }
 
-/// The pod-template annotation `kubectl rollout restart` sets.
-pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
-
-fn restart_body(restarted_at: &str) -> Value {
-    json!({"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: restarted_at}}}}})
-}
-
-/// The request `kube.restart` sends, with the value of the run (`restarted_at`).
-pub fn describe_restart(restart: &KubeRestart, restarted_at: &str) -> Vec<String> {
-    let body = restart_body(restarted_at);
-    vec![format!(
-        "would PATCH {} (application/strategic-merge-patch+json, {} bytes): {body} (skipped if the pod template already has this value)",
-        api_path(
-            "apps/v1",
-            &restart.kind,
-            Some(&restart.namespace),
-            Some(&restart.name)
-        ),
-        body_size(&body),
-    )]
-}
-
-/// `kube.restart`: `kubectl rollout restart` — a strategic merge patch of the pod template's
-/// `restartedAt` annotation, so the controller replaces every pod. When the annotation already holds
-/// this run's value (the restart was done before an interruption), nothing is sent.
-pub async fn restart(
-    client: &kube::Client,
-    restart: &KubeRestart,
-    restarted_at: &str,
-    mode: RunMode,
-) -> Result<Outcome, KubeActionError> {
-    let description = describe_restart(restart, restarted_at);
-    let object = KubeObject {
-        api_version: "apps/v1".to_string(),
-        kind: restart.kind.clone(),
-        name: restart.name.clone(),
-        namespace: Some(restart.namespace.clone()),
-    };
-    let api = object_api(client, &object).await?;
-    let current = api
-        .get(&restart.name)
-        .await
-        .map_err(|error| request_error(format!("read of {object}"), error))?;
-    let value = serde_json::to_value(&current).unwrap_or_default();
-    let annotation = value
-        .pointer("/spec/template/metadata/annotations")
-        .and_then(|annotations| annotations.get(RESTARTED_AT))
-        .and_then(Value::as_str);
-    if annotation == Some(restarted_at) {
-        let summary = format!("{object} was already restarted by this run ({restarted_at})");
-        return Ok(match mode {
-            RunMode::DryRun => with_lines(described(description), vec![format!("  {summary}")]),
-            RunMode::Execute => done(summary, json!({ "object": object.to_string() })),
-        });
-    }
-    let params = PatchParams {
-        dry_run: mode == RunMode::DryRun,
-        ..PatchParams::default()
-    };
-    let written = api
-        .patch(
-            &restart.name,
-            &params,
-            &Patch::Strategic(restart_body(restarted_at)),
-        )
-        .await
-        .map_err(|error| request_error(format!("restart of {object}"), error))?;
-    if mode == RunMode::DryRun {
-        return Ok(with_lines(
-            described(description),
-            vec![format!("  server dry-run accepted the restart of {object}")],
-        ));
-    }
-    Ok(done(
-        format!("restarted {object} (restartedAt {restarted_at})"),
-        json!({
-            "object": object.to_string(),
-            "restartedAt": restarted_at,
-            "generation": written.metadata.generation,
-        }),
-    ))
-}
-
-/// Expected ready containers per pod, from `N/M`.
-fn parse_ready(text: &str) -> Result<(usize, usize), KubeActionError> {
-    let invalid = || KubeActionError::InvalidReadyCount(text.to_string());
-    let (ready, total) = text.split_once('/').ok_or_else(invalid)?;
-    Ok((
-        ready.trim().parse().map_err(|_| invalid())?,
-        total.trim().parse().map_err(|_| invalid())?,
-    ))
-}
-
-/// One look at a rollout: whether it is done, and the counts to report.
-#[derive(Debug, Clone, PartialEq)]
-struct RolloutState {
-    done: bool,
-    report: String,
-}
-
-/// Whether a DaemonSet or Deployment has rolled out: the controller saw the latest spec and every
-/// desired replica is updated and available. Returns `(done, report, pod selector)`.
-fn workload_state(kind: &str, object: &Value) -> (bool, String, Option<String>) {
-    let number = |pointer: &str| object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
-    let generation = number("/metadata/generation");
-    let observed = number("/status/observedGeneration");
-    let (desired, updated, available) = if kind == "DaemonSet" {
-        (
-            number("/status/desiredNumberScheduled"),
-            number("/status/updatedNumberScheduled"),
-            number("/status/numberAvailable"),
-        )
-    } else {
-        (
-            object
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(1),
-            number("/status/updatedReplicas"),
-            number("/status/availableReplicas"),
-        )
-    };
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let done = observed >= generation && updated == desired && available == desired;
-    let report = format!(
-        "{kind} {name}: {updated}/{desired} updated, {available}/{desired} available{}",
-        if observed < generation {
-            " (controller has not seen the latest spec yet)"
-        } else {
-            ""
-        }
-    );
-    let selector = object["spec"]["selector"]["matchLabels"]
-        .as_object()
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .filter(|selector| !selector.is_empty());
-    (done, report, selector)
-}
-
-/// Whether every pod runs with the expected containers ready.
-fn pods_state(pods: &[Value], expected: Option<(usize, usize)>) -> (bool, String) {
-    let mut good = 0;
-    let mut details = Vec::new();
-    for pod in pods {
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
-        let statuses = pod["status"]["containerStatuses"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let total = statuses.len().max(
-            pod["spec"]["containers"]
-                .as_array()
-                .map(Vec::len)
-                .unwrap_or(0),
-        );
-        let ready = statuses
-            .iter()
-            .filter(|status| status["ready"].as_bool() == Some(true))
-            .count();
-        let ok = phase == "Running"
-            && match expected {
-                Some((want_ready, want_total)) => ready == want_ready && total == want_total,
-                None => ready == total && total > 0,
-            };
-        if ok {
-            good += 1;
-        } else {
-            details.push(format!("{name} {phase} {ready}/{total}"));
-        }
-    }
-    let mut report = format!("{good}/{} pods running and ready", pods.len());
-    if !details.is_empty() {
-        report.push_str(&format!(" (waiting for {})", details.join(", ")));
-    }
-    (!pods.is_empty() && good == pods.len(), report)
-}
-
-/// Reads the rollout once.
-async fn rollout_state(
-    client: &kube::Client,
-    wait: &KubeWaitRollout,
-    expected: Option<(usize, usize)>,
-) -> Result<RolloutState, KubeActionError> {
-    let target = describe_target(wait);
-    let read = |error| request_error(format!("read of {target}"), error);
-    let pods: Api<DynamicObject> = {
-        let resource =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
-        Api::namespaced_with(client.clone(), &wait.namespace, &resource)
-    };
-    let mut reports = Vec::new();
-    let mut done = true;
-    let mut selectors = Vec::new();
-    if wait.kind == "Pod" {
-        selectors.push(wait.selector.clone().unwrap_or_default());
-    } else {
-        let (group, version) = ("apps", "v1");
-        let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(group, version, &wait.kind),
-            &plural(&wait.kind),
-        );
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), &wait.namespace, &resource);
-        let objects = match &wait.name {
-            Some(name) => vec![api.get(name).await.map_err(read)?],
-            None => {
-                let mut params = ListParams::default();
-                if let Some(selector) = &wait.selector {
-                    params = params.labels(selector);
-                }
-                api.list(&params).await.map_err(read)?.items
-            }
-        };
-        if objects.is_empty() {
-            done = false;
-            reports.push(format!("no {} found yet", plural(&wait.kind)));
-        }
-        for object in objects {
-            let value = serde_json::to_value(&object).unwrap_or_default();
-            let (object_done, report, selector) = workload_state(&wait.kind, &value);
-            done &= object_done;
-            reports.push(report);
-            if let Some(selector) = selector {
-                selectors.push(selector);
-            }
-        }
-    }
-    for selector in selectors {
-        let mut params = ListParams::default();
-        if !selector.is_empty() {
-            params = params.labels(&selector);
-        }
-        let list = pods.list(&params).await.map_err(read)?;
-        let values: Vec<Value> = list
-            .items
-            .iter()
-            .map(|pod| serde_json::to_value(pod).unwrap_or_default())
-            .collect();
-        let (pods_done, report) = pods_state(&values, expected);
-        done &= pods_done;
-        reports.push(report);
-    }
-    Ok(RolloutState {
-        done,
-        report: reports.join("; "),
-    })
-}
-
-fn describe_target(wait: &KubeWaitRollout) -> String {
-    match (&wait.name, &wait.selector) {
-        (Some(name), _) => format!("{} {}/{name}", wait.kind, wait.namespace),
-        (None, Some(selector)) => format!(
-            "{} in `{}` matching `{selector}`",
-            plural(&wait.kind),
-            wait.namespace
-        ),
-        (None, None) => format!("{} in `{}`", plural(&wait.kind), wait.namespace),
-    }
-}
-
-/// `kube.wait_rollout`: polls until rolled out, reporting the counts whenever they change.
-pub async fn wait_rollout(
-    client: &kube::Client,
-    wait: &KubeWaitRollout,
-    mode: RunMode,
-) -> Result<Outcome, KubeActionError> {
-    let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
-    let target = describe_target(wait);
-    if mode == RunMode::DryRun {
-        let state = rollout_state(client, wait, expected).await?;
-        return Ok(with_lines(
-            described(describe_wait(wait)),
-            vec![format!("  now: {}", state.report)],
-        ));
-    }
-    let started = Instant::now();
-    let mut last_report = String::new();
-    loop {
-        let state = rollout_state(client, wait, expected).await?;
-        if state.report != last_report {
-            terminal::warn(format!("waiting for {target}: {}", state.report));
-            last_report = state.report.clone();
-        }
-        if state.done {
-            return Ok(done(
-                format!("{target} rolled out: {}", state.report),
-                json!({ "target": target, "status": state.report }),
-            ));
-        }
-        if started.elapsed() >= wait.timeout.0 {
-            return Err(KubeActionError::RolloutTimeout {
-                target,
-                timeout: humantime::format_duration(wait.timeout.0).to_string(),
-                last: state.report,
-            });
-        }
-        tokio::time::sleep(ROLLOUT_POLL).await;
-    }
-}
-
-/// Whether a rollout is complete now (a `verify` postcondition).
-pub async fn rolled_out(
-    client: &kube::Client,
-    wait: &KubeWaitRollout,
-) -> Result<bool, KubeActionError> {
-    let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
-    Ok(rollout_state(client, wait, expected).await?.done)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1233,29 +672,5 @@ mod tests {
             error.to_string(),
             "document 1 of the manifest m has no metadata.name"
         );
-    }
-
-    #[test]
-    fn rollout_needs_updated_available_replicas_and_ready_pods() {
-        let daemon_set = json!({"metadata": {"name": "calico-node", "generation": 2},
-            "spec": {"selector": {"matchLabels": {"k8s-app": "calico-node"}}},
-            "status": {"observedGeneration": 2, "desiredNumberScheduled": 2,
-                       "updatedNumberScheduled": 1, "numberAvailable": 2}});
-        let (done, report, selector) = workload_state("DaemonSet", &daemon_set);
-        assert!(!done);
-        assert_eq!(report, "DaemonSet calico-node: 1/2 updated, 2/2 available");
-        assert_eq!(selector.as_deref(), Some("k8s-app=calico-node"));
-
-        let pod = |phase: &str, ready: [bool; 2]| {
-            json!({"metadata": {"name": "p"},
-            "status": {"phase": phase, "containerStatuses": [{"ready": ready[0]}, {"ready": ready[1]}]}})
-        };
-        assert!(pods_state(&[pod("Running", [true, true])], None).0);
-        assert!(!pods_state(&[pod("Running", [true, false])], None).0);
-        assert!(pods_state(&[pod("Running", [true, false])], Some((1, 2))).0);
-        assert!(!pods_state(&[pod("Pending", [true, true])], None).0);
-        assert!(!pods_state(&[], None).0);
-        assert_eq!(parse_ready("2/2").unwrap(), (2, 2));
-        assert!(parse_ready("two").is_err());
     }
 }

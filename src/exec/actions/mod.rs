@@ -7,12 +7,17 @@
 //! (`verify`), and [`is_idempotent`] says whether an interrupted step may simply run again.
 
 pub mod check;
+pub mod describe;
 pub mod fetch;
 pub mod kube;
+pub mod node;
 pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod resource_edit;
+pub mod resource_wait;
+pub mod rollout;
 pub mod store_rules;
 
 use std::collections::BTreeMap;
@@ -61,10 +66,14 @@ pub enum StepError {
     Kube(#[from] kube::KubeActionError),
     #[error(transparent)]
     OwnerReference(#[from] owner_reference::OwnerReferenceError),
+    #[error(transparent)]
+    Node(#[from] crate::node::NodeError),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
     NotAPostcondition { action: &'static str },
+    #[error("`{action}` needs a datastore, and this run has none")]
+    NoDatastore { action: &'static str },
 }
 
 impl StepError {
@@ -75,20 +84,22 @@ impl StepError {
             StepError::Fetch(error) => error.hint(),
             StepError::Kube(error) => error.hint(),
             StepError::OwnerReference(error) => error.hint(),
+            StepError::Node(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
             StepError::NotAPostcondition { .. } => Some(
                 "use `resource.get`, `resource.list`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
-            StepError::Check(_) => None,
+            StepError::Check(_) | StepError::NoDatastore { .. } => None,
         }
     }
 }
 
 /// What an action may use.
 pub struct ActionContext<'a> {
-    pub datastore: &'a dyn Datastore,
+    /// `None` for a plan that touches no datastore (`node run`).
+    pub datastore: Option<&'a dyn Datastore>,
     /// Facts as the cluster shows them now (discoverable ones re-read).
     pub facts: &'a Facts,
     /// Where `fetch` writes and `kube.apply` with a `file` source reads.
@@ -118,7 +129,11 @@ pub async fn perform(
     action: &Action,
     mode: RunMode,
 ) -> Result<Outcome, StepError> {
-    let store = context.datastore;
+    let store = || {
+        context.datastore.ok_or(StepError::NoDatastore {
+            action: action.name(),
+        })
+    };
     let kube_unavailable = || StepError::KubernetesUnavailable {
         action: action.name(),
     };
@@ -136,19 +151,23 @@ pub async fn perform(
     let files_dir = context.files_dir.as_path();
     let mirror_dir = context.mirror_dir.as_deref();
     Ok(match action {
-        Action::ResourceGet(target) => resource::get(store, target).await?,
-        Action::ResourceList(list) => resource::list(store, list).await?,
+        Action::ResourceGet(target) => resource::get(store()?, target).await?,
+        Action::ResourceList(list) => resource::list(store()?, list).await?,
         Action::ResourceCreate(documents) => {
-            resource::create(store, documents, context.semantics, mode).await?
+            resource::create(store()?, documents, context.semantics, mode).await?
         }
-        Action::ResourceApply(documents) => resource::apply(store, documents, false, mode).await?,
-        Action::ResourceReplace(documents) => resource::apply(store, documents, true, mode).await?,
+        Action::ResourceApply(documents) => {
+            resource::apply(store()?, documents, false, mode).await?
+        }
+        Action::ResourceReplace(documents) => {
+            resource::apply(store()?, documents, true, mode).await?
+        }
         Action::ResourceDelete(target) => {
-            resource::delete(store, target, context.semantics, mode).await?
+            resource::delete(store()?, target, context.semantics, mode).await?
         }
-        Action::ResourceLabel(label) => resource::label(store, label, mode).await?,
-        Action::ResourcePatch(patch) => resource::patch(store, patch, mode).await?,
-        Action::ResourceWait(wait) => resource::wait(store, wait, mode).await?,
+        Action::ResourceLabel(label) => resource_edit::label(store()?, label, mode).await?,
+        Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
+        Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
             None => describe(kube::describe_apply(apply, files_dir))?,
@@ -174,21 +193,21 @@ pub async fn perform(
             None => describe(kube::describe_delete(delete))?,
         },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => kube::wait_rollout(client, wait, mode).await?,
-            None => describe(kube::describe_wait(wait))?,
+            Some(client) => rollout::wait_rollout(client, wait, mode).await?,
+            None => describe(rollout::describe_wait(wait))?,
         },
         Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
-            Some(client) => owner_reference::restore(client, store, restore, mode).await?,
+            Some(client) => owner_reference::restore(client, store()?, restore, mode).await?,
             None => describe(owner_reference::describe(restore))?,
         },
         Action::KubeRestart(restart) => {
             let restarted_at = context
                 .run_started_at
                 .clone()
-                .unwrap_or_else(super::now_rfc3339);
+                .unwrap_or_else(crate::exec::clock::now_rfc3339);
             match &context.kubernetes {
-                Some(client) => kube::restart(client, restart, &restarted_at, mode).await?,
-                None => describe(kube::describe_restart(restart, &restarted_at))?,
+                Some(client) => rollout::restart(client, restart, &restarted_at, mode).await?,
+                None => describe(rollout::describe_restart(restart, &restarted_at))?,
             }
         }
         Action::Fetch(request) => {
@@ -225,15 +244,21 @@ pub async fn perform(
         }
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
+        Action::NodeRun(request) => node::start(request, mode).await?,
     })
 }
 
 /// Whether a postcondition holds. Reads only.
 pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool, StepError> {
+    let store = || {
+        context.datastore.ok_or(StepError::NoDatastore {
+            action: verify.name(),
+        })
+    };
     match verify {
-        Action::ResourceGet(target) => Ok(resource::exists(context.datastore, target).await?),
+        Action::ResourceGet(target) => Ok(resource::exists(store()?, target).await?),
         Action::ResourceList(list) => {
-            let outcome = resource::list(context.datastore, list).await?;
+            let outcome = resource::list(store()?, list).await?;
             Ok(outcome
                 .output
                 .and_then(|names| names.as_array().map(|names| !names.is_empty()))
@@ -251,7 +276,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
                 process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
             Ok(code == Some(0))
         }
-        Action::ResourceWait(wait) => Ok(resource::waited_for(context.datastore, wait).await?),
+        Action::ResourceWait(wait) => Ok(resource_wait::waited_for(store()?, wait).await?),
         Action::KubeList(list) => match &context.kubernetes {
             Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
             None => Err(StepError::KubernetesUnavailable {
@@ -259,13 +284,13 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
             }),
         },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => Ok(kube::rolled_out(client, wait).await?),
+            Some(client) => Ok(rollout::rolled_out(client, wait).await?),
             None => Err(StepError::KubernetesUnavailable {
                 action: verify.name(),
             }),
         },
         Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
-            Some(client) => Ok(owner_reference::holds(client, context.datastore, restore).await?),
+            Some(client) => Ok(owner_reference::holds(client, store()?, restore).await?),
             None => Err(StepError::KubernetesUnavailable {
                 action: verify.name(),
             }),
@@ -304,5 +329,7 @@ pub fn is_idempotent(action: &Action) -> bool {
         Action::KubePatch(patch) => patch.patch_type == PatchType::Merge,
         // A second create fails (or, with skip, hides that the first one ran); programs may do anything.
         Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
+        // It replaces the running container: safe, but not without effect.
+        Action::NodeRun(_) => false,
     }
 }

@@ -5,11 +5,9 @@
 //! - apply creates, and on "already exists" updates with the stored metadata merged in (labels and
 //!   annotations from the user; uid, creation time and revision from the store);
 //! - replace updates (conditionally when the document carries a `resourceVersion`);
-//! - label follows upstream's `--overwrite` rules and messages; a `labels` map is set in one write,
-//!   refused whole when a key has another value;
-//! - patch is an RFC 7386 merge patch or an RFC 6902 JSON patch of the stored document;
 //! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries);
-//! - wait polls until named resources exist (and match a selector), with a timeout.
+//! - label and patch change a stored resource (`resource_edit.rs`); wait polls until resources
+//!   exist (`resource_wait.rs`).
 //!
 //! Every document about to be written goes through [`prepare_for_write`], the one place validation and
 //! defaulting plug in. In dry-run every read still happens and the document that would be written is
@@ -18,10 +16,7 @@
 use std::time::Duration;
 
 use crate::datastore::{Datastore, ListOptions, StoreError};
-use crate::plan::action::{
-    PatchType, ResourceDocuments, ResourceLabel, ResourceList, ResourcePatch, ResourceTarget,
-    ResourceWait,
-};
+use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::store_rules;
@@ -31,10 +26,10 @@ use crate::resource::selector::Selector;
 use super::{Outcome, RunMode};
 
 /// How often an update is retried after a conflict when the user gave no revision (as upstream).
-const CONFLICT_ATTEMPTS: u32 = 5;
+pub(super) const CONFLICT_ATTEMPTS: u32 = 5;
 
 /// The pause between conflict retries; short, because the next read gets the new revision.
-const CONFLICT_PAUSE: Duration = Duration::from_millis(200);
+pub(super) const CONFLICT_PAUSE: Duration = Duration::from_millis(200);
 
 /// What to do when a create finds the resource, or a delete does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,10 +48,10 @@ pub struct WriteSemantics {
     pub delete_missing: ExistingPolicy,
 }
 
-/// Why a resource document may not be written.
+/// Why a resource document may not be written (every problem `resource::validate` found in it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {key}: {reason}")]
-pub struct ValidationError {
+pub struct InvalidDocument {
     pub key: String,
     pub reason: String,
 }
@@ -65,11 +60,11 @@ pub struct ValidationError {
 /// a namespaced kind without a namespace goes to `default` (as upstream), then the full client-side
 /// validation and defaulting of `resource::validate_and_default` runs. Every error of the document is
 /// reported at once, one field per line.
-pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError> {
+pub fn prepare_for_write(resource: &mut Resource) -> Result<(), InvalidDocument> {
     if resource.kind.is_namespaced() && resource.metadata.namespace.is_none() {
         resource.metadata.namespace = Some("default".to_string());
     }
-    crate::resource::validate_and_default(resource).map_err(|invalid| ValidationError {
+    crate::resource::validate_and_default(resource).map_err(|invalid| InvalidDocument {
         key: resource.key().to_string(),
         reason: format!(
             "{} problem(s):\n  {}",
@@ -86,7 +81,7 @@ pub fn prepare_for_write(resource: &mut Resource) -> Result<(), ValidationError>
 
 /// Validates and defaults every document before any is written, so a bad document later in a file
 /// never leaves the earlier ones applied.
-fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, ValidationError> {
+fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, InvalidDocument> {
     documents
         .documents
         .iter()
@@ -101,7 +96,9 @@ fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, Validatio
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceActionError {
     #[error(transparent)]
-    Invalid(#[from] ValidationError),
+    Invalid(#[from] InvalidDocument),
+    #[error(transparent)]
+    Rule(#[from] store_rules::RuleViolation),
     #[error("cannot {operation} {key}")]
     Store {
         operation: &'static str,
@@ -155,16 +152,19 @@ pub enum ResourceActionError {
         source: Box<StoreError>,
     },
     /// A write of a batch failed after earlier documents of it were written; those were put back.
+    /// The failed write is the source, printed after this message, not in it.
     #[error(
-        "{source}; the {restored} resource(s) of this batch written before it were put back as they were"
+        "a write failed, and the {restored} resource(s) of this batch written before it were put back as they were"
     )]
     RolledBack {
+        #[source]
         source: Box<ResourceActionError>,
         restored: usize,
     },
     /// As `RolledBack`, but some earlier writes could not be undone.
-    #[error("{source}; these resources of this batch were written before it and could not be put back: {}", left.join(", "))]
+    #[error("a write failed, and these resources of this batch written before it could not be put back: {}", left.join(", "))]
     PartlyWritten {
+        #[source]
         source: Box<ResourceActionError>,
         left: Vec<String>,
     },
@@ -193,7 +193,7 @@ impl ResourceActionError {
     }
 }
 
-fn store_error(
+pub(super) fn store_error(
     operation: &'static str,
     key: &ResourceKey,
 ) -> impl Fn(StoreError) -> ResourceActionError {
@@ -215,7 +215,7 @@ pub fn target_key(kind: Kind, namespace: Option<&str>, name: &str) -> ResourceKe
     ResourceKey::new(kind, namespace, name)
 }
 
-fn document_lines(resource: &Resource) -> Vec<String> {
+pub(super) fn document_lines(resource: &Resource) -> Vec<String> {
     let mut shown = resource.clone();
     // A dry-run shows the document as the user would see it after the write, without the revision
     // it was read at (that changes on write anyway).
@@ -262,35 +262,53 @@ pub async fn get(
     })
 }
 
-pub async fn list(
-    store: &dyn Datastore,
-    request: &ResourceList,
-) -> Result<Outcome, ResourceActionError> {
-    let selector = request
-        .selector
-        .as_deref()
-        .map(|text| {
-            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
-                reason: error.to_string(),
-            })
+/// A step's `selector`, parsed (none: every resource).
+pub(super) fn parse_selector(text: Option<&str>) -> Result<Option<Selector>, ResourceActionError> {
+    text.map(|text| {
+        Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
+            reason: error.to_string(),
         })
-        .transpose()?;
-    let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
-    let mut names = Vec::new();
+    })
+    .transpose()
+}
+
+/// Hands every resource of `kind` (in `namespace`, or all) that `selector` selects to `visit`,
+/// page by page.
+pub(super) async fn for_each_selected(
+    store: &dyn Datastore,
+    kind: Kind,
+    namespace: Option<&str>,
+    selector: Option<&Selector>,
+    mut visit: impl FnMut(Resource),
+) -> Result<(), ResourceActionError> {
+    let options = ListOptions::new(kind).in_namespace(namespace.map(str::to_string));
     crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
-        if selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-        {
-            names.push(resource.key().to_string());
+        if selector.is_none_or(|selector| selector.matches(&resource.metadata.labels)) {
+            visit(resource);
         }
         Ok(())
     })
     .await
     .map_err(store_error(
         "list",
-        &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
-    ))?;
+        &ResourceKey::new(kind, namespace.map(str::to_string), "*"),
+    ))
+}
+
+pub async fn list(
+    store: &dyn Datastore,
+    request: &ResourceList,
+) -> Result<Outcome, ResourceActionError> {
+    let selector = parse_selector(request.selector.as_deref())?;
+    let mut names = Vec::new();
+    for_each_selected(
+        store,
+        request.kind,
+        request.namespace.as_deref(),
+        selector.as_ref(),
+        |resource| names.push(resource.key().to_string()),
+    )
+    .await?;
     Ok(Outcome {
         summary: format!("listed {} {}", names.len(), request.kind.plural()),
         transcript: vec![format!(
@@ -673,364 +691,6 @@ pub async fn delete(
     }
 }
 
-/// Reads, changes and conditionally updates one resource, re-reading on conflict.
-async fn read_modify_write(
-    store: &dyn Datastore,
-    key: &ResourceKey,
-    mode: RunMode,
-    mut change: impl FnMut(&mut Resource) -> Result<Option<String>, ResourceActionError>,
-) -> Result<(Resource, Option<String>), ResourceActionError> {
-    let mut attempt = 1;
-    loop {
-        let mut resource = store.get(key).await.map_err(store_error("read", key))?;
-        let note = change(&mut resource)?;
-        prepare_for_write(&mut resource)?;
-        store_rules::check_writes(store, std::slice::from_ref(&resource)).await?;
-        if mode == RunMode::DryRun {
-            return Ok((resource, note));
-        }
-        match store.update(&resource).await {
-            Ok(written) => return Ok((written, note)),
-            Err(StoreError::Conflict { .. }) if attempt < CONFLICT_ATTEMPTS => {
-                attempt += 1;
-                tokio::time::sleep(CONFLICT_PAUSE).await;
-            }
-            Err(source @ StoreError::Conflict { .. }) => {
-                return Err(ResourceActionError::GaveUp {
-                    key: key.clone(),
-                    source: Box::new(source),
-                });
-            }
-            Err(source) => return Err(store_error("update", key)(source)),
-        }
-    }
-}
-
-pub async fn label(
-    store: &dyn Datastore,
-    request: &ResourceLabel,
-    mode: RunMode,
-) -> Result<Outcome, ResourceActionError> {
-    let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
-    let kind_text = request.kind.as_str().to_ascii_lowercase();
-    if let Some(wanted) = &request.labels {
-        return label_all(store, request, wanted, &key, &kind_text, mode).await;
-    }
-    let (resource, message) = read_modify_write(store, &key, mode, |resource| {
-        let labels = &mut resource.metadata.labels;
-        let existing = labels.get(&request.key).cloned();
-        let message = if request.remove {
-            if existing.is_none() {
-                return Err(ResourceActionError::LabelMissing {
-                    kind: kind_text.clone(),
-                    name: request.name.clone(),
-                    key: request.key.clone(),
-                });
-            }
-            labels.remove(&request.key);
-            format!(
-                "removed label {} from {} {}",
-                request.key, kind_text, request.name
-            )
-        } else {
-            let value = request.value.clone().unwrap_or_default();
-            match existing {
-                // Setting the value it already has is an update, not a conflict (as upstream).
-                Some(current) if current != value && !request.overwrite => {
-                    return Err(ResourceActionError::LabelPresent {
-                        kind: kind_text.clone(),
-                        name: request.name.clone(),
-                        key: request.key.clone(),
-                    });
-                }
-                Some(_) => {
-                    labels.insert(request.key.clone(), value);
-                    format!(
-                        "updated label {} on {} {}",
-                        request.key, kind_text, request.name
-                    )
-                }
-                None => {
-                    labels.insert(request.key.clone(), value);
-                    format!(
-                        "set label {} on {} {}",
-                        request.key, kind_text, request.name
-                    )
-                }
-            }
-        };
-        Ok(Some(message))
-    })
-    .await?;
-    let message = message.unwrap_or_default();
-    let mut outcome = Outcome::default();
-    let would = if mode == RunMode::DryRun {
-        "would "
-    } else {
-        ""
-    };
-    outcome
-        .transcript
-        .push(format!("{would}update {key} ({message}):"));
-    outcome.transcript.extend(document_lines(&resource));
-    outcome.summary = format!("Successfully {message}");
-    Ok(outcome)
-}
-
-/// `resource.label` with `labels`: every key is checked before anything is written, so a key that
-/// already has another value (without `overwrite`) leaves the resource as it was.
-async fn label_all(
-    store: &dyn Datastore,
-    request: &ResourceLabel,
-    wanted: &std::collections::BTreeMap<String, String>,
-    key: &ResourceKey,
-    kind_text: &str,
-    mode: RunMode,
-) -> Result<Outcome, ResourceActionError> {
-    let mut unchanged = false;
-    let (resource, _) = read_modify_write(store, key, mode, |resource| {
-        let labels = &mut resource.metadata.labels;
-        for (label, value) in wanted {
-            match labels.get(label) {
-                Some(current) if current != value && !request.overwrite => {
-                    return Err(ResourceActionError::LabelConflict {
-                        kind: kind_text.to_string(),
-                        name: request.name.clone(),
-                        key: label.clone(),
-                        current: current.clone(),
-                        wanted: value.clone(),
-                    });
-                }
-                _ => {}
-            }
-        }
-        unchanged = wanted
-            .iter()
-            .all(|(label, value)| labels.get(label) == Some(value));
-        labels.extend(wanted.clone());
-        Ok(None)
-    })
-    .await?;
-    let would = if mode == RunMode::DryRun {
-        "would "
-    } else {
-        ""
-    };
-    let listed = wanted
-        .iter()
-        .map(|(label, value)| format!("{label}={value}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let summary = match (wanted.is_empty(), unchanged) {
-        (true, _) => format!("{kind_text} {} has no labels to set", request.name),
-        (false, true) => format!(
-            "{kind_text} {} already has the labels {listed}",
-            request.name
-        ),
-        (false, false) => format!("set labels {listed} on {kind_text} {}", request.name),
-    };
-    let mut outcome = Outcome {
-        summary: summary.clone(),
-        ..Outcome::default()
-    };
-    outcome
-        .transcript
-        .push(format!("{would}update {key} ({summary}):"));
-    outcome.transcript.extend(document_lines(&resource));
-    Ok(outcome)
-}
-
-pub async fn patch(
-    store: &dyn Datastore,
-    request: &ResourcePatch,
-    mode: RunMode,
-) -> Result<Outcome, ResourceActionError> {
-    let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
-    let (resource, _) = read_modify_write(store, &key, mode, |resource| {
-        let failed = |reason: String| ResourceActionError::Patch {
-            key: key.clone(),
-            patch_type: request.patch_type,
-            reason,
-        };
-        let revision = resource.metadata.resource_version.clone();
-        let mut document =
-            serde_json::to_value(&*resource).map_err(|error| failed(error.to_string()))?;
-        match request.patch_type {
-            PatchType::Merge => json_patch::merge(&mut document, &request.patch),
-            PatchType::Json => {
-                let operations: json_patch::Patch =
-                    serde_json::from_value(request.patch.clone())
-                        .map_err(|error| failed(format!("not a JSON patch: {error}")))?;
-                json_patch::patch(&mut document, &operations)
-                    .map_err(|error| failed(error.to_string()))?;
-            }
-        }
-        let mut patched: Resource = serde_json::from_value(document)
-            .map_err(|error| failed(format!("the result is not a resource: {error}")))?;
-        if patched.key() != resource.key() {
-            return Err(ResourceActionError::PatchChangesIdentity { key: key.clone() });
-        }
-        // The update is conditional on the revision that was read, whatever the patch said.
-        patched.metadata.resource_version = revision;
-        *resource = patched;
-        Ok(None)
-    })
-    .await?;
-    let would = if mode == RunMode::DryRun {
-        "would "
-    } else {
-        ""
-    };
-    let mut outcome = Outcome {
-        summary: format!("Successfully patched 1 '{}' resource", request.kind),
-        ..Outcome::default()
-    };
-    outcome.transcript.push(format!(
-        "{would}update {key} ({} patch):",
-        request.patch_type
-    ));
-    outcome.transcript.extend(document_lines(&resource));
-    Ok(outcome)
-}
-
-/// How often `resource.wait` reads the datastore again.
-const WAIT_POLL: Duration = Duration::from_millis(500);
-
-/// What `resource.wait` waits for, in words.
-fn describe_wait(request: &ResourceWait) -> String {
-    let plural = request.kind.plural();
-    let selector = request
-        .selector
-        .as_deref()
-        .map(|selector| format!(" matching `{selector}`"))
-        .unwrap_or_default();
-    if request.names.is_empty() {
-        format!("any of the {plural}{selector}")
-    } else {
-        format!(
-            "{plural} {}{selector}",
-            request
-                .names
-                .iter()
-                .map(|name| format!("`{name}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }
-}
-
-/// One look at what `resource.wait` waits for: whether it holds, and what is missing.
-async fn wait_state(
-    store: &dyn Datastore,
-    request: &ResourceWait,
-) -> Result<(bool, String), ResourceActionError> {
-    let selector = request
-        .selector
-        .as_deref()
-        .map(|text| {
-            Selector::parse(text).map_err(|error| ResourceActionError::InvalidSelector {
-                reason: error.to_string(),
-            })
-        })
-        .transpose()?;
-    let matches = |resource: &Resource| {
-        selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&resource.metadata.labels))
-    };
-    if request.names.is_empty() {
-        let options = ListOptions::new(request.kind).in_namespace(request.namespace.clone());
-        let mut found = 0;
-        crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
-            found += usize::from(matches(&resource));
-            Ok(())
-        })
-        .await
-        .map_err(store_error(
-            "list",
-            &ResourceKey::new(request.kind, request.namespace.clone(), "*"),
-        ))?;
-        return Ok((found > 0, format!("{found} matching")));
-    }
-    let mut missing = Vec::new();
-    let mut unmatched = Vec::new();
-    for name in &request.names {
-        let key = target_key(request.kind, request.namespace.as_deref(), name);
-        match store.get(&key).await {
-            Ok(resource) if matches(&resource) => {}
-            Ok(_) => unmatched.push(name.clone()),
-            Err(StoreError::NotFound(_)) => missing.push(name.clone()),
-            Err(source) => return Err(store_error("read", &key)(source)),
-        }
-    }
-    let present = request.names.len() - missing.len() - unmatched.len();
-    let mut report = format!("{present}/{} present", request.names.len());
-    if !missing.is_empty() {
-        report.push_str(&format!("; missing {}", missing.join(", ")));
-    }
-    if !unmatched.is_empty() {
-        report.push_str(&format!(
-            "; not matching the selector: {}",
-            unmatched.join(", ")
-        ));
-    }
-    Ok((missing.is_empty() && unmatched.is_empty(), report))
-}
-
-/// `resource.wait`: polls the datastore until the resources are there, reporting progress on stderr
-/// whenever it changes; fails after `timeout`. A dry-run reads once and reports what it sees.
-pub async fn wait(
-    store: &dyn Datastore,
-    request: &ResourceWait,
-    mode: RunMode,
-) -> Result<Outcome, ResourceActionError> {
-    let what = describe_wait(request);
-    if mode == RunMode::DryRun {
-        let (_, report) = wait_state(store, request).await?;
-        return Ok(Outcome {
-            summary: format!("would wait up to {} for {what}", request.timeout),
-            transcript: vec![
-                format!("would wait up to {} for {what}", request.timeout),
-                format!("  now: {report}"),
-            ],
-            output: None,
-        });
-    }
-    let started = std::time::Instant::now();
-    let mut last = String::new();
-    loop {
-        let (done, report) = wait_state(store, request).await?;
-        if done {
-            let summary = format!("{what}: {report}");
-            return Ok(Outcome {
-                summary: summary.clone(),
-                transcript: vec![summary],
-                output: Some(serde_json::json!(request.names)),
-            });
-        }
-        if report != last {
-            crate::terminal::warn(format!("waiting for {what}: {report}"));
-            last = report.clone();
-        }
-        if started.elapsed() >= request.timeout.0 {
-            return Err(ResourceActionError::WaitTimeout {
-                what,
-                timeout: request.timeout.to_string(),
-                last: report,
-            });
-        }
-        tokio::time::sleep(WAIT_POLL).await;
-    }
-}
-
-/// Whether what `resource.wait` waits for holds now (a `verify` postcondition).
-pub async fn waited_for(
-    store: &dyn Datastore,
-    request: &ResourceWait,
-) -> Result<bool, ResourceActionError> {
-    Ok(wait_state(store, request).await?.0)
-}
-
 /// Whether a resource exists (the postcondition of `resource.get`).
 pub async fn exists(
     store: &dyn Datastore,
@@ -1047,7 +707,11 @@ pub async fn exists(
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The label and wait tests share this file's racing store.
+    use super::super::resource_edit::label;
+    use super::super::resource_wait::wait;
     use crate::datastore::{DatastoreType, Page};
+    use crate::plan::action::{ResourceLabel, ResourceWait};
     use std::sync::Mutex;
 
     /// A one-resource store whose next `conflicts` updates fail as if someone else wrote first (the
@@ -1277,6 +941,24 @@ mod tests {
         assert_eq!(
             prepare_for_write(&mut foreign).unwrap_err().to_string(),
             "invalid HostEndpoint(h): 3 problem(s):\n  apiVersion = 'v1': must be `projectcalico.org/v3`\n  spec.node: no node has been specified\n  spec: no interface or expected IPs have been specified (set `interfaceName`, `expectedIPs` or both)"
+        );
+    }
+
+    #[test]
+    fn a_rolled_back_batch_names_the_failed_write_once() {
+        let failed = ResourceActionError::Store {
+            operation: "apply",
+            key: ResourceKey::new(Kind::HostEndpoint, None, "h1"),
+            source: Box::new(StoreError::Other("permission denied".into())),
+        };
+        let error = ResourceActionError::RolledBack {
+            source: Box::new(failed),
+            restored: 2,
+        };
+        let text = crate::errors::error_chain(&error);
+        assert_eq!(
+            text,
+            "a write failed, and the 2 resource(s) of this batch written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
         );
     }
 }

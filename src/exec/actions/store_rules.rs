@@ -11,19 +11,25 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::resource::validate::syntax::Cidr;
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::resource::ValidationError;
+/// A write or delete the datastore's current state does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {key}: {reason}")]
+pub struct RuleViolation {
+    pub key: String,
+    pub reason: String,
+}
 
 /// Tiers upstream creates and never lets users delete.
 const BUILT_IN_TIERS: [&str; 2] = ["default", "adminnetworkpolicy"];
 
-fn invalid(key: &ResourceKey, reason: String) -> ValidationError {
-    ValidationError {
+fn invalid(key: &ResourceKey, reason: String) -> RuleViolation {
+    RuleViolation {
         key: key.to_string(),
         reason,
     }
 }
 
-fn unreadable(key: &ResourceKey, error: StoreError) -> ValidationError {
+fn unreadable(key: &ResourceKey, error: StoreError) -> RuleViolation {
     invalid(
         key,
         format!("cannot check it against the datastore: {error}"),
@@ -36,10 +42,7 @@ fn spec_text<'a>(resource: &'a Resource, field: &str) -> Option<&'a str> {
 
 /// Checks writes of `batch` (already validated and defaulted), as a whole: pools in the batch may not
 /// overlap each other either.
-pub async fn check_writes(
-    store: &dyn Datastore,
-    batch: &[Resource],
-) -> Result<(), ValidationError> {
+pub async fn check_writes(store: &dyn Datastore, batch: &[Resource]) -> Result<(), RuleViolation> {
     for resource in batch {
         let key = resource.key();
         match resource.kind {
@@ -74,7 +77,7 @@ async fn check_filters(
     store: &dyn Datastore,
     peer: &Resource,
     batch: &[Resource],
-) -> Result<(), ValidationError> {
+) -> Result<(), RuleViolation> {
     let key = peer.key();
     let names = peer
         .spec
@@ -116,7 +119,7 @@ async fn check_pool(
     store: &dyn Datastore,
     pool: &Resource,
     batch: &[Resource],
-) -> Result<(), ValidationError> {
+) -> Result<(), RuleViolation> {
     let key = pool.key();
     let Some(cidr) = spec_text(pool, "cidr").and_then(Cidr::parse) else {
         return Ok(()); // the document validation already reported it
@@ -180,7 +183,7 @@ async fn check_pool(
 }
 
 /// Checks a delete: built-in tiers and tiers that still hold policies stay.
-pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<(), ValidationError> {
+pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<(), RuleViolation> {
     if key.kind != Kind::Tier {
         return Ok(());
     }

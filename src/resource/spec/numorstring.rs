@@ -194,14 +194,24 @@ pub fn parse_as_number(value: &AsNumber) -> Result<u32, String> {
     };
     match value {
         NumberOrString::Number(number) => u32::try_from(*number).map_err(|_| invalid()),
-        NumberOrString::Text(text) => match text.split_once('.') {
-            Some((high, low)) => {
-                let high = high.parse::<u16>().map_err(|_| invalid())?;
-                let low = low.parse::<u16>().map_err(|_| invalid())?;
-                Ok((u32::from(high) << 16) + u32::from(low))
-            }
-            None => text.parse::<u32>().map_err(|_| invalid()),
-        },
+        NumberOrString::Text(text) => parse_as_number_text(text).ok_or_else(invalid),
+    }
+}
+
+/// The one AS-number parser for text (a resource's spec, `node run --as`, a stored
+/// BGPConfiguration): `64512`, or dotted `1.10` = 1 × 65536 + 10. Digits only, as upstream's
+/// `strconv.ParseUint` (no sign, no spaces).
+pub fn parse_as_number_text(text: &str) -> Option<u32> {
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
+    match text.split_once('.') {
+        Some((high, low)) if digits(high) && digits(low) => {
+            let high = high.parse::<u16>().ok()?;
+            let low = low.parse::<u16>().ok()?;
+            Some((u32::from(high) << 16) + u32::from(low))
+        }
+        Some(_) => None,
+        None if digits(text) => text.parse().ok(),
+        None => None,
     }
 }
 
@@ -273,5 +283,9 @@ mod tests {
         assert_eq!(parse_as_number(&text("1.10")), Ok(65546));
         assert!(parse_as_number(&text("70000.1")).is_err());
         assert!(parse_as_number(&NumberOrString::Number(-1)).is_err());
+        assert!(parse_as_number(&text("+1")).is_err());
+        assert_eq!(parse_as_number_text("4294967295"), Some(u32::MAX));
+        assert_eq!(parse_as_number_text("1.x"), None);
+        assert_eq!(parse_as_number_text(""), None);
     }
 }

@@ -8,55 +8,21 @@
 //! syntax in an argv that runs no shell). Lint never contacts a cluster.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value as Json, json};
 
-use super::template::{Templates, context_from};
-use super::{CATALOG_FILE, LoadedRunbook, RunbookError, RunbookSet, Step, parse_runbook};
-use crate::plan::catalog::{self, Catalog};
-use crate::plan::facts::FACT_NAMES;
-use crate::plan::resolve::{CONTEXT_VARIABLES, PlanError, find_cycle, render_action};
-use crate::plan::{Action, Phase, Release};
+mod finding;
+mod graph;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    Error,
-    Warning,
-}
+pub use finding::{Finding, Severity};
 
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        })
-    }
-}
-
-/// One problem in one file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Finding {
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-    pub severity: Severity,
-    /// A stable short name, e.g. `undefined-variable`.
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}[{}]: {}",
-            self.file, self.line, self.column, self.severity, self.code, self.message
-        )
-    }
-}
+use super::catalog::{self, Catalog};
+use super::facts::FACT_NAMES;
+use super::resolve::{CONTEXT_VARIABLES, PlanError, render_action};
+use super::{Action, Release};
+use crate::runbook::template::{Templates, context_from};
+use crate::runbook::{CATALOG_FILE, LoadedRunbook, RunbookError, RunbookSet, Step, parse_runbook};
 
 /// Lints files and directories (a directory means every runbook in it; the files beside a runbook
 /// are its assets and catalog). Several paths are linted together, so `needs` may cross them.
@@ -99,11 +65,11 @@ pub fn lint_paths(paths: &[PathBuf]) -> Result<Vec<Finding>, RunbookError> {
                 .unwrap_or_default();
             let is_target = match &explicit {
                 Some(explicit) => *explicit == file,
-                None => super::looks_like_runbook(&text),
+                None => crate::runbook::looks_like_runbook(&text),
             };
             if is_target {
                 files.push((file.display().to_string(), text));
-            } else if !super::looks_like_runbook(&text) {
+            } else if !crate::runbook::looks_like_runbook(&text) {
                 assets.entry(name).or_insert(text);
             }
         }
@@ -115,8 +81,8 @@ pub fn lint_paths(paths: &[PathBuf]) -> Result<Vec<Finding>, RunbookError> {
 pub fn lint_embedded() -> Vec<Finding> {
     let mut files = Vec::new();
     let mut assets = BTreeMap::new();
-    for (name, text) in super::embedded::FILES {
-        if super::looks_like_runbook(text) {
+    for (name, text) in crate::runbook::embedded::FILES {
+        if crate::runbook::looks_like_runbook(text) {
             files.push((format!("runbooks/{name}"), text.to_string()));
         } else {
             assets.insert(name.to_string(), text.to_string());
@@ -201,7 +167,7 @@ pub fn lint_files(files: Vec<(String, String)>, assets: BTreeMap<String, String>
         linter.check_requirements(catalog.as_ref());
         linter.check_steps();
     }
-    check_graph(&set, &mut findings);
+    graph::check_graph(&set, &mut findings);
     findings.sort();
     findings.dedup();
     findings
@@ -309,7 +275,8 @@ impl RunbookLinter<'_> {
                     .chain(target.latest.iter())
                     .any(|version| catalog::matches(to, version))
             });
-            if !reachable && self.loaded.runbook.spec.procedure == super::UPGRADE_PROCEDURE {
+            if !reachable && self.loaded.runbook.spec.procedure == crate::runbook::UPGRADE_PROCEDURE
+            {
                 self.report(
                     self.loaded.line_of_key("to"),
                     Severity::Warning,
@@ -684,10 +651,10 @@ fn is_known_variable(variable: &str, params: &[String], has_item: bool) -> bool 
 fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::Map<String, Json> {
     let from = Release::new(3, 20, 0);
     let to = Release::new(3, 29, 7);
-    let discovered = crate::plan::DiscoveredFacts::default();
-    let overrides = crate::plan::FactOverrides {
+    let discovered = super::DiscoveredFacts::default();
+    let overrides = super::FactOverrides {
         from: Some(from.clone()),
-        install_method: Some(crate::plan::InstallMethod::Operator),
+        install_method: Some(super::InstallMethod::Operator),
         set: vec![
             (
                 "all_interfaces_host_endpoints".into(),
@@ -706,10 +673,10 @@ fn sample_context(loaded: &LoadedRunbook, templates: &Templates) -> serde_json::
             ("etcd_endpoints".into(), "https://10.0.0.1:2379".into()),
             ("helm_release_namespace".into(), "default".into()),
         ],
-        ..crate::plan::FactOverrides::default()
+        ..super::FactOverrides::default()
     };
-    let mut context = match crate::plan::Facts::assemble(&discovered, &overrides) {
-        Ok(facts) => crate::plan::resolve::base_context(&from, &to, &facts),
+    let mut context = match super::Facts::assemble(&discovered, &overrides) {
+        Ok(facts) => super::resolve::base_context(&from, &to, &facts),
         Err(_) => serde_json::Map::new(),
     };
     let base = context_from(&context);
@@ -748,136 +715,6 @@ fn candidates(requirement: &semver::VersionReq) -> Vec<Release> {
     versions.sort();
     versions.dedup();
     versions
-}
-
-/// Cross-runbook checks: dangling `needs`, needs on a later phase, cycles, ungated irreversible steps.
-fn check_graph(set: &RunbookSet, findings: &mut Vec<Finding>) {
-    let mut graph: DiGraph<(usize, usize), ()> = DiGraph::new();
-    let mut nodes: HashMap<(String, String), NodeIndex> = HashMap::new();
-    for (runbook_index, loaded) in set.runbooks.iter().enumerate() {
-        for (step_index, step) in loaded.runbook.spec.steps.iter().enumerate() {
-            let key = (loaded.runbook.metadata.name.clone(), step.id.clone());
-            nodes
-                .entry(key)
-                .or_insert_with(|| graph.add_node((runbook_index, step_index)));
-        }
-    }
-    let phase_of =
-        |(runbook, _): (usize, usize)| -> Phase { set.runbooks[runbook].runbook.spec.phase };
-    let id_of = |(runbook, step): (usize, usize)| -> String {
-        let loaded = &set.runbooks[runbook];
-        format!(
-            "{}/{}",
-            loaded.runbook.metadata.name, loaded.runbook.spec.steps[step].id
-        )
-    };
-    for loaded in &set.runbooks {
-        let name = &loaded.runbook.metadata.name;
-        for step in &loaded.runbook.spec.steps {
-            let Some(&node) = nodes.get(&(name.clone(), step.id.clone())) else {
-                continue;
-            };
-            for need in &step.needs {
-                let key = match need.split_once('/') {
-                    Some((runbook, id)) => (runbook.to_string(), id.to_string()),
-                    None => (name.clone(), need.clone()),
-                };
-                let line = loaded.line_of_step(&step.id).max(1);
-                match nodes.get(&key) {
-                    None => findings.push(Finding {
-                        file: loaded.source.clone(),
-                        line,
-                        column: 1,
-                        severity: Severity::Error,
-                        code: "dangling-need",
-                        message: format!(
-                            "step `{}` needs `{need}`, which no runbook defines",
-                            step.id
-                        ),
-                    }),
-                    Some(&target) => {
-                        if phase_of(graph[target]) > loaded.runbook.spec.phase {
-                            findings.push(Finding {
-                                file: loaded.source.clone(),
-                                line,
-                                column: 1,
-                                severity: Severity::Error,
-                                code: "needs-later-phase",
-                                message: format!(
-                                    "step `{}` ({}) needs `{need}`, which runs in the later phase {}",
-                                    step.id,
-                                    loaded.runbook.spec.phase,
-                                    phase_of(graph[target])
-                                ),
-                            });
-                        }
-                        graph.update_edge(target, node, ());
-                    }
-                }
-            }
-        }
-    }
-    if let Some(cycle) = find_cycle(&graph) {
-        let first = graph[cycle[0]];
-        let loaded = &set.runbooks[first.0];
-        findings.push(Finding {
-            file: loaded.source.clone(),
-            line: loaded
-                .line_of_step(&loaded.runbook.spec.steps[first.1].id)
-                .max(1),
-            column: 1,
-            severity: Severity::Error,
-            code: "cycle",
-            message: format!(
-                "steps form a cycle: {}",
-                cycle
-                    .iter()
-                    .map(|&node| id_of(graph[node]))
-                    .collect::<Vec<_>>()
-                    .join(" → ")
-            ),
-        });
-        // Gate analysis below needs a DAG.
-        return;
-    }
-    for node in graph.node_indices() {
-        let (runbook, step_index) = graph[node];
-        let loaded = &set.runbooks[runbook];
-        let step = &loaded.runbook.spec.steps[step_index];
-        if !step.irreversible {
-            continue;
-        }
-        let mut stack: Vec<NodeIndex> = graph
-            .neighbors_directed(node, petgraph::Direction::Incoming)
-            .collect();
-        let mut seen = Vec::new();
-        let mut gated = false;
-        while let Some(current) = stack.pop() {
-            if seen.contains(&current) {
-                continue;
-            }
-            seen.push(current);
-            let (r, s) = graph[current];
-            if set.runbooks[r].runbook.spec.steps[s].action == "pause" {
-                gated = true;
-                break;
-            }
-            stack.extend(graph.neighbors_directed(current, petgraph::Direction::Incoming));
-        }
-        if !gated {
-            findings.push(Finding {
-                file: loaded.source.clone(),
-                line: loaded.line_of_step(&step.id).max(1),
-                column: 1,
-                severity: Severity::Error,
-                code: "ungated-irreversible",
-                message: format!(
-                    "irreversible step `{}` has no human gate before it; add a `pause` step to its `needs`",
-                    step.id
-                ),
-            });
-        }
-    }
 }
 
 #[cfg(test)]

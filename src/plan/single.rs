@@ -1,13 +1,14 @@
-//! One-step plans: how `create`, `apply`, `replace`, `delete`, `label` and `patch` use the executor.
+//! One-step plans: what `create`, `apply`, `replace`, `delete`, `label`, `patch` and `node run` hand
+//! the executor.
 //!
 //! A normal command builds `Plan::single(...)` and hands it to `Executor::run_one`, so dry-run,
 //! retries, error reporting and the optional journal behave exactly as in an upgrade. One-step runs
-//! take no lock and write no checkpoint: they are one conditional write, safe to repeat.
+//! take no lock and write no checkpoint: they are one conditional write (or one container start),
+//! safe to repeat. Their facts are defaults: a one-step plan depends on none.
 
-use crate::datastore::DatastoreType;
-use crate::plan::{
-    Action, Fact, FactOrigin, Facts, InstallMethod, Phase, Plan, PlannedStep, Release,
-};
+use super::facts::ManifestFlavor;
+use super::{Action, Fact, FactOrigin, Facts, InstallMethod, Phase, Plan, PlannedStep, Release};
+use crate::config::DatastoreType;
 
 impl Plan {
     /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
@@ -46,10 +47,7 @@ fn unknown_facts() -> Facts {
         system_namespace: default(String::new()),
         helm_release: default(String::new()),
         helm_release_namespace: default(String::new()),
-        manifest_flavor: Fact::new(
-            crate::plan::facts::ManifestFlavor::Calico,
-            FactOrigin::Default,
-        ),
+        manifest_flavor: Fact::new(ManifestFlavor::Calico, FactOrigin::Default),
         manifest_base_url: default(String::new()),
         all_interfaces_host_endpoints: Fact::new(Vec::new(), FactOrigin::Default),
         owner_references: Fact::new(Vec::new(), FactOrigin::Default),

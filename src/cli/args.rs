@@ -1,0 +1,287 @@
+//! Arguments several commands share: `-f` files, `--dry-run`, the namespace rules of `-n`/`-A`,
+//! durations, and the facts and manifest edits of `upgrade plan`, `upgrade apply` and
+//! `runbook render`.
+//!
+//! Each turns flags into plain values (documents, a [`RunMode`], a namespace, [`FactOverrides`], a
+//! [`ManifestEditRequest`]); none connects to anything or plans.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+
+use crate::config::DatastoreType;
+use crate::exec::RunMode;
+use crate::plan::Release;
+use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
+use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
+use crate::resource::{Input, Kind, Resource, load_and_validate};
+use crate::runbook::UPGRADE_PROCEDURE;
+
+/// Parses a duration such as `10s`, `1m30s` or `500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|error| format!("`{text}`: {error}"))
+}
+
+/// `-f FILE|DIR|-` and how to read it, shared by the commands that take documents.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FileArgs {
+    /// A file, a directory of `.yaml`/`.yml`/`.json` files, or `-` for standard input; repeatable
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE|DIR|-",
+        required = true
+    )]
+    pub files: Vec<PathBuf>,
+    /// Also read the sub-directories of a directory
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// An empty file or directory is not an error
+    #[arg(long)]
+    pub skip_empty: bool,
+    /// Namespace for namespaced resources that name none (`default` otherwise)
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+}
+
+impl FileArgs {
+    /// Loads and validates every document of every input for writing: as [`FileArgs::read`], and
+    /// ClusterInformation is refused.
+    pub fn load(&self) -> anyhow::Result<Vec<Resource>> {
+        let resources = self.read()?;
+        if let Some(read_only) = resources
+            .iter()
+            .find(|r| r.kind == Kind::ClusterInformation)
+        {
+            anyhow::bail!(
+                "{} is read-only: the node agent maintains ClusterInformation",
+                read_only.key()
+            );
+        }
+        Ok(resources)
+    }
+
+    /// Loads and validates every document of every input; all problems are reported together.
+    pub fn read(&self) -> anyhow::Result<Vec<Resource>> {
+        let mut inputs = Vec::new();
+        for path in &self.files {
+            if path.as_os_str() == "-" {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .context("cannot read standard input")?;
+                inputs.push(Input::Text {
+                    origin: "<stdin>".into(),
+                    text,
+                });
+            } else {
+                inputs.push(Input::Path {
+                    path: path.clone(),
+                    recursive: self.recursive,
+                });
+            }
+        }
+        let loaded = load_and_validate(&inputs, self.namespace.as_deref())?;
+        let resources: Vec<Resource> = loaded.into_iter().flat_map(|(_, items)| items).collect();
+        if resources.is_empty() && !self.skip_empty {
+            anyhow::bail!(
+                "no resources specified in the input (pass `--skip-empty` if that is expected)"
+            );
+        }
+        Ok(resources)
+    }
+}
+
+/// `--dry-run`, shared by every writing command.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct DryRunArg {
+    /// Print exactly what would be written and change nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl DryRunArg {
+    pub fn mode(self) -> RunMode {
+        if self.dry_run {
+            RunMode::DryRun
+        } else {
+            RunMode::Execute
+        }
+    }
+}
+
+/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (`reference/calicoctl.md` §4.1).
+pub fn namespace_scope(
+    kind: Kind,
+    namespace: Option<&str>,
+    all_namespaces: bool,
+) -> anyhow::Result<Option<String>> {
+    if !kind.is_namespaced() {
+        if namespace.is_some() || all_namespaces {
+            anyhow::bail!("`{kind}` is not namespaced: leave out `-n/--namespace` and `-A`");
+        }
+        return Ok(None);
+    }
+    match (namespace, all_namespaces) {
+        (Some(_), true) => {
+            anyhow::bail!("cannot use both `--namespace` and `--all-namespaces`")
+        }
+        (Some(namespace), false) => Ok(Some(namespace.to_string())),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some("default".to_string())),
+    }
+}
+
+/// Install methods as flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InstallMethodArg {
+    Operator,
+    Helm,
+    Manifest,
+}
+
+impl From<InstallMethodArg> for InstallMethod {
+    fn from(arg: InstallMethodArg) -> InstallMethod {
+        match arg {
+            InstallMethodArg::Operator => InstallMethod::Operator,
+            InstallMethodArg::Helm => InstallMethod::Helm,
+            InstallMethodArg::Manifest => InstallMethod::Manifest,
+        }
+    }
+}
+
+/// Datastore types as flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatastoreTypeArg {
+    Kubernetes,
+    Etcdv3,
+}
+
+impl From<DatastoreTypeArg> for DatastoreType {
+    fn from(arg: DatastoreTypeArg) -> DatastoreType {
+        match arg {
+            DatastoreTypeArg::Kubernetes => DatastoreType::Kubernetes,
+            DatastoreTypeArg::Etcdv3 => DatastoreType::EtcdV3,
+        }
+    }
+}
+
+/// Facts shared by `upgrade plan` and `runbook render`.
+#[derive(Debug, Clone, Args)]
+pub struct FactArgs {
+    /// The installed version (default: ClusterInformation `default` in the datastore).
+    #[arg(long, value_name = "VERSION")]
+    pub from: Option<Release>,
+    /// The datastore type (default: the configured datastore).
+    #[arg(long, value_enum)]
+    pub datastore_type: Option<DatastoreTypeArg>,
+    /// How the network was installed.
+    #[arg(long, value_enum)]
+    pub install_method: Option<InstallMethodArg>,
+    /// Set any fact, e.g. `--set alp_enabled=true`, `--set all_interfaces_host_endpoints=h1,h2`.
+    #[arg(long = "set", value_name = "FACT=VALUE")]
+    pub set: Vec<String>,
+    /// Use the runbooks of this directory instead of the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub runbooks: Option<PathBuf>,
+}
+
+impl FactArgs {
+    /// The overrides these flags give.
+    pub fn overrides(&self) -> anyhow::Result<FactOverrides> {
+        let set = self
+            .set
+            .iter()
+            .map(|text| parse_set(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FactOverrides {
+            from: self.from.clone(),
+            datastore_type: self.datastore_type.map(Into::into),
+            install_method: self.install_method.map(Into::into),
+            set,
+        })
+    }
+
+    /// The request these flags (and `manifest`) make for `procedure`; `configured_etcd_endpoints`
+    /// are the configuration's own (fact `etcd_endpoints`).
+    pub fn request(
+        &self,
+        procedure: &str,
+        to: Option<String>,
+        manifest: &ManifestEditArgs,
+        offline: bool,
+        configured_etcd_endpoints: Option<String>,
+    ) -> anyhow::Result<UpgradeRequest> {
+        Ok(UpgradeRequest {
+            procedure: procedure.to_string(),
+            to,
+            overrides: self.overrides()?,
+            configured_etcd_endpoints,
+            runbooks: self.runbooks.clone(),
+            manifest_edits: manifest.request(),
+            manifest_reading: if offline {
+                ManifestReading::LocalOnly
+            } else {
+                ManifestReading::Anywhere
+            },
+        })
+    }
+}
+
+/// What to plan: the target, the procedure and the facts (`upgrade plan`, `runbook render`).
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
+    #[arg(long, default_value = UPGRADE_PROCEDURE)]
+    pub procedure: String,
+    #[command(flatten)]
+    pub facts: FactArgs,
+}
+
+impl TargetArgs {
+    /// The request these flags make (see [`FactArgs::request`]).
+    pub fn request(
+        &self,
+        manifest: &ManifestEditArgs,
+        offline: bool,
+        configured_etcd_endpoints: Option<String>,
+    ) -> anyhow::Result<UpgradeRequest> {
+        self.facts.request(
+            &self.procedure,
+            self.to.clone(),
+            manifest,
+            offline,
+            configured_etcd_endpoints,
+        )
+    }
+}
+
+/// What the user says about hand edits of an installed manifest (manifest installs only).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ManifestEditArgs {
+    /// Carry hand edits of the installed manifest onto the new one: a YAML file of partial objects,
+    /// each naming its object by apiVersion, kind, metadata.name/namespace (repeatable; the plan
+    /// shows the diff)
+    #[arg(long, value_name = "FILE", requires = "to")]
+    pub manifest_overlay: Vec<PathBuf>,
+    /// The installed manifest has no hand edits: apply the new one as released, without a gate
+    #[arg(long, requires = "to", conflicts_with = "manifest_overlay")]
+    pub no_manifest_edits: bool,
+}
+
+impl ManifestEditArgs {
+    /// The edits as the planner takes them.
+    pub fn request(&self) -> ManifestEditRequest {
+        match (self.no_manifest_edits, self.manifest_overlay.is_empty()) {
+            (true, _) => ManifestEditRequest::None,
+            (false, true) => ManifestEditRequest::Unstated,
+            (false, false) => ManifestEditRequest::Overlay(self.manifest_overlay.clone()),
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! Running a plan for real, step after step through the one step loop (`step.rs`).
+//!
+//! An upgrade run ([`Executor::execute`]) opens the journal, writes the checkpoint, resumes what an
+//! interrupted run left (`resume.rs`), and then for each step not yet done: checks the lock is still
+//! held, honours `--skip`, passes the human gate (`gate.rs`), and runs the step — the checkpoint
+//! marks it running before its action and records the outcome (digests of downloads and applied
+//! files, registered outputs) after, progress shows it, and the test crash hook may fire around it.
+//! Ctrl-C stops the run where it is. A one-step command ([`Executor::execute_one`]) runs its step
+//! through the same loop with no checkpoint, lock or progress, journaled when asked.
+
+use std::time::{Duration, Instant};
+
+use super::actions::{self, ActionContext, Outcome, StepError};
+use super::checkpoint::{self, Checkpoint, CheckpointStore, RunState, StepState};
+use super::clock::now_rfc3339;
+use super::crash_hook::{CrashPoint, CrashWhen};
+use super::error::ExecError;
+use super::gate::{self, Gate};
+use super::journal::{Journal, JournalEvent};
+use super::lock::RunLock;
+use super::progress::Progress;
+use super::run::Run;
+use super::step::{self, Attempt, StepRun};
+use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use crate::errors::error_chain;
+use crate::plan::{Action, Plan, PlannedStep};
+
+impl Executor {
+    /// Runs `plan` for real under `lock`, continuing `resume_from` when given.
+    pub(super) async fn execute(
+        &self,
+        plan: Plan,
+        resume_from: Option<Checkpoint>,
+        options: &ApplyOptions,
+        store: CheckpointStore,
+        lock: Option<&RunLock>,
+    ) -> Result<RunReport, ExecError> {
+        store.ensure_directory()?;
+        let resuming = resume_from.is_some();
+        let checkpoint = match resume_from {
+            Some(mut checkpoint) => {
+                // Re-read after taking the lock: the run may have moved on since it was first read.
+                if let Some(newer) = store.load_latest().await?
+                    && newer.run_id == checkpoint.run_id
+                    && newer.sequence > checkpoint.sequence
+                {
+                    checkpoint = newer;
+                }
+                checkpoint.run = RunState::InProgress;
+                checkpoint
+            }
+            None => Checkpoint::new(&plan, &self.holder),
+        };
+        let journal = Journal::open(
+            &store.directory().join(checkpoint::JOURNAL_FILE),
+            &checkpoint.run_id,
+            &checkpoint.plan_digest,
+            &self.holder,
+        )?;
+        let progress = Progress::new(options.progress, plan.steps.len(), checkpoint.done_count());
+        let mut run = Run {
+            options,
+            store,
+            checkpoint,
+            journal,
+            lock,
+            progress,
+        };
+        let event = match resuming {
+            true => JournalEvent::RunResumed,
+            false => JournalEvent::RunStarted,
+        };
+        run.record(event, None, |entry| {
+            entry.summary = Some(format!(
+                "{} {} → {}, {} steps",
+                plan.procedure,
+                plan.from,
+                plan.to,
+                plan.steps.len()
+            ));
+        })?;
+        run.save().await?;
+
+        // Ctrl-C stops the run where it is: the step in progress stays `running` in the checkpoint
+        // (nobody knows whether it took effect; resume decides), its program is killed with it
+        // (`kill_on_drop`), and the caller releases the lock at once instead of leaving it to expire.
+        let result = tokio::select! {
+            result = self.run_steps(&plan, &mut run, resuming) => result,
+            _ = tokio::signal::ctrl_c() => Err(ExecError::Cancelled),
+        };
+        run.progress.finish();
+        if matches!(result, Err(ExecError::Cancelled)) {
+            run.record(JournalEvent::Cancelled, None, |_| {})?;
+        }
+        result
+    }
+
+    async fn run_steps(
+        &self,
+        plan: &Plan,
+        run: &mut Run<'_>,
+        resuming: bool,
+    ) -> Result<RunReport, ExecError> {
+        let drift = match resuming {
+            true => self.reconcile(plan, run).await?,
+            false => Vec::new(),
+        };
+        for (index, step) in plan.steps.iter().enumerate() {
+            if run.checkpoint.step(index).state.is_done() {
+                continue;
+            }
+            if let Some(lock) = run.lock {
+                lock.ensure_held()?;
+            }
+            if run.options.skip.contains(&step.id) {
+                run.skip(index, step).await?;
+                continue;
+            }
+            self.pass_gate(step, run).await?;
+            run.progress
+                .step_started(index + 1, &step.id, &step.description);
+            let mut upgrade_step = UpgradeStep {
+                executor: self,
+                plan,
+                index,
+                started: Instant::now(),
+                run: &mut *run,
+            };
+            step::run_step(step, &mut upgrade_step).await?;
+        }
+        run.complete(plan.steps.len()).await?;
+        Ok(RunReport {
+            run_id: run.checkpoint.run_id.clone(),
+            steps: plan.steps.len(),
+            drift,
+        })
+    }
+
+    /// Stops before a gate or an irreversible step unless it is approved.
+    async fn pass_gate(&self, step: &PlannedStep, run: &mut Run<'_>) -> Result<(), ExecError> {
+        match gate::decide(step, run.options, run.lock, &run.progress)? {
+            Gate::Open => Ok(()),
+            Gate::Approved(how) => run.record(JournalEvent::Approved, Some(step), |entry| {
+                entry.summary = Some(how.to_string());
+            }),
+            Gate::Declined { message } => {
+                run.stop_at(step, &message).await?;
+                Err(ExecError::Declined {
+                    step: step.id.clone(),
+                })
+            }
+            Gate::Closed { message } => {
+                run.stop_at(step, &message).await?;
+                Err(ExecError::StoppedAtGate {
+                    step: step.id.clone(),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// Runs the one step of a one-step plan for real.
+    pub(super) async fn execute_one(
+        &self,
+        plan: &Plan,
+        step: &PlannedStep,
+        options: &RunOneOptions,
+    ) -> Result<Outcome, ExecError> {
+        let journal = match &options.journal {
+            Some(path) => Some(Journal::open(
+                path,
+                &uuid::Uuid::new_v4().to_string(),
+                &plan.digest,
+                &self.holder,
+            )?),
+            None => None,
+        };
+        let mut one = OneStep {
+            executor: self,
+            plan,
+            options,
+            journal,
+        };
+        step::run_step(step, &mut one).await
+    }
+}
+
+/// One step of an upgrade run, as the step loop sees it.
+struct UpgradeStep<'a, 'run> {
+    executor: &'a Executor,
+    plan: &'a Plan,
+    index: usize,
+    /// When the step's first attempt began (progress shows the time of all attempts).
+    started: Instant,
+    run: &'a mut Run<'run>,
+}
+
+impl StepRun for UpgradeStep<'_, '_> {
+    fn journal(&mut self) -> Option<&mut Journal> {
+        Some(&mut self.run.journal)
+    }
+
+    async fn before(&mut self, _: &PlannedStep) -> Result<(), ExecError> {
+        let record = self.run.checkpoint.step_mut(self.index);
+        record.state = StepState::Running;
+        record.attempts += 1;
+        record.started_at = Some(now_rfc3339());
+        record.error = None;
+        self.run.save().await
+    }
+
+    async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
+        let crash_point = self.run.options.crash_point.as_ref();
+        CrashPoint::fire_if(crash_point, &step.id, CrashWhen::Before);
+        let result = self.perform_action(step).await;
+        CrashPoint::fire_if(crash_point, &step.id, CrashWhen::After);
+        result
+    }
+
+    async fn succeeded(
+        &mut self,
+        step: &PlannedStep,
+        _: Attempt,
+        outcome: &mut Outcome,
+    ) -> Result<(), ExecError> {
+        let run = &mut *self.run;
+        if let Some(note) = record_digests(
+            self.plan,
+            self.index,
+            &mut run.checkpoint,
+            outcome.output.as_ref(),
+        ) {
+            outcome.summary = format!("{}; {note}", outcome.summary);
+        }
+        let record = run.checkpoint.step_mut(self.index);
+        record.state = StepState::Succeeded;
+        record.finished_at = Some(now_rfc3339());
+        record.summary = Some(outcome.summary.clone());
+        if let (Some(name), Some(output)) = (&step.register, outcome.output.clone()) {
+            run.checkpoint.outputs.insert(name.clone(), output);
+        }
+        run.save().await?;
+        run.progress.step_finished(
+            self.index + 1,
+            &step.id,
+            "succeeded",
+            self.started.elapsed(),
+        );
+        // A listing is there to be read: its names go to stderr, so the gate that usually follows
+        // can ask about them.
+        if let Action::KubeList(_) = step.action {
+            run.progress.note(&format!("      {}", outcome.summary));
+        }
+        Ok(())
+    }
+
+    async fn failed(
+        &mut self,
+        step: &PlannedStep,
+        attempt: Attempt,
+        error: &StepError,
+        retry_after: Option<Duration>,
+    ) -> Result<(), ExecError> {
+        if let Some(delay) = retry_after {
+            self.run.checkpoint.step_mut(self.index).error = Some(error.to_string());
+            self.run.progress.waiting(
+                &step.id,
+                &format!("failed: {error}"),
+                attempt.number + 1,
+                attempt.of,
+                delay,
+            );
+            return Ok(());
+        }
+        let record = self.run.checkpoint.step_mut(self.index);
+        record.state = StepState::Failed;
+        record.finished_at = Some(now_rfc3339());
+        record.error = Some(error_chain(error));
+        self.run.checkpoint.run = RunState::Failed {
+            step: step.id.clone(),
+        };
+        self.run.save().await?;
+        self.run
+            .progress
+            .step_finished(self.index + 1, &step.id, "failed", self.started.elapsed());
+        Ok(())
+    }
+}
+
+impl UpgradeStep<'_, '_> {
+    async fn perform_action(&self, step: &PlannedStep) -> Result<Outcome, StepError> {
+        let plan = self.plan;
+        // `check` sees the cluster as it is now (the installed version changes during an upgrade).
+        let facts = match &step.action {
+            Action::Check(_) => match self.executor.facts_now(plan).await {
+                Ok(facts) => facts,
+                Err(_) => plan.facts.clone(),
+            },
+            _ => plan.facts.clone(),
+        };
+        let run = &*self.run;
+        let mut context = self.executor.context(
+            &facts,
+            run.files_dir(),
+            run.options.mirror_dir.clone(),
+            plan_semantics(),
+            &run.checkpoint.outputs,
+            step.register.as_deref(),
+        );
+        context.recorded_digest = run.checkpoint.step(self.index).download_digest.clone();
+        context.child_tracking = Some(actions::process::ChildTracking {
+            file: run.child_file(),
+            step: step.id.clone(),
+        });
+        context.run_started_at = Some(run.checkpoint.started_at.clone());
+        actions::perform(&context, &step.action, RunMode::Execute).await
+    }
+}
+
+/// The step of a one-step command, as the step loop sees it: it only performs (and journals, when
+/// asked).
+struct OneStep<'a> {
+    executor: &'a Executor,
+    plan: &'a Plan,
+    options: &'a RunOneOptions,
+    journal: Option<Journal>,
+}
+
+impl StepRun for OneStep<'_> {
+    fn journal(&mut self) -> Option<&mut Journal> {
+        self.journal.as_mut()
+    }
+
+    async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
+        let outputs = Default::default();
+        let context: ActionContext<'_> = self.executor.context(
+            &self.plan.facts,
+            self.options.files_dir(),
+            None,
+            self.options.semantics,
+            &outputs,
+            step.register.as_deref(),
+        );
+        actions::perform(&context, &step.action, RunMode::Execute).await
+    }
+}
+
+/// Records in the checkpoint the digests a completed step leaves: for a `fetch`, of the download and
+/// (with an overlay) of the manifest it wrote; for a `kube.apply` of a file, of the file as applied.
+/// When that file is not what the `fetch` that wrote it left there (the operator edited it while the
+/// run was stopped at a gate, as the manifest runbooks' gate asks), returns a note for the step's
+/// summary and journal entry, so reviewers can see that hand edits were applied.
+fn record_digests(
+    plan: &Plan,
+    index: usize,
+    checkpoint: &mut Checkpoint,
+    output: Option<&serde_json::Value>,
+) -> Option<String> {
+    let digest = |key: &str| {
+        output
+            .and_then(|output| output.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    match &plan.steps[index].action {
+        Action::Fetch(_) => {
+            let record = checkpoint.step_mut(index);
+            record.download_digest = digest("sha256");
+            record.file_digest = digest("overlaid_sha256");
+            None
+        }
+        Action::KubeApply(crate::plan::action::KubeApply {
+            source: crate::plan::action::ManifestSource::File(file),
+            ..
+        }) => {
+            let applied = digest("source_sha256")?;
+            checkpoint.step_mut(index).applied_digest = Some(applied.clone());
+            // The last `fetch` before this step that wrote the file.
+            let (fetch_index, fetch_step) = plan.steps[..index].iter().enumerate().rev().find(
+                |(_, step)| matches!(&step.action, Action::Fetch(fetch) if fetch.file == *file),
+            )?;
+            let record = checkpoint.step(fetch_index);
+            let written = record
+                .file_digest
+                .clone()
+                .or_else(|| record.download_digest.clone())?;
+            (written != applied).then(|| {
+                format!(
+                    "`{file}` was edited after step `{}` wrote it ({written}); applied as edited ({applied})",
+                    fetch_step.id
+                )
+            })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,79 @@
+//! Human gates: a `pause` step, or a step marked `irreversible`, runs only once a person approved it
+//! — on the command line in advance (`--yes`, `--approve STEP`) or, when someone is at the terminal,
+//! by answering the question. An unattended run stops in front of it instead.
+//!
+//! [`decide`] only decides (and asks); recording the decision in the journal and the checkpoint is
+//! the run's part.
+
+use super::actions::pause::{self, Interaction};
+use super::error::ExecError;
+use super::lock::RunLock;
+use super::progress::Progress;
+use super::{ApplyOptions, Confirmation};
+use crate::plan::{Action, PlannedStep};
+
+/// What a gate decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Gate {
+    /// The step is no gate.
+    Open,
+    /// Approved; how (`approved on the command line`, `confirmed on the terminal`).
+    Approved(&'static str),
+    /// The person at the terminal said no.
+    Declined { message: String },
+    /// Nobody can answer: the run stops here.
+    Closed { message: String },
+}
+
+/// Decides whether `step` may run, asking on the terminal when the run is interactive.
+pub(super) fn decide(
+    step: &PlannedStep,
+    options: &ApplyOptions,
+    lock: Option<&RunLock>,
+    progress: &Progress,
+) -> Result<Gate, ExecError> {
+    let message = match &step.action {
+        Action::Pause(gate) => gate.message.clone(),
+        _ if step.irreversible => {
+            format!("`{}` is irreversible ({})", step.id, step.description)
+        }
+        _ => return Ok(Gate::Open),
+    };
+    if options.confirmation == Confirmation::AssumeYes || options.approved.contains(&step.id) {
+        return Ok(Gate::Approved("approved on the command line"));
+    }
+    if options.interaction == Interaction::Unattended {
+        return Ok(Gate::Closed { message });
+    }
+    let question = format!("{message}\ncontinue with step `{}`?", step.id);
+    // The question blocks this task, so the executor's own Ctrl-C handling cannot run until it is
+    // answered; a watcher releases the lock and ends the process instead. Nothing was started for
+    // this step: the checkpoint already says where the run is. (The one place besides `main` that
+    // exits: there is no caller to return to.)
+    let revocation = lock.map(RunLock::revocation);
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(revocation) = revocation {
+                revocation.await;
+            }
+            crate::terminal::error(
+                "interrupted at a question; nothing more was changed",
+                Some("`netctl upgrade apply --resume` asks again"),
+            );
+            std::process::exit(1);
+        }
+    });
+    let ask = || progress.suspend(|| pause::ask(&question));
+    // A person may take minutes to answer; the lock's lease must be renewed meanwhile, so the
+    // blocking read must not hold up a runtime worker.
+    let answer = match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(ask),
+        _ => ask(),
+    }
+    .map_err(ExecError::Prompt);
+    watcher.abort();
+    Ok(match answer? {
+        true => Gate::Approved("confirmed on the terminal"),
+        false => Gate::Declined { message },
+    })
+}

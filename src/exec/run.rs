@@ -1,0 +1,115 @@
+//! One upgrade run while it runs: its checkpoint (and where it is stored), its journal, its lock and
+//! its progress display, and the records a run makes as it goes — a step skipped, a run stopped at a
+//! gate, a run finished.
+//!
+//! Every change of a step's state is saved to the checkpoint before anything else happens, so a
+//! crash loses at most the step in progress. This file decides nothing about which step runs or
+//! whether it may (see `execute.rs`, `gate.rs`, `resume.rs`); it keeps the books.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ApplyOptions;
+use super::checkpoint::{self, Checkpoint, CheckpointStore, RunState, StepState};
+use super::clock::now_rfc3339;
+use super::error::ExecError;
+use super::journal::{Journal, JournalEntry, JournalEvent};
+use super::lock::RunLock;
+use super::progress::Progress;
+use crate::plan::PlannedStep;
+
+/// The state of one `upgrade apply` while it runs.
+pub(super) struct Run<'a> {
+    pub options: &'a ApplyOptions,
+    pub store: CheckpointStore,
+    pub checkpoint: Checkpoint,
+    pub journal: Journal,
+    pub lock: Option<&'a RunLock>,
+    pub progress: Progress,
+}
+
+impl Run<'_> {
+    /// Where `fetch` steps keep their downloads.
+    pub fn files_dir(&self) -> PathBuf {
+        self.store.directory().join(checkpoint::FILES_DIR)
+    }
+
+    /// Where a started program's pid is recorded.
+    pub fn child_file(&self) -> PathBuf {
+        self.store.directory().join(checkpoint::CHILD_FILE)
+    }
+
+    /// Saves the checkpoint (locally, and mirrored into the datastore).
+    pub async fn save(&mut self) -> Result<(), ExecError> {
+        self.store.save(&mut self.checkpoint).await?;
+        Ok(())
+    }
+
+    /// Appends a journal entry about `step` (or the run, with `None`).
+    pub fn record(
+        &mut self,
+        event: JournalEvent,
+        step: Option<&PlannedStep>,
+        fill: impl FnOnce(&mut JournalEntry),
+    ) -> Result<(), ExecError> {
+        let mut entry = self.journal.entry(event);
+        entry.step = step.map(|step| step.id.clone());
+        fill(&mut entry);
+        self.journal.record(&entry)?;
+        Ok(())
+    }
+
+    /// Records step `index` as done by hand (`--skip`).
+    pub async fn skip(&mut self, index: usize, step: &PlannedStep) -> Result<(), ExecError> {
+        let summary = "skipped by `--skip`";
+        let record = self.checkpoint.step_mut(index);
+        record.state = StepState::Skipped;
+        record.finished_at = Some(now_rfc3339());
+        record.summary = Some(summary.to_string());
+        self.save().await?;
+        self.record(JournalEvent::Succeeded, Some(step), |entry| {
+            entry.summary = Some(summary.to_string());
+        })?;
+        self.progress
+            .step_finished(index + 1, &step.id, "skipped (--skip)", Duration::ZERO);
+        Ok(())
+    }
+
+    /// Records that the run waits at `step` for a person's decision.
+    pub async fn stop_at(&mut self, step: &PlannedStep, message: &str) -> Result<(), ExecError> {
+        self.checkpoint.run = RunState::WaitingAtGate {
+            step: step.id.clone(),
+        };
+        self.save().await?;
+        self.record(JournalEvent::StoppedAtGate, Some(step), |entry| {
+            entry.summary = Some(message.to_string());
+        })
+    }
+
+    /// Records an interrupted step as done because its postcondition holds.
+    pub async fn recover(&mut self, index: usize, step: &PlannedStep) -> Result<(), ExecError> {
+        let record = self.checkpoint.step_mut(index);
+        record.state = StepState::Succeeded;
+        record.finished_at = Some(now_rfc3339());
+        record.summary = Some("interrupted; its postcondition holds, so not run again".to_string());
+        self.save().await?;
+        self.record(JournalEvent::Recovered, Some(step), |entry| {
+            entry.action = Some(step.action.name().to_string());
+            entry.summary = Some("postcondition holds; not run again".to_string());
+        })?;
+        self.progress.note(&format!(
+            "step `{}` was interrupted; its postcondition holds, so it is not run again",
+            step.id
+        ));
+        Ok(())
+    }
+
+    /// Records that every step is done.
+    pub async fn complete(&mut self, steps: usize) -> Result<(), ExecError> {
+        self.checkpoint.run = RunState::Completed;
+        self.save().await?;
+        self.record(JournalEvent::RunCompleted, None, |entry| {
+            entry.summary = Some(format!("{steps} steps done"));
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! A plan asked for in plain values: [`UpgradeRequest`] is what `upgrade plan`, `upgrade apply --to`
+//! and `runbook render` want, and [`UpgradeRequest::plan`] is the one way it becomes a [`Plan`].
+//!
+//! The command line only maps its flags into a request (as cargo's `commands/` hand an options value
+//! to `ops/`); loading the runbooks, discovering facts, reading the manifest overlays, resolving and
+//! the plan-time review of each overlay happen here, in that order. Facts are discovered from the
+//! sources the caller hands in ([`FactSources`]), and manifests are read through a
+//! [`ManifestReader`], so this file opens no connection and knows no URL scheme. It does not print or
+//! save the plan.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::facts::{DiscoveredFacts, FactError, FactOverrides, Facts};
+use super::overlay::{self, OverlayError};
+use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
+use super::{Plan, discover_cluster_facts, discover_facts};
+use crate::datastore::Datastore;
+use crate::runbook::{RunbookError, RunbookSet};
+
+/// An upgrade (or other procedure) to plan.
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeRequest {
+    /// `upgrade`, or another procedure of the runbooks, e.g. `auto-host-endpoints`.
+    pub procedure: String,
+    /// The target release as the user wrote it (`v3.29.2` or `v3.29`).
+    pub to: Option<String>,
+    /// Facts given on the command line; they win over discovered ones.
+    pub overrides: FactOverrides,
+    /// The static etcd endpoints of netctl's own configuration (fact `etcd_endpoints`).
+    pub configured_etcd_endpoints: Option<String>,
+    /// A runbook directory instead of the built-in runbooks.
+    pub runbooks: Option<PathBuf>,
+    pub manifest_edits: ManifestEditRequest,
+    /// Whether overlays may read their manifest from the network for the plan-time review.
+    pub manifest_reading: ManifestReading,
+}
+
+/// What the user says about hand edits of an installed manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ManifestEditRequest {
+    /// Nothing said: manifest runbooks keep a human gate for the edits.
+    #[default]
+    Unstated,
+    /// The installed manifest has no hand edits.
+    None,
+    /// Overlay files to carry onto the new manifest.
+    Overlay(Vec<PathBuf>),
+}
+
+/// Where the manifests an overlay is reviewed against may be read from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ManifestReading {
+    /// Local sources (a mirror, `file://`) and the network.
+    #[default]
+    Anywhere,
+    /// Local sources only (`--offline`).
+    LocalOnly,
+}
+
+/// What facts can be discovered from; each may be absent (flags and defaults stand in).
+#[derive(Clone, Copy, Default)]
+pub struct FactSources<'a> {
+    pub datastore: Option<&'a dyn Datastore>,
+    pub cluster: Option<&'a kube::Client>,
+}
+
+/// Reads the manifest at a URL for the plan-time review of an overlay.
+#[async_trait::async_trait]
+pub trait ManifestReader: Send + Sync {
+    /// The bytes at `url`, or why they cannot be read (shown in the plan).
+    async fn read(&self, url: &str) -> Result<Vec<u8>, String>;
+    /// Whether `url` is read without the network (a mirror copy, a `file://` URL).
+    fn is_local(&self, url: &str) -> bool;
+}
+
+/// Why no plan could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Runbooks(#[from] RunbookError),
+    #[error(transparent)]
+    Facts(#[from] FactError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("cannot read the manifest overlay `{}`", path.display())]
+    ReadOverlay {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Overlay(#[from] OverlayError),
+    #[error("step `{step}` cannot apply the manifest overlay")]
+    Review {
+        step: String,
+        #[source]
+        source: OverlayError,
+    },
+}
+
+impl RequestError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RequestError::Runbooks(error) => error.hint(),
+            RequestError::Facts(error) => error.hint(),
+            RequestError::Plan(error) => error.hint(),
+            RequestError::Overlay(error) => error.hint(),
+            RequestError::ReadOverlay { .. } | RequestError::Review { .. } => None,
+        }
+    }
+}
+
+/// How long the plan-time review waits for a manifest.
+const REVIEW_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl UpgradeRequest {
+    /// The facts: what the sources tell, with the request's overrides over it.
+    pub async fn facts(&self, sources: FactSources<'_>) -> Result<Facts, RequestError> {
+        let mut discovered = match sources.datastore {
+            Some(store) => discover_facts(store).await?,
+            None => DiscoveredFacts::default(),
+        };
+        discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
+        if let Some(client) = sources.cluster {
+            discovered.cluster = Some(discover_cluster_facts(client).await?);
+        }
+        Ok(Facts::assemble(&discovered, &self.overrides)?)
+    }
+
+    /// Loads the runbooks, discovers the facts, resolves the plan and reviews every manifest overlay
+    /// against the manifest it will be applied to.
+    pub async fn plan(
+        &self,
+        sources: FactSources<'_>,
+        manifests: &dyn ManifestReader,
+    ) -> Result<Plan, RequestError> {
+        let runbooks = RunbookSet::load(self.runbooks.as_deref())?;
+        let edits = read_edits(&self.manifest_edits)?;
+        let facts = self.facts(sources).await?;
+        let request = PlanRequest {
+            procedure: self.procedure.clone(),
+            to: self.to.clone(),
+            facts,
+        };
+        let mut plan = plan_upgrade_with(&runbooks, &request, &edits)?;
+        review_overlays(&mut plan, manifests, self.manifest_reading).await?;
+        Ok(plan)
+    }
+}
+
+/// Reads the overlay files; any that cannot be read or parsed refuses the plan.
+fn read_edits(request: &ManifestEditRequest) -> Result<ManifestEdits, RequestError> {
+    let paths = match request {
+        ManifestEditRequest::Unstated => return Ok(ManifestEdits::Unstated),
+        ManifestEditRequest::None => return Ok(ManifestEdits::None),
+        ManifestEditRequest::Overlay(paths) => paths,
+    };
+    let mut documents = Vec::new();
+    for path in paths {
+        documents.extend(read_overlay(path)?);
+    }
+    Ok(ManifestEdits::Overlay(documents))
+}
+
+fn read_overlay(path: &Path) -> Result<Vec<serde_json::Value>, RequestError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RequestError::ReadOverlay {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(overlay::parse_overlay(&text, &path.display().to_string())?)
+}
+
+/// The plan-time review of every manifest overlay: each download is read and the overlay applied to
+/// it. A download that cannot be read is noted in the plan; an overlay that does not fit the manifest
+/// refuses the plan.
+async fn review_overlays(
+    plan: &mut Plan,
+    manifests: &dyn ManifestReader,
+    reading: ManifestReading,
+) -> Result<(), RequestError> {
+    let mut previews = Vec::new();
+    for (step, url, overlay) in plan.overlay_downloads() {
+        let bytes = if reading == ManifestReading::LocalOnly && !manifests.is_local(url) {
+            Err("not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string())
+        } else {
+            // A review must not hang a plan on an unreachable server.
+            match tokio::time::timeout(REVIEW_READ_TIMEOUT, manifests.read(url)).await {
+                Ok(read) => read,
+                Err(_) => Err(format!(
+                    "no answer within {}s",
+                    REVIEW_READ_TIMEOUT.as_secs()
+                )),
+            }
+        };
+        let preview = overlay::preview(step, url, overlay, bytes.as_deref().map_err(Clone::clone))
+            .map_err(|source| RequestError::Review {
+                step: step.to_string(),
+                source,
+            })?;
+        previews.push(preview);
+    }
+    if !previews.is_empty() {
+        plan.set_manifest_previews(previews);
+    }
+    Ok(())
+}

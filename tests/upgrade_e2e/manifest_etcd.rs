@@ -1,0 +1,156 @@
+//! A single-manifest install on the etcd datastore: v3.13 → v3.27 with an all-interfaces host
+//! endpoint, killed after the manifest is applied and resumed, and its dry-run transcript.
+
+use serde_json::json;
+
+use crate::common::*;
+
+#[test]
+fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoint() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    // The mirror also serves the plan's overlay review (`etcd_endpoints`): no network.
+    let (plan_file, plan) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    assert_eq!(plan["facts"]["install_method"]["value"], "manifest");
+    let diff = plan["manifest_previews"][0]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-  etcd_endpoints: http://<ETCD_IP>:<ETCD_PORT>"),
+        "{diff}"
+    );
+    assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
+    assert_eq!(
+        plan["facts"]["all_interfaces_host_endpoints"]["value"],
+        json!([{"name": "node-a-all", "node": "node-a", "labels": {"role": "edge"}}])
+    );
+    let ids = step_ids(&plan);
+    assert!(
+        ids.contains(&"etcd-upgrade/apply-manifest".to_string()),
+        "{ids:?}"
+    );
+
+    let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
+    apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
+
+    // The pre-upgrade phase ran: the label and the temporary policy exist.
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
+    assert_eq!(
+        endpoint["metadata"]["labels"],
+        json!({"role": "edge", "host-endpoint-upgrade": ""})
+    );
+    let untouched = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-eth0"))
+        .unwrap();
+    assert!(untouched["metadata"]["labels"].is_null(), "{untouched}");
+    let policy = etcd
+        .get_json(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .expect("allow-all-upgrade exists after pre-upgrade");
+    assert_eq!(
+        policy["spec"]["selector"],
+        json!("has(host-endpoint-upgrade)")
+    );
+    // The manifest was server-side applied by netctl.
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    assert_eq!(
+        node["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.27.0"
+    );
+    let owners = kube.owners("apps/v1", "daemonsets", "kube-system", "calico-node");
+    assert!(
+        owners.values().any(|manager| manager == "netctl"),
+        "{owners:?}"
+    );
+    // netctl's own etcd endpoints replaced the placeholder of the released manifest (seed 9.7).
+    let config = kube
+        .get("v1", "configmaps", "kube-system", "calico-config")
+        .unwrap();
+    assert_eq!(
+        config["data"]["etcd_endpoints"],
+        json!(plan["facts"]["etcd_endpoints"]["value"])
+    );
+    assert!(
+        config["data"]["etcd_endpoints"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{config}"
+    );
+    let controllers = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "kube-system",
+            "calico-kube-controllers",
+        )
+        .unwrap();
+    assert_eq!(
+        controllers["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/kube-controllers:v3.27.0"
+    );
+
+    // The cluster does its part: the workloads roll out (calico-node 1/2 ready, as with etcd) and
+    // the new node agents report their version.
+    roll_out(&kube, "daemonsets", "calico-node", 1, 2);
+    roll_out(&kube, "deployments", "calico-kube-controllers", 1, 1);
+    set_etcd_version(&etcd, "v3.27.0");
+
+    resume_to_the_end(&operator, &mirror);
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
+    assert!(status["lock"].is_null(), "{status}");
+
+    // The finish phase removed the temporary policy and the label.
+    assert!(
+        etcd.get(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .is_none()
+    );
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
+    assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
+}
+
+#[test]
+fn etcd_manifest_dry_run_transcript() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    dry_run_snapshot(
+        &operator,
+        Some(&etcd),
+        Some(&kube),
+        &plan_file,
+        &mirror,
+        "etcd_manifest_v3_13_to_v3_27_dry_run",
+    );
+}
