@@ -15,8 +15,8 @@ use std::sync::{Mutex, Once, OnceLock};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-/// How long one test may run. The slowest tests (the end-to-end upgrades) take well under a minute
-/// on a loaded two-core machine; the margin is for much slower machines.
+/// How long one test may run. The slowest (the etcd fault suite's, whose whole binary takes about
+/// two minutes) stay far below it on a loaded two-core machine; the margin is for slower machines.
 pub const DEFAULT_LIMIT: Duration = Duration::from_secs(600);
 
 /// Overrides [`DEFAULT_LIMIT`], in seconds.
