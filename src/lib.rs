@@ -15,3 +15,4 @@ pub mod plan;
 pub mod resource;
 pub mod runbook;
 pub mod terminal;
+pub mod yaml;
