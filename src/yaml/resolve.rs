@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(go_float_text(0.0001), "0.0001");
         assert_eq!(go_float_text(0.00001), "1e-05");
         assert_eq!(go_float_text(-2.5), "-2.5");
-        assert_eq!(go_float_text(3.141592653589793), "3.1415927");
+        assert_eq!(go_float_text(std::f64::consts::PI), "3.1415927");
         assert_eq!(go_float_text(f64::INFINITY), "+Inf");
     }
 }

@@ -360,11 +360,16 @@ fn single_type(object: &Map<String, Value>) -> Option<&str> {
     }
 }
 
-/// A string type, a string constant, or an enum of strings: Go's string kinds.
+/// A string type, a string constant, or an enum of strings: Go's string kinds. A string with
+/// `format: duration` is Go's `metav1.Duration`, which decodes itself (a number is refused, not
+/// turned into text).
 fn is_string_like(schema: &Value) -> bool {
     let Some(object) = schema.as_object() else {
         return false;
     };
+    if object.get("format").and_then(Value::as_str) == Some("duration") {
+        return false;
+    }
     if single_type(object) == Some("string") {
         return true;
     }
