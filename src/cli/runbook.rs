@@ -107,8 +107,7 @@ impl RenderArgs {
                 facts,
             },
         )?;
-        // Through JSON first, so enums print as plain maps (`source: {file: ..}`), not YAML tags.
-        let text = serde_yaml::to_string(&serde_json::to_value(&plan.steps)?)?;
+        let text = crate::yaml::to_string(&plan.steps)?;
         std::io::stdout().lock().write_all(text.as_bytes())?;
         Ok(())
     }

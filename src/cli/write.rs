@@ -580,7 +580,7 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     if args.show_defaults {
         for resource in &resources {
             writeln!(stdout, "---")?;
-            write!(stdout, "{}", serde_yaml::to_string(resource)?)?;
+            write!(stdout, "{}", crate::yaml::to_string(resource)?)?;
         }
     } else {
         writeln!(

@@ -132,6 +132,25 @@ pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, L
     Ok(resources)
 }
 
+/// Turns one document already read into a resource (not yet validated), the way a document of a
+/// file is read: field names matched ignoring case, booleans and numbers in string fields made
+/// text. For documents that reach netctl as JSON values, e.g. a runbook's rendered documents.
+pub fn resource_from_value(document: serde_json::Value) -> Result<Resource, String> {
+    let location = Location {
+        origin: String::new(),
+        document: 1,
+        item: None,
+        line: None,
+        document_line: None,
+    };
+    item_resource(document, None, None, &location)
+        .map(|(resource, _)| resource)
+        .map_err(|error| match error {
+            LoadError::Document { reason, .. } => reason,
+            other => other.to_string(),
+        })
+}
+
 /// Reads a file, or every `.yaml`/`.yml`/`.json` file (any case) of a directory in sorted order,
 /// descending into sub-directories when `recursive`. Returns each file's origin and resources.
 ///

@@ -46,8 +46,10 @@ pub struct Document {
 /// Where each node of a document was written, mirroring the document's structure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lines {
-    /// The 1-based line of the node.
+    /// The 1-based line of the node; for a mapping's value, of its key (where the field is named).
     pub line: usize,
+    /// The 1-based column, likewise.
+    pub column: usize,
     /// For a plain scalar that YAML 1.1 read as something other than a string (a boolean, a
     /// number, a null, a timestamp), the text as written: `Off` for a `false`.
     pub source: Option<Box<str>>,
@@ -62,25 +64,28 @@ enum Children {
 }
 
 impl Lines {
-    pub fn leaf(line: usize, source: Option<Box<str>>) -> Lines {
+    pub fn leaf(line: usize, column: usize, source: Option<Box<str>>) -> Lines {
         Lines {
             line,
+            column,
             source,
             children: Children::None,
         }
     }
 
-    fn mapping(line: usize, entries: Vec<(String, Lines)>) -> Lines {
+    fn mapping(line: usize, column: usize, entries: Vec<(String, Lines)>) -> Lines {
         Lines {
             line,
+            column,
             source: None,
             children: Children::Mapping(entries),
         }
     }
 
-    fn sequence(line: usize, items: Vec<Lines>) -> Lines {
+    fn sequence(line: usize, column: usize, items: Vec<Lines>) -> Lines {
         Lines {
             line,
+            column,
             source: None,
             children: Children::Sequence(items),
         }
@@ -187,6 +192,8 @@ pub fn fold_equal(left: &str, right: &str) -> bool {
 pub struct YamlError {
     pub document: usize,
     pub line: usize,
+    /// The 1-based column (1 when only the line is known).
+    pub column: usize,
     pub kind: YamlErrorKind,
 }
 
@@ -254,16 +261,23 @@ pub fn read_one(text: &str) -> Result<Document, YamlError> {
     match documents.len() {
         0 => Ok(Document {
             value: Value::Null,
-            lines: Lines::leaf(1, None),
+            lines: Lines::leaf(1, 1, None),
             line: 1,
         }),
         1 => Ok(documents.remove(0)),
         count => Err(YamlError {
             document: 2,
             line: documents[1].line,
+            column: 1,
             kind: YamlErrorKind::NotOneDocument(count),
         }),
     }
+}
+
+/// Reads one document into `T` with YAML 1.1 values and no other normalisation (for types without
+/// a JSON Schema, and for reading YAML back in tests).
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    from_str_shaped(text, &Shapes::any(), FieldNames::Exact)
 }
 
 /// Reads one document into `T`, with YAML 1.1 values, strings where `shapes` has them, field
@@ -287,20 +301,26 @@ pub fn decode_document<T: DeserializeOwned>(
     let Document {
         mut value, lines, ..
     } = document;
-    let at = |path: &str, kind: YamlErrorKind| YamlError {
-        document: index,
-        line: lines.find(path).line,
-        kind,
+    let at = |path: &str, kind: YamlErrorKind| {
+        let node = lines.find(path);
+        YamlError {
+            document: index,
+            line: node.line,
+            column: node.column,
+            kind,
+        }
     };
     shapes
         .normalize(&mut value, names)
         .map_err(|problem| at(&problem.path, problem.kind))?;
     decode_value(value).map_err(|(path, reason)| {
-        let reason = explain_yaml_1_1(&reason, lines.find(&path));
-        let line = lines.find(&path).line;
+        let node = lines.find(&path);
+        let reason = explain_yaml_1_1(&reason, node);
+        let (line, column) = (node.line, node.column);
         YamlError {
             document: index,
             line,
+            column,
             kind: YamlErrorKind::Field { path, reason },
         }
     })

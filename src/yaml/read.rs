@@ -29,6 +29,7 @@ enum Open {
         items: Vec<Value>,
         lines: Vec<Lines>,
         line: usize,
+        column: usize,
         anchor: usize,
     },
     Mapping {
@@ -36,10 +37,11 @@ enum Open {
         lines: Vec<(String, Lines)>,
         /// Keys from merge (`<<`) entries, applied at the end where no explicit key is given.
         merged: Vec<(String, Value, Lines)>,
-        /// The key read, waiting for its value.
-        pending_key: Option<(String, usize)>,
+        /// The key read, waiting for its value, and where it was written.
+        pending_key: Option<(String, usize, usize)>,
         pending_merge: bool,
         line: usize,
+        column: usize,
         anchor: usize,
     },
 }
@@ -52,6 +54,8 @@ struct Reader {
     document_explicit: bool,
     root: Option<(Value, Lines)>,
     expanded: usize,
+    /// The column of the event being handled.
+    column: usize,
 }
 
 /// Reads every document of a YAML stream. Empty documents are kept as `null` (callers skip them).
@@ -66,18 +70,23 @@ pub fn read_stream(text: &str) -> Result<Vec<Document>, YamlError> {
         document_explicit: false,
         root: None,
         expanded: 0,
+        column: 1,
     };
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|error| YamlError {
             document: reader.documents.len() + 1,
             line: error.marker().line(),
+            column: error.marker().col() + 1,
             kind: YamlErrorKind::Syntax(error.info().to_string()),
         })?;
+        reader.column = span.start.col() + 1;
+        let column = reader.column;
         reader
             .event(event, span)
             .map_err(|(line, kind)| YamlError {
                 document: reader.documents.len() + 1,
                 line,
+                column,
                 kind,
             })?;
     }
@@ -101,7 +110,7 @@ impl Reader {
                 let (value, lines) = self
                     .root
                     .take()
-                    .unwrap_or((Value::Null, Lines::leaf(self.document_line, None)));
+                    .unwrap_or((Value::Null, Lines::leaf(self.document_line, 1, None)));
                 // An implicit document starts at its first node, not at the parser's position.
                 let start = if self.document_explicit {
                     self.document_line
@@ -128,7 +137,7 @@ impl Reader {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let (value, source) = scalar_value(&text, style, tag.as_deref(), line)?;
-                let lines = Lines::leaf(line, source);
+                let lines = Lines::leaf(line, self.column, source);
                 if anchor != 0 {
                     self.anchors.insert(anchor, (value.clone(), lines.clone()));
                 }
@@ -141,6 +150,7 @@ impl Reader {
                     items: Vec::new(),
                     lines: Vec::new(),
                     line,
+                    column: self.column,
                     anchor,
                 });
             }
@@ -153,6 +163,7 @@ impl Reader {
                     pending_key: None,
                     pending_merge: false,
                     line,
+                    column: self.column,
                     anchor,
                 });
             }
@@ -210,7 +221,7 @@ impl Reader {
                 if entries.contains_key(&key) {
                     return Err((line, YamlErrorKind::DuplicateKey(key)));
                 }
-                *pending_key = Some((key, line));
+                *pending_key = Some((key, line, self.column));
                 return Ok(());
             }
         }
@@ -248,7 +259,11 @@ impl Reader {
                     return merge_into(merged, value, lines, line);
                 }
                 match pending_key.take() {
-                    Some((key, _)) => {
+                    Some((key, key_line, key_column)) => {
+                        // A field is where its name is written.
+                        let mut lines = lines;
+                        lines.line = key_line;
+                        lines.column = key_column;
                         entries.insert(key.clone(), value);
                         entry_lines.push((key, lines));
                     }
@@ -258,7 +273,7 @@ impl Reader {
                         if entries.contains_key(&key) {
                             return Err((line, YamlErrorKind::DuplicateKey(key)));
                         }
-                        *pending_key = Some((key, line));
+                        *pending_key = Some((key, line, self.column));
                     }
                     None => return Err((line, YamlErrorKind::ComplexKey)),
                 }
@@ -282,7 +297,7 @@ fn merge_into(
             let position = children.iter().position(|(name, _)| *name == key);
             let item_lines = position
                 .map(|at| children.swap_remove(at).1)
-                .unwrap_or_else(|| Lines::leaf(line, None));
+                .unwrap_or_else(|| Lines::leaf(line, 1, None));
             if !merged.iter().any(|(known, ..)| *known == key) {
                 merged.push((key, value, item_lines));
             }
@@ -299,7 +314,7 @@ fn merge_into(
                 let lines = item_lines
                     .get(index)
                     .cloned()
-                    .unwrap_or_else(|| Lines::leaf(line, None));
+                    .unwrap_or_else(|| Lines::leaf(line, 1, None));
                 add(map, lines);
             }
         }
@@ -314,13 +329,19 @@ fn close(open: Open) -> Result<(Value, Lines, usize), Failure> {
             items,
             lines,
             line,
+            column,
             anchor,
-        } => Ok((Value::Array(items), Lines::sequence(line, lines), anchor)),
+        } => Ok((
+            Value::Array(items),
+            Lines::sequence(line, column, lines),
+            anchor,
+        )),
         Open::Mapping {
             mut entries,
             mut lines,
             merged,
             line,
+            column,
             anchor,
             ..
         } => {
@@ -330,7 +351,11 @@ fn close(open: Open) -> Result<(Value, Lines, usize), Failure> {
                     lines.push((key, item_lines));
                 }
             }
-            Ok((Value::Object(entries), Lines::mapping(line, lines), anchor))
+            Ok((
+                Value::Object(entries),
+                Lines::mapping(line, column, lines),
+                anchor,
+            ))
         }
     }
 }

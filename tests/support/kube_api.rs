@@ -823,7 +823,7 @@ fn group_json(group: &str) -> Value {
 fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, Response> {
     let text = std::str::from_utf8(body).map_err(|_| bad_request("body is not UTF-8".into()))?;
     if content_type.contains("yaml") {
-        serde_yaml::from_str(text).map_err(|error| bad_request(format!("invalid YAML: {error}")))
+        netctl::yaml::from_str(text).map_err(|error| bad_request(format!("invalid YAML: {error}")))
     } else {
         serde_json::from_str(text).map_err(|error| bad_request(format!("invalid JSON: {error}")))
     }
