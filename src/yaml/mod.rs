@@ -351,7 +351,7 @@ fn describe_source(source: &str) -> String {
     match resolve::resolve_plain(source) {
         resolve::Scalar::Bool(flag) => format!("the boolean {flag}"),
         resolve::Scalar::Null => "null".to_string(),
-        resolve::Scalar::Timestamp(_) => "a timestamp".to_string(),
+        resolve::Scalar::Timestamp => "a timestamp".to_string(),
         resolve::Scalar::Integer(number) => format!("the number {number}"),
         resolve::Scalar::Unsigned(number) => format!("the number {number}"),
         resolve::Scalar::Float(number) => format!("the number {}", resolve::go_float_text(number)),

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 
-use super::resolve::{Scalar, go_float_text, parse_timestamp, resolve_plain};
+use super::resolve::{Scalar, go_float_text, is_timestamp, resolve_plain};
 use super::{Document, Lines, YamlError, YamlErrorKind};
 
 /// The deepest nesting of collections accepted. Real documents (CRD schemas included) nest a few
@@ -406,10 +406,8 @@ fn scalar_value(
                 YamlErrorKind::Unsupported("a `!!binary` value".to_string()),
             ));
         }
-        (Some("timestamp"), _) => match parse_timestamp(text) {
-            Some(timestamp) => Scalar::Timestamp(timestamp),
-            None => return Err((line, mismatch(text, "timestamp"))),
-        },
+        (Some("timestamp"), _) if is_timestamp(text) => Scalar::Timestamp,
+        (Some("timestamp"), _) => return Err((line, mismatch(text, "timestamp"))),
         (Some(wanted @ ("int" | "float" | "bool" | "null")), _) => {
             let resolved = resolve_plain(text);
             let matches = matches!(
@@ -441,7 +439,8 @@ fn scalar_value(
             Some(number) => Value::Number(number),
             None => return Err((line, YamlErrorKind::NotJson(text.to_string()))),
         },
-        Scalar::Timestamp(timestamp) => Value::String(timestamp),
+        // go-yaml v2 keeps a timestamp's text when decoding into an untyped value.
+        Scalar::Timestamp => return Ok((Value::String(text.to_string()), None)),
         Scalar::BigInteger => return Err((line, YamlErrorKind::NotJson(text.to_string()))),
     };
     Ok((value, Some(text.into())))

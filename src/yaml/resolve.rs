@@ -11,8 +11,9 @@
 //! - floats: `1.5`, `1e3`, `.5`, `.inf .Inf .INF` (signed too), `.nan .NaN .NAN`; a number that is
 //!   neither a valid integer nor a float pattern (`08`, `09`) is a float when it matches the float
 //!   pattern (`08` is 8.0);
-//! - timestamps: `2001-12-14`, `2001-12-14T21:59:43.10Z`, `2001-12-14 21:59:43.10` (no zone):
-//!   sigs.k8s.io/yaml turns them into RFC 3339 text (`2001-12-14T00:00:00Z`);
+//! - timestamps: `2001-12-14`, `2001-12-14T21:59:43.10Z`, `2001-12-14 21:59:43.10` (no zone) are
+//!   recognised, but go-yaml v2 keeps their text when decoding into an untyped value, so they stay
+//!   strings (output quotes them, for other YAML 1.1 readers);
 //! - sexagesimal numbers (`190:20:30`) are NOT resolved by go-yaml v2 (YAML 1.1 has them; upstream
 //!   deliberately leaves them strings), so they stay strings here too. Output quotes them anyway,
 //!   for other YAML 1.1 readers (see `emit`).
@@ -27,8 +28,9 @@ pub enum Scalar {
     Integer(i64),
     Unsigned(u64),
     Float(f64),
-    /// A timestamp, already in the RFC 3339 form Go's JSON encoder gives `time.Time`.
-    Timestamp(String),
+    /// A timestamp: go-yaml v2 resolves it, but keeps the text as written when decoding into an
+    /// untyped value, as upstream's readers do, so it stays a string.
+    Timestamp,
     /// An integer outside 64 bits: upstream keeps it as a big number that no Kubernetes or Calico
     /// field can hold, so the caller refuses it.
     BigInteger,
@@ -69,8 +71,8 @@ pub fn resolve_plain(text: &str) -> Scalar {
 
 /// Numbers and timestamps: the scalars that start with a digit or a sign.
 fn resolve_number(text: &str) -> Scalar {
-    if let Some(timestamp) = parse_timestamp(text) {
-        return Scalar::Timestamp(timestamp);
+    if is_timestamp(text) {
+        return Scalar::Timestamp;
     }
     let plain: String = text.chars().filter(|c| *c != '_').collect();
     match parse_go_integer(&plain) {
@@ -184,78 +186,66 @@ fn is_float_pattern(text: &str) -> bool {
     at == bytes.len()
 }
 
-/// Parses the timestamp forms go-yaml v2 accepts (`2006-1-2T15:4:5.999999999Z07:00`, the same with
-/// a lower-case `t`, `2006-1-2 15:4:5.999999999` and `2006-1-2`) and gives the text Go's JSON
-/// encoder writes for the time: RFC 3339 with nanoseconds trimmed and the zone kept.
-pub fn parse_timestamp(text: &str) -> Option<String> {
+/// Whether `text` is one of the timestamp forms go-yaml v2 accepts (`2006-1-2T15:4:5.999999999Z07:00`,
+/// the same with a lower-case `t`, `2006-1-2 15:4:5.999999999` and `2006-1-2`), with a real date.
+pub fn is_timestamp(text: &str) -> bool {
     let bytes = text.as_bytes();
     if bytes.len() < 5 || !bytes[..4].iter().all(u8::is_ascii_digit) || bytes[4] != b'-' {
-        return None;
+        return false;
     }
     let mut cursor = Cursor { bytes, at: 5 };
-    let year: u32 = text[..4].parse().ok()?;
-    let month = cursor.number(1, 2)?;
-    cursor.expect(b'-')?;
-    let day = cursor.number(1, 2)?;
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return None;
-    }
-    let date = format!("{year:04}-{month:02}-{day:02}");
-    if cursor.done() {
-        return Some(format!("{date}T00:00:00Z"));
-    }
-    let zoned = match cursor.next()? {
-        b'T' | b't' => true,
-        b' ' => false,
-        _ => return None,
-    };
-    let hour = cursor.number(1, 2)?;
-    cursor.expect(b':')?;
-    let minute = cursor.number(1, 2)?;
-    cursor.expect(b':')?;
-    let second = cursor.number(1, 2)?;
-    if hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let mut fraction = String::new();
-    if cursor.peek() == Some(b'.') {
-        cursor.at += 1;
-        let start = cursor.at;
-        while cursor.peek().is_some_and(|byte| byte.is_ascii_digit()) {
-            cursor.at += 1;
-        }
-        let digits = &text[start..cursor.at];
-        if digits.is_empty() || digits.len() > 9 {
+    let mut check = || -> Option<bool> {
+        let year: u32 = text[..4].parse().ok()?;
+        let month = cursor.number(1, 2)?;
+        cursor.expect(b'-')?;
+        let day = cursor.number(1, 2)?;
+        if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
             return None;
         }
-        let trimmed = digits.trim_end_matches('0');
-        if !trimmed.is_empty() {
-            fraction = format!(".{trimmed}");
+        if cursor.done() {
+            return Some(true);
         }
-    }
-    let time = format!("{hour:02}:{minute:02}:{second:02}{fraction}");
-    if !zoned {
-        return cursor.done().then(|| format!("{date}T{time}Z"));
-    }
-    let zone = match cursor.next()? {
-        b'Z' => "Z".to_string(),
-        sign @ (b'+' | b'-') => {
-            let hours = cursor.exact(2)?;
-            cursor.expect(b':')?;
-            let minutes = cursor.exact(2)?;
-            if hours > 23 || minutes > 59 {
+        let zoned = match cursor.next()? {
+            b'T' | b't' => true,
+            b' ' => false,
+            _ => return None,
+        };
+        let hour = cursor.number(1, 2)?;
+        cursor.expect(b':')?;
+        let minute = cursor.number(1, 2)?;
+        cursor.expect(b':')?;
+        let second = cursor.number(1, 2)?;
+        if hour > 23 || minute > 59 || second > 59 {
+            return None;
+        }
+        if cursor.peek() == Some(b'.') {
+            cursor.at += 1;
+            let start = cursor.at;
+            while cursor.peek().is_some_and(|byte| byte.is_ascii_digit()) {
+                cursor.at += 1;
+            }
+            if cursor.at == start || cursor.at - start > 9 {
                 return None;
             }
-            if hours == 0 && minutes == 0 {
-                // Go keeps a `+00:00` zone as a fixed zone named "", printed as `Z`.
-                "Z".to_string()
-            } else {
-                format!("{}{hours:02}:{minutes:02}", sign as char)
-            }
         }
-        _ => return None,
+        if !zoned {
+            return Some(cursor.done());
+        }
+        match cursor.next()? {
+            b'Z' => {}
+            b'+' | b'-' => {
+                let hours = cursor.exact(2)?;
+                cursor.expect(b':')?;
+                let minutes = cursor.exact(2)?;
+                if hours > 23 || minutes > 59 {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        Some(cursor.done())
     };
-    cursor.done().then(|| format!("{date}T{time}{zone}"))
+    check().unwrap_or(false)
 }
 
 struct Cursor<'a> {
@@ -311,8 +301,10 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     }
 }
 
-/// Go's `strconv.FormatFloat(value, 'g', -1, 32)`: what sigs.k8s.io/yaml writes when a float is
-/// decoded into a string field (`1e3` → `1000`, `1e6` → `1e+06`, `0.1` → `0.1`).
+/// Go's `strconv.FormatFloat(value, 'g', -1, 64)`: what calicoctl (v3.27 to v3.31, through its
+/// go-yaml-wrapper) writes when a float is decoded into a string field (`1e3` → `1000`, `1e6` →
+/// `1e+06`, `0.1` → `0.1`). sigs.k8s.io/yaml (calicoctl v3.32, kubectl) uses 32 bits, which differs
+/// only beyond seven significant digits.
 pub fn go_float_text(value: f64) -> String {
     if value.is_nan() {
         return "NaN".to_string();
@@ -320,12 +312,11 @@ pub fn go_float_text(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "+Inf" } else { "-Inf" }.to_string();
     }
-    let narrow = value as f32;
-    if narrow == 0.0 {
-        return if narrow.is_sign_negative() { "-0" } else { "0" }.to_string();
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest digits that read back as the same f32: `d.ddde-x`.
-    let scientific = format!("{:e}", narrow.abs());
+    // Rust's `{:e}` gives the shortest digits that read back as the same f64: `d.ddde-x`.
+    let scientific = format!("{:e}", value.abs());
     let (mantissa, exponent) = scientific
         .split_once('e')
         .unwrap_or((scientific.as_str(), "0"));
@@ -439,23 +430,15 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_become_rfc3339_text() {
-        let cases = [
-            ("2024-01-01", "2024-01-01T00:00:00Z"),
-            ("2024-1-2", "2024-01-02T00:00:00Z"),
-            ("2001-12-14T21:59:43.10Z", "2001-12-14T21:59:43.1Z"),
-            (
-                "2001-12-14t21:59:43.10-05:00",
-                "2001-12-14T21:59:43.1-05:00",
-            ),
-            ("2001-12-14 21:59:43.10", "2001-12-14T21:59:43.1Z"),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(
-                resolve_plain(text),
-                Scalar::Timestamp(expected.to_string()),
-                "{text}"
-            );
+    fn timestamps_are_recognised() {
+        for text in [
+            "2024-01-01",
+            "2024-1-2",
+            "2001-12-14T21:59:43.10Z",
+            "2001-12-14t21:59:43.10-05:00",
+            "2001-12-14 21:59:43.10",
+        ] {
+            assert_eq!(resolve_plain(text), Scalar::Timestamp, "{text}");
         }
         // Not a date: the day does not exist, or a zone is missing from the `T` form.
         assert_eq!(resolve_plain("2023-02-29"), Scalar::String);
@@ -472,7 +455,8 @@ mod tests {
         assert_eq!(go_float_text(0.0001), "0.0001");
         assert_eq!(go_float_text(0.00001), "1e-05");
         assert_eq!(go_float_text(-2.5), "-2.5");
-        assert_eq!(go_float_text(std::f64::consts::PI), "3.1415927");
+        assert_eq!(go_float_text(std::f64::consts::PI), "3.141592653589793");
+        assert_eq!(go_float_text(123456789.0), "1.23456789e+08");
         assert_eq!(go_float_text(f64::INFINITY), "+Inf");
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! A shape is derived from the type's JSON Schema (schemars), which netctl already generates and
 //! checks in for every resource kind, so the shape cannot drift from the types: a property of type
-//! `string` (or a string enum) is a string target; an `anyOf` of several types (number-or-string
+//! `string` (or a string enum) is a string target (a null there is the empty string, and a null
+//! for a field of a struct is the field left out, as in Go); an `anyOf` of several types (number-or-string
 //! values, which upstream decodes with their own `UnmarshalJSON`) is not. This module does not decode.
 
 use std::collections::HashMap;
@@ -103,8 +104,18 @@ impl Shapes {
                 *value = Value::String(scalar_text(value));
                 Ok(())
             }
+            (Node::Text, value @ Value::Null) => {
+                // A null list item or map value read into a string is Go's zero value.
+                *value = Value::String(String::new());
+                Ok(())
+            }
             (Node::Struct { fields, rest }, Value::Object(map)) => {
                 rename_fields(map, fields, names, path)?;
+                // encoding/json leaves a field alone for a null (`spec: ~` is no spec), so a null
+                // is the same as an absent field.
+                map.retain(|key, value| {
+                    !(value.is_null() && fields.iter().any(|(name, _)| name == key))
+                });
                 for (key, item) in map.iter_mut() {
                     let child = fields
                         .iter()

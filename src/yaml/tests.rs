@@ -14,7 +14,7 @@ fn yaml_1_1_values_as_kubectl_sends_them() {
         values,
         vec![json!({
             "mode": 256, "group": 288, "bulk": true, "b": true, "c": false, "nil": null,
-            "f": 1000, "h": 31, "q": "0400", "d": "yes", "t": "2024-01-01T00:00:00Z",
+            "f": 1000, "h": 31, "q": "0400", "d": "yes", "t": "2024-01-01",
             "s": "190:20:30"
         })]
     );
@@ -211,4 +211,13 @@ fn written_yaml_reads_back_as_the_same_values() {
     });
     let written = to_string(&value).unwrap();
     assert_eq!(read_values(&written).unwrap(), vec![value]);
+}
+
+#[test]
+fn nulls_are_go_zero_values() {
+    let text = "labels:\n  empty: ~\nname: null\nitems: ~\n";
+    let target: Target = from_str_shaped(text, &Shapes::of::<Target>(), FieldNames::Exact).unwrap();
+    assert_eq!(target.labels["empty"], "");
+    assert_eq!(target.name, None);
+    assert!(target.items.is_empty());
 }
