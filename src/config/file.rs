@@ -148,7 +148,7 @@ pub fn parse(text: &str, path: &Path) -> Result<NetApiConfigDocument, ConfigErro
             |source| ConfigError::Syntax {
                 path: path.to_path_buf(),
                 location: format!(":{}:{}", source.line, source.column),
-                source: Box::new(source),
+                source: Box::new(source.kind),
             },
         )?;
     if document.api_version != crate::resource::API_VERSION {

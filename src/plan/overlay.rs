@@ -131,7 +131,10 @@ pub fn parse_overlay(text: &str, origin: &str) -> Result<Vec<Value>, OverlayErro
     // Read as the manifest is (YAML 1.1, as kubectl reads both): `defaultMode: 0400` is 256.
     let values = crate::yaml::read_values(text).map_err(|error| OverlayError::Syntax {
         origin: origin.to_string(),
-        message: error.to_string(),
+        message: format!(
+            "document {}, line {}: {}",
+            error.document, error.line, error.kind
+        ),
     })?;
     for value in values {
         check_document(&value, origin, documents.len() + 1)?;

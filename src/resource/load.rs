@@ -402,7 +402,7 @@ fn split_yaml(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
             line: Some(error.line),
             document_line: None,
         },
-        reason: error.kind.to_string(),
+        reason: error.reason(),
     })?;
     Ok(documents
         .into_iter()
@@ -540,7 +540,7 @@ fn item_resource(
         reason,
     };
     let fail_at = |path: &str, reason: String| {
-        let line = lines.as_ref().map(|lines| lines.find(path).line);
+        let line = lines.as_ref().map(|lines| lines.position(path, &reason).0);
         LoadError::Document {
             location: Location {
                 line,

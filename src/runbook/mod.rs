@@ -277,7 +277,7 @@ pub fn parse_runbook(source: &str, text: &str) -> Result<LoadedRunbook, RunbookE
                     line: error.line,
                     column: error.column,
                 },
-                message: error.kind.to_string(),
+                message: error.reason(),
             },
         )?;
     Ok(LoadedRunbook {

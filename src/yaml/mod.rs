@@ -50,6 +50,9 @@ pub struct Lines {
     pub line: usize,
     /// The 1-based column, likewise.
     pub column: usize,
+    /// Where the node's value itself starts (for a mapping's value, after its key).
+    pub value_line: usize,
+    pub value_column: usize,
     /// For a plain scalar that YAML 1.1 read as something other than a string (a boolean, a
     /// number, a null, a timestamp), the text as written: `Off` for a `false`.
     pub source: Option<Box<str>>,
@@ -68,6 +71,8 @@ impl Lines {
         Lines {
             line,
             column,
+            value_line: line,
+            value_column: column,
             source,
             children: Children::None,
         }
@@ -77,6 +82,8 @@ impl Lines {
         Lines {
             line,
             column,
+            value_line: line,
+            value_column: column,
             source: None,
             children: Children::Mapping(entries),
         }
@@ -86,6 +93,8 @@ impl Lines {
         Lines {
             line,
             column,
+            value_line: line,
+            value_column: column,
             source: None,
             children: Children::Sequence(items),
         }
@@ -123,6 +132,24 @@ impl Lines {
         match &self.children {
             Children::Sequence(items) => items.get(index),
             _ => None,
+        }
+    }
+
+    /// Where to point for a problem with the field at `path`: at its name for an unknown or
+    /// repeated field, at its value otherwise.
+    pub fn position(&self, path: &str, reason: &str) -> (usize, usize) {
+        let node = self.find(path);
+        let about_the_name = [
+            "unknown field",
+            "unknown top-level field",
+            "both set the field",
+        ]
+        .iter()
+        .any(|phrase| reason.contains(phrase));
+        if about_the_name {
+            (node.line, node.column)
+        } else {
+            (node.value_line, node.value_column)
         }
     }
 
@@ -188,7 +215,7 @@ pub fn fold_equal(left: &str, right: &str) -> bool {
 
 /// Why YAML could not be read or decoded: the document (1-based), the line, and what.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("document {document}, line {line}: {kind}")]
+#[error("document {document}, line {line}: {}", describe(kind))]
 pub struct YamlError {
     pub document: usize,
     pub line: usize,
@@ -197,10 +224,25 @@ pub struct YamlError {
     pub kind: YamlErrorKind,
 }
 
+fn describe(kind: &YamlErrorKind) -> String {
+    match kind {
+        YamlErrorKind::Syntax(message) => format!("invalid YAML: {message}"),
+        other => other.to_string(),
+    }
+}
+
+impl YamlError {
+    /// What was wrong, without where (`invalid YAML: ...` for a syntax error).
+    pub fn reason(&self) -> String {
+        describe(&self.kind)
+    }
+}
+
 /// What was wrong, without where.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum YamlErrorKind {
-    #[error("invalid YAML: {0}")]
+    /// The parser's message (callers say "invalid YAML" where it helps).
+    #[error("{0}")]
     Syntax(String),
     #[error("duplicate key `{0}`")]
     DuplicateKey(String),
@@ -302,11 +344,11 @@ pub fn decode_document<T: DeserializeOwned>(
         mut value, lines, ..
     } = document;
     let at = |path: &str, kind: YamlErrorKind| {
-        let node = lines.find(path);
+        let (line, column) = lines.position(path, &kind.to_string());
         YamlError {
             document: index,
-            line: node.line,
-            column: node.column,
+            line,
+            column,
             kind,
         }
     };
@@ -314,9 +356,8 @@ pub fn decode_document<T: DeserializeOwned>(
         .normalize(&mut value, names)
         .map_err(|problem| at(&problem.path, problem.kind))?;
     decode_value(value).map_err(|(path, reason)| {
-        let node = lines.find(&path);
-        let reason = explain_yaml_1_1(&reason, node);
-        let (line, column) = (node.line, node.column);
+        let reason = explain_yaml_1_1(&reason, lines.find(&path));
+        let (line, column) = lines.position(&path, &reason);
         YamlError {
             document: index,
             line,
@@ -338,6 +379,9 @@ pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, (String, Str
 /// Adds to a reason what YAML 1.1 made of a plain scalar, when that is why a value is wrong: an
 /// unquoted `Off` is the boolean false, `0400` the number 256.
 pub fn explain_yaml_1_1(reason: &str, lines: &Lines) -> String {
+    if reason.starts_with("unknown field") {
+        return reason.to_string();
+    }
     match &lines.source {
         Some(source) => format!(
             "{reason} (written `{source}` without quotes, which YAML 1.1 reads as {}; quote it to keep the text)",

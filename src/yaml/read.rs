@@ -262,8 +262,7 @@ impl Reader {
                     Some((key, key_line, key_column)) => {
                         // A field is where its name is written.
                         let mut lines = lines;
-                        lines.line = key_line;
-                        lines.column = key_column;
+                        (lines.line, lines.column) = (key_line, key_column);
                         entries.insert(key.clone(), value);
                         entry_lines.push((key, lines));
                     }
