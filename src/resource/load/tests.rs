@@ -433,6 +433,11 @@ fn duplicate_keys_are_refused_with_document_line_and_key() {
 
 #[test]
 fn a_byte_order_mark_is_accepted() {
-    let tier = load_one(&format!("\u{feff}{POOL}")).unwrap();
-    assert_eq!(tier.metadata.name, "pool1");
+    let pool = load_one(&format!("\u{feff}{POOL}")).unwrap();
+    assert_eq!(pool.metadata.name, "pool1");
+    let tier = load_one(
+        "\u{feff}{\"apiVersion\": \"projectcalico.org/v3\", \"kind\": \"Tier\", \"metadata\": {\"name\": \"t\"}}",
+    )
+    .unwrap();
+    assert_eq!(tier.metadata.name, "t");
 }
