@@ -9,6 +9,8 @@
 #   dnsmasq-base       a local DNS server for the SRV discovery tests
 #   kubernetes-client  kubectl, run against the in-process Kubernetes API test server
 #   curl               the end-to-end tests fetch a manifest with it
+#   python3-yaml       PyYAML (and python3), which reads netctl's YAML output back in the tests
+#                      (an independent YAML 1.1 reader; the quickstart does not need it)
 # It also makes sure `localhost` resolves to 127.0.0.1 (a minimal system may have no /etc/hosts):
 # the SRV discovery tests publish that host name.
 # Everything else the tests run (sh, grep, sleep, script, unshare, setpriv) is in every Debian system.
@@ -33,6 +35,11 @@ missing_packages() {
   has_program /usr/sbin/dnsmasq dnsmasq || echo dnsmasq-base
   has_program /usr/bin/kubectl kubectl || echo kubernetes-client
   has_program /usr/bin/curl curl || echo curl
+  has_pyyaml || echo python3-yaml
+}
+has_pyyaml() {
+  [ -f /usr/lib/python3/dist-packages/yaml/__init__.py ] ||
+    { command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' >/dev/null 2>&1; }
 }
 localhost_resolves() {
   getent ahostsv4 localhost 2>/dev/null | grep -q '^127\.0\.0\.1 '
