@@ -62,6 +62,6 @@ pub use etcd::{
 };
 pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
 pub use kube_api::KubeApiServer;
-pub use netctl::{Netctl, Run, failed, ok};
+pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::find_program;
