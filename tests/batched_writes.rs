@@ -392,11 +392,9 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
     }
 
     // With the revision named in the document, a conflict refuses the command before it writes.
-    let stale = format!(
-        "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {{name: c-00001, resourceVersion: '2'}}\nspec: {{node: n, interfaceName: eth0}}\n"
-    );
+    let stale = "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {name: c-00001, resourceVersion: '2'}\nspec: {node: n, interfaceName: eth0}\n";
     let before = etcd.revision();
-    let stderr = failed(with_documents(&etcd, &["apply"], &stale));
+    let stderr = failed(with_documents(&etcd, &["apply"], stale));
     assert!(
         stderr.contains("cannot apply HostEndpoint(c-00001): update conflict"),
         "{stderr}"
