@@ -434,6 +434,17 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
     assert!(stderr.contains("hint: check the names"), "{stderr}");
     assert_eq!(etcd.revision(), before);
 
+    // Many missing targets: the first ten are named, the rest counted (one short line).
+    let mut missing = host_endpoints("d", 0..10, "a");
+    missing.push_str(&host_endpoints("absent", 0..25, "a"));
+    let stderr = failed(with_documents(&etcd, &["delete"], &missing));
+    assert!(
+        stderr.contains("HostEndpoint(absent-00009); and 15 more target(s) that cannot be deleted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("absent-00010"), "{stderr}");
+    assert_eq!(etcd.revision(), before);
+
     // A file whose 700th document names a resource that is not there deletes nothing.
     let mut documents = host_endpoints("d", 0..699, "a");
     documents.push_str(&host_endpoints("gone", 0..1, "a"));

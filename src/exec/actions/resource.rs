@@ -172,6 +172,10 @@ impl RecoveryFiles {
     }
 }
 
+/// How many targets a refused delete names one by one; the rest are counted (a file of ten
+/// thousand missing targets makes a short message, not a long line).
+pub const NAMED_PROBLEMS: usize = 10;
+
 /// Why a resource action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceActionError {
@@ -204,9 +208,14 @@ pub enum ResourceActionError {
         first: usize,
         second: usize,
     },
-    /// Targets of a delete that cannot be deleted, each with why; nothing was deleted.
-    #[error("nothing was deleted: {}", problems.join("; "))]
-    NotDeletable { problems: Vec<String> },
+    /// Targets of a delete that cannot be deleted, each with why (the first
+    /// [`NAMED_PROBLEMS`], then how many more); nothing was deleted.
+    #[error(
+        "nothing was deleted: {}{}",
+        problems.join("; "),
+        match more { 0 => String::new(), more => format!("; and {more} more target(s) that cannot be deleted") }
+    )]
+    NotDeletable { problems: Vec<String>, more: usize },
     #[error("cannot remove label of {kind} {name}, key {key} does not exist")]
     LabelMissing {
         kind: String,

@@ -18,7 +18,8 @@ use crate::plan::action::ResourceDeletion;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::resource::{
-    ExistingPolicy, ResourceActionError, WriteSemantics, store_error, target_key, writable,
+    ExistingPolicy, NAMED_PROBLEMS, ResourceActionError, WriteSemantics, store_error, target_key,
+    writable,
 };
 use super::resource_undo::undo;
 use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
@@ -120,6 +121,7 @@ async fn read_targets(
 ) -> Result<(Vec<Option<Resource>>, Tally), ResourceActionError> {
     let mut found = Vec::with_capacity(targets.len());
     let mut problems = Vec::new();
+    let mut more = 0;
     let mut tally = Tally::default();
     for chunk in targets.chunks(READ_CHUNK) {
         let keys: Vec<ResourceKey> = chunk.iter().map(|target| target.key.clone()).collect();
@@ -132,7 +134,14 @@ async fn read_targets(
                 (None, _) if semantics.delete_missing == ExistingPolicy::Skip => {
                     tally.settled(target.key.kind, Settled::AlreadyGone);
                 }
+                (None, _) if problems.len() >= NAMED_PROBLEMS => more += 1,
                 (None, _) => problems.push(StoreError::NotFound(target.key.clone()).to_string()),
+                (Some(stored), Some(expected))
+                    if stored.metadata.resource_version.as_ref() != Some(expected)
+                        && problems.len() >= NAMED_PROBLEMS =>
+                {
+                    more += 1;
+                }
                 (Some(stored), Some(expected))
                     if stored.metadata.resource_version.as_ref() != Some(expected) =>
                 {
@@ -151,7 +160,7 @@ async fn read_targets(
         }
     }
     if !problems.is_empty() {
-        return Err(ResourceActionError::NotDeletable { problems });
+        return Err(ResourceActionError::NotDeletable { problems, more });
     }
     Ok((found, tally))
 }
