@@ -97,7 +97,7 @@ fn recovery_entries(path: &Path) -> Vec<(String, String)> {
         .skip(1)
         .map(|document| {
             let (comment, body) = document.split_once('\n').unwrap();
-            let value: serde_json::Value = serde_yaml::from_str(body).unwrap();
+            let value: serde_json::Value = netctl::yaml::from_str(body).unwrap();
             (
                 value["metadata"]["name"].as_str().unwrap().to_string(),
                 comment.trim_start_matches("# ").to_string(),

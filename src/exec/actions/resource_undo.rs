@@ -327,7 +327,7 @@ fn write_file(path: &Path, header: &str, documents: &[(Left, Resource)]) -> std:
     let mut out = std::io::BufWriter::new(file);
     writeln!(out, "# netctl recovery file: {header}")?;
     for (why, document) in documents {
-        let text = serde_yaml::to_string(document).map_err(std::io::Error::other)?;
+        let text = crate::yaml::to_string(document).map_err(std::io::Error::other)?;
         writeln!(out, "---\n# {}", why.comment())?;
         out.write_all(text.as_bytes())?;
     }
