@@ -22,6 +22,7 @@ mod dry_run;
 mod error;
 mod execute;
 mod gate;
+pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod progress;
@@ -188,6 +189,7 @@ impl Executor {
             child_tracking: None,
             kubernetes: self.kubernetes.clone(),
             run_started_at: None,
+            interrupt: None,
         }
     }
 
