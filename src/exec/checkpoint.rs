@@ -133,7 +133,28 @@ pub struct StepRecord {
     pub applied_digest: Option<String>,
 }
 
+/// The most characters a step's summary or error keeps: both are one-line accounts, and a
+/// transition must stay far below the datastore's request limit whatever a step printed (a gate's
+/// message can be megabytes).
+pub const MOST_TEXT_CHARS: usize = 4096;
+
+/// `text` cut to [`MOST_TEXT_CHARS`] characters, marked where it was cut.
+fn bounded(text: &mut String) {
+    if let Some((cut, _)) = text.char_indices().nth(MOST_TEXT_CHARS) {
+        let dropped = text[cut..].chars().count();
+        text.truncate(cut);
+        text.push_str(&format!(" … ({dropped} more characters)"));
+    }
+}
+
 impl StepRecord {
+    /// Cuts the summary and the error to [`MOST_TEXT_CHARS`].
+    fn bound_text(&mut self) {
+        for text in [&mut self.summary, &mut self.error].into_iter().flatten() {
+            bounded(text);
+        }
+    }
+
     fn pending(id: &str) -> StepRecord {
         StepRecord {
             id: id.to_string(),
@@ -588,6 +609,9 @@ impl CheckpointStore {
     ) -> Result<(), CheckpointError> {
         checkpoint.sequence += 1;
         checkpoint.updated_at = super::clock::now_rfc3339();
+        if let Some(index) = change.step {
+            checkpoint.steps[index].bound_text();
+        }
         let transition = Transition::of(checkpoint, &change);
         let line = serde_json::to_vec(&transition).map_err(|source| CheckpointError::Invalid {
             location: self.local.log_path().display().to_string(),

@@ -168,10 +168,19 @@ fn the_log_is_folded_into_a_snapshot_after_twice_the_steps_and_replays_the_same(
     let directory = tempfile::tempdir().unwrap();
     let steps = COMPACT_AFTER;
     let plan = plan(steps);
-    // Two transitions per step: the log is folded exactly once, at the end.
-    let checkpoint = run_some(directory.path(), &plan, steps / 2 + 1);
-    let log = fs::read_to_string(directory.path().join(CHECKPOINT_LOG_FILE)).unwrap();
-    assert_eq!(log.lines().count(), 2, "folded after {} transitions", 2 * steps);
+    let log_lines = || {
+        fs::read_to_string(directory.path().join(CHECKPOINT_LOG_FILE))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    // Two transitions per step: one step short of the end, the log holds them all.
+    let checkpoint = run_some(directory.path(), &plan, steps - 1);
+    assert_eq!(log_lines(), 2 * (steps - 1));
+    assert_eq!(load(directory.path()).unwrap().unwrap().checkpoint, checkpoint);
+    // The last step's two transitions make 2 × steps: folded into the snapshot, the log empty.
+    let checkpoint = run_some(directory.path(), &plan, steps);
+    assert_eq!(log_lines(), 0, "folded after {} transitions", 2 * steps);
     let saved = load(directory.path()).unwrap().unwrap();
     assert_eq!(saved.checkpoint, checkpoint);
 }
