@@ -106,7 +106,11 @@ fn the_old_helm_release_is_listed_and_deleted_where_it_lives() {
         let step = legacy.steps.iter().find(|step| step.id == id).unwrap();
         let with = serde_json::to_value(&step.action).unwrap()["with"].clone();
         assert_eq!(with["namespace"], "legacy", "{id}");
-        assert_eq!(with["selector"], "name=calico,owner=helm", "{id}");
+        assert_eq!(
+            with["selector"],
+            serde_json::json!({"name": "calico", "owner": "helm"}),
+            "{id}"
+        );
     }
 
     // A release already in the operator namespace is not what the migration is for: installing
