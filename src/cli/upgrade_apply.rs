@@ -312,6 +312,7 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
                     "from": saved.plan.from,
                     "to": saved.plan.to,
                     "steps": saved.plan.steps.len(),
+                    "facts": saved.plan.facts,
                 })),
                 "lock": held.as_ref().map(|(record, _, _)| record),
                 "lock_holder_alive": holder_alive,

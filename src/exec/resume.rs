@@ -114,7 +114,7 @@ impl Executor {
             let _ = std::fs::remove_file(&child_file);
         }
         self.restore_downloads(plan, run).await?;
-        let undone = UndoneBy::completed(plan, &run.checkpoint);
+        let undone = UndoneBy::started(plan, &run.checkpoint);
         let mut drift: Vec<(usize, String)> = Vec::new();
         let mut facts: Option<Facts> = None;
         for (index, step) in plan.steps.iter().enumerate() {
@@ -133,7 +133,7 @@ impl Executor {
             if !(state == StepState::Succeeded || state == StepState::Running) {
                 continue;
             }
-            // A later completed step undid it on purpose (the finish phase removes what the
+            // A later step that started undid it on purpose (the finish phase removes what the
             // preparation put in place): its postcondition is not expected to hold.
             if state == StepState::Succeeded && undone.undoes(index, verify) {
                 continue;
@@ -263,23 +263,25 @@ impl Executor {
     }
 }
 
-/// Which objects later completed steps changed, so that an earlier step's postcondition about them
+/// Which objects later started steps changed, so that an earlier step's postcondition about them
 /// is not expected to hold: built once per resume, so checking a step costs the same in any plan.
 struct UndoneBy {
-    /// The last completed step that wrote each resource (kind, namespace, name).
+    /// The last started step that wrote each resource (kind, namespace, name).
     objects: HashMap<(Kind, Option<String>, String), usize>,
-    /// The last completed step that wrote any resource of a kind.
+    /// The last started step that wrote any resource of a kind.
     kinds: HashMap<Kind, usize>,
 }
 
 impl UndoneBy {
-    fn completed(plan: &Plan, checkpoint: &Checkpoint) -> UndoneBy {
+    fn started(plan: &Plan, checkpoint: &Checkpoint) -> UndoneBy {
         let mut undone = UndoneBy {
             objects: HashMap::new(),
             kinds: HashMap::new(),
         };
         for (index, step) in plan.steps.iter().enumerate() {
-            if !checkpoint.step(index).state.is_done() {
+            // A step that started may have taken effect before the run stopped (`running`,
+            // `failed`): what it wrote is not expected to be as an earlier step left it either.
+            if checkpoint.step(index).state == StepState::Pending {
                 continue;
             }
             for object in written(&step.action) {

@@ -5,8 +5,10 @@
 
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Waits until SIGINT or SIGTERM arrives and returns its name. Listening replaces the default
-/// action (ending the process) only while the returned future is alive.
+/// Waits until SIGINT or SIGTERM arrives and returns its name. Once listened for, a signal no
+/// longer ends the process by itself (the runtime keeps its handler for the process's life): only
+/// the long parts of a command — a run's steps, a question at a gate — listen, and they stop the
+/// command themselves.
 pub(super) async fn stop_requested() -> &'static str {
     // Without a SIGTERM listener (the runtime cannot install one), Ctrl-C alone still works.
     let Ok(mut terminate) = signal(SignalKind::terminate()) else {

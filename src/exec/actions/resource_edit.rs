@@ -76,10 +76,16 @@ pub async fn label_with(
     if request.remove && semantics.delete_missing == ExistingPolicy::Skip {
         let stored = store.get(&key).await.map_err(store_error("read", &key))?;
         if !stored.metadata.labels.contains_key(&request.key) {
-            return Ok(Outcome::line(format!(
-                "label {} is already absent from {} {}",
-                request.key, kind_text, request.name
-            )));
+            let (label, name) = (&request.key, &request.name);
+            return Ok(Outcome::line(match mode {
+                // A rehearsed earlier step of the plan may add it; the real run removes it then.
+                RunMode::DryRun => format!(
+                    "would remove label {label} from {kind_text} {name} (absent now: nothing to do unless an earlier step adds it)"
+                ),
+                RunMode::Execute => {
+                    format!("label {label} is already absent from {kind_text} {name}")
+                }
+            }));
         }
     }
     let (resource, message) = read_modify_write(store, &key, mode, |resource| {
