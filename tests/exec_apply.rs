@@ -325,7 +325,8 @@ fn a_second_concurrent_apply_is_refused_by_the_lock_and_succeeds_after_the_first
             "error: another upgrade run holds the lock: {}@",
             os_user()
         ))
-            && message.contains(&format!("(pid {}", running.id())),
+            && message.contains(&format!("(pid {}", running.id()))
+            && message.contains("; its process is running on this host"),
         "{message}"
     );
     assert!(

@@ -89,7 +89,20 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
                 )),
                 "{kill_point}: {refusal}"
             );
+            // The holder ran on this host and its pid is gone: the refusal says so, and offers
+            // the unlock command instead of telling the operator to wait for the run.
             let lock_id = stale_lock_id(&operator);
+            assert!(
+                refusal.contains("; its process is gone from this host")
+                    && refusal.contains(&format!("netctl upgrade unlock {lock_id}"))
+                    && !refusal.contains("wait for that run to end"),
+                "{kill_point}: {refusal}"
+            );
+            let shown = text(&operator.run(&["upgrade", "status"], &[]).stdout);
+            assert!(
+                shown.contains("that process is gone from this host"),
+                "{kill_point}: {shown}"
+            );
             let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
             assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
 
