@@ -17,3 +17,4 @@ pub mod resource;
 pub mod runbook;
 pub mod terminal;
 pub mod vocabulary;
+pub mod yaml;

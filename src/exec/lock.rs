@@ -54,11 +54,11 @@ impl Holder {
         if self.host != this_host() {
             return None;
         }
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid).ok()?);
-        let exists = match nix::sys::signal::kill(pid, None) {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.pid).ok()?)?;
+        let exists = match rustix::process::test_kill_process(pid) {
             Ok(()) => true,
             // Another user's process: it exists.
-            Err(nix::errno::Errno::EPERM) => true,
+            Err(rustix::io::Errno::PERM) => true,
             Err(_) => false,
         };
         if !exists {
