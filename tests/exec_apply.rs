@@ -324,8 +324,7 @@ fn a_second_concurrent_apply_is_refused_by_the_lock_and_succeeds_after_the_first
         message.contains(&format!(
             "error: another upgrade run holds the lock: {}@",
             os_user()
-        ))
-            && message.contains(&format!("(pid {}", running.id()))
+        )) && message.contains(&format!("(pid {}", running.id()))
             && message.contains("; its process is running on this host"),
         "{message}"
     );
@@ -466,10 +465,7 @@ fn drift_stops_a_resume_and_repair_runs_the_drifted_step_again() {
         serde_json::json!({"state": "drifted", "steps": ["pre/create-h2"]})
     );
 
-    let repaired = operator.run(
-        &["upgrade", "apply", "--resume", "--repair", "--yes"],
-        &[],
-    );
+    let repaired = operator.run(&["upgrade", "apply", "--resume", "--repair", "--yes"], &[]);
     let message = text(&repaired.stderr);
     assert!(repaired.status.success(), "{message}");
     assert!(

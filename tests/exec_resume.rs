@@ -615,7 +615,8 @@ fn a_ten_thousand_host_endpoint_run_resumes_from_the_datastore_mirror() {
     let plan: serde_json::Value = serde_json::from_slice(&planned.stdout).unwrap();
     let steps = plan["steps"].as_array().unwrap().len();
     assert!(steps > 2 * ENDPOINTS, "{steps} steps");
-    let label = |index: usize| format!("hostendpoint-preparation/label-all-interfaces-heps[{index}]");
+    let label =
+        |index: usize| format!("hostendpoint-preparation/label-all-interfaces-heps[{index}]");
 
     let killed = |operator: &Operator, args: &[&str], kill_point: &str| {
         let crashed = operator.run(args, &[("NETCTL_TEST_CRASH_AFTER", kill_point)]);

@@ -530,12 +530,32 @@ fn facts_that_would_change_a_selector_or_a_path_are_refused() {
     };
     for (name, value, reason) in [
         ("helm_release", "x in (a),owner", "lower case alphanumeric"),
-        ("operator_namespace", "../../etc", "a namespace is a DNS-1123 label"),
-        ("helm_release_namespace", "kube system", "a namespace is a DNS-1123 label"),
+        (
+            "operator_namespace",
+            "../../etc",
+            "a namespace is a DNS-1123 label",
+        ),
+        (
+            "helm_release_namespace",
+            "kube system",
+            "a namespace is a DNS-1123 label",
+        ),
         ("manifest_base_url", "raw.example/calico", "not a URL"),
-        ("manifest_base_url", "https://mirror.example/?x={{", "a query"),
-        ("etcd_endpoints", "ftp://10.0.0.1:2379", "expected a URL starting with"),
-        ("mesh_version", "1.20 && rm", "expected the full mesh version"),
+        (
+            "manifest_base_url",
+            "https://mirror.example/?x={{",
+            "a query",
+        ),
+        (
+            "etcd_endpoints",
+            "ftp://10.0.0.1:2379",
+            "expected a URL starting with",
+        ),
+        (
+            "mesh_version",
+            "1.20 && rm",
+            "expected the full mesh version",
+        ),
         (
             "all_interfaces_host_endpoints",
             r#"[{"name": "h1", "labels": {"role": "a,b in (c)"}}]"#,

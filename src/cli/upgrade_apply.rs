@@ -243,12 +243,8 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         }
         (None, saved) => saved,
     };
-    let executor = Executor::new(
-        datastore,
-        Some(coordination),
-        Holder::current(),
-    )
-    .with_kubernetes(cluster);
+    let executor =
+        Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);
     let mut stdout = context.printer.stdout();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;
@@ -319,12 +315,9 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
             });
             writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         }
-        StatusFormat::Text => print_status(
-            &mut stdout,
-            saved.as_ref(),
-            held.map(|h| h.0),
-            &directory,
-        )?,
+        StatusFormat::Text => {
+            print_status(&mut stdout, saved.as_ref(), held.map(|h| h.0), &directory)?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

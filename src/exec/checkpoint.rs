@@ -255,15 +255,16 @@ impl Checkpoint {
         }
         if let Some(step) = transition.step {
             let count = self.steps.len();
-            let slot = self.steps.get_mut(step.index).ok_or_else(|| {
-                CheckpointError::Inconsistent {
-                    location: location.to_string(),
-                    problem: format!(
-                        "a transition names step {} of a plan with {count} steps",
-                        step.index + 1
-                    ),
-                }
-            })?;
+            let slot =
+                self.steps
+                    .get_mut(step.index)
+                    .ok_or_else(|| CheckpointError::Inconsistent {
+                        location: location.to_string(),
+                        problem: format!(
+                            "a transition names step {} of a plan with {count} steps",
+                            step.index + 1
+                        ),
+                    })?;
             *slot = step.record;
         }
         if let Some(run) = transition.run {

@@ -104,7 +104,10 @@ pub enum ExecError {
         "step `{step}` takes `{variable}` from netctl's environment (plans keep no secrets), and it is not set"
     )]
     SecretNotInEnvironment { step: String, variable: String },
-    #[error("the postcondition of completed step `{step}` no longer holds: {what}{}", others_suffix(others))]
+    #[error(
+        "the postcondition of completed step `{step}` no longer holds: {what}{}",
+        others_suffix(others)
+    )]
     Drift {
         step: String,
         what: String,

@@ -5,8 +5,9 @@
 //! held, honours `--skip`, passes the human gate (`gate.rs`), and runs the step — the checkpoint
 //! marks it running before its action and records the outcome (digests of downloads and applied
 //! files, registered outputs) after, progress shows it, and the test crash hook may fire around it.
-//! SIGINT (Ctrl-C) and SIGTERM stop the run where it is. A one-step command ([`Executor::execute_one`]) runs its step
-//! through the same loop with no checkpoint, lock or progress, journaled when asked.
+//! SIGINT (Ctrl-C) and SIGTERM stop the run where it is. A one-step command
+//! ([`Executor::execute_one`]) runs its step through the same loop with no checkpoint, lock or
+//! progress, journaled when asked.
 
 use std::time::{Duration, Instant};
 

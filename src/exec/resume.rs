@@ -311,11 +311,9 @@ enum Read {
 
 fn read(verify: &Action) -> Option<Read> {
     Some(match verify {
-        Action::ResourceGet(target) => Read::Object((
-            target.kind,
-            target.namespace.clone(),
-            target.name.clone(),
-        )),
+        Action::ResourceGet(target) => {
+            Read::Object((target.kind, target.namespace.clone(), target.name.clone()))
+        }
         Action::ResourceLabel(label) => {
             Read::Object((label.kind, label.namespace.clone(), label.name.clone()))
         }
@@ -328,11 +326,9 @@ fn read(verify: &Action) -> Option<Read> {
 /// The resources an action writes.
 fn written(action: &Action) -> Vec<(Kind, Option<String>, String)> {
     match action {
-        Action::ResourceDelete(target) => vec![(
-            target.kind,
-            target.namespace.clone(),
-            target.name.clone(),
-        )],
+        Action::ResourceDelete(target) => {
+            vec![(target.kind, target.namespace.clone(), target.name.clone())]
+        }
         Action::ResourceLabel(label) => {
             vec![(label.kind, label.namespace.clone(), label.name.clone())]
         }

@@ -3,8 +3,9 @@
 //! gate, a run finished.
 //!
 //! Every change of a step's state is recorded in the checkpoint (one transition, see
-//! `checkpoint.rs`) before anything else happens, so a crash loses at most the step in progress. This file decides nothing about which step runs or
-//! whether it may (see `execute.rs`, `gate.rs`, `resume.rs`); it keeps the books.
+//! `checkpoint.rs`) before anything else happens, so a crash loses at most the step in progress.
+//! This file decides nothing about which step runs or whether it may (see `execute.rs`, `gate.rs`,
+//! `resume.rs`); it keeps the books.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -562,13 +562,15 @@ impl Facts {
             value: value.to_string(),
             reason,
         };
-        let namespace = |name: &str, value: &str| match is_dns_label(value) {
+        let namespace = |name: &str, value: &str| {
+            match is_dns_label(value) {
             true => Ok(()),
             false => Err(invalid(
                 name,
                 value,
                 "a namespace is a DNS-1123 label: at most 63 lower case alphanumerics or `-`, starting and ending with an alphanumeric".to_string(),
             )),
+        }
         };
         let object_name = |name: &str, value: &str| {
             check_subdomain(value).map_err(|reason| invalid(name, value, reason))
@@ -587,7 +589,11 @@ impl Facts {
                 "a Helm release name has at most 53 characters".to_string(),
             ));
         }
-        check_url("manifest_base_url", &self.manifest_base_url.value, &["https", "http", "file"])?;
+        check_url(
+            "manifest_base_url",
+            &self.manifest_base_url.value,
+            &["https", "http", "file"],
+        )?;
         if !self.etcd_endpoints.value.is_empty() {
             for endpoint in self.etcd_endpoints.value.split(',') {
                 check_url("etcd_endpoints", endpoint, &["https", "http"])?;

@@ -158,7 +158,11 @@ impl LocalBooks {
         };
         let log = match &mut self.log {
             Some(log) => log,
-            None => return Err(write(std::io::Error::other("the run's books were not begun"))),
+            None => {
+                return Err(write(std::io::Error::other(
+                    "the run's books were not begun",
+                )));
+            }
         };
         let mut record = Vec::with_capacity(line.len() + 1);
         record.extend_from_slice(line);
@@ -232,8 +236,7 @@ pub(super) fn replay(
         if line.is_empty() {
             continue;
         }
-        let transition: Transition =
-            parse_json(line, &format!("{location}, line {}", number + 1))?;
+        let transition: Transition = parse_json(line, &format!("{location}, line {}", number + 1))?;
         checkpoint.apply(transition, location)?;
     }
     Ok(())

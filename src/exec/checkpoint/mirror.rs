@@ -199,10 +199,11 @@ impl MirrorBooks {
         let plan_chunks = match &previous {
             Some(head) if head.plan.digest == plan.digest => head.plan.chunks,
             _ => {
-                let bytes = serde_json::to_vec(plan).map_err(|source| CheckpointError::Invalid {
-                    location: plan_chunk_key(&plan.digest, 0),
-                    source,
-                })?;
+                let bytes =
+                    serde_json::to_vec(plan).map_err(|source| CheckpointError::Invalid {
+                        location: plan_chunk_key(&plan.digest, 0),
+                        source,
+                    })?;
                 self.put_chunks(&bytes, |chunk| plan_chunk_key(&plan.digest, chunk))
                     .await?
             }

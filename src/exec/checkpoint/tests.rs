@@ -177,7 +177,10 @@ fn the_log_is_folded_into_a_snapshot_after_twice_the_steps_and_replays_the_same(
     // Two transitions per step: one step short of the end, the log holds them all.
     let checkpoint = run_some(directory.path(), &plan, steps - 1);
     assert_eq!(log_lines(), 2 * (steps - 1));
-    assert_eq!(load(directory.path()).unwrap().unwrap().checkpoint, checkpoint);
+    assert_eq!(
+        load(directory.path()).unwrap().unwrap().checkpoint,
+        checkpoint
+    );
     // The last step's two transitions make 2 × steps: folded into the snapshot, the log empty.
     let checkpoint = run_some(directory.path(), &plan, steps);
     assert_eq!(log_lines(), 0, "folded after {} transitions", 2 * steps);
@@ -194,7 +197,10 @@ fn a_damaged_snapshot_says_how_it_is_damaged() {
 
     fs::write(&path, &good[..good.len() / 2]).unwrap();
     let error = load(directory.path()).unwrap_err();
-    assert!(matches!(error, CheckpointError::Truncated { .. }), "{error}");
+    assert!(
+        matches!(error, CheckpointError::Truncated { .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("is truncated"), "{error}");
 
     let mut marked = "\u{feff}".as_bytes().to_vec();
@@ -202,7 +208,9 @@ fn a_damaged_snapshot_says_how_it_is_damaged() {
     fs::write(&path, marked).unwrap();
     let error = load(directory.path()).unwrap_err();
     assert!(
-        error.to_string().contains("begins with a UTF-8 byte order mark"),
+        error
+            .to_string()
+            .contains("begins with a UTF-8 byte order mark"),
         "{error}"
     );
 
@@ -211,7 +219,10 @@ fn a_damaged_snapshot_says_how_it_is_damaged() {
         fs::remove_file(entry.unwrap().path()).unwrap();
     }
     let error = load(directory.path()).unwrap_err();
-    assert!(matches!(error, CheckpointError::PlanMissing { .. }), "{error}");
+    assert!(
+        matches!(error, CheckpointError::PlanMissing { .. }),
+        "{error}"
+    );
 }
 
 #[test]
@@ -239,9 +250,17 @@ fn a_damaged_local_checkpoint_without_a_mirror_says_so() {
 fn a_completed_run_of_the_earlier_format_is_history_and_an_unfinished_one_is_refused() {
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join(CHECKPOINT_FILE);
-    fs::write(&path, r#"{"format_version": 1, "run": {"state": "completed"}}"#).unwrap();
+    fs::write(
+        &path,
+        r#"{"format_version": 1, "run": {"state": "completed"}}"#,
+    )
+    .unwrap();
     assert_eq!(load(directory.path()).unwrap(), None);
-    fs::write(&path, r#"{"format_version": 1, "run": {"state": "in-progress"}}"#).unwrap();
+    fs::write(
+        &path,
+        r#"{"format_version": 1, "run": {"state": "in-progress"}}"#,
+    )
+    .unwrap();
     let error = load(directory.path()).unwrap_err();
     assert!(
         matches!(error, CheckpointError::UnsupportedVersion { found: 1, .. }),
