@@ -73,10 +73,11 @@ pub fn secret_in_argv(argv: &[String]) -> Option<String> {
     while let Some(argument) = arguments.next() {
         match argument.split_once('=') {
             Some((name, _)) if looks_secret(name) => return Some(format!("{name}=")),
-            None if argument.starts_with('-') && looks_secret(argument) => {
-                if arguments.peek().is_some() {
-                    return Some(argument.clone());
-                }
+            None if argument.starts_with('-')
+                && looks_secret(argument)
+                && arguments.peek().is_some() =>
+            {
+                return Some(argument.clone());
             }
             _ => {}
         }
