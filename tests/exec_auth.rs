@@ -1,7 +1,8 @@
 //! Upgrade runs against an etcd with RBAC: a user whose role covers only `/calico/` can take the
 //! lock and mirror the checkpoint (both live under `/calico/netctl/`), and the etcd password is
-//! written nowhere — not in the state directory, not in the datastore. Secret-looking values of a
-//! step's environment are redacted in the journal.
+//! written nowhere — not in the state directory, not in the datastore. A secret written into a
+//! step's environment is kept nowhere either: plans keep only its name, the program gets it from
+//! netctl's own environment.
 
 mod exec_common;
 mod support;
@@ -39,7 +40,7 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
         "A program that needs a token",
         action(
             "exec",
-            serde_json::json!({"command": ["sh", "-c", format!("echo \"$MODE\" >> '{}'", log.display())], "env": {"API_TOKEN": "token-value-42", "MODE": "plain"}}),
+            serde_json::json!({"command": ["sh", "-c", format!("echo \"$MODE $API_TOKEN\" >> '{}'", log.display())], "env": {"API_TOKEN": "token-value-42", "MODE": "plain"}}),
         ),
     );
     secret_env.retry = None;
@@ -60,27 +61,48 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
         ),
     ]);
     let plan_file = operator.write_plan(&plan);
-    let stopped = operator.run(
+    // The plan keeps the variable's name only: without it in netctl's environment the run is
+    // refused before anything runs.
+    let refused = operator.run(
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
+    );
+    let refusal = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refusal}");
+    assert!(
+        refusal.contains("step `pre/with-token` takes `API_TOKEN` from netctl's environment")
+            && refusal.contains("hint: export `API_TOKEN`"),
+        "{refusal}"
+    );
+    let secret = [("API_TOKEN", "token-value-42")];
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &secret,
     );
     assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     assert!(
         mirrored_checkpoint(&etcd).is_some(),
         "the limited user mirrored the checkpoint"
     );
-    let done = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    let done = operator.run(&["upgrade", "apply", "--resume", "--yes"], &secret);
     assert!(done.status.success(), "{}", text(&done.stderr));
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "plain\n");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "plain token-value-42\n",
+        "the program inherited the secret"
+    );
+    std::fs::remove_file(&log).unwrap();
 
     for file in files_under(&operator.state_dir()) {
         let content = std::fs::read(&file).unwrap();
         let content = String::from_utf8_lossy(&content);
-        assert!(
-            !content.contains(&auth.password),
-            "the etcd password is in {}",
-            file.display()
-        );
+        for secret in [auth.password.as_str(), "token-value-42"] {
+            assert!(
+                !content.contains(secret),
+                "`{secret}` is in {}",
+                file.display()
+            );
+        }
     }
     let dump = String::from_utf8_lossy(&etcd.dump_prefix_bytes("")).into_owned();
     assert!(
@@ -88,11 +110,14 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
         "the etcd password is in etcd"
     );
     // The mirrored checkpoint is compressed: look inside it too.
-    let mirrored = mirrored_checkpoint(&etcd).unwrap().to_string();
-    assert!(
-        !mirrored.contains(&auth.password),
-        "the etcd password is in the mirrored checkpoint"
-    );
+    let mirrored = netctl_values_text(&etcd);
+    assert!(mirrored.contains("pre/with-token"), "{mirrored}");
+    for secret in [auth.password.as_str(), "token-value-42"] {
+        assert!(
+            !mirrored.contains(secret),
+            "`{secret}` is in the mirrored checkpoint"
+        );
+    }
 
     let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
     assert!(!journal.contains("token-value-42"), "{journal}");

@@ -83,10 +83,26 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
             assert_eq!(refused.status.code(), Some(1), "{kill_point}");
             let refusal = text(&refused.stderr);
             assert!(
-                refusal.contains("another upgrade run holds the lock: ops@"),
+                refusal.contains(&format!(
+                    "another upgrade run holds the lock: {}@",
+                    os_user()
+                )),
                 "{kill_point}: {refusal}"
             );
+            // The holder ran on this host and its pid is gone: the refusal says so, and offers
+            // the unlock command instead of telling the operator to wait for the run.
             let lock_id = stale_lock_id(&operator);
+            assert!(
+                refusal.contains("; its process is gone from this host")
+                    && refusal.contains(&format!("netctl upgrade unlock {lock_id}"))
+                    && !refusal.contains("wait for that run to end"),
+                "{kill_point}: {refusal}"
+            );
+            let shown = text(&operator.run(&["upgrade", "status"], &[]).stdout);
+            assert!(
+                shown.contains("that process is gone from this host"),
+                "{kill_point}: {shown}"
+            );
             let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
             assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
 
@@ -391,7 +407,7 @@ fn ctrl_c_stops_the_run_releases_the_lock_and_resume_continues() {
     assert_eq!(output.status.code(), Some(1));
     let message = text(&output.stderr);
     assert!(
-        message.contains("error: interrupted; the run stopped where it was"),
+        message.contains("error: interrupted by SIGINT; the run stopped where it was"),
         "{message}"
     );
     assert_eq!(etcd.get(LOCK_KEY), None, "the lock is released at once");
@@ -414,4 +430,255 @@ fn child_pid_of(operator: &Operator) -> u64 {
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .and_then(|record| record["pid"].as_u64())
         .unwrap_or(0)
+}
+
+/// SIGTERM (what systemd, CI runners and `kill` send) stops a run like Ctrl-C: the step in progress
+/// stays `running`, the run is recorded as interrupted and journaled, the lock is released at once,
+/// and a resume finishes the run without repeating the interrupted step's effect.
+#[test]
+fn sigterm_stops_a_run_where_it_is_and_releases_the_lock() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let started = operator.home().join("started");
+    let go = operator.home().join("go");
+    // Appends `a` only once `go` exists; its `verify` tells whether it did.
+    let mut waiting = append_step("pre/append-a", &log, "a");
+    waiting.action = action(
+        "exec",
+        serde_json::json!({"command": ["sh", "-c", format!(
+            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.1; done; echo a >> '{}'",
+            started.display(), go.display(), log.display()
+        )], "timeout": "60s"}),
+    );
+    let plan_file = operator.write_plan(&plan(vec![
+        waiting,
+        append_step("post/append-b", &log, "b"),
+    ]));
+    let running = operator.spawn(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &operator.state_dir(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(etcd.get(LOCK_KEY).is_some(), "the run holds the lock");
+    support::send_signal(running.id(), support::Signal::TERM).unwrap();
+    let stopped = running.wait_with_output().unwrap();
+    let stderr = text(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: interrupted by SIGTERM; the run stopped where it was"),
+        "{stderr}"
+    );
+    assert_eq!(etcd.get(LOCK_KEY), None, "the lock is released at once");
+
+    let status = status_json(&operator);
+    assert_eq!(
+        status["checkpoint"]["run"],
+        serde_json::json!({"state": "interrupted", "signal": "SIGTERM"}),
+        "{status}"
+    );
+    assert_eq!(status["checkpoint"]["steps"][0]["state"], "running");
+    let shown = operator.run(&["upgrade", "status"], &[]);
+    assert!(
+        text(&shown.stdout).contains("interrupted by SIGTERM (resume with"),
+        "{}",
+        text(&shown.stdout)
+    );
+    let journal = std::fs::read_to_string(operator.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(r#""event":"cancelled""#) && journal.contains("stopped by SIGTERM"),
+        "{journal}"
+    );
+
+    std::fs::write(&go, "").unwrap();
+    let resumed = operator.run(&["upgrade", "apply", "--resume"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
+}
+
+/// A damaged local checkpoint (cut short, or saved with a byte order mark by an editor) is refused
+/// with what is wrong with it, and the refusal points to the readable copy in the datastore;
+/// `upgrade status` shows that copy; once the damaged file is moved aside, the resume uses it.
+#[test]
+fn a_damaged_local_checkpoint_points_to_the_datastore_copy() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let plan_file = operator.write_plan(&plan(vec![
+        append_step("pre/append-a", &log, "a"),
+        step(
+            "pre/gate",
+            "Gate",
+            action("pause", serde_json::json!({"message": "go?"})),
+        ),
+        append_step("post/append-b", &log, "b"),
+    ]));
+    let stopped = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
+    let path = operator.state_dir().join("checkpoint.json");
+    let good = std::fs::read(&path).unwrap();
+
+    for (damage, says) in [
+        (good[..good.len() / 3].to_vec(), "is truncated"),
+        (
+            [b"\xef\xbb\xbf".as_slice(), &good].concat(),
+            "begins with a UTF-8 byte order mark",
+        ),
+    ] {
+        std::fs::write(&path, damage).unwrap();
+        let refused = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+        let refusal = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{refusal}");
+        assert!(
+            refusal.contains("the local checkpoint in")
+                && refusal.contains("is damaged")
+                && refusal.contains(says)
+                && refusal.contains("hint: the datastore holds a readable copy of run")
+                && refusal.contains("(1 of 3 steps done"),
+            "{refusal}"
+        );
+        let shown = operator.run(&["upgrade", "status"], &[]);
+        assert!(shown.status.success(), "{}", text(&shown.stderr));
+        assert!(
+            text(&shown.stderr).contains("showing the checkpoint mirrored in the datastore")
+                && text(&shown.stdout).contains("waiting at gate `pre/gate`"),
+            "{}{}",
+            text(&shown.stderr),
+            text(&shown.stdout)
+        );
+    }
+    std::fs::rename(&path, operator.state_dir().join("checkpoint.json.damaged")).unwrap();
+    let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
+}
+
+/// The real v3.13 → v3.27 plan for 10,000 all-interfaces host endpoints (20,000 label steps) is
+/// mirrored into etcd in chunks; a run killed on one machine is read and resumed from the mirror
+/// on a second machine, killed again, and read by a third: every transition logged before a kill is
+/// there. The state directory keeps the plan once and a log of transitions, not the plan per step.
+#[test]
+fn a_ten_thousand_host_endpoint_run_resumes_from_the_datastore_mirror() {
+    const ENDPOINTS: usize = 10_000;
+    let etcd = EtcdServer::start();
+    etcd.put(
+        CLUSTER_INFORMATION,
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default","uid":"c1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"calicoVersion":"v3.13.2","datastoreReady":true}}"#,
+    );
+    // The first few exist: the label steps the test lets run need them.
+    for index in 0..6 {
+        etcd.put(
+            &format!("{HOST_ENDPOINTS}h{index}"),
+            format!(r#"{{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{{"name":"h{index}","uid":"u{index}","creationTimestamp":"2026-01-01T00:00:00Z"}},"spec":{{"node":"n{index}","interfaceName":"*"}}}}"#),
+        );
+    }
+    let first = Operator::new(&etcd);
+    let names: Vec<String> = (0..ENDPOINTS).map(|index| format!("h{index}")).collect();
+    let plan_file = first.home().join("plan.json");
+    let planned = first.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--from",
+            "v3.13.2",
+            "--install-method",
+            "manifest",
+            "--offline",
+            "--set",
+            "datastore_type=etcdv3",
+            "--set",
+            "etcd_endpoints=http://127.0.0.1:2379",
+            "--set",
+            &format!("all_interfaces_host_endpoints={}", names.join(",")),
+            "--out",
+            plan_file.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert!(planned.status.success(), "{}", text(&planned.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&planned.stdout).unwrap();
+    let steps = plan["steps"].as_array().unwrap().len();
+    assert!(steps > 2 * ENDPOINTS, "{steps} steps");
+    let label =
+        |index: usize| format!("hostendpoint-preparation/label-all-interfaces-heps[{index}]");
+
+    let killed = |operator: &Operator, args: &[&str], kill_point: &str| {
+        let crashed = operator.run(args, &[("NETCTL_TEST_CRASH_AFTER", kill_point)]);
+        assert_eq!(
+            crashed.status.signal(),
+            Some(9),
+            "not killed at {kill_point}: {}",
+            text(&crashed.stderr)
+        );
+        let lock_id = stale_lock_id(operator);
+        let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
+        assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
+    };
+    killed(
+        &first,
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &format!("{}:after", label(2)),
+    );
+
+    // Machine one's books: the plan once, a small snapshot, a short log.
+    let state = first.state_dir();
+    let plan_bytes = std::fs::read_dir(state.join("plans"))
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum::<u64>();
+    let log_lines = std::fs::read_to_string(state.join("checkpoint.log"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(plan_bytes > 5_000_000, "the plan is {plan_bytes} bytes");
+    assert_eq!(log_lines, 7, "list, label 0, 1 (two each), label 2 started");
+
+    // Machine two reads the run from the mirror alone, and goes on from it.
+    let second = Operator::new(&etcd);
+    let status = status_json(&second);
+    let records = status["checkpoint"]["steps"].as_array().unwrap();
+    assert_eq!(records.len(), steps);
+    assert_eq!(records[3]["id"], label(2));
+    assert_eq!(records[3]["state"], "running", "{}", records[3]);
+    assert_eq!(records[2]["state"], "succeeded");
+    assert_eq!(records[4]["state"], "pending");
+    killed(
+        &second,
+        &["upgrade", "apply", "--resume"],
+        &format!("{}:after", label(4)),
+    );
+    let journal = std::fs::read_to_string(second.state_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(&format!(r#""event":"recovered","step":"{}""#, label(2))),
+        "the interrupted label was found in place, not set again: {journal}"
+    );
+
+    // Machine three sees what machine two did.
+    let third = Operator::new(&etcd);
+    let status = status_json(&third);
+    let records = status["checkpoint"]["steps"].as_array().unwrap();
+    assert_eq!(records[4]["state"], "succeeded", "{}", records[4]);
+    assert_eq!(records[5]["state"], "running", "{}", records[5]);
+    for index in 0..5 {
+        let endpoint = etcd.get(&format!("{HOST_ENDPOINTS}h{index}")).unwrap();
+        assert!(endpoint.contains("host-endpoint-upgrade"), "{endpoint}");
+    }
+    let chunks = etcd.entries("/calico/netctl/upgrade/plans/").len();
+    assert!(chunks >= 1, "the plan is in the mirror");
 }

@@ -35,7 +35,7 @@ async fn executor(etcd: &EtcdServer) -> Executor {
     let store = EtcdStore::connect(&config.etcd().unwrap(), Timeouts::default())
         .await
         .unwrap();
-    Executor::new(Arc::new(store), None, Holder::current(&environment))
+    Executor::new(Arc::new(store), None, Holder::current())
 }
 
 async fn run(executor: &Executor, plan: &Plan, mode: RunMode) -> Result<String, String> {

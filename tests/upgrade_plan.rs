@@ -106,7 +106,11 @@ fn the_old_helm_release_is_listed_and_deleted_where_it_lives() {
         let step = legacy.steps.iter().find(|step| step.id == id).unwrap();
         let with = serde_json::to_value(&step.action).unwrap()["with"].clone();
         assert_eq!(with["namespace"], "legacy", "{id}");
-        assert_eq!(with["selector"], "name=calico,owner=helm", "{id}");
+        assert_eq!(
+            with["selector"],
+            serde_json::json!({"name": "calico", "owner": "helm"}),
+            "{id}"
+        );
     }
 
     // A release already in the operator namespace is not what the migration is for: installing
@@ -503,5 +507,115 @@ fn the_auto_host_endpoint_procedure_needs_each_host_endpoints_node() {
     assert!(
         text.contains("the node of an all-interfaces host endpoint is unknown"),
         "{text}"
+    );
+}
+
+/// Facts are typed before any template sees them: a value that would change what a selector, a
+/// path or a command means is refused, whether given with `--set` or not, and a selector is
+/// rendered from labels, so no value can widen it.
+#[test]
+fn facts_that_would_change_a_selector_or_a_path_are_refused() {
+    let assemble = |name: &str, value: &str| {
+        Facts::assemble(
+            &DiscoveredFacts::default(),
+            &FactOverrides {
+                from: Some(Release::new(3, 20, 1)),
+                datastore_type: Some(DatastoreType::Kubernetes),
+                install_method: Some(InstallMethod::Helm),
+                set: vec![(name.to_string(), value.to_string())],
+            },
+        )
+        .map(|_| ())
+        .map_err(|error| error.to_string())
+    };
+    for (name, value, reason) in [
+        ("helm_release", "x in (a),owner", "lower case alphanumeric"),
+        (
+            "operator_namespace",
+            "../../etc",
+            "a namespace is a DNS-1123 label",
+        ),
+        (
+            "helm_release_namespace",
+            "kube system",
+            "a namespace is a DNS-1123 label",
+        ),
+        ("manifest_base_url", "raw.example/calico", "not a URL"),
+        (
+            "manifest_base_url",
+            "https://mirror.example/?x={{",
+            "a query",
+        ),
+        (
+            "etcd_endpoints",
+            "ftp://10.0.0.1:2379",
+            "expected a URL starting with",
+        ),
+        (
+            "mesh_version",
+            "1.20 && rm",
+            "expected the full mesh version",
+        ),
+        (
+            "all_interfaces_host_endpoints",
+            r#"[{"name": "h1", "labels": {"role": "a,b in (c)"}}]"#,
+            "",
+        ),
+        (
+            "helm_release",
+            "a-release-name-that-is-far-too-long-for-helm-to-accept-it",
+            "at most 53",
+        ),
+    ] {
+        let error = assemble(name, value).unwrap_err();
+        assert!(
+            error.starts_with(&format!("invalid value `{value}` for fact `{name}`"))
+                || error.contains("invalid value"),
+            "{name}={value}: {error}"
+        );
+        assert!(error.contains(reason), "{name}={value}: {error}");
+    }
+    assert_eq!(assemble("helm_release", "calico"), Ok(()));
+    assert_eq!(assemble("operator_namespace", "tigera-operator"), Ok(()));
+    assert_eq!(assemble("mesh_version", "1.20.2"), Ok(()));
+
+    // The irreversible delete of the Helm migration selects by labels, rendered from a map.
+    let plan = plan(
+        "v3.20.1",
+        "v3.27.4",
+        InstallMethod::Helm,
+        DatastoreType::Kubernetes,
+        &[("helm_release", "calico")],
+    )
+    .unwrap();
+    let delete = plan
+        .steps
+        .iter()
+        .find(|step| step.id == "helm-ownership-migration/delete-old-release-secrets")
+        .unwrap();
+    let json = serde_json::to_value(&delete.action).unwrap();
+    assert_eq!(
+        json["with"]["selector"],
+        serde_json::json!({"name": "calico", "owner": "helm"})
+    );
+    assert!(render::text(&plan).contains("-l name=calico,owner=helm"));
+    // A selector written as text is refused: it could say anything.
+    let error = netctl::plan::Action::from_parts(
+        "kube.delete",
+        serde_json::json!({"api_version": "v1", "kind": "Secret", "selector": "name=calico,owner"}),
+    )
+    .unwrap_err();
+    assert!(
+        netctl::errors::error_chain(&error).contains("write the selector as labels"),
+        "{error}"
+    );
+    let error = netctl::plan::Action::from_parts(
+        "kube.delete",
+        serde_json::json!({"api_version": "v1", "kind": "Secret", "selector": {"name": "x in (a)"}}),
+    )
+    .unwrap_err();
+    assert!(
+        netctl::errors::error_chain(&error).contains("value `x in (a)` of label `name`"),
+        "{error}"
     );
 }

@@ -20,7 +20,7 @@ use crate::datastore::coordination::Coordination;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
-use crate::exec::checkpoint::{self, Checkpoint, CheckpointStore, RunState};
+use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
 use crate::exec::lock::{self, Holder};
 use crate::exec::progress::ProgressMode;
 use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
@@ -35,6 +35,7 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
+  netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
 
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed or stopped at a
 gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
@@ -68,6 +69,9 @@ pub struct ApplyArgs {
     /// Mark this step as done without running it, e.g. after doing it by hand (repeatable)
     #[arg(long, value_name = "STEP")]
     skip: Vec<String>,
+    /// On resume, run again the completed steps whose postcondition no longer holds (journaled)
+    #[arg(long, requires = "resume")]
+    repair: bool,
     /// Start a new run even though the checkpoint holds an unfinished one (it stays in the journal)
     #[arg(long, conflicts_with = "resume")]
     discard_checkpoint: bool,
@@ -205,6 +209,8 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         mirror_dir: args.mirror_dir,
         lock_ttl: args.lock_ttl,
         crash_point: CrashPoint::from_environment(&context.environment)?,
+        repair: args.repair,
+        environment: context.environment.clone(),
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
@@ -237,23 +243,19 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         }
         (None, saved) => saved,
     };
-    let executor = Executor::new(
-        datastore,
-        Some(coordination),
-        Holder::current(&context.environment),
-    )
-    .with_kubernetes(cluster);
+    let executor =
+        Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);
     let mut stdout = context.printer.stdout();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;
     if options.mode == RunMode::Execute {
-        let drift = if report.drift.is_empty() {
+        let repaired = if report.repaired.is_empty() {
             String::new()
         } else {
-            format!("; drift found in {}", report.drift.join(", "))
+            format!("; repaired {}", report.repaired.join(", "))
         };
         context.printer.say(format!(
-            "upgrade run {} completed: {} steps{drift}",
+            "upgrade run {} completed: {} steps{repaired}",
             report.run_id, report.steps
         ));
     }
@@ -274,45 +276,77 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
         }
     };
     let store = CheckpointStore::new(directory.clone(), coordination.clone());
-    let checkpoint = store.load_latest().await?;
+    let saved = match store.load_latest().await {
+        Ok(saved) => saved,
+        // Status only reads: a damaged local checkpoint is reported, and the datastore's copy shown.
+        Err(CheckpointError::DamagedLocal {
+            source, mirrored, ..
+        }) if mirrored.is_some() => {
+            context.printer.warn(format!(
+                "showing the checkpoint mirrored in the datastore; the local one is damaged: {}",
+                error_chain(source.as_ref())
+            ));
+            mirrored.map(|saved| *saved)
+        }
+        Err(error) => return Err(error.into()),
+    };
     let held = match &coordination {
         Some(coordination) => lock::current(coordination.as_ref()).await?,
         None => None,
     };
+    let holder_alive = held
+        .as_ref()
+        .and_then(|(record, _, _)| record.holder.is_alive_here());
     let mut stdout = context.printer.stdout();
     match args.output {
         StatusFormat::Json => {
             let value = serde_json::json!({
-                "checkpoint": checkpoint,
+                "checkpoint": saved.as_ref().map(|saved| &saved.checkpoint),
+                "plan": saved.as_ref().map(|saved| serde_json::json!({
+                    "digest": saved.plan.digest,
+                    "procedure": saved.plan.procedure,
+                    "from": saved.plan.from,
+                    "to": saved.plan.to,
+                    "steps": saved.plan.steps.len(),
+                    "facts": saved.plan.facts,
+                })),
                 "lock": held.as_ref().map(|(record, _, _)| record),
+                "lock_holder_alive": holder_alive,
             });
             writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         }
-        StatusFormat::Text => print_status(
-            &mut stdout,
-            checkpoint.as_ref(),
-            held.map(|h| h.0),
-            &directory,
-        )?,
+        StatusFormat::Text => {
+            print_status(&mut stdout, saved.as_ref(), held.map(|h| h.0), &directory)?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_status(
     out: &mut dyn Write,
-    checkpoint: Option<&Checkpoint>,
+    saved: Option<&SavedRun>,
     lock: Option<lock::LockRecord>,
     directory: &Path,
 ) -> std::io::Result<()> {
     match &lock {
-        Some(record) => writeln!(
-            out,
-            "lock:     held by {} for `{}` (lock id {})",
-            record.holder, record.operation, record.id
-        )?,
+        Some(record) => {
+            let liveness = match record.holder.is_alive_here() {
+                Some(true) => "; that process is running on this host".to_string(),
+                Some(false) => format!(
+                    "; that process is gone from this host, so the lock expires within {}s (or `netctl upgrade unlock {}`)",
+                    record.ttl_seconds, record.id
+                ),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "lock:     held by {} for `{}` (lock id {}){liveness}",
+                record.holder, record.operation, record.id
+            )?
+        }
         None => writeln!(out, "lock:     not held")?,
     }
-    let Some(checkpoint) = checkpoint else {
+    let Some(SavedRun { plan, checkpoint }) = saved else {
         writeln!(
             out,
             "run:      none recorded in `{}` or in the datastore",
@@ -325,6 +359,17 @@ fn print_status(
         RunState::InProgress => {
             "interrupted (resume with `netctl upgrade apply --resume`)".to_string()
         }
+        RunState::Interrupted { signal } => {
+            format!("interrupted by {signal} (resume with `netctl upgrade apply --resume`)")
+        }
+        RunState::Drifted { steps } => format!(
+            "stopped on resume: the postconditions of {} no longer hold (check, then `netctl upgrade apply --resume --repair` runs them again)",
+            steps
+                .iter()
+                .map(|step| format!("`{step}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         RunState::WaitingAtGate { step } => format!(
             "waiting at gate `{step}` (continue with `netctl upgrade apply --resume --approve {step}`)"
         ),
@@ -333,7 +378,6 @@ fn print_status(
         }
         RunState::Completed => "completed".to_string(),
     };
-    let plan = &checkpoint.plan;
     writeln!(out, "run:      {} — {state}", checkpoint.run_id)?;
     writeln!(
         out,

@@ -151,7 +151,7 @@ async fn run_step(
     semantics: WriteSemantics,
 ) -> anyhow::Result<()> {
     let mode = dry_run.mode();
-    let executor = Executor::new(store, None, Holder::current(&context.environment));
+    let executor = Executor::new(store, None, Holder::current());
     let options = RunOneOptions {
         semantics,
         journal: None,

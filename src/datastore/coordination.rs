@@ -19,7 +19,8 @@ pub const NETCTL_ROOT: &str = "/calico/netctl/";
 /// The key of the upgrade lock (one upgrade per cluster at a time).
 pub const UPGRADE_LOCK_KEY: &str = "/calico/netctl/upgrade/lock";
 
-/// The key of the mirrored upgrade checkpoint.
+/// The key of the mirrored upgrade checkpoint's head (the plan, snapshots and log segments it names
+/// are beside it; see `exec::checkpoint`).
 pub const UPGRADE_CHECKPOINT_KEY: &str = "/calico/netctl/upgrade/checkpoint";
 
 /// A granted lease; keys written with it disappear when it expires or is revoked.
@@ -77,4 +78,7 @@ pub trait Coordination: Send + Sync {
 
     /// Deletes `key` only if it was last written at `revision`. Returns whether it was deleted.
     async fn delete_blob_at(&self, key: &str, revision: i64) -> Result<bool, StoreError>;
+
+    /// Deletes `key` whatever it holds; a missing key is not an error.
+    async fn delete_blob(&self, key: &str) -> Result<(), StoreError>;
 }

@@ -1,41 +1,51 @@
-//! The checkpoint: where a run stands, written after every step so a crash loses at most one step.
+//! The checkpoint: where a run stands, kept so that a crash loses at most the step in progress, at a
+//! cost per step that does not grow with the plan.
 //!
-//! A checkpoint holds the whole plan (so `--resume` needs nothing else), its digest, every step's state
-//! with attempts and timestamps, the outputs steps registered, and why the run stopped. It is written
-//! atomically — a temporary file in the same directory, fsync, rename, fsync of the directory — so a
-//! reader sees the old checkpoint or the new one, never half of each. Each write is also mirrored into
-//! the datastore (see `datastore::coordination`) so another machine can resume: as gzip-compressed
-//! compact JSON, because a plan for a large cluster is bigger than one etcd value or ConfigMap may be
-//! (a thousand all-interfaces host endpoints make a 1.4 MB plan; compressed, 37 kB). A checkpoint too
-//! large even so is kept locally only, the mirror says where, and the run warns. This module stores
-//! and loads; deciding what to do with a checkpoint is the executor's job.
+//! A run's books are three things. The plan, stored once under its digest (content-addressed: the
+//! same plan is never written twice). A snapshot of the run: every step's record (state, attempts,
+//! times, summary, digests), registered outputs, why the run stopped, and a sequence number. And a
+//! log of the transitions since that snapshot: a step started, succeeded, failed, was skipped; the
+//! run stopped at a gate or completed. Each transition is one appended record, so a step costs the
+//! same in a plan of ten steps and of twenty thousand. Now and then — once the log holds twice as many
+//! records as the plan has steps, and at least [`COMPACT_AFTER`] — the state is written as a new
+//! snapshot and the log starts over, so reading stays bounded and the snapshot's cost spreads
+//! evenly over the transitions that led to it. Every run start and every resume writes a snapshot.
+//!
+//! The state directory holds them as files (`local.rs`: `plans/<hex>.json`, `checkpoint.json`,
+//! `checkpoint.log`, each written owner-only); the datastore mirror holds the same three as keys
+//! (`mirror.rs`), so `--resume` and `upgrade status` work from another machine at any plan size. This
+//! module keeps the books and loads them; what to do with a checkpoint is the executor's decision.
+
+mod local;
+mod mirror;
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Read;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Environment;
 use crate::datastore::StoreError;
-use crate::datastore::coordination::{Coordination, UPGRADE_CHECKPOINT_KEY};
+use crate::datastore::coordination::Coordination;
 use crate::plan::Plan;
 
 use super::lock::Holder;
 
-/// The version of the checkpoint format; bumped on any incompatible change.
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
+pub use local::{create_private_directory, write_atomically};
 
-/// The most a mirrored checkpoint may take: under etcd's default 1.5 MiB request limit and a
-/// ConfigMap's 1 MiB.
-pub const MIRROR_LIMIT: usize = 900 * 1024;
+/// The version of the checkpoint format; bumped on any incompatible change. Version 2 keeps the plan
+/// apart from the snapshot and appends transitions to a log.
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 2;
 
-/// The file name of the checkpoint inside the state directory.
+/// The file name of the snapshot inside the state directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// The file name of the transition log inside the state directory.
+pub const CHECKPOINT_LOG_FILE: &str = "checkpoint.log";
+
+/// The directory, inside the state directory, where plans are stored under their digests.
+pub const PLANS_DIR: &str = "plans";
 
 /// The file name of the journal inside the state directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
@@ -46,6 +56,9 @@ pub const CHILD_FILE: &str = "running-program.json";
 
 /// The directory, inside the state directory, where `fetch` steps keep what they downloaded.
 pub const FILES_DIR: &str = "files";
+
+/// The fewest transitions after which the log is folded into a new snapshot.
+pub const COMPACT_AFTER: usize = 2048;
 
 /// The state directory used when `--state-dir` is not given: `$XDG_STATE_HOME/netctl`, else
 /// `~/.local/state/netctl`.
@@ -120,29 +133,71 @@ pub struct StepRecord {
     pub applied_digest: Option<String>,
 }
 
+/// The most characters a step's summary or error keeps: both are one-line accounts, and a
+/// transition must stay far below the datastore's request limit whatever a step printed (a gate's
+/// message can be megabytes).
+pub const MOST_TEXT_CHARS: usize = 4096;
+
+/// `text` cut to [`MOST_TEXT_CHARS`] characters, marked where it was cut.
+fn bounded(text: &mut String) {
+    if let Some((cut, _)) = text.char_indices().nth(MOST_TEXT_CHARS) {
+        let dropped = text[cut..].chars().count();
+        text.truncate(cut);
+        text.push_str(&format!(" … ({dropped} more characters)"));
+    }
+}
+
+impl StepRecord {
+    /// Cuts the summary and the error to [`MOST_TEXT_CHARS`].
+    fn bound_text(&mut self) {
+        for text in [&mut self.summary, &mut self.error].into_iter().flatten() {
+            bounded(text);
+        }
+    }
+
+    fn pending(id: &str) -> StepRecord {
+        StepRecord {
+            id: id.to_string(),
+            state: StepState::Pending,
+            attempts: 0,
+            started_at: None,
+            finished_at: None,
+            error: None,
+            summary: None,
+            download_digest: None,
+            file_digest: None,
+            applied_digest: None,
+        }
+    }
+}
+
 /// Why a run is not (yet) running.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum RunState {
-    /// A process is working on it, or one was interrupted.
+    /// A process is working on it, or one was killed.
     InProgress,
+    /// Stopped by a signal (Ctrl-C, SIGTERM) where it was; the step in progress, if any, stays
+    /// `running` for the resume to judge.
+    Interrupted { signal: String },
     /// Stopped cleanly before a step that needs a human's confirmation.
     WaitingAtGate { step: String },
     /// A step failed after all its attempts.
     Failed { step: String },
+    /// A completed step's postcondition no longer holds; `--repair` runs those steps again.
+    Drifted { steps: Vec<String> },
     /// Every step succeeded or was skipped.
     Completed,
 }
 
-/// Everything needed to continue a run.
+/// Where a run stands (the plan is kept apart, under [`Checkpoint::plan_digest`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub format_version: u32,
     /// A fresh id per run (not per process): resumes keep it.
     pub run_id: String,
     pub plan_digest: String,
-    pub plan: Plan,
-    /// Bumped on every write; of two copies of one run, the higher is newer.
+    /// Bumped on every transition; of two copies of one run, the higher is newer.
     pub sequence: u64,
     pub started_at: String,
     pub updated_at: String,
@@ -162,7 +217,6 @@ impl Checkpoint {
             format_version: CHECKPOINT_FORMAT_VERSION,
             run_id: uuid::Uuid::new_v4().to_string(),
             plan_digest: plan.digest.clone(),
-            plan: plan.clone(),
             sequence: 0,
             started_at: now.clone(),
             updated_at: now,
@@ -171,18 +225,7 @@ impl Checkpoint {
             steps: plan
                 .steps
                 .iter()
-                .map(|step| StepRecord {
-                    id: step.id.clone(),
-                    state: StepState::Pending,
-                    attempts: 0,
-                    started_at: None,
-                    finished_at: None,
-                    error: None,
-                    summary: None,
-                    download_digest: None,
-                    file_digest: None,
-                    applied_digest: None,
-                })
+                .map(|step| StepRecord::pending(&step.id))
                 .collect(),
             outputs: BTreeMap::new(),
         }
@@ -203,6 +246,130 @@ impl Checkpoint {
             .filter(|step| step.state.is_done())
             .count()
     }
+
+    /// Applies one logged transition (one of another run, or one the snapshot already holds, is
+    /// passed over).
+    fn apply(&mut self, transition: Transition, location: &str) -> Result<(), CheckpointError> {
+        if transition.run_id != self.run_id || transition.sequence <= self.sequence {
+            return Ok(());
+        }
+        if let Some(step) = transition.step {
+            let count = self.steps.len();
+            let slot =
+                self.steps
+                    .get_mut(step.index)
+                    .ok_or_else(|| CheckpointError::Inconsistent {
+                        location: location.to_string(),
+                        problem: format!(
+                            "a transition names step {} of a plan with {count} steps",
+                            step.index + 1
+                        ),
+                    })?;
+            *slot = step.record;
+        }
+        if let Some(run) = transition.run {
+            self.run = run;
+        }
+        if let Some(output) = transition.output {
+            self.outputs.insert(output.name, output.value);
+        }
+        self.sequence = transition.sequence;
+        self.updated_at = transition.at;
+        Ok(())
+    }
+}
+
+/// A checkpoint with its plan: everything `--resume` needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedRun {
+    pub plan: Plan,
+    pub checkpoint: Checkpoint,
+}
+
+/// What changed since the last transition: a step's record, the run's state, a registered output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    step: Option<usize>,
+    run: bool,
+    output: Option<String>,
+}
+
+impl Change {
+    /// The record of step `index` changed.
+    pub fn step(index: usize) -> Change {
+        Change {
+            step: Some(index),
+            ..Change::default()
+        }
+    }
+
+    /// The run's state changed.
+    pub fn run() -> Change {
+        Change {
+            run: true,
+            ..Change::default()
+        }
+    }
+
+    /// And the run's state changed.
+    pub fn and_run(mut self) -> Change {
+        self.run = true;
+        self
+    }
+
+    /// And the output registered under `name` was set.
+    pub fn and_output(mut self, name: &str) -> Change {
+        self.output = Some(name.to_string());
+        self
+    }
+}
+
+/// One logged transition: the new record of a step, the run's new state, a new output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Transition {
+    run_id: String,
+    sequence: u64,
+    at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<StepTransition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run: Option<RunState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output: Option<OutputTransition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct StepTransition {
+    index: usize,
+    record: StepRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct OutputTransition {
+    name: String,
+    value: serde_json::Value,
+}
+
+impl Transition {
+    /// The transition `change` makes of `checkpoint` (already bumped to its new sequence).
+    fn of(checkpoint: &Checkpoint, change: &Change) -> Transition {
+        Transition {
+            run_id: checkpoint.run_id.clone(),
+            sequence: checkpoint.sequence,
+            at: checkpoint.updated_at.clone(),
+            step: change.step.map(|index| StepTransition {
+                index,
+                record: checkpoint.steps[index].clone(),
+            }),
+            run: change.run.then(|| checkpoint.run.clone()),
+            output: change.output.as_ref().and_then(|name| {
+                Some(OutputTransition {
+                    name: name.clone(),
+                    value: checkpoint.outputs.get(name)?.clone(),
+                })
+            }),
+        }
+    }
 }
 
 /// Why a checkpoint could not be read or written.
@@ -214,236 +381,304 @@ pub enum CheckpointError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot write the checkpoint `{}`", path.display())]
+    #[error("cannot write `{}`", path.display())]
     Write {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read the checkpoint `{}`", path.display())]
+    #[error("cannot read `{}`", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("the checkpoint `{location}` is not valid")]
+    #[error("`{location}` is not a valid checkpoint")]
     Invalid {
         location: String,
         #[source]
         source: serde_json::Error,
     },
+    #[error("`{location}` is truncated: it ends in the middle of a value")]
+    Truncated { location: String },
+    #[error(
+        "`{location}` begins with a UTF-8 byte order mark, which netctl never writes: the file was edited or replaced"
+    )]
+    ByteOrderMark { location: String },
+    #[error("`{location}` does not fit its run: {problem}")]
+    Inconsistent { location: String, problem: String },
     #[error(
         "the checkpoint `{location}` has format version {found}, this netctl reads version {CHECKPOINT_FORMAT_VERSION}"
     )]
     UnsupportedVersion { location: String, found: u32 },
+    #[error("the plan `{digest}` of the checkpoint is missing from `{}`", directory.display())]
+    PlanMissing { digest: String, directory: PathBuf },
+    #[error("the stored plan `{location}` does not match its digest `{digest}`")]
+    PlanDigest { location: String, digest: String },
     #[error("cannot mirror the checkpoint into the datastore")]
     Mirror {
         #[source]
         source: StoreError,
     },
-    #[error(
-        "the checkpoint of run `{run_id}` is only in the state directory on host `{host}`: it was too large ({bytes} bytes compressed) to mirror into the datastore"
-    )]
-    LocalOnly {
-        run_id: String,
-        host: String,
-        bytes: usize,
+    #[error("cannot read the checkpoint mirrored in the datastore")]
+    MirrorRead {
+        #[source]
+        source: Box<CheckpointError>,
+    },
+    #[error("the local checkpoint in `{}` is damaged", directory.display())]
+    DamagedLocal {
+        directory: PathBuf,
+        #[source]
+        source: Box<CheckpointError>,
+        /// The datastore's copy, when it holds a readable one.
+        mirrored: Option<Box<SavedRun>>,
     },
 }
 
-/// What the mirror holds in place of a checkpoint too large for it.
-#[derive(Debug, Serialize, Deserialize)]
-struct LocalOnlyMarker {
-    local_only: LocalOnly,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct LocalOnly {
-    run_id: String,
-    host: String,
-    bytes: usize,
-}
-
-/// The mirror's form of a checkpoint: compact JSON, gzip-compressed.
-fn compress(checkpoint: &Checkpoint) -> Result<Vec<u8>, CheckpointError> {
-    let json = serde_json::to_vec(checkpoint).map_err(|source| CheckpointError::Invalid {
-        location: UPGRADE_CHECKPOINT_KEY.to_string(),
-        source,
-    })?;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(json.len() / 8),
-        flate2::Compression::fast(),
-    );
-    encoder
-        .write_all(&json)
-        .and_then(|()| encoder.finish())
-        .map_err(|source| CheckpointError::Read {
-            path: PathBuf::from(UPGRADE_CHECKPOINT_KEY),
-            source,
-        })
-}
-
-/// The JSON of a mirrored value: gzip (from this release) or plain JSON (mirrors written before).
-fn decompress(bytes: &[u8]) -> Result<Vec<u8>, CheckpointError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return Ok(bytes.to_vec());
+impl CheckpointError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            CheckpointError::DamagedLocal {
+                directory,
+                mirrored: Some(mirrored),
+                ..
+            } => Some(format!(
+                "the datastore holds a readable copy of run `{}` ({} of {} steps done, updated {}): move `{}` aside and run the command again to use that copy",
+                mirrored.checkpoint.run_id,
+                mirrored.checkpoint.done_count(),
+                mirrored.checkpoint.steps.len(),
+                mirrored.checkpoint.updated_at,
+                directory.join(CHECKPOINT_FILE).display()
+            )),
+            CheckpointError::DamagedLocal {
+                directory,
+                mirrored: None,
+                ..
+            } => Some(format!(
+                "the datastore holds no copy of this run; `netctl upgrade status` shows what the journal `{}` recorded, and `--discard-checkpoint` starts over",
+                directory.join(JOURNAL_FILE).display()
+            )),
+            CheckpointError::UnsupportedVersion { .. } => Some(
+                "finish or discard that run with the netctl release that started it".to_string(),
+            ),
+            CheckpointError::Mirror { source } => source.hint().map(str::to_string),
+            _ => None,
+        }
     }
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
-        .read_to_end(&mut json)
-        .map_err(|source| CheckpointError::Read {
-            path: PathBuf::from(UPGRADE_CHECKPOINT_KEY),
-            source,
-        })?;
-    Ok(json)
+
+    /// Whether the error is about what a file holds (not about reaching it).
+    fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            CheckpointError::Invalid { .. }
+                | CheckpointError::Truncated { .. }
+                | CheckpointError::ByteOrderMark { .. }
+                | CheckpointError::Inconsistent { .. }
+                | CheckpointError::PlanMissing { .. }
+                | CheckpointError::PlanDigest { .. }
+        )
+    }
 }
 
-/// Where checkpoints are kept: a directory, and optionally a datastore mirror.
-#[derive(Clone)]
+/// Parses JSON that netctl wrote, telling a truncated file and a byte order mark from other damage.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    location: &str,
+) -> Result<T, CheckpointError> {
+    if bytes.starts_with("\u{feff}".as_bytes()) {
+        return Err(CheckpointError::ByteOrderMark {
+            location: location.to_string(),
+        });
+    }
+    serde_json::from_slice(bytes).map_err(|source| {
+        if source.is_eof() {
+            CheckpointError::Truncated {
+                location: location.to_string(),
+            }
+        } else {
+            CheckpointError::Invalid {
+                location: location.to_string(),
+                source,
+            }
+        }
+    })
+}
+
+/// Checks the format version of a snapshot or mirror head before anything else is read: `Ok(true)`
+/// for this format, `Ok(false)` for a completed run of an earlier one (history, nothing to
+/// continue), an error for an unfinished run of another format.
+fn check_format(bytes: &[u8], location: &str) -> Result<bool, CheckpointError> {
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        format_version: u32,
+        #[serde(default)]
+        run: Option<serde_json::Value>,
+    }
+    let version: VersionOnly = parse_json(bytes, location)?;
+    if version.format_version == CHECKPOINT_FORMAT_VERSION {
+        return Ok(true);
+    }
+    let completed = version
+        .run
+        .is_some_and(|run| run["state"] == serde_json::json!("completed"));
+    if version.format_version < CHECKPOINT_FORMAT_VERSION && completed {
+        return Ok(false);
+    }
+    Err(CheckpointError::UnsupportedVersion {
+        location: location.to_string(),
+        found: version.format_version,
+    })
+}
+
+/// Parses a snapshot of this format (see [`check_format`]).
+fn parse_snapshot(bytes: &[u8], location: &str) -> Result<Option<Checkpoint>, CheckpointError> {
+    match check_format(bytes, location)? {
+        true => parse_json(bytes, location).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Parses a stored plan and checks it against the digest it is stored under.
+fn parse_plan(bytes: &[u8], location: &str, digest: &str) -> Result<Plan, CheckpointError> {
+    let plan: Plan = parse_json(bytes, location)?;
+    if plan.digest != digest || !plan.digest_is_valid() {
+        return Err(CheckpointError::PlanDigest {
+            location: location.to_string(),
+            digest: digest.to_string(),
+        });
+    }
+    Ok(plan)
+}
+
+/// When the log is folded into a new snapshot: after twice as many transitions as the plan has
+/// steps (at least [`COMPACT_AFTER`]), so a snapshot's cost, which grows with the plan, is spread
+/// over as many transitions.
+fn compact_after(steps: usize) -> usize {
+    (2 * steps).max(COMPACT_AFTER)
+}
+
+/// Where a run's books are kept: the state directory, and optionally a datastore mirror.
 pub struct CheckpointStore {
-    directory: PathBuf,
-    mirror: Option<Arc<dyn Coordination>>,
-    /// Whether this process already warned that the checkpoint is kept locally only.
-    warned_local_only: Arc<AtomicBool>,
+    local: local::LocalBooks,
+    mirror: Option<mirror::MirrorBooks>,
+    /// Transitions since the last snapshot.
+    since_snapshot: usize,
 }
 
 impl CheckpointStore {
-    pub fn new(directory: PathBuf, mirror: Option<Arc<dyn Coordination>>) -> CheckpointStore {
+    pub fn new(directory: PathBuf, coordination: Option<Arc<dyn Coordination>>) -> CheckpointStore {
         CheckpointStore {
-            directory,
-            mirror,
-            warned_local_only: Arc::new(AtomicBool::new(false)),
+            local: local::LocalBooks::new(directory),
+            mirror: coordination.map(mirror::MirrorBooks::new),
+            since_snapshot: 0,
         }
     }
 
     pub fn directory(&self) -> &Path {
-        &self.directory
-    }
-
-    pub fn path(&self) -> PathBuf {
-        self.directory.join(CHECKPOINT_FILE)
+        self.local.directory()
     }
 
     /// Creates the state directory (owner-only: it holds plans and outputs) if it is missing.
     pub fn ensure_directory(&self) -> Result<(), CheckpointError> {
-        let create = |source| CheckpointError::CreateDirectory {
-            path: self.directory.clone(),
-            source,
-        };
-        fs::create_dir_all(&self.directory).map_err(create)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&self.directory, fs::Permissions::from_mode(0o700))
-                .map_err(create)?;
-        }
-        Ok(())
+        self.local.ensure_directory()
     }
 
-    /// Writes the checkpoint locally (atomically) and then to the mirror.
-    pub async fn save(&self, checkpoint: &mut Checkpoint) -> Result<(), CheckpointError> {
+    /// Begins keeping the books of `checkpoint` (a new run, or one resumed here): stores the plan
+    /// where it is not stored yet and writes a snapshot, locally and then in the mirror.
+    pub async fn begin(
+        &mut self,
+        plan: &Plan,
+        checkpoint: &mut Checkpoint,
+    ) -> Result<(), CheckpointError> {
         checkpoint.sequence += 1;
         checkpoint.updated_at = super::clock::now_rfc3339();
-        let bytes =
-            serde_json::to_vec_pretty(checkpoint).map_err(|source| CheckpointError::Invalid {
-                location: self.path().display().to_string(),
-                source,
-            })?;
-        self.ensure_directory()?;
-        write_atomically(&self.path(), &bytes).map_err(|source| CheckpointError::Write {
-            path: self.path(),
+        self.local.store_plan(plan)?;
+        self.local.write_snapshot(checkpoint)?;
+        if let Some(mirror) = &mut self.mirror {
+            mirror.begin(plan, checkpoint).await?;
+        }
+        self.since_snapshot = 0;
+        Ok(())
+    }
+
+    /// Records one transition: appended to the local log, then to the mirror's; folded into a new
+    /// snapshot when the log has grown long enough.
+    pub async fn record(
+        &mut self,
+        checkpoint: &mut Checkpoint,
+        change: Change,
+    ) -> Result<(), CheckpointError> {
+        checkpoint.sequence += 1;
+        checkpoint.updated_at = super::clock::now_rfc3339();
+        if let Some(index) = change.step {
+            checkpoint.steps[index].bound_text();
+        }
+        let transition = Transition::of(checkpoint, &change);
+        let line = serde_json::to_vec(&transition).map_err(|source| CheckpointError::Invalid {
+            location: self.local.log_path().display().to_string(),
             source,
         })?;
-        if let Some(mirror) = &self.mirror {
-            let mut compressed = compress(checkpoint)?;
-            if compressed.len() > MIRROR_LIMIT {
-                // Another machine must not resume from an older copy: the mirror says where the
-                // checkpoint is instead.
-                let marker = LocalOnlyMarker {
-                    local_only: LocalOnly {
-                        run_id: checkpoint.run_id.clone(),
-                        host: checkpoint.started_by.host.clone(),
-                        bytes: compressed.len(),
-                    },
-                };
-                if !self.warned_local_only.swap(true, Ordering::Relaxed) {
-                    crate::terminal::warn(format!(
-                        "the checkpoint is {} bytes compressed, more than the datastore may hold in one value ({MIRROR_LIMIT}); it is kept in `{}` only, so a resume must run on this machine",
-                        compressed.len(),
-                        self.directory.display()
-                    ));
-                }
-                compressed = serde_json::to_vec(&marker).unwrap_or_default();
-            }
-            mirror
-                .put_blob(UPGRADE_CHECKPOINT_KEY, &compressed)
-                .await
-                .map_err(|source| CheckpointError::Mirror { source })?;
+        self.local.append(&line)?;
+        if let Some(mirror) = &mut self.mirror {
+            mirror.append(checkpoint, line).await?;
+        }
+        self.since_snapshot += 1;
+        if self.since_snapshot >= compact_after(checkpoint.steps.len()) {
+            self.compact(checkpoint).await?;
         }
         Ok(())
     }
 
-    /// Reads the local checkpoint, if there is one.
-    pub fn load_local(&self) -> Result<Option<Checkpoint>, CheckpointError> {
-        let path = self.path();
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(CheckpointError::Read { path, source }),
-        };
-        parse(&bytes, &path.display().to_string()).map(Some)
-    }
-
-    /// Reads the mirrored checkpoint, if there is a mirror and it holds one.
-    pub async fn load_mirror(&self) -> Result<Option<Checkpoint>, CheckpointError> {
-        let Some(mirror) = &self.mirror else {
-            return Ok(None);
-        };
-        let blob = mirror
-            .get_blob(UPGRADE_CHECKPOINT_KEY)
-            .await
-            .map_err(|source| CheckpointError::Mirror { source })?;
-        let Some(blob) = blob else {
-            return Ok(None);
-        };
-        let json = decompress(&blob.value)?;
-        if let Ok(marker) = serde_json::from_slice::<LocalOnlyMarker>(&json) {
-            let LocalOnly {
-                run_id,
-                host,
-                bytes,
-            } = marker.local_only;
-            return Err(CheckpointError::LocalOnly {
-                run_id,
-                host,
-                bytes,
-            });
+    /// Writes the state as a new snapshot and starts the logs over.
+    async fn compact(&mut self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        self.local.write_snapshot(checkpoint)?;
+        if let Some(mirror) = &mut self.mirror {
+            mirror.snapshot(checkpoint).await?;
         }
-        parse(&json, UPGRADE_CHECKPOINT_KEY).map(Some)
+        self.since_snapshot = 0;
+        Ok(())
     }
 
-    /// The newest checkpoint of the local copy and the mirror.
+    /// Reads the local books, if there are any.
+    pub fn load_local(&self) -> Result<Option<SavedRun>, CheckpointError> {
+        self.local.load()
+    }
+
+    /// Reads the mirrored books, if there is a mirror and it holds a run.
+    pub async fn load_mirror(&self) -> Result<Option<SavedRun>, CheckpointError> {
+        match &self.mirror {
+            Some(mirror) => mirror.load().await,
+            None => Ok(None),
+        }
+    }
+
+    /// The newest run of the local books and the mirror.
     ///
     /// Copies of one run compare by sequence. Copies of different runs compare by `updated_at`:
-    /// the local file of a machine that last ran an upgrade months ago must not shadow the run a
-    /// colleague started yesterday.
-    pub async fn load_latest(&self) -> Result<Option<Checkpoint>, CheckpointError> {
-        let local = self.load_local()?;
-        let mirrored = match self.load_mirror().await {
-            // The mirror points at a checkpoint kept locally: this machine's, if it is here.
-            Err(CheckpointError::LocalOnly { run_id, .. })
-                if local.as_ref().is_some_and(|local| local.run_id == run_id) =>
-            {
-                None
+    /// the local books of a machine that last ran an upgrade months ago must not shadow the run a
+    /// colleague started yesterday. Damaged local books are refused, naming the mirror's copy when
+    /// there is a readable one.
+    pub async fn load_latest(&self) -> Result<Option<SavedRun>, CheckpointError> {
+        let local = match self.load_local() {
+            Ok(local) => local,
+            Err(error) if error.is_damage() => {
+                let mirrored = self.load_mirror().await.ok().flatten().map(Box::new);
+                return Err(CheckpointError::DamagedLocal {
+                    directory: self.directory().to_path_buf(),
+                    source: Box::new(error),
+                    mirrored,
+                });
             }
-            other => other?,
+            Err(error) => return Err(error),
         };
+        let mirrored = self.load_mirror().await?;
         Ok(match (local, mirrored) {
             (Some(local), Some(mirrored)) => {
-                let mirror_is_newer = if local.run_id == mirrored.run_id {
-                    mirrored.sequence > local.sequence
+                let (ours, theirs) = (&local.checkpoint, &mirrored.checkpoint);
+                let mirror_is_newer = if ours.run_id == theirs.run_id {
+                    theirs.sequence > ours.sequence
                 } else {
-                    mirrored.updated_at > local.updated_at
+                    theirs.updated_at > ours.updated_at
                 };
                 Some(if mirror_is_newer { mirrored } else { local })
             }
@@ -452,85 +687,5 @@ impl CheckpointStore {
     }
 }
 
-fn parse(bytes: &[u8], location: &str) -> Result<Checkpoint, CheckpointError> {
-    #[derive(Deserialize)]
-    struct VersionOnly {
-        format_version: u32,
-    }
-    let invalid = |source| CheckpointError::Invalid {
-        location: location.to_string(),
-        source,
-    };
-    let version: VersionOnly = serde_json::from_slice(bytes).map_err(invalid)?;
-    if version.format_version != CHECKPOINT_FORMAT_VERSION {
-        return Err(CheckpointError::UnsupportedVersion {
-            location: location.to_string(),
-            found: version.format_version,
-        });
-    }
-    serde_json::from_slice(bytes).map_err(invalid)
-}
-
-/// Replaces `path` with `bytes` so that a crash at any moment leaves either the old or the new file:
-/// write a temporary file beside it, fsync it, rename it over `path`, fsync the directory (so the
-/// rename itself survives a power cut).
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let directory = path.parent().unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = directory.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    fs::rename(&temporary, path)?;
-    File::open(directory)?.sync_all()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_state_directory_follows_xdg() {
-        let env = Environment::from_pairs([("XDG_STATE_HOME", "/s"), ("HOME", "/h")]);
-        assert_eq!(default_state_dir(&env).unwrap(), PathBuf::from("/s/netctl"));
-        let env = Environment::from_pairs([("XDG_STATE_HOME", "relative"), ("HOME", "/h")]);
-        assert_eq!(
-            default_state_dir(&env).unwrap(),
-            PathBuf::from("/h/.local/state/netctl")
-        );
-        assert_eq!(default_state_dir(&Environment::default()), None);
-    }
-
-    #[test]
-    fn mirrored_values_are_gzip_and_plain_json_from_earlier_releases_still_reads() {
-        let plain = br#"{"format_version": 1}"#;
-        assert_eq!(decompress(plain).unwrap(), plain);
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        encoder.write_all(plain).unwrap();
-        let compressed = encoder.finish().unwrap();
-        assert!(compressed.starts_with(&[0x1f, 0x8b]));
-        assert_eq!(decompress(&compressed).unwrap(), plain);
-        let broken = [0x1f, 0x8b, 0x08, 0x00];
-        assert!(decompress(&broken).is_err());
-    }
-
-    #[test]
-    fn an_atomic_write_replaces_the_whole_file() {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("checkpoint.json");
-        write_atomically(&path, b"first, and rather long").unwrap();
-        write_atomically(&path, b"second").unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"second");
-        let leftovers: Vec<_> = fs::read_dir(directory.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
-    }
-}
+mod tests;

@@ -164,7 +164,7 @@ impl Executor {
         Ok(RunReport {
             run_id: String::new(),
             steps: total,
-            drift: vec![],
+            repaired: vec![],
         })
     }
 

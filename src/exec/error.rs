@@ -90,8 +90,8 @@ pub enum ExecError {
     UnknownStep { flag: &'static str, step: String },
     #[error(transparent)]
     InvalidCrashHook(#[from] InvalidCrashHook),
-    #[error("interrupted; the run stopped where it was")]
-    Cancelled,
+    #[error("interrupted by {signal}; the run stopped where it was")]
+    Cancelled { signal: &'static str },
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -100,6 +100,27 @@ pub enum ExecError {
     NotSingleStep { count: usize },
     #[error("`{action}` needs a datastore, and this run has none")]
     NoDatastore { action: &'static str },
+    #[error(
+        "step `{step}` takes `{variable}` from netctl's environment (plans keep no secrets), and it is not set"
+    )]
+    SecretNotInEnvironment { step: String, variable: String },
+    #[error(
+        "the postcondition of completed step `{step}` no longer holds: {what}{}",
+        others_suffix(others)
+    )]
+    Drift {
+        step: String,
+        what: String,
+        /// The other completed steps whose postconditions no longer hold.
+        others: Vec<String>,
+    },
+}
+
+fn others_suffix(others: &[String]) -> String {
+    match others.len() {
+        0 => String::new(),
+        count => format!(" (and of {count} more: {})", others.join(", ")),
+    }
 }
 
 impl ExecError {
@@ -148,19 +169,18 @@ impl ExecError {
                 }
             },
             ExecError::Restore { source, .. } => return source.hint(),
-            ExecError::Cancelled => {
+            ExecError::Cancelled { .. } => {
                 "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
             }
             ExecError::OrphanRunning { pid, .. } => format!(
                 "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
             ),
             ExecError::Lock(error) => return error.hint(),
-            ExecError::Checkpoint(CheckpointError::Mirror { source }) => {
-                return source.hint().map(str::to_string);
-            }
-            ExecError::Checkpoint(CheckpointError::LocalOnly { host, .. }) => format!(
-                "resume on `{host}` with the same `--state-dir`, or copy that directory here and pass it"
+            ExecError::SecretNotInEnvironment { variable, .. } => format!(
+                "export `{variable}` in the shell that runs `netctl upgrade apply`; the program inherits it"
             ),
+            ExecError::Drift { .. } => "find out who changed it and why; then `netctl upgrade apply --resume --repair` runs those steps again (journaled), or restore it by hand and resume".to_string(),
+            ExecError::Checkpoint(error) => return error.hint(),
             _ => return None,
         })
     }

@@ -5,14 +5,15 @@
 //! held, honours `--skip`, passes the human gate (`gate.rs`), and runs the step — the checkpoint
 //! marks it running before its action and records the outcome (digests of downloads and applied
 //! files, registered outputs) after, progress shows it, and the test crash hook may fire around it.
-//! Ctrl-C stops the run where it is. A one-step command ([`Executor::execute_one`]) runs its step
-//! through the same loop with no checkpoint, lock or progress, journaled when asked; while it writes
-//! resources, Ctrl-C and SIGTERM stop it between two batches and undo (`interrupt.rs`).
+//! SIGINT (Ctrl-C) and SIGTERM stop the run where it is. A one-step command
+//! ([`Executor::execute_one`]) runs its step through the same loop with no checkpoint, lock or
+//! progress, journaled when asked; while it writes resources, Ctrl-C and SIGTERM stop it between
+//! two batches and undo (`interrupt.rs`).
 
 use std::time::{Duration, Instant};
 
 use super::actions::{self, ActionContext, Outcome, StepError};
-use super::checkpoint::{self, Checkpoint, CheckpointStore, RunState, StepState};
+use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
 use super::error::ExecError;
@@ -22,6 +23,7 @@ use super::journal::{Journal, JournalEvent};
 use super::lock::RunLock;
 use super::progress::Progress;
 use super::run::Run;
+use super::signal;
 use super::step::{self, Attempt, StepRun};
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
 use crate::errors::error_chain;
@@ -34,25 +36,27 @@ impl Executor {
         plan: Plan,
         resume_from: Option<Checkpoint>,
         options: &ApplyOptions,
-        store: CheckpointStore,
+        mut store: CheckpointStore,
         lock: Option<&RunLock>,
     ) -> Result<RunReport, ExecError> {
         store.ensure_directory()?;
         let resuming = resume_from.is_some();
-        let checkpoint = match resume_from {
+        let mut checkpoint = match resume_from {
             Some(mut checkpoint) => {
                 // Re-read after taking the lock: the run may have moved on since it was first read.
                 if let Some(newer) = store.load_latest().await?
-                    && newer.run_id == checkpoint.run_id
-                    && newer.sequence > checkpoint.sequence
+                    && newer.checkpoint.run_id == checkpoint.run_id
+                    && newer.checkpoint.sequence > checkpoint.sequence
                 {
-                    checkpoint = newer;
+                    checkpoint = newer.checkpoint;
                 }
                 checkpoint.run = RunState::InProgress;
                 checkpoint
             }
             None => Checkpoint::new(&plan, &self.holder),
         };
+        // The plan stored once, a snapshot, and an empty log after it: here and in the mirror.
+        store.begin(&plan, &mut checkpoint).await?;
         let journal = Journal::open(
             &store.directory().join(checkpoint::JOURNAL_FILE),
             &checkpoint.run_id,
@@ -81,18 +85,24 @@ impl Executor {
                 plan.steps.len()
             ));
         })?;
-        run.save().await?;
 
-        // Ctrl-C stops the run where it is: the step in progress stays `running` in the checkpoint
-        // (nobody knows whether it took effect; resume decides), its program is killed with it
-        // (`kill_on_drop`), and the caller releases the lock at once instead of leaving it to expire.
+        // SIGINT and SIGTERM stop the run where it is: the step in progress stays `running` in the
+        // checkpoint (nobody knows whether it took effect; resume decides), its program is killed
+        // with it (`kill_on_drop`), the run is recorded as interrupted, and the caller releases the
+        // lock at once instead of leaving it to expire.
         let result = tokio::select! {
             result = self.run_steps(&plan, &mut run, resuming) => result,
-            _ = tokio::signal::ctrl_c() => Err(ExecError::Cancelled),
+            signal = signal::stop_requested() => Err(ExecError::Cancelled { signal }),
         };
         run.progress.finish();
-        if matches!(result, Err(ExecError::Cancelled)) {
-            run.record(JournalEvent::Cancelled, None, |_| {})?;
+        if let Err(ExecError::Cancelled { signal }) = &result {
+            run.checkpoint.run = RunState::Interrupted {
+                signal: signal.to_string(),
+            };
+            run.save(Change::run()).await?;
+            run.record(JournalEvent::Cancelled, None, |entry| {
+                entry.summary = Some(format!("stopped by {signal}"));
+            })?;
         }
         result
     }
@@ -103,7 +113,7 @@ impl Executor {
         run: &mut Run<'_>,
         resuming: bool,
     ) -> Result<RunReport, ExecError> {
-        let drift = match resuming {
+        let repaired = match resuming {
             true => self.reconcile(plan, run).await?,
             false => Vec::new(),
         };
@@ -134,7 +144,7 @@ impl Executor {
         Ok(RunReport {
             run_id: run.checkpoint.run_id.clone(),
             steps: plan.steps.len(),
-            drift,
+            repaired,
         })
     }
 
@@ -208,7 +218,7 @@ impl StepRun for UpgradeStep<'_, '_> {
         record.attempts += 1;
         record.started_at = Some(now_rfc3339());
         record.error = None;
-        self.run.save().await
+        self.run.save(Change::step(self.index)).await
     }
 
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
@@ -238,10 +248,12 @@ impl StepRun for UpgradeStep<'_, '_> {
         record.state = StepState::Succeeded;
         record.finished_at = Some(now_rfc3339());
         record.summary = Some(outcome.summary.clone());
+        let mut change = Change::step(self.index);
         if let (Some(name), Some(output)) = (&step.register, outcome.output.clone()) {
             run.checkpoint.outputs.insert(name.clone(), output);
+            change = change.and_output(name);
         }
-        run.save().await?;
+        run.save(change).await?;
         run.progress.step_finished(
             self.index + 1,
             &step.id,
@@ -281,7 +293,7 @@ impl StepRun for UpgradeStep<'_, '_> {
         self.run.checkpoint.run = RunState::Failed {
             step: step.id.clone(),
         };
-        self.run.save().await?;
+        self.run.save(Change::step(self.index).and_run()).await?;
         self.run
             .progress
             .step_finished(self.index + 1, &step.id, "failed", self.started.elapsed());

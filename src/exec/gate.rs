@@ -49,7 +49,7 @@ pub(super) fn decide(
         return Ok(Gate::Closed { message });
     }
     let question = format!("{message}\ncontinue with step `{}`?", step.id);
-    // The question blocks this task, so the executor's own Ctrl-C handling cannot run until it is
+    // The question blocks this task, so the executor's own signal handling cannot run until it is
     // answered; a watcher releases the lock and ends the process instead. Nothing was started for
     // this step: the checkpoint already says where the run is. (The one place besides `main` that
     // exits: there is no caller to return to.)
@@ -59,16 +59,15 @@ pub(super) fn decide(
     let registration =
         signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted));
     let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            if let Some(revocation) = revocation {
-                revocation.await;
-            }
-            crate::terminal::error(
-                "interrupted at a question; nothing more was changed",
-                Some("`netctl upgrade apply --resume` asks again"),
-            );
-            std::process::exit(1);
+        let signal = super::signal::stop_requested().await;
+        if let Some(revocation) = revocation {
+            revocation.await;
         }
+        crate::terminal::error(
+            &format!("interrupted by {signal} at a question; nothing more was changed"),
+            Some("`netctl upgrade apply --resume` asks again"),
+        );
+        std::process::exit(1);
     });
     let ask = || progress.suspend(|| pause::ask(&question));
     // A person may take minutes to answer; the lock's lease must be renewed meanwhile, so the

@@ -2,12 +2,12 @@
 //!
 //! It lives beside the checkpoint and is never rewritten, so it is the audit trail of a maintenance
 //! window across crashes and resumes. Entries carry a one-line summary of the action, never resource
-//! documents or command output, and secrets are redacted before anything is written (see
-//! [`redact_argv`] and [`redact_env`]); etcd credentials never reach the executor at all.
+//! documents or command output; the plans it describes hold no secrets (one rule, `redaction.rs`),
+//! and etcd credentials never reach the executor at all.
 
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -29,12 +29,14 @@ pub enum JournalEvent {
     Recovered,
     /// A completed step whose postcondition no longer holds.
     Drift,
+    /// A drifted step set to run again (`--repair`).
+    Repairing,
     Approved,
     StoppedAtGate,
     /// On resume, a completed download found changed or missing in the state directory: kept as
     /// the operator edited it, or downloaded again.
     Restored,
-    /// Interrupted by the operator (Ctrl-C).
+    /// Stopped by a signal (SIGINT, SIGTERM).
     Cancelled,
     RunCompleted,
 }
@@ -89,14 +91,19 @@ impl Journal {
         plan_digest: &str,
         holder: &Holder,
     ) -> Result<Journal, JournalError> {
+        let error = |source| JournalError {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(path)
-            .map_err(|source| JournalError {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(error)?;
+        // Owner-only like the rest of the state directory, also when an older release made it.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(error)?;
         Ok(Journal {
             path: path.to_path_buf(),
             file,
@@ -139,99 +146,9 @@ impl Journal {
     }
 }
 
-/// Whether a variable or option name suggests a secret.
-fn looks_secret(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    [
-        "password",
-        "passwd",
-        "secret",
-        "token",
-        "private",
-        "credential",
-        "key",
-    ]
-    .iter()
-    .any(|word| lower.contains(word))
-}
-
-pub const REDACTED: &str = "<redacted>";
-
-/// Environment variables for display: values of secret-looking names are replaced.
-pub fn redact_env(env: &BTreeMap<String, String>) -> Vec<(String, String)> {
-    env.iter()
-        .map(|(name, value)| {
-            let shown = if looks_secret(name) {
-                REDACTED.to_string()
-            } else {
-                value.clone()
-            };
-            (name.clone(), shown)
-        })
-        .collect()
-}
-
-/// An argv for display: `--password=x`, `--token x` and `password=x` lose their values.
-pub fn redact_argv(argv: &[String]) -> Vec<String> {
-    let mut shown = Vec::with_capacity(argv.len());
-    let mut hide_next = false;
-    for argument in argv {
-        if hide_next {
-            shown.push(REDACTED.to_string());
-            hide_next = false;
-            continue;
-        }
-        match argument.split_once('=') {
-            Some((name, _)) if looks_secret(name) => shown.push(format!("{name}={REDACTED}")),
-            None if argument.starts_with('-') && looks_secret(argument) => {
-                shown.push(argument.clone());
-                hide_next = true;
-            }
-            _ => shown.push(argument.clone()),
-        }
-    }
-    shown
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_in_argv_and_env_are_redacted() {
-        let argv: Vec<String> = [
-            "etcdctl",
-            "--password",
-            "hunter2",
-            "--user=root",
-            "token=abc",
-            "get",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            redact_argv(&argv),
-            [
-                "etcdctl",
-                "--password",
-                REDACTED,
-                "--user=root",
-                "token=<redacted>",
-                "get"
-            ]
-        );
-        let env = BTreeMap::from([
-            ("ETCD_PASSWORD".to_string(), "hunter2".to_string()),
-            ("MODE".to_string(), "fast".to_string()),
-        ]);
-        assert_eq!(
-            redact_env(&env),
-            [
-                ("ETCD_PASSWORD".to_string(), REDACTED.to_string()),
-                ("MODE".to_string(), "fast".to_string())
-            ]
-        );
-    }
 
     #[test]
     fn every_entry_is_one_appended_line() {

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Environment;
 use crate::datastore::StoreError;
 use crate::datastore::coordination::{Coordination, CreateOutcome, LeaseId, UPGRADE_LOCK_KEY};
 
@@ -31,26 +30,57 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// This process, as the environment and the kernel name it.
-    pub fn current(environment: &Environment) -> Holder {
-        let user = ["USER", "LOGNAME"]
-            .iter()
-            .find_map(|name| environment.exact(name).filter(|value| !value.is_empty()))
-            .unwrap_or("unknown")
-            .to_string();
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-            .map(|name| name.trim().to_string())
-            .ok()
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| "unknown".to_string());
+    /// This process, as the operating system names it: the user of its uid (through the system's
+    /// user database, so directory users resolve too; the uid itself when it has no name), the
+    /// host name, the pid. Never the environment: `$USER` is whatever the caller set.
+    pub fn current() -> Holder {
+        let uid = nix::unistd::getuid();
+        let user = match nix::unistd::User::from_uid(uid) {
+            Ok(Some(user)) => user.name,
+            _ => format!("uid {uid}"),
+        };
         Holder {
             user,
-            host,
+            host: this_host(),
             pid: std::process::id(),
             started: super::clock::now_rfc3339(),
         }
     }
+
+    /// Whether the holder's process still runs, when it ran on this host (`None` elsewhere: a pid
+    /// of another machine says nothing here). A recycled pid that now runs another program is not
+    /// the holder.
+    pub fn is_alive_here(&self) -> Option<bool> {
+        if self.host != this_host() {
+            return None;
+        }
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.pid).ok()?)?;
+        let exists = match rustix::process::test_kill_process(pid) {
+            Ok(()) => true,
+            // Another user's process: it exists.
+            Err(rustix::io::Errno::PERM) => true,
+            Err(_) => false,
+        };
+        if !exists {
+            return Some(false);
+        }
+        let program = std::fs::read_link(format!("/proc/{}/exe", self.pid)).ok();
+        Some(program.is_none_or(|program| {
+            program
+                .file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("netctl"))
+        }))
+    }
+}
+
+/// The host name as the kernel reports it.
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 impl std::fmt::Display for Holder {
@@ -76,8 +106,12 @@ pub struct LockRecord {
 /// Why the lock could not be taken, kept or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("another upgrade run holds the lock: {} runs `{}` (lock id `{}`)", record.holder, record.operation, record.id)]
-    Held { record: Box<LockRecord> },
+    #[error("another upgrade run holds the lock: {} runs `{}` (lock id `{}`){}", record.holder, record.operation, record.id, liveness(*alive))]
+    Held {
+        record: Box<LockRecord>,
+        /// Whether the holder's process runs, when it ran on this host.
+        alive: Option<bool>,
+    },
     #[error("cannot take the upgrade lock")]
     Acquire {
         #[source]
@@ -101,7 +135,14 @@ pub enum LockError {
 impl LockError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            LockError::Held { record } => format!(
+            LockError::Held {
+                record,
+                alive: Some(false),
+            } => format!(
+                "the lock expires by itself within {}s; to remove it now: `netctl upgrade unlock {}`",
+                record.ttl_seconds, record.id
+            ),
+            LockError::Held { record, .. } => format!(
                 "wait for that run to end; if it crashed, the lock expires by itself within {}s; to remove it by hand: `netctl upgrade unlock {}`",
                 record.ttl_seconds, record.id
             ),
@@ -113,6 +154,15 @@ impl LockError {
             ),
             _ => return None,
         })
+    }
+}
+
+/// How a refusal describes the holder's process, when it ran on this host.
+fn liveness(alive: Option<bool>) -> &'static str {
+    match alive {
+        Some(true) => "; its process is running on this host",
+        Some(false) => "; its process is gone from this host",
+        None => "",
     }
 }
 
@@ -169,8 +219,10 @@ impl RunLock {
                 let _ = coordination.revoke_lease(lease).await;
                 let held: LockRecord =
                     serde_json::from_slice(&blob.value).map_err(|_| LockError::Unreadable)?;
+                let alive = held.holder.is_alive_here();
                 return Err(LockError::Held {
                     record: Box::new(held),
+                    alive,
                 });
             }
             Err(source) => {

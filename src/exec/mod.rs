@@ -28,6 +28,7 @@ pub mod lock;
 pub mod progress;
 mod resume;
 mod run;
+mod signal;
 pub mod stale;
 mod step;
 
@@ -37,6 +38,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
 use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
@@ -97,6 +99,11 @@ pub struct ApplyOptions {
     pub mirror_dir: Option<PathBuf>,
     pub lock_ttl: Duration,
     pub crash_point: Option<CrashPoint>,
+    /// `--repair`: on resume, run again the completed steps whose postcondition no longer holds.
+    pub repair: bool,
+    /// netctl's own environment, which programs of `exec` steps inherit: where the secrets a plan
+    /// keeps only by name come from.
+    pub environment: Environment,
 }
 
 /// How a one-step plan runs.
@@ -123,7 +130,8 @@ impl RunOneOptions {
 pub struct RunReport {
     pub run_id: String,
     pub steps: usize,
-    pub drift: Vec<String>,
+    /// Completed steps run again by `--repair` because their postcondition no longer held.
+    pub repaired: Vec<String>,
 }
 
 /// Runs plans.
@@ -305,6 +313,9 @@ impl Executor {
                 }
             };
         resume::check_step_flags(&plan, options)?;
+        if options.mode == RunMode::Execute {
+            check_inherited_secrets(&plan, &options.environment)?;
+        }
         match options.mode {
             RunMode::DryRun => {
                 self.dry_run(&plan, resume_from.as_ref(), options, transcript)
@@ -332,6 +343,24 @@ impl Executor {
             RunMode::Execute => self.execute_one(plan, step, options).await,
         }
     }
+}
+
+/// Refuses a run whose programs take a secret from netctl's environment when it is not set there:
+/// the plan keeps only the variable's name (see `redaction.rs`).
+fn check_inherited_secrets(plan: &Plan, environment: &Environment) -> Result<(), ExecError> {
+    for step in &plan.steps {
+        if let Some(variable) = step
+            .action
+            .inherited_secrets()
+            .find(|name| environment.exact(name).is_none())
+        {
+            return Err(ExecError::SecretNotInEnvironment {
+                step: step.id.clone(),
+                variable: variable.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Upgrade plans are resumable, so a delete that finds nothing counts as done (a re-run after a crash

@@ -8,16 +8,18 @@
 //! undone); and a step caught mid-way is recorded as done when its postcondition holds, run again
 //! when that is safe, or left to the operator (`--rerun`, `--skip`).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::actions::describe::describe_action;
 use super::actions::{self, process::ChildRecord};
-use super::checkpoint::{Checkpoint, RunState, StepState};
+use super::checkpoint::{Change, Checkpoint, RunState, SavedRun, StepState};
 use super::error::ExecError;
 use super::journal::JournalEvent;
 use super::run::Run;
 use super::{ApplyOptions, Executor, RunMode, StartMode, plan_semantics};
 use crate::plan::{Action, Facts, Plan};
+use crate::resource::Kind;
 
 /// What a run starts from.
 pub(super) enum Begin {
@@ -27,11 +29,11 @@ pub(super) enum Begin {
     Resume(Plan, Box<Checkpoint>),
 }
 
-/// Decides how the run begins; `existing` is the latest checkpoint (none with `Discard`).
+/// Decides how the run begins; `existing` is the latest saved run (none with `Discard`).
 pub(super) fn begin(
     start: StartMode,
     given: Option<Plan>,
-    existing: Option<Checkpoint>,
+    existing: Option<SavedRun>,
     state_dir: &Path,
 ) -> Result<Begin, ExecError> {
     let no_checkpoint = || ExecError::NoCheckpoint {
@@ -39,7 +41,7 @@ pub(super) fn begin(
     };
     match (start, given, existing) {
         (StartMode::Resume, _, None) => Err(no_checkpoint()),
-        (StartMode::Resume, given, Some(checkpoint)) => {
+        (StartMode::Resume, given, Some(SavedRun { plan, checkpoint })) => {
             if let Some(given) = given
                 && given.digest != checkpoint.plan_digest
             {
@@ -53,17 +55,13 @@ pub(super) fn begin(
                     finished: checkpoint.updated_at,
                 });
             }
-            if !checkpoint.plan.digest_is_valid()
-                || checkpoint.plan.digest != checkpoint.plan_digest
-            {
-                return Err(ExecError::InvalidPlanDigest {
-                    digest: checkpoint.plan_digest,
-                });
-            }
-            Ok(Begin::Resume(checkpoint.plan.clone(), Box::new(checkpoint)))
+            // The stored plan was checked against its digest when it was read.
+            Ok(Begin::Resume(plan, Box::new(checkpoint)))
         }
         (_, None, _) => Err(no_checkpoint()),
-        (StartMode::New, Some(_), Some(checkpoint)) if checkpoint.run != RunState::Completed => {
+        (StartMode::New, Some(_), Some(SavedRun { checkpoint, .. }))
+            if checkpoint.run != RunState::Completed =>
+        {
             Err(ExecError::UnfinishedRun {
                 run_id: checkpoint.run_id,
                 digest: checkpoint.plan_digest,
@@ -96,7 +94,8 @@ pub(super) fn check_step_flags(plan: &Plan, options: &ApplyOptions) -> Result<()
 
 impl Executor {
     /// On resume: re-checks completed steps' postconditions, and decides about interrupted steps.
-    /// Returns the steps whose postcondition no longer holds (drift).
+    /// A completed step whose postcondition no longer holds (drift) stops the resume, unless
+    /// `--repair` asks to run it again; returns the steps that are run again.
     pub(super) async fn reconcile(
         &self,
         plan: &Plan,
@@ -115,7 +114,8 @@ impl Executor {
             let _ = std::fs::remove_file(&child_file);
         }
         self.restore_downloads(plan, run).await?;
-        let mut drift = Vec::new();
+        let undone = UndoneBy::started(plan, &run.checkpoint);
+        let mut drift: Vec<(usize, String)> = Vec::new();
         let mut facts: Option<Facts> = None;
         for (index, step) in plan.steps.iter().enumerate() {
             let state = run.checkpoint.step(index).state;
@@ -131,6 +131,11 @@ impl Executor {
                 continue;
             };
             if !(state == StepState::Succeeded || state == StepState::Running) {
+                continue;
+            }
+            // A later step that started undid it on purpose (the finish phase removes what the
+            // preparation put in place): its postcondition is not expected to hold.
+            if state == StepState::Succeeded && undone.undoes(index, verify) {
                 continue;
             }
             if facts.is_none() {
@@ -150,16 +155,13 @@ impl Executor {
             match (state, holds) {
                 (StepState::Succeeded, Ok(true)) => {}
                 (StepState::Succeeded, Ok(false)) => {
-                    let text = format!(
-                        "drift: step `{}` completed earlier, but its postcondition ({}) no longer holds",
-                        step.id,
-                        describe_action(verify)
-                    );
-                    crate::terminal::warn(&text);
+                    let what = describe_action(verify);
                     run.record(JournalEvent::Drift, Some(step), |entry| {
-                        entry.summary = Some(text.clone());
+                        entry.summary = Some(format!(
+                            "completed earlier; its postcondition ({what}) no longer holds"
+                        ));
                     })?;
-                    drift.push(step.id.clone());
+                    drift.push((index, what));
                 }
                 (StepState::Succeeded, Err(error)) => {
                     crate::terminal::warn(format!(
@@ -186,7 +188,32 @@ impl Executor {
                 _ => {}
             }
         }
-        Ok(drift)
+        if drift.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !run.options.repair {
+            let steps: Vec<String> = drift
+                .iter()
+                .map(|(index, _)| plan.steps[*index].id.clone())
+                .collect();
+            run.checkpoint.run = RunState::Drifted {
+                steps: steps.clone(),
+            };
+            run.save(Change::run()).await?;
+            let (first, what) = &drift[0];
+            return Err(ExecError::Drift {
+                step: plan.steps[*first].id.clone(),
+                what: what.clone(),
+                others: steps[1..].to_vec(),
+            });
+        }
+        let mut repaired = Vec::new();
+        for (index, what) in drift {
+            let step = &plan.steps[index];
+            run.repair(index, step, &what).await?;
+            repaired.push(step.id.clone());
+        }
+        Ok(repaired)
     }
 
     /// On resume, makes sure every completed download is in this machine's state directory with the
@@ -233,5 +260,93 @@ impl Executor {
             }
         }
         Ok(())
+    }
+}
+
+/// Which objects later started steps changed, so that an earlier step's postcondition about them
+/// is not expected to hold: built once per resume, so checking a step costs the same in any plan.
+struct UndoneBy {
+    /// The last started step that wrote each resource (kind, namespace, name).
+    objects: HashMap<(Kind, Option<String>, String), usize>,
+    /// The last started step that wrote any resource of a kind.
+    kinds: HashMap<Kind, usize>,
+}
+
+impl UndoneBy {
+    fn started(plan: &Plan, checkpoint: &Checkpoint) -> UndoneBy {
+        let mut undone = UndoneBy {
+            objects: HashMap::new(),
+            kinds: HashMap::new(),
+        };
+        for (index, step) in plan.steps.iter().enumerate() {
+            // A step that started may have taken effect before the run stopped (`running`,
+            // `failed`): what it wrote is not expected to be as an earlier step left it either.
+            if checkpoint.step(index).state == StepState::Pending {
+                continue;
+            }
+            for object in written(&step.action) {
+                undone.kinds.insert(object.0, index);
+                undone.objects.insert(object, index);
+            }
+        }
+        undone
+    }
+
+    /// Whether a step after `index` changed what `verify` reads.
+    fn undoes(&self, index: usize, verify: &Action) -> bool {
+        let later = |found: Option<&usize>| found.is_some_and(|writer| *writer > index);
+        match read(verify) {
+            Some(Read::Object(object)) => later(self.objects.get(&object)),
+            Some(Read::Kind(kind)) => later(self.kinds.get(&kind)),
+            None => false,
+        }
+    }
+}
+
+/// What a postcondition reads.
+enum Read {
+    Object((Kind, Option<String>, String)),
+    Kind(Kind),
+}
+
+fn read(verify: &Action) -> Option<Read> {
+    Some(match verify {
+        Action::ResourceGet(target) => {
+            Read::Object((target.kind, target.namespace.clone(), target.name.clone()))
+        }
+        Action::ResourceLabel(label) => {
+            Read::Object((label.kind, label.namespace.clone(), label.name.clone()))
+        }
+        Action::ResourceList(list) => Read::Kind(list.kind),
+        Action::ResourceWait(wait) => Read::Kind(wait.kind),
+        _ => return None,
+    })
+}
+
+/// The resources an action writes.
+fn written(action: &Action) -> Vec<(Kind, Option<String>, String)> {
+    match action {
+        Action::ResourceDelete(deletion) => deletion
+            .targets
+            .iter()
+            .map(|target| (target.kind, target.namespace.clone(), target.name.clone()))
+            .collect(),
+        Action::ResourceLabel(label) => {
+            vec![(label.kind, label.namespace.clone(), label.name.clone())]
+        }
+        Action::ResourcePatch(patch) => {
+            vec![(patch.kind, patch.namespace.clone(), patch.name.clone())]
+        }
+        Action::ResourceCreate(documents)
+        | Action::ResourceApply(documents)
+        | Action::ResourceReplace(documents) => documents
+            .documents
+            .iter()
+            .map(|resource| {
+                let key = resource.key();
+                (key.kind, key.namespace.clone(), key.name.clone())
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }

@@ -2,15 +2,16 @@
 //! its progress display, and the records a run makes as it goes — a step skipped, a run stopped at a
 //! gate, a run finished.
 //!
-//! Every change of a step's state is saved to the checkpoint before anything else happens, so a
-//! crash loses at most the step in progress. This file decides nothing about which step runs or
-//! whether it may (see `execute.rs`, `gate.rs`, `resume.rs`); it keeps the books.
+//! Every change of a step's state is recorded in the checkpoint (one transition, see
+//! `checkpoint.rs`) before anything else happens, so a crash loses at most the step in progress.
+//! This file decides nothing about which step runs or whether it may (see `execute.rs`, `gate.rs`,
+//! `resume.rs`); it keeps the books.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ApplyOptions;
-use super::checkpoint::{self, Checkpoint, CheckpointStore, RunState, StepState};
+use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::error::ExecError;
 use super::journal::{Journal, JournalEntry, JournalEvent};
@@ -39,9 +40,9 @@ impl Run<'_> {
         self.store.directory().join(checkpoint::CHILD_FILE)
     }
 
-    /// Saves the checkpoint (locally, and mirrored into the datastore).
-    pub async fn save(&mut self) -> Result<(), ExecError> {
-        self.store.save(&mut self.checkpoint).await?;
+    /// Records a transition of the checkpoint (locally, and mirrored into the datastore).
+    pub async fn save(&mut self, change: Change) -> Result<(), ExecError> {
+        self.store.record(&mut self.checkpoint, change).await?;
         Ok(())
     }
 
@@ -66,7 +67,7 @@ impl Run<'_> {
         record.state = StepState::Skipped;
         record.finished_at = Some(now_rfc3339());
         record.summary = Some(summary.to_string());
-        self.save().await?;
+        self.save(Change::step(index)).await?;
         self.record(JournalEvent::Succeeded, Some(step), |entry| {
             entry.summary = Some(summary.to_string());
         })?;
@@ -80,7 +81,7 @@ impl Run<'_> {
         self.checkpoint.run = RunState::WaitingAtGate {
             step: step.id.clone(),
         };
-        self.save().await?;
+        self.save(Change::run()).await?;
         self.record(JournalEvent::StoppedAtGate, Some(step), |entry| {
             entry.summary = Some(message.to_string());
         })
@@ -92,7 +93,7 @@ impl Run<'_> {
         record.state = StepState::Succeeded;
         record.finished_at = Some(now_rfc3339());
         record.summary = Some("interrupted; its postcondition holds, so not run again".to_string());
-        self.save().await?;
+        self.save(Change::step(index)).await?;
         self.record(JournalEvent::Recovered, Some(step), |entry| {
             entry.action = Some(step.action.name().to_string());
             entry.summary = Some("postcondition holds; not run again".to_string());
@@ -104,10 +105,38 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Marks completed step `index` to run again because its postcondition (`what`) no longer
+    /// holds and the operator asked for `--repair`.
+    pub async fn repair(
+        &mut self,
+        index: usize,
+        step: &PlannedStep,
+        what: &str,
+    ) -> Result<(), ExecError> {
+        let record = self.checkpoint.step_mut(index);
+        record.state = StepState::Pending;
+        record.finished_at = None;
+        record.summary = Some(format!(
+            "its postcondition ({what}) no longer held; run again by `--repair`"
+        ));
+        self.save(Change::step(index)).await?;
+        self.record(JournalEvent::Repairing, Some(step), |entry| {
+            entry.action = Some(step.action.name().to_string());
+            entry.summary = Some(format!(
+                "postcondition ({what}) no longer holds; running the step again (`--repair`)"
+            ));
+        })?;
+        self.progress.note(&format!(
+            "step `{}`: its postcondition ({what}) no longer holds; running it again (`--repair`)",
+            step.id
+        ));
+        Ok(())
+    }
+
     /// Records that every step is done.
     pub async fn complete(&mut self, steps: usize) -> Result<(), ExecError> {
         self.checkpoint.run = RunState::Completed;
-        self.save().await?;
+        self.save(Change::run()).await?;
         self.record(JournalEvent::RunCompleted, None, |entry| {
             entry.summary = Some(format!("{steps} steps done"));
         })

@@ -136,6 +136,41 @@ impl Action {
         )
     }
 
+    /// Replaces the secrets of a program's command line and environment by the one rule
+    /// (`redaction.rs`): what a plan keeps, shows and stores holds none.
+    pub fn redact_secrets(&mut self) {
+        match self {
+            Action::Exec(exec) => {
+                exec.command = crate::redaction::redact_argv(&exec.command);
+                exec.env = crate::redaction::redact_env(&exec.env);
+            }
+            Action::Helm(helm) => helm.args = crate::redaction::redact_argv(&helm.args),
+            _ => {}
+        }
+    }
+
+    /// The option of a program's command line that carries a secret (`--password`, `token=`).
+    pub fn secret_on_command_line(&self) -> Option<String> {
+        match self {
+            Action::Exec(exec) => crate::redaction::secret_in_argv(&exec.command),
+            Action::Helm(helm) => crate::redaction::secret_in_argv(&helm.args),
+            _ => None,
+        }
+    }
+
+    /// The environment variables a program takes from netctl's own environment: those whose
+    /// values the plan does not keep.
+    pub fn inherited_secrets(&self) -> impl Iterator<Item = &str> {
+        let env = match self {
+            Action::Exec(exec) => Some(&exec.env),
+            _ => None,
+        };
+        env.into_iter()
+            .flatten()
+            .filter(|(_, value)| *value == crate::redaction::REDACTED)
+            .map(|(name, _)| name.as_str())
+    }
+
     /// Whether the action changes nothing (reads, checks, waits and human gates).
     pub fn is_read_only(&self) -> bool {
         matches!(
@@ -281,9 +316,8 @@ impl Action {
                     restart.kind
                 )))
             }
-            Action::KubeDelete(delete) if delete.selector.trim().is_empty() => Err(invalid(
-                "`selector` must not be empty (deleting every object of a kind is never planned)",
-            )),
+            // An empty `selector` is refused when it is read (`LabelSelector::new`): deleting every
+            // object of a kind is never planned.
             _ => Ok(()),
         }
     }
@@ -595,9 +629,9 @@ pub struct KubeList {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// A Kubernetes label selector, e.g. `name=calico,owner=helm,status=deployed`.
+    /// The labels every listed object has, e.g. `{name: calico, owner: helm, status: deployed}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<String>,
+    pub selector: Option<LabelSelector>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -607,8 +641,65 @@ pub struct KubeDelete {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// A Kubernetes label selector, e.g. `name=calico,owner=helm`.
-    pub selector: String,
+    /// The labels every deleted object has, e.g. `{name: calico, owner: helm}`.
+    pub selector: LabelSelector,
+}
+
+/// A Kubernetes label selector made of equality requirements only, written as a map
+/// (`{name: calico, owner: helm}`) and rendered as `name=calico,owner=helm`. Each key must be a
+/// qualified name and each value a label value, so no value — a fact pasted in by a template, say —
+/// can add a requirement, an operator or a set (`x in (a),owner` is refused, not widened): the
+/// selector's meaning is its structure. At least one label: an empty selector would match
+/// everything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LabelSelector(BTreeMap<String, String>);
+
+impl LabelSelector {
+    /// A selector requiring these labels; refused when a key or value could not be a label's.
+    pub fn new(labels: BTreeMap<String, String>) -> Result<LabelSelector, String> {
+        use crate::resource::validate::syntax::{check_label_value, check_qualified_name};
+        if labels.is_empty() {
+            return Err(
+                "a label selector needs at least one label (an empty one matches every object)"
+                    .to_string(),
+            );
+        }
+        for (key, value) in &labels {
+            check_qualified_name(key).map_err(|reason| format!("label `{key}`: {reason}"))?;
+            check_label_value(value)
+                .map_err(|reason| format!("value `{value}` of label `{key}`: {reason}"))?;
+        }
+        Ok(LabelSelector(labels))
+    }
+}
+
+impl fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let requirements: Vec<String> = self
+            .0
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        f.write_str(&requirements.join(","))
+    }
+}
+
+impl<'de> Deserialize<'de> for LabelSelector {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Labels(BTreeMap<String, String>),
+            Text(String),
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Labels(labels) => LabelSelector::new(labels).map_err(serde::de::Error::custom),
+            Written::Text(text) => Err(serde::de::Error::custom(format!(
+                "write the selector as labels (`{{name: value, ...}}`), not as the text `{text}`"
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -77,6 +77,14 @@ pub enum PlanError {
     },
     #[error("runbook `{runbook}` has two steps with id `{step}`")]
     DuplicateStep { runbook: String, step: String },
+    #[error(
+        "runbook `{runbook}` step `{step}` writes a secret on a command line (`{option}`), which plans do not keep"
+    )]
+    SecretOnCommandLine {
+        runbook: String,
+        step: String,
+        option: String,
+    },
     #[error("runbook `{runbook}` step `{step}` needs `{need}`, which does not exist")]
     DanglingNeed {
         runbook: String,
@@ -114,6 +122,7 @@ impl PlanError {
             PlanError::OverlayUnused { install_method } => format!(
                 "overlays are for manifest installs (`install_method` is `{install_method}`); drop `--manifest-overlay`"
             ),
+            PlanError::SecretOnCommandLine { .. } => "let the program read it from its environment: it inherits netctl's, so export the variable before `netctl upgrade apply` (a step's `env` value under a secret-looking name is taken from there too, and the plan keeps only its name)".to_string(),
             _ => return None,
         })
     }

@@ -544,7 +544,92 @@ impl Facts {
         {
             facts.helm_release_namespace.value = "default".to_string();
         }
+        facts.check_types()?;
         Ok(facts)
+    }
+
+    /// Checks every fact against its type before any template sees it: namespaces are DNS-1123
+    /// labels, names DNS-1123 subdomains (a Helm release at most 53 characters, as Helm's rule),
+    /// label keys and values as Kubernetes has them, versions semver, endpoints URLs. A value that
+    /// could change what a rendered selector, path or command means is refused here, whether it was
+    /// given with `--set` or discovered.
+    pub fn check_types(&self) -> Result<(), FactError> {
+        use crate::resource::validate::syntax::{
+            check_label_value, check_qualified_name, check_subdomain, is_dns_label,
+        };
+        let invalid = |name: &str, value: &str, reason: String| FactError::InvalidValue {
+            name: name.to_string(),
+            value: value.to_string(),
+            reason,
+        };
+        let namespace = |name: &str, value: &str| {
+            match is_dns_label(value) {
+            true => Ok(()),
+            false => Err(invalid(
+                name,
+                value,
+                "a namespace is a DNS-1123 label: at most 63 lower case alphanumerics or `-`, starting and ending with an alphanumeric".to_string(),
+            )),
+        }
+        };
+        let object_name = |name: &str, value: &str| {
+            check_subdomain(value).map_err(|reason| invalid(name, value, reason))
+        };
+        namespace("operator_namespace", &self.operator_namespace.value)?;
+        namespace("system_namespace", &self.system_namespace.value)?;
+        if !self.helm_release_namespace.value.is_empty() {
+            namespace("helm_release_namespace", &self.helm_release_namespace.value)?;
+        }
+        let release = &self.helm_release.value;
+        object_name("helm_release", release)?;
+        if release.len() > 53 {
+            return Err(invalid(
+                "helm_release",
+                release,
+                "a Helm release name has at most 53 characters".to_string(),
+            ));
+        }
+        check_url(
+            "manifest_base_url",
+            &self.manifest_base_url.value,
+            &["https", "http", "file"],
+        )?;
+        if !self.etcd_endpoints.value.is_empty() {
+            for endpoint in self.etcd_endpoints.value.split(',') {
+                check_url("etcd_endpoints", endpoint, &["https", "http"])?;
+            }
+        }
+        let mesh = &self.mesh_version.value;
+        if !mesh.is_empty() && semver::Version::parse(mesh).is_err() {
+            return Err(invalid(
+                "mesh_version",
+                mesh,
+                "expected the full mesh version, e.g. `1.20.2`".to_string(),
+            ));
+        }
+        for endpoint in &self.all_interfaces_host_endpoints.value {
+            let fact = "all_interfaces_host_endpoints";
+            object_name(fact, &endpoint.name)?;
+            if !endpoint.node.is_empty() {
+                object_name(fact, &endpoint.node)?;
+            }
+            for (key, value) in &endpoint.labels {
+                check_qualified_name(key).map_err(|reason| invalid(fact, key, reason))?;
+                check_label_value(value).map_err(|reason| invalid(fact, value, reason))?;
+            }
+        }
+        for deployment in &self.service_deployments.value {
+            namespace("service_deployments", &deployment.namespace)?;
+            object_name("service_deployments", &deployment.name)?;
+        }
+        for reference in &self.owner_references.value {
+            if let Some(value) = &reference.namespace {
+                namespace("owner_references", value)?;
+            }
+            object_name("owner_references", &reference.name)?;
+            object_name("owner_references", &reference.owner_name)?;
+        }
+        Ok(())
     }
 
     /// Sets one fact from its command-line text (`--set name=value`).
@@ -685,6 +770,35 @@ impl Facts {
         }
         values
     }
+}
+
+/// Checks that `value` is a URL with one of `schemes` and nothing a template could misread.
+fn check_url(name: &str, value: &str, schemes: &[&str]) -> Result<(), FactError> {
+    let invalid = |reason: String| FactError::InvalidValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason,
+    };
+    let url = url::Url::parse(value).map_err(|error| invalid(format!("not a URL: {error}")))?;
+    if !schemes.contains(&url.scheme()) {
+        return Err(invalid(format!(
+            "expected a URL starting with {}",
+            schemes
+                .iter()
+                .map(|scheme| format!("`{scheme}://`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if url.scheme() != "file" && url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("the URL names no host".to_string()));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(invalid(
+            "a query, a fragment or credentials are not allowed".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `--set name=value`.

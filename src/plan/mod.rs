@@ -137,14 +137,21 @@ pub struct ManifestPreview {
 }
 
 impl Plan {
-    /// Builds a plan and seals it with its digest.
+    /// Builds a plan and seals it with its digest. Secrets in programs' command lines and
+    /// environments are redacted first (`redaction.rs`): no plan holds one.
     pub fn new(
         procedure: impl Into<String>,
         from: Release,
         to: Release,
         facts: Facts,
-        steps: Vec<PlannedStep>,
+        mut steps: Vec<PlannedStep>,
     ) -> Plan {
+        for step in &mut steps {
+            step.action.redact_secrets();
+            if let Some(verify) = &mut step.verify {
+                verify.redact_secrets();
+            }
+        }
         let mut plan = Plan {
             format_version: PLAN_FORMAT_VERSION,
             procedure: procedure.into(),

@@ -540,7 +540,7 @@ pub fn describe(action: &Action) -> String {
                 let _ = write!(text, " -n {namespace}");
             }
             if let Some(selector) = &list.selector {
-                let _ = write!(text, " -l {}", shell_word(selector));
+                let _ = write!(text, " -l {}", shell_word(&selector.to_string()));
             }
             text
         }
@@ -549,7 +549,7 @@ pub fn describe(action: &Action) -> String {
             if let Some(namespace) = &delete.namespace {
                 let _ = write!(text, " -n {namespace}");
             }
-            let _ = write!(text, " -l {}", shell_word(&delete.selector));
+            let _ = write!(text, " -l {}", shell_word(&delete.selector.to_string()));
             text
         }
         Action::KubeWaitRollout(wait) => {

@@ -9,7 +9,7 @@
 //!    order — so the same inputs always give the same plan (and digest).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value as Json, json};
@@ -412,16 +412,22 @@ fn instantiate(
             }
         };
         for (item_index, item) in items.into_iter().enumerate() {
-            let mut item_context = context.clone();
             let mut id = format!("{name}/{}", step.id);
             let mut item_reason = step_reason.clone();
-            if let Some(item) = &item {
-                item_context.insert("item".into(), item.clone());
-                id = format!("{id}[{item_index}]");
-                let shown = describe_item(item);
-                item_reason = format!("{item_reason}; item `{shown}`");
-            }
-            let item_context = context_from(&item_context);
+            // The item is laid over the step's context, which is built once: copying the whole
+            // context per item made planning quadratic in the number of items (the facts hold the
+            // list being iterated).
+            let item_context = match &item {
+                Some(item) => {
+                    id = format!("{id}[{item_index}]");
+                    item_reason = format!("{item_reason}; item `{}`", describe_item(item));
+                    minijinja::value::merge_maps([
+                        step_context.clone(),
+                        minijinja::context! { item => context_from(item) },
+                    ])
+                }
+                None => step_context.clone(),
+            };
             let action = render_action(
                 set,
                 templates,
@@ -523,11 +529,20 @@ pub(crate) fn render_action(
         }
         (_, with) => with,
     };
-    Action::from_parts(action, with).map_err(|source| PlanError::Action {
+    let action = Action::from_parts(action, with).map_err(|source| PlanError::Action {
         runbook: runbook.clone(),
         step: step.id.clone(),
         source,
-    })
+    })?;
+    // A secret on a command line could neither be kept in the plan nor supplied at run time.
+    if let Some(option) = action.secret_on_command_line() {
+        return Err(PlanError::SecretOnCommandLine {
+            runbook: runbook.clone(),
+            step: step.id.clone(),
+            option,
+        });
+    }
+    Ok(action)
 }
 
 /// How a `foreach` item appears in a step's reason: strings as they are, objects by kind and name.
@@ -593,6 +608,8 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
     let mut graph: DiGraph<usize, ()> = DiGraph::new();
     let nodes: Vec<NodeIndex> = (0..instances.len()).map(|i| graph.add_node(i)).collect();
     let mut needs: Vec<Vec<usize>> = vec![Vec::new(); instances.len()];
+    // What each instance already needs: one step may need every item of a `foreach`.
+    let mut seen: Vec<HashSet<usize>> = vec![HashSet::new(); instances.len()];
     for (index, instance) in instances.iter().enumerate() {
         for need in &instance.needs {
             let (runbook, step) = match need.split_once('/') {
@@ -625,7 +642,7 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
                         need_phase: target_phase,
                     });
                 }
-                if !needs[index].contains(&target) {
+                if seen[index].insert(target) {
                     needs[index].push(target);
                     graph.add_edge(nodes[target], nodes[index], ());
                 }

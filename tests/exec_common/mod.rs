@@ -19,16 +19,42 @@ pub const CLUSTER_INFORMATION: &str =
 pub const LOCK_KEY: &str = "/calico/netctl/upgrade/lock";
 pub const CHECKPOINT_KEY: &str = "/calico/netctl/upgrade/checkpoint";
 
-/// The checkpoint mirrored into etcd, as the JSON it holds (the value is gzip), if there is one.
+/// The checkpoint as another machine reads it from the datastore mirror: `upgrade status -o json`
+/// of a netctl with an empty state directory, if the mirror holds a run.
 pub fn mirrored_checkpoint(etcd: &EtcdServer) -> Option<serde_json::Value> {
+    let elsewhere = Operator::new(etcd);
+    let status = status_json(&elsewhere);
+    Some(status["checkpoint"].clone()).filter(|checkpoint| !checkpoint.is_null())
+}
+
+/// Every value netctl keeps under `/calico/netctl/` (the lock and the checkpoint mirror), gzip
+/// values decompressed, as one text: what a secret must never be found in.
+pub fn netctl_values_text(etcd: &EtcdServer) -> String {
     use std::io::Read;
-    let value = etcd.entries(CHECKPOINT_KEY).into_iter().next()?.value;
-    assert!(value.starts_with(&[0x1f, 0x8b]), "the mirror is gzip");
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(value.as_slice())
-        .read_to_end(&mut json)
-        .expect("a valid gzip stream");
-    Some(serde_json::from_slice(&json).expect("the mirror holds JSON"))
+    let mut text = String::new();
+    for entry in etcd.entries("/calico/netctl/") {
+        let mut value = entry.value;
+        if value.starts_with(&[0x1f, 0x8b]) {
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(value.as_slice())
+                .read_to_end(&mut plain)
+                .expect("a valid gzip stream");
+            value = plain;
+        }
+        text.push_str(&String::from_utf8_lossy(&value));
+        text.push('\n');
+    }
+    text
+}
+
+/// The name of the user running the tests, as netctl records it (from the operating system, not
+/// `$USER`).
+pub fn os_user() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.name)
+        .expect("the test user has a name")
 }
 
 /// Puts what discovery reads: ClusterInformation (v3.26.4) and one ordinary host endpoint `h1`.
@@ -210,7 +236,10 @@ pub fn filters(home: &Path) -> Vec<(String, String)> {
             r"sha256:[0-9a-f]{64}".to_string(),
             "sha256:[DIGEST]".to_string(),
         ),
-        (r"ops@[A-Za-z0-9.-]+".to_string(), "ops@[HOST]".to_string()),
+        (
+            format!("{}@[A-Za-z0-9.-]+", regex_escape(&os_user())),
+            "[USER]@[HOST]".to_string(),
+        ),
         (r"pid \d+".to_string(), "pid [PID]".to_string()),
         (r"\(\d+(\.\d+)?s\)".to_string(), "([ELAPSED])".to_string()),
         (r"\d+\.\d+s\b".to_string(), "[ELAPSED]".to_string()),

@@ -154,3 +154,88 @@ fn etcd_manifest_dry_run_transcript() {
         "etcd_manifest_v3_13_to_v3_27_dry_run",
     );
 }
+
+/// SIGKILL at every step boundary of the whole v3.13 → v3.27 run, finish steps included: one run
+/// is killed before step 1's action, resumed and killed after it, resumed and killed before step 2,
+/// and so on to the end; every resume goes on from where the kill left it. At the end the cluster
+/// is as after an uninterrupted run, each step is journaled done exactly once, and no label is left.
+#[test]
+fn etcd_manifest_run_killed_at_every_step_boundary_resumes_to_the_end() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, plan) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    let ids = step_ids(&plan);
+    let applied = ids
+        .iter()
+        .position(|id| id == "etcd-upgrade/apply-manifest")
+        .expect("the plan applies the manifest");
+    for id in [
+        "hostendpoint-finish/delete-allow-all-upgrade",
+        "hostendpoint-finish/unlabel-all-interfaces-heps[0]",
+    ] {
+        assert!(ids.iter().any(|step| step == id), "{id} in {ids:?}");
+    }
+
+    let mut apply = Apply::plan(&plan_file).mirror(&mirror).yes();
+    for (index, id) in ids.iter().enumerate() {
+        for when in ["before", "after"] {
+            apply_killed_at(&operator, &apply, &format!("{id}:{when}"));
+            // The cluster does its part once the new manifest is in: rollouts, the new version.
+            if index > applied || (index == applied && when == "after") {
+                roll_out(&kube, "daemonsets", "calico-node", 1, 2);
+                roll_out(&kube, "deployments", "calico-kube-controllers", 1, 1);
+                set_etcd_version(&etcd, "v3.27.0");
+            }
+            // The checkpoint a kill leaves is readable and says where the run was: the step is
+            // `running`, whether its action had begun or had just finished.
+            let status = status_json(&operator);
+            let record = &status["checkpoint"]["steps"][index];
+            assert_eq!(record["state"], "running", "{id}:{when}: {status}");
+            apply = Apply::resume().mirror(&mirror).yes();
+        }
+    }
+    resume_to_the_end(&operator, &mirror);
+
+    let status = status_json(&operator);
+    assert_eq!(status["checkpoint"]["run"]["state"], "completed");
+    let journal =
+        std::fs::read_to_string(operator.home().join("state").join("journal.jsonl")).unwrap();
+    for id in &ids {
+        let done = journal
+            .lines()
+            .filter(|line| {
+                line.contains(&format!(r#""step":"{id}""#))
+                    && (line.contains(r#""event":"succeeded""#)
+                        || line.contains(r#""event":"recovered""#))
+            })
+            .count();
+        assert_eq!(done, 1, "{id} is journaled done once:\n{journal}");
+    }
+    assert!(
+        etcd.get(&format!(
+            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
+        ))
+        .is_none()
+    );
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
+    assert_eq!(endpoint["metadata"]["labels"], json!({"role": "edge"}));
+    let node = kube
+        .get("apps/v1", "daemonsets", "kube-system", "calico-node")
+        .unwrap();
+    assert_eq!(
+        node["spec"]["template"]["spec"]["containers"][0]["image"],
+        "docker.io/calico/node:v3.27.0"
+    );
+}

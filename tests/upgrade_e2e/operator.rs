@@ -144,7 +144,7 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
     );
     // The checkpoint records what was removed (the plan's facts), with the old UID.
     assert_eq!(
-        status["checkpoint"]["plan"]["facts"]["owner_references"]["value"][0]["ownerUid"],
+        status["plan"]["facts"]["owner_references"]["value"][0]["ownerUid"],
         json!(old_uid)
     );
     let status_text = operator.run(&["upgrade", "status"], &[]);

@@ -159,4 +159,13 @@ impl Coordination for EtcdStore {
             Succession::Ours(_)
         ))
     }
+
+    async fn delete_blob(&self, key: &str) -> Result<(), StoreError> {
+        self.request("a delete", |mut connection| {
+            let key = key.to_string();
+            async move { connection.kv.delete(key, None).await }
+        })
+        .await
+        .map(|_| ())
+    }
 }

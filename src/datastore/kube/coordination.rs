@@ -345,6 +345,20 @@ impl Coordination for KubeStore {
             _ => Ok(false),
         }
     }
+
+    async fn delete_blob(&self, key: &str) -> Result<(), StoreError> {
+        match self
+            .call(
+                self.request("delete", "configmaps", None, None),
+                self.config_maps()
+                    .delete(&config_map_name(key), &DeleteParams::default()),
+            )
+            .await
+        {
+            Ok(_) | Err(StoreError::NotInstalled { .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
 }
 
 #[cfg(test)]

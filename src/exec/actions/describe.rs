@@ -36,9 +36,22 @@ pub fn describe_action(action: &Action) -> String {
                 .collect();
             format!("delete {}", keys.join(", "))
         }
-        Action::ResourceLabel(label) => match &label.value {
-            Some(value) => format!("label {} {} {}={value}", label.kind, label.name, label.key),
-            None => format!("label {} {} remove {}", label.kind, label.name, label.key),
+        Action::ResourceLabel(label) => match (&label.labels, label.remove) {
+            (Some(labels), _) => {
+                let pairs: Vec<String> = labels
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect();
+                format!("label {} {} {}", label.kind, label.name, pairs.join(","))
+            }
+            (None, true) => format!("label {} {} remove {}", label.kind, label.name, label.key),
+            (None, false) => format!(
+                "label {} {} {}={}",
+                label.kind,
+                label.name,
+                label.key,
+                label.value.as_deref().unwrap_or_default()
+            ),
         },
         Action::ResourcePatch(patch) => {
             format!(

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{Outcome, RunMode};
-use crate::exec::checkpoint::write_atomically;
+use crate::exec::checkpoint::{create_private_directory, write_atomically};
 use crate::plan::action::Fetch;
 use crate::plan::request::ManifestReader;
 
@@ -371,7 +371,8 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
         source,
     };
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(error)?;
+        // Owner-only, like the rest of the state directory.
+        create_private_directory(parent).map_err(error)?;
     }
     write_atomically(path, bytes).map_err(error)
 }

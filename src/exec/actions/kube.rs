@@ -525,13 +525,14 @@ pub struct Listed {
 pub async fn list_names(client: &kube::Client, list: &KubeList) -> Result<Listed, KubeActionError> {
     let (resource, namespaced) = resolve(client, &list.api_version, &list.kind).await?;
     let api = api_for(client, &resource, namespaced, list.namespace.as_deref());
+    let selector = list.selector.as_ref().map(ToString::to_string);
     let covered = collection(
         &resource.plural,
         list.namespace.as_deref(),
-        list.selector.as_deref(),
+        selector.as_deref(),
     );
     let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
-    if let Some(selector) = &list.selector {
+    if let Some(selector) = &selector {
         params = params.labels(selector);
     }
     let mut names = Vec::new();
@@ -592,11 +593,12 @@ pub async fn delete(
     let description = describe_delete(delete);
     let (resource, namespaced) = resolve(client, &delete.api_version, &delete.kind).await?;
     let api = api_for(client, &resource, namespaced, delete.namespace.as_deref());
-    let list = ListParams::default().labels(&delete.selector);
+    let selector = delete.selector.to_string();
+    let list = ListParams::default().labels(&selector);
     let where_ = collection(
         &resource.plural,
         delete.namespace.as_deref(),
-        Some(&delete.selector),
+        Some(&selector),
     );
     let rehearsal = api
         .delete_collection(&DeleteParams::default().dry_run(), &list)

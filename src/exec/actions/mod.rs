@@ -94,7 +94,7 @@ impl StepError {
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
             StepError::NotAPostcondition { .. } => Some(
-                "use `resource.get`, `resource.list`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
+                "use `resource.get`, `resource.list`, `resource.label`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
             StepError::Check(_) | StepError::NoDatastore { .. } => None,
         }
@@ -178,7 +178,9 @@ pub async fn perform(
             let semantics = context.semantics;
             resource_delete::delete(store()?, deletion, semantics, mode, interrupt).await?
         }
-        Action::ResourceLabel(label) => resource_edit::label(store()?, label, mode).await?,
+        Action::ResourceLabel(label) => {
+            resource_edit::label_with(store()?, label, context.semantics, mode).await?
+        }
         Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
         Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
@@ -290,6 +292,7 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
             Ok(code == Some(0))
         }
         Action::ResourceWait(wait) => Ok(resource_wait::waited_for(store()?, wait).await?),
+        Action::ResourceLabel(label) => Ok(resource_edit::label_holds(store()?, label).await?),
         Action::KubeList(list) => match &context.kubernetes {
             Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
             None => Err(StepError::KubernetesUnavailable {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::{Outcome, RunMode};
-use crate::exec::journal::{redact_argv, redact_env};
+use crate::redaction::{REDACTED, redact_argv, redact_env};
 
 /// At most this much of each output stream is kept.
 const OUTPUT_LIMIT: usize = 64 * 1024;
@@ -29,6 +29,10 @@ pub enum ProcessError {
     },
     #[error("`{program}` did not finish within {seconds}s and was killed")]
     Timeout { program: String, seconds: u64 },
+    #[error(
+        "`{program}` has a redacted secret on its command line, and plans keep no secrets to run it with"
+    )]
+    RedactedArgument { program: String },
     #[error("`{program}` failed with {status}{}", stderr_tail(stderr))]
     Failed {
         program: String,
@@ -43,6 +47,9 @@ impl ProcessError {
             ProcessError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("install the program or give its full path in the runbook".to_string())
             }
+            ProcessError::RedactedArgument { .. } => Some(
+                "pass the secret through the environment instead: the program inherits netctl's, and the plan keeps only the variable's name".to_string(),
+            ),
             ProcessError::Timeout { .. } => {
                 Some("raise the step's `timeout`, or look at why the program hangs".to_string())
             }
@@ -188,9 +195,14 @@ pub async fn run_status(
     tracking: Option<&ChildTracking>,
 ) -> Result<(Option<i32>, String, String), ProcessError> {
     let program = argv[0].clone();
+    // A redacted value was never kept (see `redaction.rs`): on a command line there is nothing to
+    // run with; in the environment the program inherits it from netctl's own.
+    if argv.iter().any(|argument| argument.contains(REDACTED)) {
+        return Err(ProcessError::RedactedArgument { program });
+    }
     let child = Command::new(&program)
         .args(&argv[1..])
-        .envs(env)
+        .envs(env.iter().filter(|(_, value)| *value != REDACTED))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

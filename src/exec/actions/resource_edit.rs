@@ -15,7 +15,7 @@ use super::resource::{
     store_error, target_key, writable,
 };
 use super::store_rules;
-use super::{Outcome, RunMode};
+use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics};
 
 /// Reads, changes and conditionally updates one resource, re-reading on conflict.
 async fn read_modify_write(
@@ -51,15 +51,43 @@ async fn read_modify_write(
     }
 }
 
+/// Sets or removes a label; removing a label that is not there fails (as `netctl label`).
 pub async fn label(
     store: &dyn Datastore,
     request: &ResourceLabel,
+    mode: RunMode,
+) -> Result<Outcome, ResourceActionError> {
+    label_with(store, request, WriteSemantics::default(), mode).await
+}
+
+/// Sets or removes a label. Removing a label that is not there fails, unless `semantics` says a
+/// missing target counts as done (upgrade plans: a removal that ran before an interruption is not
+/// an error when the step runs again).
+pub async fn label_with(
+    store: &dyn Datastore,
+    request: &ResourceLabel,
+    semantics: WriteSemantics,
     mode: RunMode,
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
     let kind_text = request.kind.as_str().to_ascii_lowercase();
     if let Some(wanted) = &request.labels {
         return label_all(store, request, wanted, &key, &kind_text, mode).await;
+    }
+    if request.remove && semantics.delete_missing == ExistingPolicy::Skip {
+        let stored = store.get(&key).await.map_err(store_error("read", &key))?;
+        if !stored.metadata.labels.contains_key(&request.key) {
+            let (label, name) = (&request.key, &request.name);
+            return Ok(Outcome::line(match mode {
+                // A rehearsed earlier step of the plan may add it; the real run removes it then.
+                RunMode::DryRun => format!(
+                    "would remove label {label} from {kind_text} {name} (absent now: nothing to do unless an earlier step adds it)"
+                ),
+                RunMode::Execute => {
+                    format!("label {label} is already absent from {kind_text} {name}")
+                }
+            }));
+        }
     }
     let (resource, message) = read_modify_write(store, &key, mode, |resource| {
         let labels = &mut resource.metadata.labels;
@@ -183,6 +211,30 @@ async fn label_all(
         .push(format!("{would}update {key} ({summary}):"));
     outcome.transcript.extend(document_lines(&resource));
     Ok(outcome)
+}
+
+/// Whether the labels `request` sets (or removes) are as it leaves them: its postcondition. A
+/// resource that is gone has no label to remove, and lacks the ones to set.
+pub async fn label_holds(
+    store: &dyn Datastore,
+    request: &ResourceLabel,
+) -> Result<bool, ResourceActionError> {
+    let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
+    let labels = match store.get(&key).await {
+        Ok(resource) => resource.metadata.labels,
+        Err(StoreError::NotFound(_)) => return Ok(request.remove),
+        Err(error) => return Err(store_error("read", &key)(error)),
+    };
+    Ok(match (&request.labels, request.remove) {
+        (Some(wanted), _) => wanted
+            .iter()
+            .all(|(label, value)| labels.get(label) == Some(value)),
+        (None, true) => !labels.contains_key(&request.key),
+        (None, false) => {
+            labels.get(&request.key).map(String::as_str)
+                == Some(request.value.as_deref().unwrap_or_default())
+        }
+    })
 }
 
 pub async fn patch(
