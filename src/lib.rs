@@ -16,3 +16,4 @@ pub mod resource;
 pub mod runbook;
 pub mod terminal;
 pub mod vocabulary;
+pub mod yaml;

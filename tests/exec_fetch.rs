@@ -354,9 +354,10 @@ fn an_edited_overlaid_manifest_is_kept_when_its_original_is_downloaded_again() {
     assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     let files = operator.state_dir().join("files");
     let overlaid = std::fs::read_to_string(files.join("upgrade.yaml")).unwrap();
-    assert!(overlaid.contains("overlaid: yes"), "{overlaid}");
+    // Quoted, so that kubectl (a YAML 1.1 reader) applies the string, not the boolean true.
+    assert!(overlaid.contains("overlaid: 'yes'"), "{overlaid}");
 
-    let edited = overlaid.replace("overlaid: yes", "overlaid: edited-at-the-gate");
+    let edited = overlaid.replace("overlaid: 'yes'", "overlaid: edited-at-the-gate");
     std::fs::write(files.join("upgrade.yaml"), &edited).unwrap();
     std::fs::remove_file(files.join("upgrade.yaml.original")).unwrap();
     let resumed = operator.run(

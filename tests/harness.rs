@@ -503,7 +503,7 @@ fn netctl_config_yaml_describes_the_server() {
         .auth(AuthSetup::default())
         .start();
     let yaml = etcd.netctl_config_yaml();
-    let config: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    let config: serde_json::Value = netctl::yaml::from_str(&yaml).unwrap();
     assert_eq!(config["kind"], "NetAPIConfig");
     assert_eq!(config["spec"]["etcdEndpoints"], etcd.endpoint());
     assert_eq!(config["spec"]["etcdUsername"], "netctl");

@@ -506,7 +506,7 @@ fn node_labels_and_wireguard_addresses_map_as_upstream() {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "node1", "labels": {"kubernetes.io/os": "linux"},
             "annotations": {"projectcalico.org/IPv4WireguardInterfaceAddr": "10.250.0.1",
-                            "projectcalico.org/WireguardPublicKey": "cHVibGljLWtleQ=="}}
+                            "projectcalico.org/WireguardPublicKey": "x6NhvRBrSdfAKxs5VPtPTaJDgMknF3cGsMoR2WvBm2E="}}
     }));
     // A label set through netctl is the Calico Node's own: kept in `projectcalico.org/labels`, the
     // Kubernetes Node's labels untouched.
@@ -524,7 +524,7 @@ fn node_labels_and_wireguard_addresses_map_as_upstream() {
     );
     assert_eq!(
         annotations["projectcalico.org/WireguardPublicKey"],
-        "cHVibGljLWtleQ=="
+        "x6NhvRBrSdfAKxs5VPtPTaJDgMknF3cGsMoR2WvBm2E="
     );
 
     // Read back: both kinds of label, and the Kubernetes ones recorded in `kube-labels`.

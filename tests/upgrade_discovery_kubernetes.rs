@@ -247,7 +247,8 @@ fn an_operator_deployment_without_its_release_secret_is_an_operator_install() {
 #[test]
 fn a_canal_manifest_install_is_discovered_with_an_etcd_datastore() {
     let kube = KubeApiServer::start();
-    kube.put(daemon_set("canal"));
+    // canal-etcd.yaml names its node agent `canal-node` (canal.yaml: `canal`), at every tag.
+    kube.put(daemon_set("canal-node"));
     let etcd = EtcdServer::start();
     etcd.put(
         "/calico/resources/v3/projectcalico.org/clusterinformations/default",
@@ -277,6 +278,32 @@ fn a_canal_manifest_install_is_discovered_with_an_etcd_datastore() {
     assert_eq!(fact(&plan, "install_method"), discovered(json!("manifest")));
     assert_eq!(fact(&plan, "manifest_flavor"), discovered(json!("canal")));
     assert_eq!(fact(&plan, "system_namespace").0, json!("kube-system"));
+    // Planned with canal-etcd.yaml's own object names.
+    let step = |id: &str| {
+        plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap_or_else(|| panic!("no step `{id}` in {plan}"))
+            .clone()
+    };
+    let download = step("etcd-upgrade/download-manifest");
+    assert!(
+        download["with"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/v3.29.0/manifests/canal-etcd.yaml"),
+        "{download}"
+    );
+    assert_eq!(
+        download["with"]["overlay"][0]["metadata"]["name"],
+        "canal-config"
+    );
+    assert_eq!(
+        step("etcd-upgrade/wait-node-agents")["with"]["name"],
+        "canal-node"
+    );
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub fn run(context: &Context, command: ConfigCommand) -> anyhow::Result<ExitCode
     let config = context.client_config()?;
     let text = match output {
         ViewFormat::Table => table(config)?,
-        ViewFormat::Yaml => serde_yaml::to_string(&document(config))?,
+        ViewFormat::Yaml => crate::yaml::to_string(&document(config))?,
         ViewFormat::Json => format!("{}\n", serde_json::to_string_pretty(&document(config))?),
     };
     context.printer.data(&text)?;

@@ -106,7 +106,7 @@ impl RenderArgs {
             .plan(FactSources::default(), &ManifestDownloads { mirror: None })
             .await?;
         // Through JSON first, so enums print as plain maps (`source: {file: ..}`), not YAML tags.
-        let text = serde_yaml::to_string(&serde_json::to_value(&plan.steps)?)?;
+        let text = crate::yaml::to_string(&serde_json::to_value(&plan.steps)?)?;
         printer.data(&text)?;
         Ok(())
     }

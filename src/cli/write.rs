@@ -379,7 +379,7 @@ pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCod
     if args.show_defaults {
         for resource in &resources {
             writeln!(stdout, "---")?;
-            write!(stdout, "{}", serde_yaml::to_string(resource)?)?;
+            write!(stdout, "{}", crate::yaml::to_string(resource)?)?;
         }
     } else {
         writeln!(

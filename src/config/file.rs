@@ -140,15 +140,17 @@ pub fn read(path: &Path) -> Result<NetApiConfigDocument, ConfigError> {
 
 /// Parses configuration text read from `path` (used in messages only).
 pub fn parse(text: &str, path: &Path) -> Result<NetApiConfigDocument, ConfigError> {
+    // Upstream reads its configuration with sigs.k8s.io/yaml's strict decoding: YAML 1.1 values,
+    // text where a string is expected, field names matched ignoring case.
+    let shapes = crate::yaml::Shapes::of::<NetApiConfigDocument>();
     let document: NetApiConfigDocument =
-        serde_yaml::from_str(text).map_err(|source| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            location: source
-                .location()
-                .map(|at| format!(":{}:{}", at.line(), at.column()))
-                .unwrap_or_default(),
-            source,
-        })?;
+        crate::yaml::from_str_shaped(text, &shapes, crate::yaml::FieldNames::FoldCase).map_err(
+            |source| ConfigError::Syntax {
+                path: path.to_path_buf(),
+                location: format!(":{}:{}", source.line, source.column),
+                source: Box::new(source.kind),
+            },
+        )?;
     if document.api_version != crate::resource::API_VERSION {
         return Err(ConfigError::WrongApiVersion {
             path: PathBuf::from(path),

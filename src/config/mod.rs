@@ -54,7 +54,7 @@ pub enum ConfigError {
         path: PathBuf,
         location: String,
         #[source]
-        source: serde_yaml::Error,
+        source: Box<crate::yaml::YamlErrorKind>,
     },
     #[error("invalid config file `{}`: apiVersion is `{found}`, expected `projectcalico.org/v3`", path.display())]
     WrongApiVersion { path: PathBuf, found: String },

@@ -347,3 +347,12 @@ fn resolver_variable_accepts_address_with_or_without_port() {
     assert_eq!(config.resolver.unwrap().value.port(), 53);
     assert!(from_env(&[(RESOLVER_VARIABLE, "dns.example")]).is_err());
 }
+
+#[test]
+fn file_read_as_upstream_reads_it_byte_order_mark_yaml_1_1_and_field_case() {
+    let file = config_file(
+        "\u{feff}apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  DatastoreType: etcdv3\n  etcdEndpoints: http://a:1\n  k8sInsecureSkipTLSVerify: yes\n",
+    );
+    let config = load_with_default(Some(file.path()), Path::new("/x"), &env(&[]));
+    assert!(config.is_ok(), "{:?}", config.err());
+}

@@ -9,9 +9,9 @@
 //! Key order mirrors upstream's encoders. JSON keeps struct order (`kind`, `apiVersion`, `metadata`,
 //! then `spec` as stored), indented by two spaces. YAML is produced from JSON with every mapping's keys
 //! sorted, as go-yaml-wrapper does, so a List's keys come out `apiVersion`, `items`, `kind`,
-//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Scalars are
-//! quoted as serde_yaml quotes them (`'40'` where go-yaml writes `"40"`): the same YAML values, not
-//! always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
+//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Strings any
+//! YAML reader would take for another type are quoted (`'40'`, `'no'`, `'2024-01-01'`; kubectl writes
+//! `"40"`): the same values for YAML 1.1 and 1.2 readers, not always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
 //! here; choosing a writer for a command is `mod.rs`'s job.
 
 use std::io::Write;
@@ -86,8 +86,9 @@ fn encode_value(value: &Value, format: DocumentFormat, what: &str) -> Result<Str
     let encoded = match format {
         DocumentFormat::Json => serde_json::to_string_pretty(value)
             .map_err(|source| Box::new(source) as Box<dyn std::error::Error + Send + Sync>),
-        DocumentFormat::Yaml => serde_yaml::to_string(&sort_keys(value.clone()))
-            .map_err(|source| Box::new(source) as Box<dyn std::error::Error + Send + Sync>),
+        DocumentFormat::Yaml => Ok(crate::yaml::emit::value_to_string(&sort_keys(
+            value.clone(),
+        ))),
     };
     encoded.map_err(|source| OutputError::Encode {
         what: what.to_string(),

@@ -592,7 +592,7 @@ fn json_list_is_one_list_object() {
 #[test]
 fn yaml_list_is_one_list_object_with_sorted_keys() {
     let output = list(&sample_pools(), OutputFormat::Yaml);
-    let parsed: serde_json::Value = serde_yaml::from_str(&output).expect("valid YAML");
+    let parsed: serde_json::Value = crate::yaml::from_str(&output).expect("valid YAML");
     assert_eq!(parsed["kind"], "IPPoolList");
     assert_eq!(parsed["metadata"]["resourceVersion"], "42");
     assert_eq!(parsed["items"][1]["metadata"]["name"], "pool-b");
@@ -634,9 +634,9 @@ fn named_documents_are_an_object_alone_or_an_array() {
                 )
             } else {
                 (
-                    serde_yaml::from_str(&one).unwrap(),
-                    serde_yaml::from_str(&two).unwrap(),
-                    serde_yaml::from_str(&none).unwrap(),
+                    crate::yaml::from_str(&one).unwrap(),
+                    crate::yaml::from_str(&two).unwrap(),
+                    crate::yaml::from_str(&none).unwrap(),
                 )
             };
         assert_eq!(one["metadata"]["name"], "pool-a", "{format}");
@@ -667,7 +667,7 @@ fn yaml_keeps_multi_line_values_inside_list_items() {
         "line one\n  indented line two\n".to_string(),
     );
     let output = list(&[annotated.clone(), annotated], OutputFormat::Yaml);
-    let parsed: serde_json::Value = serde_yaml::from_str(&output).expect("valid YAML");
+    let parsed: serde_json::Value = crate::yaml::from_str(&output).expect("valid YAML");
     assert_eq!(
         parsed["items"][1]["metadata"]["annotations"]["description"],
         "line one\n  indented line two\n"

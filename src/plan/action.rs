@@ -147,10 +147,32 @@ impl Action {
                 name: name.to_string(),
             });
         }
-        let with = match with {
+        let mut with = match with {
             serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
             other => other,
         };
+        // Documents written in a runbook are read as a file's documents are (text in string
+        // fields, names matched ignoring case), not by serde's exact rules.
+        let writes_documents = matches!(
+            name,
+            "resource.create" | "resource.apply" | "resource.replace"
+        );
+        if let (true, Some(documents)) = (
+            writes_documents,
+            with.get_mut("documents")
+                .and_then(|value| value.as_array_mut()),
+        ) {
+            for (index, document) in documents.iter_mut().enumerate() {
+                let resource =
+                    crate::resource::resource_from_value(document.take()).map_err(|reason| {
+                        ActionError::Invalid {
+                            name: name.to_string(),
+                            reason: format!("document {}: {reason}", index + 1),
+                        }
+                    })?;
+                *document = serde_json::to_value(&resource).unwrap_or_default();
+            }
+        }
         let tagged = serde_json::json!({ "action": name, "with": with });
         let action: Action =
             serde_json::from_value(tagged).map_err(|source| ActionError::InvalidArguments {
@@ -815,5 +837,21 @@ mod tests {
             serde_json::to_value(exec.timeout).unwrap(),
             serde_json::json!("2m")
         );
+    }
+
+    #[test]
+    fn documents_written_in_a_runbook_are_read_as_a_files_documents() {
+        let with = serde_json::json!({"documents": [{
+            "apiVersion": "projectcalico.org/v3", "kind": "Tier",
+            "metadata": {"name": "t", "labels": {"reflector": true}},
+            "spec": {"Order": 5}
+        }]});
+        let Action::ResourceApply(documents) = Action::from_parts("resource.apply", with).unwrap()
+        else {
+            panic!("not a resource.apply");
+        };
+        let tier = &documents.documents[0];
+        assert_eq!(tier.metadata.labels["reflector"], "true");
+        assert_eq!(tier.spec["order"], 5);
     }
 }

@@ -102,7 +102,7 @@ pub fn requirement(text: &str, place: &str) -> Result<semver::VersionReq, Catalo
 impl Catalog {
     pub fn parse(text: &str) -> Result<Catalog, CatalogError> {
         let catalog: Catalog =
-            serde_yaml::from_str(text).map_err(|error| CatalogError::Invalid {
+            crate::yaml::from_str(text).map_err(|error| CatalogError::Invalid {
                 message: error.to_string(),
             })?;
         if catalog.kind != "ReleaseCatalog" {

@@ -31,6 +31,9 @@ const CALICO_V3: &str = "projectcalico.org/v3";
 /// Objects per list request, so a large cluster is read in pages.
 const PAGE_SIZE: u32 = 250;
 
+/// The node-agent DaemonSets of the single manifests, by the names upstream gives them.
+const MANIFEST_NODE_AGENTS: [&str; 3] = ["calico-node", "canal", "canal-node"];
+
 /// Reads the install from the Kubernetes objects that make it up:
 ///
 /// - the install method: a `tigera-operator` Deployment installed by a Helm release (its
@@ -39,8 +42,10 @@ const PAGE_SIZE: u32 = 250;
 ///   release secret (its `meta.helm.sh/release-namespace` annotation); any other `tigera-operator`
 ///   Deployment is `operator`; either way the Deployment's namespace is the operator namespace (before
 ///   v3.23 a Helm release lived in `default`, apart from the operator); without one, a
-///   `calico-node` or `canal` DaemonSet in `kube-system` is `manifest`;
-/// - the manifest flavour: `canal` when a `canal` DaemonSet runs in `kube-system`;
+///   node-agent DaemonSet of a single manifest in `kube-system` is `manifest`: `calico-node`
+///   (calico.yaml, calico-etcd.yaml, calico-policy-only.yaml), `canal` (canal.yaml) or `canal-node`
+///   (canal-etcd.yaml), as upstream names them at every tag from v3.13 to v3.32;
+/// - the manifest flavour: `canal` when a `canal` or `canal-node` DaemonSet runs in `kube-system`;
 /// - every OwnerReference to a `projectcalico.org/v3` owner from a ConfigMap, Secret, Deployment or
 ///   DaemonSet in any namespace, read page by page;
 /// - the service Deployments of the mesh: those in a namespace labelled `istio-injection=enabled`
@@ -117,7 +122,7 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
                     "Deployment" if name == OPERATOR_DEPLOYMENT => operators.push(object),
                     "DaemonSet"
                         if namespace == MANIFEST_NAMESPACE
-                            && (name == "calico-node" || name == "canal") =>
+                            && MANIFEST_NODE_AGENTS.contains(&name.as_str()) =>
                     {
                         manifest_daemon_sets.push(name)
                     }
@@ -148,7 +153,10 @@ pub async fn discover_cluster_facts(client: &kube::Client) -> Result<ClusterFact
         service_deployments,
         ..ClusterFacts::default()
     };
-    if manifest_daemon_sets.iter().any(|name| name == "canal") {
+    if manifest_daemon_sets
+        .iter()
+        .any(|name| name == "canal" || name == "canal-node")
+    {
         facts.manifest_flavor = Some(ManifestFlavor::Canal);
     } else if !manifest_daemon_sets.is_empty() {
         facts.manifest_flavor = Some(ManifestFlavor::Calico);

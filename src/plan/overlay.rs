@@ -125,15 +125,15 @@ pub fn check_document(document: &Value, origin: &str, index: usize) -> Result<()
 /// Reads an overlay file: a YAML stream of overlay documents (empty documents are skipped).
 pub fn parse_overlay(text: &str, origin: &str) -> Result<Vec<Value>, OverlayError> {
     let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value: Value =
-            serde::Deserialize::deserialize(document).map_err(|error| OverlayError::Syntax {
-                origin: origin.to_string(),
-                message: error.to_string(),
-            })?;
-        if value.is_null() {
-            continue;
-        }
+    // Read as the manifest is (YAML 1.1, as kubectl reads both): `defaultMode: 0400` is 256.
+    let values = crate::yaml::read_values(text).map_err(|error| OverlayError::Syntax {
+        origin: origin.to_string(),
+        message: format!(
+            "document {}, line {}: {}",
+            error.document, error.line, error.kind
+        ),
+    })?;
+    for value in values {
         check_document(&value, origin, documents.len() + 1)?;
         documents.push(value);
     }
@@ -259,16 +259,27 @@ fn split_documents(text: &str) -> Vec<String> {
     documents
 }
 
+/// Changed objects are written back so that any reader (kubectl's YAML 1.1 included) reads the
+/// values the overlay produced: strings that look like other types are quoted.
 fn to_yaml(value: &Value) -> String {
-    serde_yaml::to_string(value).unwrap_or_default()
+    crate::yaml::emit::value_to_string(value)
 }
 
 /// Applies `overlay` to the manifest `text`. Every overlay document must name an object of it.
 pub fn apply_overlay(text: &str, overlay: &[Value]) -> Result<Overlaid, OverlayError> {
     let mut documents: Vec<(String, Value)> = Vec::new();
     for document in split_documents(text) {
-        let value: Value = match serde_yaml::from_str::<Option<Value>>(&document) {
-            Ok(value) => value.unwrap_or(Value::Null),
+        let value: Value = match crate::yaml::read_values(&document) {
+            Ok(mut values) if values.len() == 1 => values.remove(0),
+            Ok(values) if values.is_empty() => Value::Null,
+            Ok(values) => {
+                return Err(OverlayError::ManifestSyntax {
+                    message: format!(
+                        "a document between `---` lines holds {} documents",
+                        values.len()
+                    ),
+                });
+            }
             Err(error) => {
                 return Err(OverlayError::ManifestSyntax {
                     message: error.to_string(),

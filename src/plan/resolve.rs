@@ -565,17 +565,14 @@ fn load_documents(
 ) -> Result<Json, DocumentsError> {
     let text = set.files.get(file).ok_or(DocumentsError::Missing)?;
     let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = <Json as serde::Deserialize>::deserialize(document)
-            .map_err(|error| DocumentsError::Invalid(error.to_string()))?;
-        if value.is_null() {
-            continue;
-        }
+    let values = crate::yaml::read_values(text)
+        .map_err(|error| DocumentsError::Invalid(error.to_string()))?;
+    for value in values {
         let rendered = templates
             .render_value(&value, context)
             .map_err(DocumentsError::Template)?;
-        let resource: Resource = serde_json::from_value(rendered.clone())
-            .map_err(|error| DocumentsError::Invalid(error.to_string()))?;
+        let resource: Resource = crate::resource::resource_from_value(rendered.clone())
+            .map_err(DocumentsError::Invalid)?;
         documents.push(serde_json::to_value(&resource).unwrap_or(rendered));
     }
     if documents.is_empty() {

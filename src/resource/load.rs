@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::Deserialize;
 
 use super::validate::{ValidationError, validate_and_default};
 use super::{API_VERSION, Kind, Resource};
+use crate::yaml::{self, FieldNames, Lines, Shapes};
 
 /// Where in the input a document (or list item) is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +103,9 @@ pub enum Input {
 pub struct LocatedResource {
     pub location: Location,
     pub resource: Resource,
+    /// Where each field of the resource was written (YAML input only), for the lines of
+    /// validation errors.
+    pub lines: Option<Lines>,
 }
 
 /// Parses every document of `text` into resources (not yet validated). Empty documents are skipped.
@@ -116,18 +119,36 @@ pub fn parse_documents(text: &str, origin: &str) -> Result<Vec<Resource>, LoadEr
 /// As [`parse_documents`], keeping where each resource was found.
 pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, LoadError> {
     let mut resources = Vec::new();
-    for (index, (document, document_line)) in split_documents(text, origin)?.into_iter().enumerate()
-    {
+    for (index, document) in split_documents(text, origin)?.into_iter().enumerate() {
         let location = Location {
             origin: origin.to_string(),
             document: index + 1,
             item: None,
             line: None,
-            document_line,
+            document_line: document.line,
         };
-        document_resources(document, location, &mut resources)?;
+        document_resources(document.value, document.lines, location, &mut resources)?;
     }
     Ok(resources)
+}
+
+/// Turns one document already read into a resource (not yet validated), the way a document of a
+/// file is read: field names matched ignoring case, booleans and numbers in string fields made
+/// text. For documents that reach netctl as JSON values, e.g. a runbook's rendered documents.
+pub fn resource_from_value(document: serde_json::Value) -> Result<Resource, String> {
+    let location = Location {
+        origin: String::new(),
+        document: 1,
+        item: None,
+        line: None,
+        document_line: None,
+    };
+    item_resource(document, None, None, &location)
+        .map(|(resource, _)| resource)
+        .map_err(|error| match error {
+            LoadError::Document { reason, .. } => reason,
+            other => other.to_string(),
+        })
 }
 
 /// Reads a file, or every `.yaml`/`.yml`/`.json` file (any case) of a directory in sorted order,
@@ -241,6 +262,7 @@ pub fn load_and_validate(
         for LocatedResource {
             location,
             mut resource,
+            lines,
         } in located
         {
             if resource.kind.is_namespaced() {
@@ -262,10 +284,19 @@ pub fn load_and_validate(
             }
             match validate_and_default(&mut resource) {
                 Ok(()) => resources.push(resource),
-                Err(error) => problems.push(LoadError::Invalid {
-                    location,
-                    error: Box::new(error),
-                }),
+                Err(mut error) => {
+                    if let Some(lines) = &lines {
+                        for field in &mut error.errors {
+                            let node = lines.find(&field.path);
+                            field.line = Some(node.line);
+                            field.reason = yaml::explain_yaml_1_1(&field.reason, node);
+                        }
+                    }
+                    problems.push(LoadError::Invalid {
+                        location,
+                        error: Box::new(error),
+                    })
+                }
             }
         }
         validated.push((origin, resources));
@@ -281,8 +312,12 @@ static PARSER_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r" at line \d+ column \d+").expect("the parser location pattern is a valid regex")
 });
 
-/// A document as JSON and the line it starts on, when known.
-type Document = (serde_json::Value, Option<usize>);
+/// A document as JSON, the line it starts on and the lines of its fields, when known.
+struct Document {
+    value: serde_json::Value,
+    line: Option<usize>,
+    lines: Option<Lines>,
+}
 
 /// Splits `text` into documents: a JSON stream (concatenated values) when the text is JSON, a
 /// YAML stream otherwise.
@@ -345,7 +380,11 @@ fn split_json(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
             ),
         })?;
         let line = start.map(|start| line_of_offset(text, start));
-        documents.push((document, line));
+        documents.push(Document {
+            value: document,
+            line,
+            lines: None,
+        });
     }
     Ok(documents)
 }
@@ -355,57 +394,24 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 }
 
 fn split_yaml(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
-    let mut documents = Vec::new();
-    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let document =
-            serde_json::Value::deserialize(document).map_err(|error| LoadError::Document {
-                location: Location {
-                    origin: origin.to_string(),
-                    document: index + 1,
-                    item: None,
-                    line: error.location().map(|location| location.line()),
-                    document_line: None,
-                },
-                reason: format!(
-                    "invalid YAML: {}",
-                    PARSER_LOCATION.replace_all(&error.to_string(), "")
-                ),
-            })?;
-        documents.push(document);
-    }
-    let lines = yaml_document_lines(text, documents.len());
-    Ok(documents.into_iter().zip(lines).collect())
-}
-
-/// The line each document of a YAML stream starts on. Document markers (`---`) always sit at the
-/// start of a line, so a scan finds them; when the scan and the parser disagree on the number of
-/// documents (e.g. a bare document after `...`), no lines are given rather than wrong ones.
-fn yaml_document_lines(text: &str, count: usize) -> Vec<Option<usize>> {
-    let mut starts = Vec::new();
-    let mut first_content_line = None;
-    for (index, line) in text.lines().enumerate() {
-        let is_marker = line
-            .strip_prefix("---")
-            .is_some_and(|rest| rest.chars().next().is_none_or(char::is_whitespace));
-        if is_marker {
-            starts.push(index + 1);
-        } else if starts.is_empty() {
-            let trimmed = line.trim();
-            let is_content =
-                !(trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('%'));
-            if is_content && first_content_line.is_none() {
-                first_content_line = Some(index + 1);
-            }
-        }
-    }
-    if let Some(line) = first_content_line {
-        starts.insert(0, line);
-    }
-    if starts.len() == count {
-        starts.into_iter().map(Some).collect()
-    } else {
-        vec![None; count]
-    }
+    let documents = yaml::read_documents(text).map_err(|error| LoadError::Document {
+        location: Location {
+            origin: origin.to_string(),
+            document: error.document,
+            item: None,
+            line: Some(error.line),
+            document_line: None,
+        },
+        reason: error.reason(),
+    })?;
+    Ok(documents
+        .into_iter()
+        .map(|document| Document {
+            value: document.value,
+            line: Some(document.line),
+            lines: Some(document.lines),
+        })
+        .collect())
 }
 
 /// The top-level fields a resource document may have. `status` is accepted (a Node read back from
@@ -414,6 +420,7 @@ const TOP_LEVEL_FIELDS: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "
 
 fn document_resources(
     document: serde_json::Value,
+    lines: Option<Lines>,
     location: Location,
     resources: &mut Vec<LocatedResource>,
 ) -> Result<(), LoadError> {
@@ -429,15 +436,18 @@ fn document_resources(
                     item: Some(index + 1),
                     ..location.clone()
                 };
-                let resource = item_resource(item, None, &item_location)?;
+                let item_lines = lines.as_ref().and_then(|lines| lines.index(index)).cloned();
+                let (resource, item_lines) = item_resource(item, item_lines, None, &item_location)?;
                 resources.push(LocatedResource {
                     location: item_location,
                     resource,
+                    lines: item_lines,
                 });
             }
             Ok(())
         }
         serde_json::Value::Object(mut object) => {
+            fold_field_names(&mut object, &["apiVersion", "kind", "metadata", "items"]);
             let kind = match object.get("kind") {
                 Some(serde_json::Value::String(kind)) => kind.clone(),
                 Some(_) => return Err(fail(&location, "`kind` must be a string".to_string())),
@@ -451,8 +461,13 @@ fn document_resources(
                     .map(Some)
             };
             let Some(item_kind) = list_kind else {
-                let resource = item_resource(serde_json::Value::Object(object), None, &location)?;
-                resources.push(LocatedResource { location, resource });
+                let (resource, lines) =
+                    item_resource(serde_json::Value::Object(object), lines, None, &location)?;
+                resources.push(LocatedResource {
+                    location,
+                    resource,
+                    lines,
+                });
                 return Ok(());
             };
             let api_version = object.get("apiVersion").and_then(|value| value.as_str());
@@ -485,15 +500,19 @@ fn document_resources(
                     format!("unknown field `{unknown}` in `{kind}`"),
                 ));
             }
+            let items_lines = lines.as_ref().and_then(|lines| lines.key("items"));
             for (index, item) in items.into_iter().enumerate() {
                 let item_location = Location {
                     item: Some(index + 1),
                     ..location.clone()
                 };
-                let resource = item_resource(item, item_kind, &item_location)?;
+                let item_lines = items_lines.and_then(|lines| lines.index(index)).cloned();
+                let (resource, item_lines) =
+                    item_resource(item, item_lines, item_kind, &item_location)?;
                 resources.push(LocatedResource {
                     location: item_location,
                     resource,
+                    lines: item_lines,
                 });
             }
             Ok(())
@@ -512,12 +531,23 @@ fn document_resources(
 /// `apiVersion`; when present they must agree with the list.
 fn item_resource(
     item: serde_json::Value,
+    lines: Option<Lines>,
     list_kind: Option<Kind>,
     location: &Location,
-) -> Result<Resource, LoadError> {
+) -> Result<(Resource, Option<Lines>), LoadError> {
     let fail = |reason: String| LoadError::Document {
         location: location.clone(),
         reason,
+    };
+    let fail_at = |path: &str, reason: String| {
+        let line = lines.as_ref().map(|lines| lines.position(path, &reason).0);
+        LoadError::Document {
+            location: Location {
+                line,
+                ..location.clone()
+            },
+            reason,
+        }
     };
     let serde_json::Value::Object(mut object) = item else {
         return Err(fail(format!(
@@ -525,6 +555,7 @@ fn item_resource(
             describe_json_type(&item)
         )));
     };
+    fold_field_names(&mut object, &TOP_LEVEL_FIELDS);
     if let Some(list_kind) = list_kind {
         object
             .entry("kind")
@@ -563,13 +594,109 @@ fn item_resource(
         .keys()
         .find(|key| !TOP_LEVEL_FIELDS.contains(&key.as_str()))
     {
-        return Err(fail(format!("unknown top-level field `{unknown}`")));
+        return Err(fail_at(
+            unknown,
+            format!("unknown top-level field `{unknown}`"),
+        ));
     }
-    object.remove("status");
-    serde_path_to_error::deserialize(serde_json::Value::Object(object)).map_err(|error| {
-        let path = error.path().to_string();
-        fail(format!("field `{path}`: {}", error.inner()))
-    })
+    let mut document = serde_json::Value::Object(object);
+    document_shapes(kind)
+        .normalize(&mut document, FieldNames::FoldCase)
+        .map_err(|problem| fail_at(&problem.path, problem.kind.to_string()))?;
+    let serde_json::Value::Object(mut object) = document else {
+        unreachable!("normalising a mapping keeps it a mapping");
+    };
+    if let Some(status) = object.remove("status") {
+        check_status(kind, status).map_err(|(path, reason)| {
+            let reason = match &lines {
+                Some(lines) => yaml::explain_yaml_1_1(&reason, lines.find(&path)),
+                None => reason,
+            };
+            fail_at(&path, format!("field `{path}`: {reason}"))
+        })?;
+    }
+    let resource =
+        yaml::decode_value(serde_json::Value::Object(object)).map_err(|(path, reason)| {
+            let reason = match &lines {
+                Some(lines) => yaml::explain_yaml_1_1(&reason, lines.find(&path)),
+                None => reason,
+            };
+            fail_at(&path, format!("field `{path}`: {reason}"))
+        })?;
+    Ok((resource, lines))
+}
+
+/// The shape of each kind's document (envelope, metadata and typed spec), from its JSON Schema.
+fn document_shapes(kind: Kind) -> &'static Shapes {
+    static SHAPES: LazyLock<Vec<(Kind, Shapes)>> = LazyLock::new(|| {
+        Kind::ALL
+            .iter()
+            .map(|kind| {
+                (
+                    *kind,
+                    Shapes::from_schema(&super::spec::document_schema(*kind)),
+                )
+            })
+            .collect()
+    });
+    SHAPES
+        .iter()
+        .find(|(known, _)| *known == kind)
+        .map(|(_, shapes)| shapes)
+        .expect("every kind has a document schema")
+}
+
+/// Renames keys that match one of `names` ignoring case (encoding/json's rule for the envelope,
+/// which is read before the kind, and so the shape, is known). An exact match is left alone.
+fn fold_field_names(object: &mut serde_json::Map<String, serde_json::Value>, names: &[&str]) {
+    let renames: Vec<(String, &str)> = object
+        .keys()
+        .filter(|key| !names.contains(&key.as_str()))
+        .filter_map(|key| {
+            names
+                .iter()
+                .find(|name| yaml::fold_equal(name, key) && !object.contains_key(**name))
+                .map(|name| (key.clone(), *name))
+        })
+        .collect();
+    for (from, to) in renames {
+        if object.contains_key(to) {
+            continue;
+        }
+        if let Some(value) = object.shift_remove(&from) {
+            object.insert(to.to_string(), value);
+        }
+    }
+}
+
+/// Checks what a document writes under `status` the way upstream validates it, although netctl
+/// never stores it (the system owns it): a Node's status must be a NodeStatus (strictly) with valid
+/// WireGuard public keys. Other kinds' status is accepted and ignored.
+fn check_status(kind: Kind, status: serde_json::Value) -> Result<(), (String, String)> {
+    if kind != Kind::Node || status.is_null() {
+        return Ok(());
+    }
+    let status: super::spec::node::NodeStatus =
+        yaml::decode_value(status).map_err(|(path, reason)| {
+            (
+                format!("status.{path}").trim_end_matches('.').to_string(),
+                reason,
+            )
+        })?;
+    for (field, key) in [
+        ("wireguardPublicKey", &status.wireguard_public_key),
+        ("wireguardPublicKeyV6", &status.wireguard_public_key_v6),
+    ] {
+        if let Some(key) = key.as_deref().filter(|key| !key.is_empty()) {
+            if !super::validate::syntax::is_wireguard_key(key) {
+                return Err((
+                    format!("status.{field}"),
+                    format!("`{key}` is not a WireGuard public key (32 bytes in standard base64)"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn describe_api_version(api_version: Option<&str>) -> String {

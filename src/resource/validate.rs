@@ -42,11 +42,17 @@ pub struct FieldError {
     pub value: Option<String>,
     /// What is wrong, and where possible what would be right.
     pub reason: String,
+    /// The 1-based line the field was written on, when the document came from a file.
+    pub line: Option<usize>,
 }
 
-/// Renders as `path = 'value': reason`, or `path: reason` when there is no value.
+/// Renders as `path = 'value': reason`, or `path: reason` when there is no value, after
+/// `line N: ` when the line is known.
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
         match &self.value {
             Some(value) => write!(f, "{} = '{}': {}", self.path, value, self.reason),
             None => write!(f, "{}: {}", self.path, self.reason),
@@ -219,6 +225,7 @@ pub fn check_selector(path: &str, text: &str, context: SelectorContext) -> Optio
         path: path.to_string(),
         value: Some(text.to_string()),
         reason,
+        line: None,
     };
     let selector = match Selector::parse(text) {
         Ok(selector) => selector,
@@ -284,6 +291,7 @@ impl Checker {
             path: path.into(),
             value: value.map(str::to_string),
             reason: reason.into(),
+            line: None,
         });
     }
 

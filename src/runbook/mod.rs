@@ -275,20 +275,19 @@ pub fn looks_like_runbook(text: &str) -> bool {
 
 /// Parses one runbook file; errors carry `file:line:col`.
 pub fn parse_runbook(source: &str, text: &str) -> Result<LoadedRunbook, RunbookError> {
-    let runbook: Runbook = serde_yaml::from_str(text).map_err(|error| {
-        let (line, column) = error
-            .location()
-            .map(|location| (location.line(), location.column()))
-            .unwrap_or((1, 1));
-        RunbookError::Invalid {
-            location: SourceLocation {
-                file: source.to_string(),
-                line,
-                column,
+    static SHAPES: std::sync::LazyLock<crate::yaml::Shapes> =
+        std::sync::LazyLock::new(crate::yaml::Shapes::of::<Runbook>);
+    let runbook: Runbook =
+        crate::yaml::from_str_shaped(text, &SHAPES, crate::yaml::FieldNames::Exact).map_err(
+            |error| RunbookError::Invalid {
+                location: SourceLocation {
+                    file: source.to_string(),
+                    line: error.line,
+                    column: error.column,
+                },
+                message: error.reason(),
             },
-            message: error.to_string(),
-        }
-    })?;
+        )?;
     Ok(LoadedRunbook {
         source: source.to_string(),
         text: text.to_string(),

@@ -10,6 +10,11 @@
 //! on every write; and 403 for configurable paths. Tests drive `status` (pods, daemonsets, deployments)
 //! through [`KubeApiServer::set_status`], as the kubelet and controllers would.
 //!
+//! Request bodies of the core kinds are decoded strictly into their `k8s-openapi` types as a real
+//! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
+//! "0400"`) or an unknown field is refused with the status code and `Status` message a real server
+//! gives, for create/update and for server-side apply alike.
+//!
 //! It does not implement watches, RBAC, admission, defaulting, field selectors, tables, protobuf or
 //! the OpenAPI documents: clients that ask for tables get plain lists, as from an older server, and
 //! `kubectl apply` needs `--validate=false` (`tests/kube_kubectl.rs` checks kubectl against it).
@@ -78,6 +83,15 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     kind("", "v1", "Secret", "secrets", true),
     kind("apps", "v1", "Deployment", "deployments", true),
     kind("apps", "v1", "DaemonSet", "daemonsets", true),
+    kind("", "v1", "Service", "services", true),
+    kind("batch", "v1", "Job", "jobs", true),
+    kind(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+    ),
     kind("coordination.k8s.io", "v1", "Lease", "leases", true),
     kind(
         "rbac.authorization.k8s.io",
@@ -661,6 +675,133 @@ fn bad_request(message: String) -> Response {
     status_error(StatusCode::BAD_REQUEST, "BadRequest", message, json!({}))
 }
 
+/// Decodes a create or update body strictly (see [`super::kube_strict`]): a wrong type is refused
+/// (400); unknown fields are refused with `fieldValidation=Strict` (400) and otherwise dropped, with
+/// the `Warning` a real server sends. Returns the object to store and the warnings.
+#[allow(clippy::result_large_err)]
+fn decode_strictly(
+    resource: &ResourceType,
+    query: &BTreeMap<String, String>,
+    mut object: Value,
+) -> Result<(Value, Vec<String>), Response> {
+    let api_version = resource.api_version();
+    match super::kube_strict::check(&api_version, resource.kind, &object) {
+        Ok(()) => Ok((object, Vec::new())),
+        Err(super::kube_strict::Refusal::WrongType {
+            path,
+            found,
+            expected,
+        }) => Err(bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: json: cannot unmarshal {found} into Go struct field {kind}.{path} of type {expected}",
+            kind = resource.kind,
+            version = resource.version,
+        ))),
+        Err(super::kube_strict::Refusal::Unknown { paths }) => {
+            let listed: Vec<String> = paths
+                .iter()
+                .map(|path| format!("unknown field \"{path}\""))
+                .collect();
+            if query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+                return Err(bad_request(format!(
+                    "strict decoding error: {}",
+                    listed.join(", ")
+                )));
+            }
+            for path in &paths {
+                remove_path(&mut object, path);
+            }
+            Ok((object, listed))
+        }
+    }
+}
+
+/// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's
+/// conversion does: a 500 with no reason.
+#[allow(clippy::result_large_err)]
+fn check_apply(resource: &ResourceType, key: &ObjectKey, applied: &Value) -> Result<(), Response> {
+    let api_version = resource.api_version();
+    let problems = match super::kube_strict::check(&api_version, resource.kind, applied) {
+        Ok(()) => return Ok(()),
+        Err(super::kube_strict::Refusal::WrongType {
+            path,
+            found,
+            expected,
+        }) => {
+            let wanted = match expected.as_str() {
+                "int32" | "int64" | "uint32" | "float64" => "numeric (int or float)",
+                "string" => "string",
+                "bool" => "boolean",
+                "[]interface {}" => "list",
+                _ => "map",
+            };
+            vec![format!(".{path}: expected {wanted}, got {found}")]
+        }
+        Err(super::kube_strict::Refusal::Unknown { paths }) => paths
+            .iter()
+            .map(|path| format!(".{path}: field not declared in schema"))
+            .collect(),
+    };
+    let object = if key.2.is_empty() {
+        key.3.clone()
+    } else {
+        format!("{}/{}", key.2, key.3)
+    };
+    let detail = match problems.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    Err(status_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "",
+        format!(
+            "failed to create typed patch object ({object}; {api_version}, Kind={}): {detail}",
+            resource.kind
+        ),
+        json!({}),
+    ))
+}
+
+/// Removes the field at a path (`a.b[0].c`) from an object.
+fn remove_path(object: &mut Value, path: &str) {
+    let (parent, last) = match path.rsplit_once('.') {
+        Some((parent, last)) => (Some(parent), last),
+        None => (None, path),
+    };
+    let mut node = object;
+    if let Some(parent) = parent {
+        for part in parent.split('.') {
+            let (name, indexes) = match part.find('[') {
+                Some(at) => (&part[..at], &part[at..]),
+                None => (part, ""),
+            };
+            node = &mut node[name];
+            for index in indexes
+                .split(['[', ']'])
+                .filter_map(|index| index.parse::<usize>().ok())
+            {
+                node = &mut node[index];
+            }
+        }
+    }
+    if let Some(map) = node.as_object_mut() {
+        map.remove(last);
+    }
+}
+
+/// Adds `Warning` headers (`299 - "<text>"`) to a response.
+fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for warning in warnings {
+        let text = format!(
+            "299 - {}",
+            serde_json::to_string(warning).unwrap_or_default()
+        );
+        if let Ok(value) = axum::http::HeaderValue::from_str(&text) {
+            response.headers_mut().append("warning", value);
+        }
+    }
+    response
+}
+
 fn handle(
     state: &Arc<Mutex<State>>,
     method: Method,
@@ -809,13 +950,24 @@ fn groups() -> Vec<&'static str> {
 }
 
 fn group_json(group: &str) -> Value {
-    let version = RESOURCE_TYPES
+    let mut versions: Vec<&str> = Vec::new();
+    for resource in RESOURCE_TYPES
         .iter()
-        .find(|resource| resource.group == group)
-        .map(|resource| resource.version)
-        .unwrap_or("v1");
-    let group_version = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-    json!({"name": group, "versions": [group_version.clone()], "preferredVersion": group_version})
+        .filter(|resource| resource.group == group)
+    {
+        if !versions.contains(&resource.version) {
+            versions.push(resource.version);
+        }
+    }
+    let listed: Vec<Value> = versions
+        .iter()
+        .map(|version| json!({"groupVersion": format!("{group}/{version}"), "version": version}))
+        .collect();
+    let preferred = listed
+        .first()
+        .cloned()
+        .unwrap_or_else(|| json!({"groupVersion": format!("{group}/v1"), "version": "v1"}));
+    json!({"name": group, "versions": listed, "preferredVersion": preferred})
 }
 
 // A test server answers one request at a time; the size of an error response does not matter.
@@ -823,7 +975,7 @@ fn group_json(group: &str) -> Value {
 fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, Response> {
     let text = std::str::from_utf8(body).map_err(|_| bad_request("body is not UTF-8".into()))?;
     if content_type.contains("yaml") {
-        serde_yaml::from_str(text).map_err(|error| bad_request(format!("invalid YAML: {error}")))
+        netctl::yaml::from_str(text).map_err(|error| bad_request(format!("invalid YAML: {error}")))
     } else {
         serde_json::from_str(text).map_err(|error| bad_request(format!("invalid JSON: {error}")))
     }
@@ -856,6 +1008,10 @@ fn object_request(
                 Ok(object) => object,
                 Err(response) => return response,
             };
+            let (object, warnings) = match decode_strictly(&resource, query, object) {
+                Ok(decoded) => decoded,
+                Err(response) => return response,
+            };
             let Some(name) = object["metadata"]["name"].as_str().map(str::to_string) else {
                 return bad_request("metadata.name: Required value: name is required".into());
             };
@@ -875,7 +1031,7 @@ fn object_request(
                 .get("fieldManager")
                 .cloned()
                 .unwrap_or_else(|| "unknown".into());
-            write(
+            let response = write(
                 state,
                 key,
                 object,
@@ -884,11 +1040,16 @@ fn object_request(
                 &manager,
                 dry_run,
                 StatusCode::CREATED,
-            )
+            );
+            with_warnings(response, &warnings)
         }
         (Method::PUT, Some(name)) => {
             let object = match parse_body(content_type, body) {
                 Ok(object) => object,
+                Err(response) => return response,
+            };
+            let (object, warnings) = match decode_strictly(&resource, query, object) {
+                Ok(decoded) => decoded,
                 Err(response) => return response,
             };
             let key = object_key(&resource, &namespace, &name);
@@ -912,7 +1073,7 @@ fn object_request(
                 .get("fieldManager")
                 .cloned()
                 .unwrap_or_else(|| "unknown".into());
-            write(
+            let response = write(
                 state,
                 key,
                 object,
@@ -921,7 +1082,8 @@ fn object_request(
                 &manager,
                 dry_run,
                 StatusCode::OK,
-            )
+            );
+            with_warnings(response, &warnings)
         }
         (Method::PATCH, Some(name)) => patch(
             state,
@@ -1062,6 +1224,9 @@ fn patch(
             Ok(applied) => applied,
             Err(response) => return response,
         };
+        if let Err(response) = check_apply(resource, &key, &applied) {
+            return response;
+        }
         let force = query.get("force").is_some_and(|value| value == "true");
         return server_side_apply(
             state, resource, key, previous, applied, &manager, force, dry_run,

@@ -267,7 +267,7 @@ spec:
 /// Stores the objects of a YAML stream as they are (the install made before the upgrade).
 pub(crate) fn install(kube: &KubeApiServer, manifest: &str) {
     for document in manifest.split("\n---\n") {
-        let object: Value = serde_yaml::from_str(document).expect("manifest document");
+        let object: Value = netctl::yaml::from_str(document).expect("manifest document");
         kube.put(object);
     }
 }

@@ -9,7 +9,7 @@ use crate::support::KubeApiServer;
 
 /// The operator manifest of a release: its namespace, service account and Deployment.
 fn operator_manifest(image: &str) -> String {
-    let deployment = serde_yaml::to_string(&operator_deployment(image)).unwrap();
+    let deployment = netctl::yaml::to_string(&operator_deployment(image)).unwrap();
     format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tigera-operator\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: tigera-operator\n  namespace: tigera-operator\n---\n{deployment}"
     )
@@ -39,7 +39,7 @@ fn operator_cluster() -> KubeApiServer {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tigera-operator"}}),
     );
     kube.put(operator_deployment("quay.io/tigera/operator:v1.32.3"));
-    let mut node = serde_yaml::from_str::<Value>(
+    let mut node = netctl::yaml::from_str::<Value>(
         manifest_for("v3.26.1", "kubernetes")
             .split("\n---\n")
             .nth(2)

@@ -49,7 +49,7 @@ pub enum KubeActionError {
     ManifestSyntax {
         origin: String,
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::YamlError,
     },
     #[error("document {index} of the manifest {origin} has no {field}")]
     ManifestIncomplete {
@@ -241,17 +241,19 @@ async fn manifest_text(
 /// manifest defines can be applied), then Namespaces, then the rest in manifest order.
 pub fn manifest_documents(text: &str, origin: &str) -> Result<Vec<Value>, KubeActionError> {
     let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value: Value = serde::Deserialize::deserialize(document).map_err(|source| {
-            KubeActionError::ManifestSyntax {
-                origin: origin.to_string(),
-                source,
-            }
+    // Read as kubectl reads a manifest (YAML 1.1: `defaultMode: 0400` is the number 256).
+    let read =
+        crate::yaml::read_documents(text).map_err(|source| KubeActionError::ManifestSyntax {
+            origin: origin.to_string(),
+            source,
         })?;
+    for (position, document) in read.into_iter().enumerate() {
+        let mut value = document.value;
         if value.is_null() {
             continue;
         }
-        let index = documents.len() + 1;
+        crate::yaml::shape::canonical_numbers(&mut value);
+        let index = position + 1;
         for (pointer, field) in [
             ("/apiVersion", "apiVersion"),
             ("/kind", "kind"),

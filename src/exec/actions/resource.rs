@@ -220,7 +220,7 @@ pub(super) fn document_lines(resource: &Resource) -> Vec<String> {
     // A dry-run shows the document as the user would see it after the write, without the revision
     // it was read at (that changes on write anyway).
     shown.metadata.resource_version = None;
-    let text = serde_yaml::to_string(&shown).unwrap_or_else(|error| format!("<{error}>"));
+    let text = crate::yaml::to_string(&shown).unwrap_or_else(|error| format!("<{error}>"));
     text.lines().map(|line| format!("    {line}")).collect()
 }
 

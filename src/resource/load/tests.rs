@@ -100,7 +100,7 @@ fn errors_name_origin_document_and_line() {
     let broken = format!(
         "{POOL}---\napiVersion: projectcalico.org/v3\nkind: Tier\nmetadata:\n  name: [unclosed\n"
     );
-    insta::assert_snapshot!(load_error(&broken, "manifests/pools.yaml"), @"`manifests/pools.yaml` document 2, line 10: invalid YAML: did not find expected ',' or ']', while parsing a flow sequence");
+    insta::assert_snapshot!(load_error(&broken, "manifests/pools.yaml"), @"`manifests/pools.yaml` document 2, line 10: invalid YAML: while parsing a flow sequence, expected ',' or ']'");
     insta::assert_snapshot!(
         load_error("{\"kind\": \"Tier\",\n \"apiVersion\": }", "tier.json"),
         @"`tier.json` document 1, line 2: invalid JSON: expected value"
@@ -131,7 +131,7 @@ fn api_version_and_kind_are_checked() {
             "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a}\nspecs: {}\n",
             "d.yaml"
         ),
-        "`d.yaml` document 1 (from line 1): unknown top-level field `specs`"
+        "`d.yaml` document 1, line 4: unknown top-level field `specs`"
     );
     assert_eq!(
         load_error(
@@ -149,7 +149,7 @@ fn api_version_and_kind_are_checked() {
             "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: a, labels: {x: [1]}}\n",
             "g.yaml"
         ),
-        "`g.yaml` document 1 (from line 1): field `metadata.labels.x`: invalid type: sequence, expected a string"
+        "`g.yaml` document 1, line 3: field `metadata.labels.x`: invalid type: sequence, expected a string"
     );
 }
 
@@ -236,12 +236,12 @@ fn load_and_validate_reports_every_problem_of_every_input() {
         .replace(&directory.path().display().to_string(), "DIR");
     insta::assert_snapshot!(text, @r"
     found 3 problems in the input:
-    - `broken.yaml` document 1, line 2: invalid YAML: did not find expected node content, while parsing a flow node
+    - `broken.yaml` document 1, line 2: invalid YAML: while parsing a node, did not find expected node content
     - `DIR/z.yaml` document 1 (from line 1): `IPPool(small)` has 1 error:
-        spec.cidr = '10.0.0.0/28': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)
+        line 4: spec.cidr = '10.0.0.0/28': IP pool size is too small for use with Calico IPAM: the prefix length must be at most the block size (26)
     - `<stdin>` document 1 (from line 1): `GlobalNetworkPolicy(p)` has 2 errors:
-        spec.ingress[0].action = 'allow': must be one of `Allow`, `Deny`, `Log` or `Pass`
-        spec.ingress[0].protocol = 'tcp': protocol name invalid (names are case-sensitive: use `TCP`)
+        line 4: spec.ingress[0].action = 'allow': must be one of `Allow`, `Deny`, `Log` or `Pass`
+        line 4: spec.ingress[0].protocol = 'tcp': protocol name invalid (names are case-sensitive: use `TCP`)
     ");
 }
 
@@ -289,4 +289,155 @@ mod properties {
             prop_assert_eq!(loaded, names);
         }
     }
+}
+
+/// Loads and validates one text, as `apply -f` does.
+fn load_one(text: &str) -> Result<Resource, String> {
+    let inputs = [Input::Text {
+        origin: "r.yaml".to_string(),
+        text: text.to_string(),
+    }];
+    load_and_validate(&inputs, None)
+        .map(|mut files| files.remove(0).1.remove(0))
+        .map_err(|error| error.to_string())
+}
+
+#[test]
+fn scalars_in_string_fields_are_stored_as_upstream_stores_them() {
+    let node = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata:\n  name: n1\n  labels:\n    route-reflector: yes\n    routeReflector: true\n    num: 123\n    mode: 0400\n    off: Off\n",
+    )
+    .unwrap();
+    let labels: Vec<(&str, &str)> = node
+        .metadata
+        .labels
+        .iter()
+        .map(|(key, value)| (key.as_str(), value.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("false", "false"),
+            ("mode", "256"),
+            ("num", "123"),
+            ("route-reflector", "true"),
+            ("routeReflector", "true"),
+        ]
+    );
+}
+
+#[test]
+fn field_names_match_case_insensitively_as_upstream() {
+    let tier = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: t}\nspec:\n  Order: 50\n",
+    )
+    .unwrap();
+    assert_eq!(tier.spec["order"], 50);
+    let controllers = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: KubeControllersConfiguration\nmetadata: {name: default}\nspec:\n  etcdv3CompactionPeriod: 10m\n",
+    )
+    .unwrap();
+    assert_eq!(controllers.spec["etcdV3CompactionPeriod"], "10m");
+    let filter = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: BGPFilter\nmetadata: {name: f}\nspec:\n  exportv4:\n    - {action: Accept, matchOperator: In, cidr: 10.0.0.0/8}\n",
+    )
+    .unwrap();
+    assert_eq!(filter.spec["exportV4"][0]["cidr"], "10.0.0.0/8");
+    let envelope =
+        load_one("APIVersion: projectcalico.org/v3\nKind: Tier\nMetadata: {Name: u}\n").unwrap();
+    assert_eq!(envelope.metadata.name, "u");
+}
+
+#[test]
+fn one_field_written_twice_is_refused() {
+    let error = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: t}\nspec:\n  order: 1\n  Order: 2\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        error,
+        "found 1 problem in the input:\n- `r.yaml` document 1, line 6: `order` and `Order` both set the field `order`"
+    );
+}
+
+#[test]
+fn an_unquoted_off_is_the_boolean_false_and_refused_where_a_word_is_expected() {
+    let error = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\nmetadata: {name: default}\nspec:\n  bpfLogLevel: Off\n",
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(error, @r"
+    found 1 problem in the input:
+    - `r.yaml` document 1 (from line 1): `FelixConfiguration(default)` has 1 error:
+        line 5: spec.bpfLogLevel = 'false': must be one of `Off`, `Info` or `Debug` (written `Off` without quotes, which YAML 1.1 reads as the boolean false; quote it to keep the text)
+    ");
+    let quoted = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: FelixConfiguration\nmetadata: {name: default}\nspec:\n  bpfLogLevel: 'Off'\n",
+    )
+    .unwrap();
+    assert_eq!(quoted.spec["bpfLogLevel"], "Off");
+}
+
+#[test]
+fn empty_service_cluster_ip_blocks_are_accepted_as_upstream() {
+    let configuration = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: BGPConfiguration\nmetadata: {name: default}\nspec:\n  serviceClusterIPs: [{}]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        configuration.spec["serviceClusterIPs"],
+        serde_json::json!([{}])
+    );
+}
+
+#[test]
+fn node_status_is_checked_as_upstream_and_not_kept() {
+    let valid_key = "x6NhvRBrSdfAKxs5VPtPTaJDgMknF3cGsMoR2WvBm2E=";
+    let node = load_one(&format!(
+        "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {{name: n1}}\nstatus:\n  wireguardPublicKey: {valid_key}\n  podCIDRs: [10.0.0.0/24]\n"
+    ))
+    .unwrap();
+    assert!(node.status.is_null());
+    let error = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: n1}\nstatus:\n  wireguardPublicKey: not-a-key\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        error,
+        "found 1 problem in the input:\n- `r.yaml` document 1, line 5: field `status.wireguardPublicKey`: `not-a-key` is not a WireGuard public key (32 bytes in standard base64)"
+    );
+    let unknown = load_one(
+        "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: n1}\nstatus:\n  wireguardKey: x\n",
+    )
+    .unwrap_err();
+    assert!(
+        unknown.contains("line 5: field `status.wireguardKey`: unknown field"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn duplicate_keys_are_refused_with_document_line_and_key() {
+    let policy = "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: p\nspec:\n  ingress:\n    - action: Allow\n  ingress:\n    - action: Deny\n";
+    let error = load_one(&format!("{POOL}---\n{policy}")).unwrap_err();
+    assert_eq!(
+        error,
+        "found 1 problem in the input:\n- `r.yaml` document 2, line 13: duplicate key `ingress`"
+    );
+    let names = "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata:\n  name: a\n  name: b\n";
+    assert_eq!(
+        load_one(names).unwrap_err(),
+        "found 1 problem in the input:\n- `r.yaml` document 1, line 5: duplicate key `name`"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let pool = load_one(&format!("\u{feff}{POOL}")).unwrap();
+    assert_eq!(pool.metadata.name, "pool1");
+    let tier = load_one(
+        "\u{feff}{\"apiVersion\": \"projectcalico.org/v3\", \"kind\": \"Tier\", \"metadata\": {\"name\": \"t\"}}",
+    )
+    .unwrap();
+    assert_eq!(tier.metadata.name, "t");
 }

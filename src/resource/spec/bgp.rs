@@ -26,6 +26,7 @@ pub struct BgpPeerSpec {
     /// `UseNodeIP` or `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_address: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_restart_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +97,7 @@ pub struct BgpConfigurationSpec {
     pub prefix_advertisements: Vec<PrefixAdvertisement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_mesh_password: Option<BgpPassword>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_mesh_max_restart_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,7 +110,8 @@ pub struct BgpConfigurationSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceCidrBlock {
-    #[serde(default)]
+    /// Optional upstream (`omitempty`): an empty block (`{}`) is accepted and advertises nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cidr: String,
 }
 

@@ -21,22 +21,29 @@ pub struct FelixConfigurationSpec {
     pub use_internal_dataplane_driver: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataplane_driver: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataplane_watchdog_timeout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv6_support: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_refresh_interval: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface_refresh_interval: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_refresh_interval: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_post_write_check_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_lock_file_path: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_lock_timeout: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_lock_probe_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,14 +56,17 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub floating_ips: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipsets_refresh_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ipset_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_backend: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xdp_refresh_interval: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netlink_timeout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,8 +131,10 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub allow_ipip_packets_from_workloads: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reporting_interval: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(
         default,
         rename = "reportingTTL",
@@ -131,6 +143,7 @@ pub struct FelixConfigurationSpec {
     pub reporting_ttl: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_reporting_enabled: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_reporting_delay: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,10 +182,13 @@ pub struct FelixConfigurationSpec {
     pub debug_memory_profile_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_disable_log_dropping: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_simulate_calc_graph_hang_after: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_simulate_dataplane_hang_after: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_simulate_dataplane_apply_delay: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,8 +197,10 @@ pub struct FelixConfigurationSpec {
     pub debug_port: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_reporting_enabled: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_reporting_initial_delay: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_reporting_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,6 +227,7 @@ pub struct FelixConfigurationSpec {
     pub external_nodes_cidr_list: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mode: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_refresh_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +278,7 @@ pub struct FelixConfigurationSpec {
     pub bpf_ext_to_service_connmark: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_kube_proxy_iptables_cleanup_enabled: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_kube_proxy_min_sync_period: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -367,6 +387,7 @@ pub struct FelixConfigurationSpec {
     pub wireguard_mtu_v6: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard_host_encryption_enabled: Option<bool>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard_keep_alive: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -435,5 +456,6 @@ pub struct RouteTableRange {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HealthTimeoutOverride {
     pub name: String,
+    #[schemars(extend("format" = "duration"))]
     pub timeout: String,
 }

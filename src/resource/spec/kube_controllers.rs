@@ -14,6 +14,7 @@ pub struct KubeControllersConfigurationSpec {
     /// `Enabled` or `Disabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_checks: Option<String>,
+    #[schemars(extend("format" = "duration"))]
     #[serde(
         default,
         rename = "etcdV3CompactionPeriod",
@@ -49,6 +50,7 @@ pub struct ControllersConfiguration {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeControllerConfiguration {
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciler_period: Option<String>,
     /// `Enabled` or `Disabled`.
@@ -57,6 +59,7 @@ pub struct NodeControllerConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_endpoint: Option<AutoHostEndpointConfiguration>,
     /// Defaults to 15m when the node controller is configured.
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leak_grace_period: Option<String>,
 }
@@ -74,6 +77,7 @@ pub struct AutoHostEndpointConfiguration {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReconcilerConfiguration {
+    #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciler_period: Option<String>,
 }

@@ -114,3 +114,19 @@ pub struct NodeAddress {
     #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
     pub address_type: String,
 }
+
+/// What the system reports about a node (upstream `NodeStatus`). Documents may carry it (a Node read
+/// back with `get -o yaml`); netctl checks it as upstream does and never writes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeStatus {
+    /// The node's IPv4 WireGuard public key (32 bytes, standard base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_public_key: Option<String>,
+    /// The node's IPv6 WireGuard public key (32 bytes, standard base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard_public_key_v6: Option<String>,
+    /// The Kubernetes node's `spec.podCIDRs`.
+    #[serde(default, rename = "podCIDRs", skip_serializing_if = "Vec::is_empty")]
+    pub pod_cidrs: Vec<String>,
+}

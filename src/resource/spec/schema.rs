@@ -37,6 +37,22 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
 
 fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Value {
     let mut spec = schemars::schema_for!(T).to_value();
+    let mut status = serde_json::json!({
+        "description": "Owned by the system (e.g. a Node's status): accepted and ignored."
+    });
+    if kind == Kind::Node {
+        let mut node_status = schemars::schema_for!(node::NodeStatus).to_value();
+        if let Some(object) = node_status.as_object_mut() {
+            object.remove("$schema");
+            object.insert(
+                "description".to_string(),
+                serde_json::json!(
+                    "Owned by the system: checked as upstream checks it, never written."
+                ),
+            );
+        }
+        status = node_status;
+    }
     let definitions = spec
         .as_object_mut()
         .and_then(|object| {
@@ -77,9 +93,7 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
             "kind": { "const": kind.as_str() },
             "metadata": metadata,
             "spec": spec,
-            "status": {
-                "description": "Owned by the system (e.g. a Node's status): accepted and ignored."
-            }
+            "status": status
         },
         "required": ["apiVersion", "kind", "metadata"],
         "additionalProperties": false,

@@ -345,12 +345,15 @@ pub(super) fn bgp_configuration(
         ("serviceExternalIPs", &spec.service_external_ips),
         ("serviceClusterIPs", &spec.service_cluster_ips),
     ] {
+        // Upstream: `validate:"omitempty,net"`, so an empty CIDR (`[{}]`) is accepted.
         for (index, block) in blocks.iter().enumerate() {
-            checker.network(
-                &format!("spec.{field}[{index}].cidr"),
-                &block.cidr,
-                Family::Any,
-            );
+            if !block.cidr.is_empty() {
+                checker.network(
+                    &format!("spec.{field}[{index}].cidr"),
+                    &block.cidr,
+                    Family::Any,
+                );
+            }
         }
     }
     checker.in_range("spec.listenPort", spec.listen_port, 1, 65535);

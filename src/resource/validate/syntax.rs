@@ -250,6 +250,18 @@ pub fn check_go_duration(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `text` is a WireGuard key as upstream parses one: standard base64 of exactly 32 bytes
+/// (43 characters of the alphabet and one `=`).
+pub fn is_wireguard_key(text: &str) -> bool {
+    let Some(body) = text.strip_suffix('=') else {
+        return false;
+    };
+    body.len() == 43
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1024,8 +1024,13 @@ spec:
   controllers:
     node: {reconcilerPeriod: 5 minutes, leakGracePeriod: 1d, syncLabels: "yes", hostEndpoint: {autoCreate: true}}
 "#,
+            // `autoCreate: true` is the text "true" upstream (a boolean read into a string field),
+            // which is then refused as a value.
             &[
-                "spec.controllers.node.hostEndpoint.autoCreate: invalid type: boolean `true`, expected a string",
+                "spec.controllers.node.reconcilerPeriod = '5 minutes': duration has an unknown unit ` minutes` (one of ns, us, ms, s, m, h)",
+                "spec.controllers.node.leakGracePeriod = '1d': duration has an unknown unit `d` (one of ns, us, ms, s, m, h)",
+                "spec.controllers.node.syncLabels = 'yes': must be one of `Enabled` or `Disabled`",
+                "spec.controllers.node.hostEndpoint.autoCreate = 'true': must be one of `Enabled` or `Disabled`",
             ],
         ),
         (

@@ -69,12 +69,7 @@ pub(in crate::exec::actions) fn body_size(value: &serde_json::Value) -> usize {
 /// The objects of a manifest text: `(apiVersion, kind, namespace, name)` for each document.
 fn manifest_objects(text: &str) -> Result<Vec<KubeObject>, String> {
     let mut objects = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(document).map_err(|error| error.to_string())?;
-        if value.is_null() {
-            continue;
-        }
+    for value in crate::yaml::read_values(text).map_err(|error| error.to_string())? {
         let field = |pointer: &str| {
             value
                 .pointer(pointer)
