@@ -356,6 +356,10 @@ fn interleaved(
     for repetition in 0..options.repetitions {
         let order = if repetition % 2 == 0 { [0, 1] } else { [1, 0] };
         for index in order {
+            // A command that ran out of time once is not given the time again.
+            if samples[index].iter().any(|sample| sample.timed_out) {
+                continue;
+            }
             prepare(index);
             let (invocation, expect_success) = pair[index];
             let sample = measure(tools, invocation, options.timeout, expect_success);
@@ -366,6 +370,19 @@ fn interleaved(
         }
     }
     [Figure::of(&samples[0]), Figure::of(&samples[1])]
+}
+
+/// Runs one successful command `repetitions` times, stopping after a time-out.
+fn repeated(options: &Options, tools: &Tools, invocation: &Invocation) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for _ in 0..options.repetitions {
+        let sample = measure(tools, invocation, options.timeout, true);
+        samples.push(sample);
+        if sample.timed_out {
+            break;
+        }
+    }
+    samples
 }
 
 // ----- the report -----
@@ -863,9 +880,7 @@ fn validate(options: &Options, tools: &Tools, work: &Path, report: &mut Report) 
             &["validate", "-f", documents.to_str().expect("UTF-8 path")],
         )
     };
-    let samples: Vec<Sample> = (0..options.repetitions)
-        .map(|_| measure(tools, &validate, options.timeout, true))
-        .collect();
+    let samples = repeated(options, tools, &validate);
     let figure = Figure::of(&samples);
     let rate = size as f64 / figure.seconds;
     report.add(Row {
@@ -918,9 +933,7 @@ fn upgrade(options: &Options, tools: &Tools, work: &Path, size: usize, report: &
             plan_file.to_str().expect("UTF-8 path"),
         ],
     );
-    let samples: Vec<Sample> = (0..options.repetitions)
-        .map(|_| measure(tools, &plan, options.timeout, true))
-        .collect();
+    let samples = repeated(options, tools, &plan);
     let figure = Figure::of(&samples);
     let target = (size == 10_000).then_some(1.0);
     report.add(Row {

@@ -456,6 +456,97 @@ mod tests {
         assert_eq!(decode("k", text, 1).unwrap().metadata.name, "p");
     }
 
+    /// One stored resource per kind with every field a table column reads, and more beside.
+    fn stored_examples() -> Vec<(Kind, serde_json::Value)> {
+        use serde_json::json;
+        let meta = |name: &str| {
+            json!({"name": name, "uid": "u-1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                   "labels": {"a": "b"}, "annotations": {"note": "x"}, "generation": 3})
+        };
+        let mut namespaced = meta("default.p1");
+        namespaced["namespace"] = json!("prod");
+        let mut tiered = meta("security.p2");
+        tiered["annotations"][METADATA_ANNOTATION] = json!(r#"{"name":"security.p2"}"#);
+        let mut workload = meta("node1-k8s-pod-eth0");
+        workload["namespace"] = json!("prod");
+        vec![
+            (Kind::HostEndpoint, json!({"metadata": meta("h1"), "spec": {"node": "n1",
+                "interfaceName": "*", "expectedIPs": ["10.0.0.1", "fd00::1"],
+                "profiles": ["p1", "p2"], "ports": [{"name": "ssh", "port": 22}]}})),
+            (Kind::GlobalNetworkPolicy, json!({"metadata": tiered, "spec": {"tier": "security",
+                "order": 1000000, "selector": "all()", "ingress": [{"action": "Allow"}]}})),
+            (Kind::GlobalNetworkPolicy, json!({"metadata": meta("default.p3"),
+                "spec": {"order": 1.5, "selector": "has(a)"}})),
+            (Kind::NetworkPolicy, json!({"metadata": namespaced, "spec": {"order": 10,
+                "selector": "role == 'db'", "egress": []}})),
+            (Kind::Node, json!({"metadata": meta("n1"), "spec": {"bgp": {"ipv4Address":
+                "10.0.0.1/24", "ipv6Address": "fd00::1/64"}, "orchRefs": [{"nodeName": "n1"}]},
+                "status": {"podCIDRs": ["10.1.0.0/24"]}})),
+            (Kind::BgpPeer, json!({"metadata": meta("peer"), "spec": {"peerIP": "10.0.0.9",
+                "nodeSelector": "rack == 'a'", "asNumber": 64513, "keepOriginalNextHop": true}})),
+            (Kind::IpPool, json!({"metadata": meta("pool"), "spec": {"cidr": "10.0.0.0/16",
+                "natOutgoing": true, "ipipMode": "Always", "vxlanMode": "", "disabled": false,
+                "disableBGPExport": true, "nodeSelector": "all()", "blockSize": 26}})),
+            (Kind::BgpConfiguration, json!({"metadata": meta("default"), "spec": {
+                "logSeverityScreen": "Info", "nodeToNodeMeshEnabled": false, "asNumber": "1.10"}})),
+            (Kind::BgpFilter, json!({"metadata": meta("f"), "spec": {"exportV4": [{}, {}],
+                "importV6": [{}]}})),
+            (Kind::ClusterInformation, json!({"metadata": meta("default"), "spec": {
+                "clusterGUID": "abc", "clusterType": "k8s,bgp", "calicoVersion": "v3.27.0",
+                "datastoreReady": true}})),
+            (Kind::GlobalNetworkSet, json!({"metadata": meta("s"), "spec": {"nets":
+                (0..20).map(|index| format!("10.{index}.0.0/16")).collect::<Vec<_>>()}})),
+            (Kind::IpReservation, json!({"metadata": meta("r"), "spec": {"reservedCIDRs":
+                ["10.9.0.0/24"]}})),
+            (Kind::Profile, json!({"metadata": meta("prof"), "spec": {"labelsToApply":
+                {"z": "1", "a": "2"}, "ingress": []}})),
+            (Kind::Tier, json!({"metadata": meta("security"), "spec": {"order": 100}})),
+            (Kind::WorkloadEndpoint, json!({"metadata": workload, "spec": {"orchestrator": "k8s",
+                "workload": "", "pod": "pod", "node": "node1", "ipNetworks": ["10.1.0.5/32"],
+                "interfaceName": "cali1", "profiles": ["kns.prod"], "ipNATs": [
+                {"internalIP": "10.1.0.5", "externalIP": "172.16.0.5"}]}})),
+        ]
+    }
+
+    #[test]
+    fn a_summary_prints_every_column_as_the_whole_resource_does() {
+        use crate::output::{CellContext, ColumnSet, NamespaceColumn, TableColumns, headings_for};
+        for (kind, mut value) in stored_examples() {
+            value["apiVersion"] = API_VERSION.into();
+            value["kind"] = kind.as_str().into();
+            let bytes = serde_json::to_vec(&value).unwrap();
+            let headings: Vec<String> = headings_for(kind).into_iter().map(String::from).collect();
+            let columns =
+                TableColumns::new(kind, ColumnSet::Custom(&headings), NamespaceColumn::Hide)
+                    .unwrap();
+            let spec_fields = columns.spec_fields().expect("every column is listed");
+            let whole = decode("k", &bytes, 7).unwrap();
+            for labels in [false, true] {
+                let summary = decode_summary(kind, "k", &bytes, 7, &spec_fields, labels).unwrap();
+                let context = CellContext::default();
+                assert_eq!(
+                    columns.row(&summary, &context),
+                    columns.row(&whole, &context),
+                    "{kind}"
+                );
+                assert_eq!(summary.metadata.name, whole.metadata.name, "{kind}");
+                assert_eq!(summary.metadata.namespace, whole.metadata.namespace);
+                assert_eq!(summary.metadata.resource_version.as_deref(), Some("7"));
+                if labels {
+                    assert_eq!(summary.metadata.labels, whole.metadata.labels);
+                } else {
+                    assert!(summary.metadata.labels.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_summary_refuses_what_a_whole_read_refuses() {
+        assert!(decode_summary(Kind::Node, "k", b"{\"kind\": \"Node\"", 1, &[], false).is_err());
+        assert!(decode_summary(Kind::Node, "k", b"{}", 1, &[], false).is_err());
+    }
+
     #[test]
     fn prefix_end_increments_the_last_byte() {
         assert_eq!(prefix_end("/a/"), b"/a0".to_vec());
