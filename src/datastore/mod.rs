@@ -112,7 +112,11 @@ impl Pages {
         let page = match request.await {
             Ok(page) => page?,
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            Err(error) => return Err(StoreError::Other(format!("a list request stopped: {error}"))),
+            Err(error) => {
+                return Err(StoreError::Other(format!(
+                    "a list request stopped: {error}"
+                )));
+            }
         };
         self.next = page
             .continue_token

@@ -162,13 +162,12 @@ fn write_json<W: Write>(out: &mut W, resource: &Resource, level: usize) -> Resul
 /// Appends a resource as a YAML document with every mapping's keys sorted (`apiVersion`, `kind`,
 /// `metadata`, `spec`, `status` at the top), as go-yaml writes it.
 fn write_yaml(out: &mut String, resource: &Resource) -> Result<(), OutputError> {
-    let metadata = serde_json::to_value(&resource.metadata).map_err(|source| {
-        OutputError::Encode {
+    let metadata =
+        serde_json::to_value(&resource.metadata).map_err(|source| OutputError::Encode {
             what: resource.key().to_string(),
             format: DocumentFormat::Yaml.name(),
             source: Box::new(source),
-        }
-    })?;
+        })?;
     emit::write_string_entry(out, "apiVersion", &resource.api_version, 0);
     emit::write_string_entry(out, "kind", resource.kind.as_str(), 0);
     emit::write_entry(out, "metadata", &metadata, 0, KeyOrder::Sorted);
@@ -307,8 +306,11 @@ impl<W: Write> ListDocumentWriter<W> {
     pub fn push(&mut self, resource: &Resource) -> Result<(), OutputError> {
         match self.format {
             DocumentFormat::Json => {
-                self.out
-                    .write_all(if self.items == 0 { b"\n    " } else { b",\n    " })?;
+                self.out.write_all(if self.items == 0 {
+                    b"\n    "
+                } else {
+                    b",\n    "
+                })?;
                 write_json(&mut self.out, resource, 2)?;
             }
             DocumentFormat::Yaml => {

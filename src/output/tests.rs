@@ -714,11 +714,43 @@ impl Generator {
 
     fn scalar(&mut self) -> serde_json::Value {
         const TEXTS: &[&str] = &[
-            "plain", "no", "yes", "1.5", "40", "0400", "10.0.0.0/16", "fd00::1", "a: b", "#x",
-            "-x", "- x", "", " leading", "trailing ", "line one\nline two\n", "a\n\nb", "x\r\ny",
-            "tab\there", "héhé", "it's", "\"quoted\"", "2024-01-01", "~", "null", "on", "1e3",
-            "has(a) && b == 'c'", "all()", "*", "&anchor", "key:", "ends with newline\n\n",
-            "\u{7}bell", "eth0", "host-000001-eth0", "projectcalico-default-allow",
+            "plain",
+            "no",
+            "yes",
+            "1.5",
+            "40",
+            "0400",
+            "10.0.0.0/16",
+            "fd00::1",
+            "a: b",
+            "#x",
+            "-x",
+            "- x",
+            "",
+            " leading",
+            "trailing ",
+            "line one\nline two\n",
+            "a\n\nb",
+            "x\r\ny",
+            "tab\there",
+            "héhé",
+            "it's",
+            "\"quoted\"",
+            "2024-01-01",
+            "~",
+            "null",
+            "on",
+            "1e3",
+            "has(a) && b == 'c'",
+            "all()",
+            "*",
+            "&anchor",
+            "key:",
+            "ends with newline\n\n",
+            "\u{7}bell",
+            "eth0",
+            "host-000001-eth0",
+            "projectcalico-default-allow",
         ];
         match self.next(7) {
             0 => json!(self.next(100_000)),
@@ -731,14 +763,30 @@ impl Generator {
 
     fn value(&mut self, depth: usize) -> serde_json::Value {
         const KEYS: &[&str] = &[
-            "zeta", "alpha", "Mixed", "node", "interfaceName", "expectedIPs", "on", "1", "a b",
-            "x.y/z", "ports", "_under", "-dash", "ipv4Address",
+            "zeta",
+            "alpha",
+            "Mixed",
+            "node",
+            "interfaceName",
+            "expectedIPs",
+            "on",
+            "1",
+            "a b",
+            "x.y/z",
+            "ports",
+            "_under",
+            "-dash",
+            "ipv4Address",
         ];
         match (depth, self.next(5)) {
             (0, _) | (_, 0 | 1) => self.scalar(),
             (_, 2) => {
                 let length = self.next(4);
-                json!((0..length).map(|_| self.value(depth - 1)).collect::<Vec<_>>())
+                json!(
+                    (0..length)
+                        .map(|_| self.value(depth - 1))
+                        .collect::<Vec<_>>()
+                )
             }
             _ => {
                 let mut map = serde_json::Map::new();

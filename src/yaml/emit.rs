@@ -500,17 +500,53 @@ mod tests {
     #[test]
     fn the_quick_string_test_agrees_with_the_rules() {
         let mut texts: Vec<String> = [
-            "no", "NULL", "False", "off", "yes", "y", "Nope", "nothing", "1.2.3", "1.5", ".5",
-            "1e3", "1.e3", "1..2", "10.0.0.0/16", "2024-01-01", "2001-12-14 21:59:43.10",
-            "2001-12-14t21:59:43.10-05:00", "190:20:30", "190:20:30.15", "0x1F", "0o17", "0b101",
-            "+.inf", "-.Inf", ".NaN", "~", "<<", "=", "fd00::1", "1_000.5", "1.2e+3", "v1.2",
-            "a/b", "Infinity", "nan", "0.1.2", "12:30", "1:2:3.4.5",
+            "no",
+            "NULL",
+            "False",
+            "off",
+            "yes",
+            "y",
+            "Nope",
+            "nothing",
+            "1.2.3",
+            "1.5",
+            ".5",
+            "1e3",
+            "1.e3",
+            "1..2",
+            "10.0.0.0/16",
+            "2024-01-01",
+            "2001-12-14 21:59:43.10",
+            "2001-12-14t21:59:43.10-05:00",
+            "190:20:30",
+            "190:20:30.15",
+            "0x1F",
+            "0o17",
+            "0b101",
+            "+.inf",
+            "-.Inf",
+            ".NaN",
+            "~",
+            "<<",
+            "=",
+            "fd00::1",
+            "1_000.5",
+            "1.2e+3",
+            "v1.2",
+            "a/b",
+            "Infinity",
+            "nan",
+            "0.1.2",
+            "12:30",
+            "1:2:3.4.5",
         ]
         .iter()
         .map(|text| text.to_string())
         .collect();
         // Every short string over a small alphabet of the characters that matter.
-        let alphabet = ['0', '1', '9', '.', '-', '+', ':', 'e', 'x', 'o', 'n', 'y', '_', '/', ' '];
+        let alphabet = [
+            '0', '1', '9', '.', '-', '+', ':', 'e', 'x', 'o', 'n', 'y', '_', '/', ' ',
+        ];
         let mut frontier = vec![String::new()];
         for _ in 0..4 {
             let mut next = Vec::new();
@@ -540,7 +576,7 @@ mod tests {
         write_document(&mut sorted, &value, KeyOrder::Sorted);
         assert_eq!(
             sorted,
-            "a: text\nb:\n  a:\n  - x:\n      p: []\n      q: 1\n    y: 2\n  z: 1\n"
+            "a: text\nb:\n  a:\n  - x:\n      p: []\n      q: 1\n    'y': 2\n  z: 1\n"
         );
     }
 

@@ -298,7 +298,10 @@ mod summary {
 
     impl<'de> DeserializeSeed<'de> for Metadata {
         type Value = ObjectMeta;
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ObjectMeta, D::Error> {
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<ObjectMeta, D::Error> {
             deserializer.deserialize_map(self)
         }
     }
@@ -470,41 +473,86 @@ mod tests {
         let mut workload = meta("node1-k8s-pod-eth0");
         workload["namespace"] = json!("prod");
         vec![
-            (Kind::HostEndpoint, json!({"metadata": meta("h1"), "spec": {"node": "n1",
+            (
+                Kind::HostEndpoint,
+                json!({"metadata": meta("h1"), "spec": {"node": "n1",
                 "interfaceName": "*", "expectedIPs": ["10.0.0.1", "fd00::1"],
-                "profiles": ["p1", "p2"], "ports": [{"name": "ssh", "port": 22}]}})),
-            (Kind::GlobalNetworkPolicy, json!({"metadata": tiered, "spec": {"tier": "security",
-                "order": 1000000, "selector": "all()", "ingress": [{"action": "Allow"}]}})),
-            (Kind::GlobalNetworkPolicy, json!({"metadata": meta("default.p3"),
-                "spec": {"order": 1.5, "selector": "has(a)"}})),
-            (Kind::NetworkPolicy, json!({"metadata": namespaced, "spec": {"order": 10,
-                "selector": "role == 'db'", "egress": []}})),
-            (Kind::Node, json!({"metadata": meta("n1"), "spec": {"bgp": {"ipv4Address":
+                "profiles": ["p1", "p2"], "ports": [{"name": "ssh", "port": 22}]}}),
+            ),
+            (
+                Kind::GlobalNetworkPolicy,
+                json!({"metadata": tiered, "spec": {"tier": "security",
+                "order": 1000000, "selector": "all()", "ingress": [{"action": "Allow"}]}}),
+            ),
+            (
+                Kind::GlobalNetworkPolicy,
+                json!({"metadata": meta("default.p3"),
+                "spec": {"order": 1.5, "selector": "has(a)"}}),
+            ),
+            (
+                Kind::NetworkPolicy,
+                json!({"metadata": namespaced, "spec": {"order": 10,
+                "selector": "role == 'db'", "egress": []}}),
+            ),
+            (
+                Kind::Node,
+                json!({"metadata": meta("n1"), "spec": {"bgp": {"ipv4Address":
                 "10.0.0.1/24", "ipv6Address": "fd00::1/64"}, "orchRefs": [{"nodeName": "n1"}]},
-                "status": {"podCIDRs": ["10.1.0.0/24"]}})),
-            (Kind::BgpPeer, json!({"metadata": meta("peer"), "spec": {"peerIP": "10.0.0.9",
-                "nodeSelector": "rack == 'a'", "asNumber": 64513, "keepOriginalNextHop": true}})),
-            (Kind::IpPool, json!({"metadata": meta("pool"), "spec": {"cidr": "10.0.0.0/16",
+                "status": {"podCIDRs": ["10.1.0.0/24"]}}),
+            ),
+            (
+                Kind::BgpPeer,
+                json!({"metadata": meta("peer"), "spec": {"peerIP": "10.0.0.9",
+                "nodeSelector": "rack == 'a'", "asNumber": 64513, "keepOriginalNextHop": true}}),
+            ),
+            (
+                Kind::IpPool,
+                json!({"metadata": meta("pool"), "spec": {"cidr": "10.0.0.0/16",
                 "natOutgoing": true, "ipipMode": "Always", "vxlanMode": "", "disabled": false,
-                "disableBGPExport": true, "nodeSelector": "all()", "blockSize": 26}})),
-            (Kind::BgpConfiguration, json!({"metadata": meta("default"), "spec": {
-                "logSeverityScreen": "Info", "nodeToNodeMeshEnabled": false, "asNumber": "1.10"}})),
-            (Kind::BgpFilter, json!({"metadata": meta("f"), "spec": {"exportV4": [{}, {}],
-                "importV6": [{}]}})),
-            (Kind::ClusterInformation, json!({"metadata": meta("default"), "spec": {
+                "disableBGPExport": true, "nodeSelector": "all()", "blockSize": 26}}),
+            ),
+            (
+                Kind::BgpConfiguration,
+                json!({"metadata": meta("default"), "spec": {
+                "logSeverityScreen": "Info", "nodeToNodeMeshEnabled": false, "asNumber": "1.10"}}),
+            ),
+            (
+                Kind::BgpFilter,
+                json!({"metadata": meta("f"), "spec": {"exportV4": [{}, {}],
+                "importV6": [{}]}}),
+            ),
+            (
+                Kind::ClusterInformation,
+                json!({"metadata": meta("default"), "spec": {
                 "clusterGUID": "abc", "clusterType": "k8s,bgp", "calicoVersion": "v3.27.0",
-                "datastoreReady": true}})),
-            (Kind::GlobalNetworkSet, json!({"metadata": meta("s"), "spec": {"nets":
-                (0..20).map(|index| format!("10.{index}.0.0/16")).collect::<Vec<_>>()}})),
-            (Kind::IpReservation, json!({"metadata": meta("r"), "spec": {"reservedCIDRs":
-                ["10.9.0.0/24"]}})),
-            (Kind::Profile, json!({"metadata": meta("prof"), "spec": {"labelsToApply":
-                {"z": "1", "a": "2"}, "ingress": []}})),
-            (Kind::Tier, json!({"metadata": meta("security"), "spec": {"order": 100}})),
-            (Kind::WorkloadEndpoint, json!({"metadata": workload, "spec": {"orchestrator": "k8s",
+                "datastoreReady": true}}),
+            ),
+            (
+                Kind::GlobalNetworkSet,
+                json!({"metadata": meta("s"), "spec": {"nets":
+                (0..20).map(|index| format!("10.{index}.0.0/16")).collect::<Vec<_>>()}}),
+            ),
+            (
+                Kind::IpReservation,
+                json!({"metadata": meta("r"), "spec": {"reservedCIDRs":
+                ["10.9.0.0/24"]}}),
+            ),
+            (
+                Kind::Profile,
+                json!({"metadata": meta("prof"), "spec": {"labelsToApply":
+                {"z": "1", "a": "2"}, "ingress": []}}),
+            ),
+            (
+                Kind::Tier,
+                json!({"metadata": meta("security"), "spec": {"order": 100}}),
+            ),
+            (
+                Kind::WorkloadEndpoint,
+                json!({"metadata": workload, "spec": {"orchestrator": "k8s",
                 "workload": "", "pod": "pod", "node": "node1", "ipNetworks": ["10.1.0.5/32"],
                 "interfaceName": "cali1", "profiles": ["kns.prod"], "ipNATs": [
-                {"internalIP": "10.1.0.5", "externalIP": "172.16.0.5"}]}})),
+                {"internalIP": "10.1.0.5", "externalIP": "172.16.0.5"}]}}),
+            ),
         ]
     }
 
