@@ -113,17 +113,30 @@ impl Options {
         let sections = value("--only")
             .map(|list| list.split(',').map(str::to_string).collect())
             .unwrap_or_default();
+        let sizes = |flag: &str, default: Vec<usize>| {
+            value(flag).map_or(default, |list| {
+                list.split(',')
+                    .map(|size| size.parse().expect("sizes are numbers, comma-separated"))
+                    .collect()
+            })
+        };
         Options {
             repetitions,
             timeout,
-            list_sizes: if quick {
-                vec![10_000]
-            } else {
-                vec![10_000, 100_000]
-            },
-            write_size: 10_000,
-            validate_size: if quick { 10_000 } else { 100_000 },
-            upgrade_sizes: vec![1_000, 10_000],
+            list_sizes: sizes(
+                "--list-sizes",
+                if quick {
+                    vec![10_000]
+                } else {
+                    vec![10_000, 100_000]
+                },
+            ),
+            write_size: sizes("--write-size", vec![10_000])[0],
+            validate_size: sizes(
+                "--validate-size",
+                vec![if quick { 10_000 } else { 100_000 }],
+            )[0],
+            upgrade_sizes: sizes("--upgrade-sizes", vec![1_000, 10_000]),
             sections,
         }
     }

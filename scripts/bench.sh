@@ -7,6 +7,7 @@
 #   scripts/bench.sh --quick              # 10k everywhere, 3 repetitions (a few minutes)
 #   scripts/bench.sh --only lists         # sections: lists, writes, validate, upgrade (comma-separated)
 #   scripts/bench.sh --repetitions 7 --timeout 120
+#   scripts/bench.sh --list-sizes 10000,50000 --write-size 5000 --validate-size 20000 --upgrade-sizes 500,2000
 #
 # NETCTL_BENCH_BINARY=/path/to/netctl measures another build (say, the one before a change).
 set -euo pipefail
