@@ -559,7 +559,8 @@ fn host_endpoint(index: usize, all_interfaces: bool) -> (String, Value) {
             "interfaceName": interface,
             "expectedIPs": [
                 format!("10.{}.{}.{}", index / 65_536 % 256, index / 256 % 256, index % 256),
-                format!("fd00::{index:x}")
+                // Two groups: one group of more than four hex digits is no address.
+                format!("fd00::{:x}:{:x}", index / 65_536, index % 65_536)
             ],
             "profiles": ["projectcalico-default-allow"],
             "ports": [
