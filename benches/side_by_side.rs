@@ -322,7 +322,7 @@ impl Figure {
         let mut seconds: Vec<f64> = samples.iter().map(|sample| sample.seconds).collect();
         seconds.sort_by(f64::total_cmp);
         let middle = seconds.len() / 2;
-        let median = if seconds.len() % 2 == 0 {
+        let median = if seconds.len().is_multiple_of(2) {
             (seconds[middle - 1] + seconds[middle]) / 2.0
         } else {
             seconds[middle]

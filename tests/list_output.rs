@@ -23,11 +23,11 @@ fn netctl(etcd: &EtcdServer, args: &[&str]) -> String {
 fn host_endpoint(index: usize) -> Value {
     let mut spec = json!({
         "node": format!("node-{:03}", index % 700),
-        "interfaceName": if index % 2 == 0 { "*" } else { "eth0" },
+        "interfaceName": if index.is_multiple_of(2) { "*" } else { "eth0" },
         "expectedIPs": [format!("10.0.{}.{}", index / 256, index % 256)],
         "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}],
     });
-    if index % 3 == 0 {
+    if index.is_multiple_of(3) {
         spec["profiles"] = json!(["p1", "projectcalico-default-allow"]);
     }
     let zone = ["a", "b", "c"][index % 3];
@@ -116,7 +116,7 @@ fn a_long_list_prints_every_resource_in_every_format() {
     assert_eq!(zone_a.len(), COUNT.div_ceil(3));
     assert!(zone_a.iter().all(|row| {
         let index: usize = row[0]["hep-".len()..].parse().unwrap();
-        index % 3 == 0
+        index.is_multiple_of(3)
     }));
 
     let names = netctl(&etcd, &["get", "hep", "-o", "name"]);
