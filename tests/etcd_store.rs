@@ -190,7 +190,9 @@ fn lists_are_paged_and_pinned_to_one_revision() {
             token = page.continue_token;
             pages += 1;
         }
-        assert_eq!(pages, 3);
+        // The first page is the size asked for; the next one takes all 15 left, which fit the
+        // byte budget of a later page.
+        assert_eq!(pages, 2);
         let expected: Vec<String> = (0..25).map(|i| format!("hep-{i:02}")).collect();
         assert_eq!(names, expected);
     });

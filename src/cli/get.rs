@@ -4,18 +4,19 @@
 //! page however many resources there are; `-l` filters with the selector language as pages arrive. A get
 //! by name prints what it found and then reports every name that does not exist (exit 1), as upstream.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 
 use super::Context;
 use super::args::{FileArgs, namespace_scope};
-use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::output::{
-    CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
-    ResourcePrinter, Shape, sort_tiers_by_order,
+    CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
+    PrintOptions, ResourcePrinter, Shape, TableColumns, sort_tiers_by_order,
 };
 use crate::resource::selector::Selector;
 use crate::resource::spec::numorstring::{self, AsNumber};
@@ -110,7 +111,11 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     let stdout = context.printer.stdout();
 
     if args.names.is_empty() {
-        list(store.as_ref(), kind, namespace, stdout, &options, keep).await?;
+        let detail = list_detail(kind, &options.format, args.selector.is_some());
+        let list_options = ListOptions::new(kind)
+            .in_namespace(namespace)
+            .with_detail(detail);
+        list(store, list_options, stdout, &options, keep).await?;
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -237,49 +242,81 @@ fn strip_for_export(resource: &mut Resource) {
     metadata.other.remove("deletionGracePeriodSeconds");
 }
 
-/// Streams a list into the printer, page by page.
+/// How much of each listed resource the output reads: a table its columns' fields (and the labels
+/// for `-l`), `-o name` only names, documents everything.
+fn list_detail(kind: Kind, format: &OutputFormat, selector: bool) -> Detail {
+    let set = match format {
+        OutputFormat::Ps => ColumnSet::Ps,
+        OutputFormat::Wide => ColumnSet::Wide,
+        OutputFormat::CustomColumns(headings) => ColumnSet::Custom(headings),
+        OutputFormat::Name => ColumnSet::Custom(&[]),
+        OutputFormat::Yaml | OutputFormat::Json => return Detail::Full,
+    };
+    let Ok(columns) = TableColumns::new(kind, set, NamespaceColumn::Show) else {
+        return Detail::Full;
+    };
+    let Some(mut spec_fields) = columns.spec_fields() else {
+        return Detail::Full;
+    };
+    if kind == Kind::Tier {
+        // Tiers are sorted by order whatever the columns.
+        spec_fields.push("order");
+    }
+    Detail::Summary {
+        spec_fields,
+        labels: selector,
+    }
+}
+
+/// Streams a list into the printer, page by page: the next page is read while this one prints,
+/// and stdout is written in large blocks rather than a line at a time.
 async fn list<W: Write>(
-    store: &dyn Datastore,
-    kind: Kind,
-    namespace: Option<String>,
+    store: Arc<dyn Datastore>,
+    list_options: ListOptions,
     out: W,
     options: &PrintOptions,
     keep: impl Fn(&Resource) -> bool,
 ) -> anyhow::Result<()> {
-    let list_options = ListOptions::new(kind).in_namespace(namespace);
-    let mut page = store.list_page(&list_options, None).await?;
-    let shape = Shape::List {
-        revision: page.revision.clone(),
+    let kind = list_options.kind;
+    let mut pages = Pages::new(store, list_options);
+    let Some(first) = pages.next().await? else {
+        anyhow::bail!("a list returned no first page");
     };
+    let shape = Shape::List {
+        revision: first.revision.clone(),
+    };
+    let out = BufWriter::with_capacity(OUTPUT_BUFFER_BYTES, out);
     let mut printer = ResourcePrinter::new(out, kind, shape, options)?;
+    let mut page = Some(first);
     if kind == Kind::Tier {
         // Tiers print in policy-evaluation order; there are few of them, so holding them all is fine.
         let mut tiers = Vec::new();
-        loop {
-            tiers.extend(page.items.into_iter().filter(|tier| keep(tier)));
-            let Some(token) = page.continue_token else {
-                break;
-            };
-            page = store.list_page(&list_options, Some(&token)).await?;
+        while let Some(current) = page {
+            tiers.extend(current.items.into_iter().filter(|tier| keep(tier)));
+            page = pages.next().await?;
         }
         sort_tiers_by_order(&mut tiers);
         for tier in &tiers {
             printer.print(tier)?;
         }
     } else {
-        loop {
-            for resource in page.items.iter().filter(|resource| keep(resource)) {
+        while let Some(current) = page {
+            for resource in current.items.iter().filter(|resource| keep(resource)) {
                 printer.print(resource)?;
             }
-            let Some(token) = page.continue_token else {
-                break;
-            };
-            page = store.list_page(&list_options, Some(&token)).await?;
+            page = pages.next().await?;
         }
     }
-    printer.finish()?.flush()?;
+    printer
+        .finish()?
+        .into_inner()
+        .map_err(|error| error.into_error())?
+        .flush()?;
     Ok(())
 }
+
+/// The block size of a list's output: one write(2) per 64 KiB instead of one per line.
+const OUTPUT_BUFFER_BYTES: usize = 64 << 10;
 
 /// The cluster-wide AS number from BGPConfiguration `default`, for nodes without their own
 /// (`reference/calicoctl.md` §8.2). Not found means the default; other failures show as unknown.

@@ -163,6 +163,20 @@ impl TableColumns {
             .collect()
     }
 
+    /// The top-level spec fields the cells read, so a list can decode only those
+    /// (`Detail::Summary`); `None` when a column does not say, and everything must be decoded.
+    pub fn spec_fields(&self) -> Option<Vec<&'static str>> {
+        let mut fields = Vec::new();
+        for column in &self.columns {
+            for field in spec_fields_read(self.kind, column.heading)? {
+                if !fields.contains(field) {
+                    fields.push(*field);
+                }
+            }
+        }
+        Some(fields)
+    }
+
     /// Whether a cell shows the global AS number, so the caller knows to read BGPConfiguration.
     pub fn needs_global_as_number(&self) -> bool {
         self.kind == Kind::Node && self.columns.iter().any(|column| column.heading == "ASN")
@@ -193,6 +207,57 @@ pub fn sort_tiers_by_order(tiers: &mut [Resource]) {
         }
         .then_with(|| left.metadata.name.cmp(&right.metadata.name))
     });
+}
+
+/// The top-level spec fields the cell under `heading` reads for `kind` (beyond the name and
+/// namespace, which every read has); `None` for a column not listed here, which makes a list decode
+/// whole resources. Kept next to [`definition`]; a test checks that every column is listed and that
+/// its cells come out the same from a resource decoded with only these fields.
+fn spec_fields_read(kind: Kind, heading: &str) -> Option<&'static [&'static str]> {
+    let fields: &'static [&'static str] = match (kind, heading) {
+        (_, "NAME" | "NAMESPACE") => &[],
+        (Kind::Node, "ASN" | "IPV4" | "IPV6") => &["bgp"],
+        (Kind::BgpPeer, "PEERIP") => &["peerIP"],
+        (Kind::BgpPeer, "NODE") => &["node", "nodeSelector"],
+        (Kind::BgpPeer, "ASN") => &["asNumber"],
+        (Kind::HostEndpoint, "NODE") => &["node"],
+        (Kind::HostEndpoint, "INTERFACE") => &["interfaceName"],
+        (Kind::HostEndpoint, "IPS") => &["expectedIPs"],
+        (Kind::HostEndpoint, "PROFILES") => &["profiles"],
+        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy, "TIER") => &["tier"],
+        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy | Kind::Tier, "ORDER") => &["order"],
+        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy, "SELECTOR") => &["selector"],
+        (Kind::IpPool, "CIDR") => &["cidr"],
+        (Kind::IpPool, "NAT") => &["natOutgoing"],
+        (Kind::IpPool, "IPIPMODE") => &["ipipMode"],
+        (Kind::IpPool, "VXLANMODE") => &["vxlanMode"],
+        (Kind::IpPool, "DISABLED") => &["disabled"],
+        (Kind::IpPool, "DISABLEBGPEXPORT") => &["disableBGPExport"],
+        (Kind::IpPool, "SELECTOR") => &["nodeSelector"],
+        (Kind::BgpConfiguration, "LOGSEVERITY") => &["logSeverityScreen"],
+        (Kind::BgpConfiguration, "MESHENABLED") => &["nodeToNodeMeshEnabled"],
+        (Kind::BgpConfiguration, "ASNUMBER") => &["asNumber"],
+        (Kind::BgpFilter, "NUMEXPORTV4") => &["exportV4"],
+        (Kind::BgpFilter, "NUMIMPORTV4") => &["importV4"],
+        (Kind::BgpFilter, "NUMEXPORTV6") => &["exportV6"],
+        (Kind::BgpFilter, "NUMIMPORTV6") => &["importV6"],
+        (Kind::ClusterInformation, "CLUSTERGUID") => &["clusterGUID"],
+        (Kind::ClusterInformation, "CLUSTERTYPE") => &["clusterType"],
+        (Kind::ClusterInformation, "CALICOVERSION") => &["calicoVersion"],
+        (Kind::ClusterInformation, "DATASTOREREADY") => &["datastoreReady"],
+        (Kind::GlobalNetworkSet | Kind::NetworkSet, "NETS") => &["nets"],
+        (Kind::IpReservation, "CIDRS") => &["reservedCIDRs"],
+        (Kind::Profile, "LABELS") => &["labelsToApply"],
+        (Kind::WorkloadEndpoint, "WORKLOAD") => &["workload", "pod"],
+        (Kind::WorkloadEndpoint, "ORCHESTRATOR") => &["orchestrator"],
+        (Kind::WorkloadEndpoint, "NODE") => &["node"],
+        (Kind::WorkloadEndpoint, "NETWORKS") => &["ipNetworks"],
+        (Kind::WorkloadEndpoint, "INTERFACE") => &["interfaceName"],
+        (Kind::WorkloadEndpoint, "PROFILES") => &["profiles"],
+        (Kind::WorkloadEndpoint, "NATS") => &["ipNATs"],
+        _ => return None,
+    };
+    Some(fields)
 }
 
 // ----- cell helpers -----
@@ -798,6 +863,19 @@ mod tests {
         );
         assert_eq!(scalar(Some(&serde_json::json!(true))), "true");
         assert_eq!(scalar(None), "");
+    }
+
+    #[test]
+    fn every_column_names_the_spec_fields_it_reads() {
+        for kind in Kind::ALL {
+            for column in definition(kind).all {
+                assert!(
+                    spec_fields_read(kind, column.heading).is_some(),
+                    "{kind} {} reads unlisted fields",
+                    column.heading
+                );
+            }
+        }
     }
 
     #[test]

@@ -9,16 +9,22 @@
 //! Key order mirrors upstream's encoders. JSON keeps struct order (`kind`, `apiVersion`, `metadata`,
 //! then `spec` as stored), indented by two spaces. YAML is produced from JSON with every mapping's keys
 //! sorted, as go-yaml-wrapper does, so a List's keys come out `apiVersion`, `items`, `kind`,
-//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Strings any
+//! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Items are
+//! written straight from the resource (JSON through an indenting formatter, YAML through the
+//! emitter's sorted-key walk), never through a copied, re-sorted value. Strings any
 //! YAML reader would take for another type are quoted (`'40'`, `'no'`, `'2024-01-01'`; kubectl writes
 //! `"40"`): the same values for YAML 1.1 and 1.2 readers, not always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
 //! here; choosing a writer for a command is `mod.rs`'s job.
 
-use std::io::Write;
+use std::io::{self, Write};
 
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::ser::Formatter;
 use serde_json::{Map, Value};
 
 use crate::resource::{API_VERSION, Kind, Resource};
+use crate::yaml::emit::{self, KeyOrder};
 
 use super::OutputError;
 
@@ -38,24 +44,140 @@ impl DocumentFormat {
     }
 }
 
-/// A resource as a JSON value with upstream's top-level key order.
-fn resource_value(resource: &Resource, format: DocumentFormat) -> Result<Value, OutputError> {
-    let value = serde_json::to_value(resource).map_err(|source| OutputError::Encode {
-        what: resource.key().to_string(),
-        format: format.name(),
-        source: Box::new(source),
-    })?;
-    let Value::Object(mut fields) = value else {
-        return Ok(value);
-    };
-    let mut ordered = Map::new();
-    for key in ["kind", "apiVersion", "metadata", "spec"] {
-        if let Some(field) = fields.remove(key) {
-            ordered.insert(key.to_string(), field);
+/// A resource in upstream's JSON key order: `kind`, `apiVersion`, `metadata`, `spec`, `status`.
+struct JsonDocument<'a>(&'a Resource);
+
+impl Serialize for JsonDocument<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let resource = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", &resource.kind)?;
+        map.serialize_entry("apiVersion", &resource.api_version)?;
+        map.serialize_entry("metadata", &resource.metadata)?;
+        if !resource.spec.is_null() {
+            map.serialize_entry("spec", &resource.spec)?;
         }
+        if !resource.status.is_null() {
+            map.serialize_entry("status", &resource.status)?;
+        }
+        map.end()
     }
-    ordered.extend(fields);
-    Ok(Value::Object(ordered))
+}
+
+/// serde_json's pretty layout (two-space steps) with every line after the first indented by
+/// `level` steps more: a document written where an array entry goes, with no copy to re-indent.
+struct IndentedFormatter {
+    level: usize,
+    has_value: bool,
+}
+
+impl IndentedFormatter {
+    fn new_line<W: ?Sized + Write>(&self, out: &mut W) -> io::Result<()> {
+        out.write_all(b"\n")?;
+        for _ in 0..self.level {
+            out.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl Formatter for IndentedFormatter {
+    fn begin_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        out.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.new_line(out)?;
+        }
+        out.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            out.write_all(b",")?;
+        }
+        self.new_line(out)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _out: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        out.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.new_line(out)?;
+        }
+        out.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            out.write_all(b",")?;
+        }
+        self.new_line(out)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        out.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _out: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// Writes a resource as pretty JSON, the lines after the first indented by `level` two-space
+/// steps (the first line's indentation, and the line break after the last, are the caller's).
+fn write_json<W: Write>(out: &mut W, resource: &Resource, level: usize) -> Result<(), OutputError> {
+    let formatter = IndentedFormatter {
+        level,
+        has_value: false,
+    };
+    let mut serializer = serde_json::Serializer::with_formatter(out, formatter);
+    JsonDocument(resource)
+        .serialize(&mut serializer)
+        .map_err(|error| match error.is_io() {
+            true => OutputError::Write(error.into()),
+            false => OutputError::Encode {
+                what: resource.key().to_string(),
+                format: DocumentFormat::Json.name(),
+                source: Box::new(error),
+            },
+        })
+}
+
+/// Appends a resource as a YAML document with every mapping's keys sorted (`apiVersion`, `kind`,
+/// `metadata`, `spec`, `status` at the top), as go-yaml writes it.
+fn write_yaml(out: &mut String, resource: &Resource) -> Result<(), OutputError> {
+    let metadata =
+        serde_json::to_value(&resource.metadata).map_err(|source| OutputError::Encode {
+            what: resource.key().to_string(),
+            format: DocumentFormat::Yaml.name(),
+            source: Box::new(source),
+        })?;
+    emit::write_string_entry(out, "apiVersion", &resource.api_version, 0);
+    emit::write_string_entry(out, "kind", resource.kind.as_str(), 0);
+    emit::write_entry(out, "metadata", &metadata, 0, KeyOrder::Sorted);
+    if !resource.spec.is_null() {
+        emit::write_entry(out, "spec", &resource.spec, 0, KeyOrder::Sorted);
+    }
+    if !resource.status.is_null() {
+        emit::write_entry(out, "status", &resource.status, 0, KeyOrder::Sorted);
+    }
+    Ok(())
 }
 
 /// The same value with the keys of every mapping sorted (what go-yaml does with JSON input).
@@ -78,8 +200,19 @@ pub fn sort_keys(value: Value) -> Value {
 
 /// One resource as text in the format: pretty JSON without a trailing newline, or YAML with one.
 fn encode(resource: &Resource, format: DocumentFormat) -> Result<String, OutputError> {
-    let value = resource_value(resource, format)?;
-    encode_value(&value, format, &resource.key().to_string())
+    match format {
+        DocumentFormat::Json => {
+            let mut bytes = Vec::new();
+            write_json(&mut bytes, resource, 0)?;
+            // serde_json writes UTF-8.
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        DocumentFormat::Yaml => {
+            let mut text = String::new();
+            write_yaml(&mut text, resource)?;
+            Ok(text)
+        }
+    }
 }
 
 fn encode_value(value: &Value, format: DocumentFormat, what: &str) -> Result<String, OutputError> {
@@ -108,12 +241,17 @@ fn indent(text: &str, indent: &str) -> String {
 /// the rest (block scalars stay valid: their indentation is relative to the shifted parent).
 fn yaml_sequence_entry(text: &str) -> String {
     let mut entry = String::new();
+    push_yaml_sequence_entry(&mut entry, text);
+    entry
+}
+
+/// [`yaml_sequence_entry`], appended to `entry`.
+fn push_yaml_sequence_entry(entry: &mut String, text: &str) {
     for (index, line) in text.lines().enumerate() {
         entry.push_str(if index == 0 { "- " } else { "  " });
         entry.push_str(line);
         entry.push('\n');
     }
-    entry
 }
 
 /// Streams a List object: envelope first, items as they come, the rest at the end.
@@ -123,6 +261,9 @@ pub struct ListDocumentWriter<W: Write> {
     kind: Kind,
     revision: String,
     items: usize,
+    /// One item's YAML, then the same as a sequence entry: reused, so an item allocates nothing.
+    document: String,
+    entry: String,
 }
 
 impl<W: Write> ListDocumentWriter<W> {
@@ -157,24 +298,30 @@ impl<W: Write> ListDocumentWriter<W> {
             kind,
             revision: revision.to_string(),
             items: 0,
+            document: String::new(),
+            entry: String::new(),
         })
     }
 
     pub fn push(&mut self, resource: &Resource) -> Result<(), OutputError> {
-        let text = encode(resource, self.format)?;
         match self.format {
             DocumentFormat::Json => {
-                self.out
-                    .write_all(if self.items == 0 { b"\n" } else { b",\n" })?;
-                let indented = indent(&text, "    ");
-                self.out
-                    .write_all(indented.trim_end_matches('\n').as_bytes())?;
+                self.out.write_all(if self.items == 0 {
+                    b"\n    "
+                } else {
+                    b",\n    "
+                })?;
+                write_json(&mut self.out, resource, 2)?;
             }
             DocumentFormat::Yaml => {
                 if self.items == 0 {
                     self.out.write_all(b"items:\n")?;
                 }
-                self.out.write_all(yaml_sequence_entry(&text).as_bytes())?;
+                self.document.clear();
+                write_yaml(&mut self.document, resource)?;
+                self.entry.clear();
+                push_yaml_sequence_entry(&mut self.entry, &self.document);
+                self.out.write_all(self.entry.as_bytes())?;
             }
         }
         self.items += 1;
@@ -282,4 +429,10 @@ impl<W: Write> NamedDocumentWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// One resource as the writers encode it, for the comparison in `tests.rs`.
+#[cfg(test)]
+pub(super) fn encode_for_tests(resource: &Resource, format: DocumentFormat) -> String {
+    encode(resource, format).expect("encodes")
 }

@@ -23,59 +23,132 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
 /// The YAML of a JSON value (one document, no `---`).
 pub fn value_to_string(value: &Value) -> String {
     let mut out = String::new();
-    match value {
-        Value::Object(map) if !map.is_empty() => write_mapping(&mut out, map, 0),
-        Value::Array(items) if !items.is_empty() => write_sequence(&mut out, items, 0),
-        other => {
-            write_inline(&mut out, other, 0);
-            out.push('\n');
-        }
-    }
+    write_document(&mut out, value, KeyOrder::AsGiven);
     out
 }
 
-fn indent(out: &mut String, width: usize) {
+/// In which order a mapping's keys are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// As the map holds them.
+    AsGiven,
+    /// Sorted, in every nested mapping too (what go-yaml does with JSON input); the same text as
+    /// sorting a copy of the value first, without the copy.
+    Sorted,
+}
+
+/// Appends the YAML of a JSON value (one document, no `---`) to `out`.
+pub fn write_document(out: &mut String, value: &Value, order: KeyOrder) {
+    match value {
+        Value::Object(map) if !map.is_empty() => write_mapping(out, map, 0, order),
+        Value::Array(items) if !items.is_empty() => write_sequence(out, items, 0, order),
+        other => {
+            write_inline(out, other, 0);
+            out.push('\n');
+        }
+    }
+}
+
+/// Appends one `key: value` entry of a block mapping whose keys are at indentation `width`; the
+/// caller has written the line's indentation (or `- `) already. Nested mappings follow `order`.
+pub fn write_entry(out: &mut String, key: &str, value: &Value, width: usize, order: KeyOrder) {
+    write_key(out, key);
+    out.push(':');
+    match value {
+        Value::Object(inner) if !inner.is_empty() => {
+            out.push('\n');
+            indent(out, width + 2);
+            write_mapping(out, inner, width + 2, order);
+        }
+        Value::Array(items) if !items.is_empty() => {
+            out.push('\n');
+            indent(out, width);
+            write_sequence(out, items, width, order);
+        }
+        other => {
+            out.push(' ');
+            write_inline(out, other, width + 2);
+            out.push('\n');
+        }
+    }
+}
+
+/// [`write_entry`] for a string value.
+pub fn write_string_entry(out: &mut String, key: &str, text: &str, width: usize) {
+    write_key(out, key);
+    out.push_str(": ");
+    write_string(out, text, width + 2);
+    out.push('\n');
+}
+
+/// [`write_entry`] for a mapping of strings, in the map's (sorted) order; an empty map is `{}`.
+pub fn write_string_map_entry(
+    out: &mut String,
+    key: &str,
+    map: &std::collections::BTreeMap<String, String>,
+    width: usize,
+) {
+    write_key(out, key);
+    if map.is_empty() {
+        out.push_str(": {}\n");
+        return;
+    }
+    out.push_str(":\n");
+    for (name, text) in map {
+        indent(out, width + 2);
+        write_string_entry(out, name, text, width + 2);
+    }
+}
+
+/// Writes `width` spaces.
+pub fn indent(out: &mut String, width: usize) {
     out.extend(std::iter::repeat_n(' ', width));
 }
 
 /// A mapping whose first key is written at the current position (already indented).
-fn write_mapping(out: &mut String, map: &serde_json::Map<String, Value>, width: usize) {
-    for (index, (key, value)) in map.iter().enumerate() {
+fn write_mapping(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    width: usize,
+    order: KeyOrder,
+) {
+    if order == KeyOrder::Sorted && !map.keys().is_sorted() {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+        write_entries(out, entries.into_iter(), width, order);
+    } else {
+        write_entries(out, map.iter(), width, order);
+    }
+}
+
+fn write_entries<'a>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    width: usize,
+    order: KeyOrder,
+) {
+    for (index, (key, value)) in entries.enumerate() {
         if index > 0 {
             indent(out, width);
         }
-        out.push_str(&key_text(key));
-        out.push(':');
-        match value {
-            Value::Object(inner) if !inner.is_empty() => {
-                out.push('\n');
-                indent(out, width + 2);
-                write_mapping(out, inner, width + 2);
-            }
-            Value::Array(items) if !items.is_empty() => {
-                out.push('\n');
-                indent(out, width);
-                write_sequence(out, items, width);
-            }
-            other => {
-                out.push(' ');
-                write_inline(out, other, width + 2);
-                out.push('\n');
-            }
-        }
+        write_entry(out, key, value, width, order);
     }
 }
 
 /// A sequence whose first dash is written at the current position (already indented).
-fn write_sequence(out: &mut String, items: &[Value], width: usize) {
+fn write_sequence(out: &mut String, items: &[Value], width: usize, order: KeyOrder) {
     for (index, item) in items.iter().enumerate() {
         if index > 0 {
             indent(out, width);
         }
         out.push_str("- ");
         match item {
-            Value::Object(inner) if !inner.is_empty() => write_mapping(out, inner, width + 2),
-            Value::Array(inner) if !inner.is_empty() => write_sequence(out, inner, width + 2),
+            Value::Object(inner) if !inner.is_empty() => {
+                write_mapping(out, inner, width + 2, order)
+            }
+            Value::Array(inner) if !inner.is_empty() => {
+                write_sequence(out, inner, width + 2, order)
+            }
             other => {
                 write_inline(out, other, width + 2);
                 out.push('\n');
@@ -90,10 +163,37 @@ fn write_inline(out: &mut String, value: &Value, block: usize) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
-        Value::Number(number) => out.push_str(&number.to_string()),
+        Value::Number(number) => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{number}");
+        }
         Value::String(text) => write_string(out, text, block),
         Value::Array(_) => out.push_str("[]"),
         Value::Object(_) => out.push_str("{}"),
+    }
+}
+
+/// Text libyaml writes plain whatever the readers (an ASCII letter or digit, then letters, digits
+/// and `._/-`, `:` but not last): what most names, addresses and CIDRs are. Whether it must be
+/// quoted as another type is still [`reads_as_other_type`]'s to say.
+fn is_simple_plain(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let Some((first, rest)) = bytes.split_first() else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && rest.iter().enumerate().all(|(index, byte)| {
+            byte.is_ascii_alphanumeric()
+                || matches!(byte, b'.' | b'_' | b'/' | b'-')
+                || (*byte == b':' && index + 1 < rest.len())
+        })
+}
+
+fn write_key(out: &mut String, key: &str) {
+    if is_simple_plain(key) && !reads_as_other_type(key) {
+        out.push_str(key);
+    } else {
+        out.push_str(&key_text(key));
     }
 }
 
@@ -109,6 +209,16 @@ fn key_text(key: &str) -> String {
 }
 
 fn write_string(out: &mut String, text: &str, block: usize) {
+    if is_simple_plain(text) {
+        if reads_as_other_type(text) {
+            out.push('\'');
+            out.push_str(text);
+            out.push('\'');
+        } else {
+            out.push_str(text);
+        }
+        return;
+    }
     let analysis = Analysis::of(text);
     if analysis.line_breaks {
         if analysis.block_allowed {
@@ -330,6 +440,20 @@ static YAML_1_2_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether some YAML reader would take this plain text for something other than a string.
 pub fn reads_as_other_type(text: &str) -> bool {
+    !surely_a_string(text) && reads_as_other_type_by_rules(text)
+}
+
+/// Text no reader types otherwise, known without the patterns: every non-string plain scalar
+/// (the words, numbers, timestamps, `~`, `<<`, `=`) is at most five letters when it starts with
+/// one, holds no `/`, and has at most one `.`. Most names, CIDRs and addresses are decided here.
+fn surely_a_string(text: &str) -> bool {
+    let starts_with_letter = text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic);
+    (starts_with_letter && text.len() > 5)
+        || text.contains('/')
+        || text.bytes().filter(|byte| *byte == b'.').count() > 1
+}
+
+fn reads_as_other_type_by_rules(text: &str) -> bool {
     resolve_plain(text) != Scalar::String
         || YAML_1_1_IMPLICIT.is_match(text)
         || YAML_1_2_NUMBER.is_match(text)
@@ -371,6 +495,89 @@ mod tests {
             let written = value_to_string(&json!({ "a": text }));
             assert_eq!(written, format!("a: '{text}'\n"), "{text}");
         }
+    }
+
+    #[test]
+    fn the_quick_string_test_agrees_with_the_rules() {
+        let mut texts: Vec<String> = [
+            "no",
+            "NULL",
+            "False",
+            "off",
+            "yes",
+            "y",
+            "Nope",
+            "nothing",
+            "1.2.3",
+            "1.5",
+            ".5",
+            "1e3",
+            "1.e3",
+            "1..2",
+            "10.0.0.0/16",
+            "2024-01-01",
+            "2001-12-14 21:59:43.10",
+            "2001-12-14t21:59:43.10-05:00",
+            "190:20:30",
+            "190:20:30.15",
+            "0x1F",
+            "0o17",
+            "0b101",
+            "+.inf",
+            "-.Inf",
+            ".NaN",
+            "~",
+            "<<",
+            "=",
+            "fd00::1",
+            "1_000.5",
+            "1.2e+3",
+            "v1.2",
+            "a/b",
+            "Infinity",
+            "nan",
+            "0.1.2",
+            "12:30",
+            "1:2:3.4.5",
+        ]
+        .iter()
+        .map(|text| text.to_string())
+        .collect();
+        // Every short string over a small alphabet of the characters that matter.
+        let alphabet = [
+            '0', '1', '9', '.', '-', '+', ':', 'e', 'x', 'o', 'n', 'y', '_', '/', ' ',
+        ];
+        let mut frontier = vec![String::new()];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for text in &frontier {
+                for c in alphabet {
+                    next.push(format!("{text}{c}"));
+                }
+            }
+            texts.extend(next.iter().cloned());
+            frontier = next;
+        }
+        for text in &texts {
+            if surely_a_string(text) {
+                assert!(!reads_as_other_type_by_rules(text), "{text:?}");
+            }
+            if is_simple_plain(text) {
+                let analysis = Analysis::of(text);
+                assert!(analysis.plain_allowed && !analysis.line_breaks, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn sorted_output_is_the_output_of_a_sorted_copy() {
+        let value = json!({"b": {"z": 1, "a": [{"y": 2, "x": {"q": 1, "p": []}}]}, "a": "text"});
+        let mut sorted = String::new();
+        write_document(&mut sorted, &value, KeyOrder::Sorted);
+        assert_eq!(
+            sorted,
+            "a: text\nb:\n  a:\n  - x:\n      p: []\n      q: 1\n    'y': 2\n  z: 1\n"
+        );
     }
 
     #[test]

@@ -108,11 +108,44 @@ pub fn encode(resource: &Resource) -> Vec<u8> {
 
 /// Parses a stored value and sets `resourceVersion` to the key's mod revision.
 pub fn decode(key: &str, value: &[u8], mod_revision: i64) -> Result<Resource, StoreError> {
-    let mut resource: Resource =
+    let resource: Resource =
         serde_json::from_slice(value).map_err(|source| StoreError::InvalidData {
             location: key.to_string(),
             source,
         })?;
+    Ok(as_read(resource, mod_revision))
+}
+
+/// Parses only what [`Detail::Summary`](crate::datastore::Detail) asks for: kind, name, namespace,
+/// the labels when `labels`, and the top-level spec fields named in `spec_fields` (a policy's
+/// `tier` too, which its name needs). Everything else is skipped without being decoded, which is
+/// most of a resource: a table of host endpoints reads two of their fifteen-odd values.
+pub fn decode_summary(
+    kind: Kind,
+    key: &str,
+    value: &[u8],
+    mod_revision: i64,
+    spec_fields: &[&str],
+    labels: bool,
+) -> Result<Resource, StoreError> {
+    let seed = summary::Envelope {
+        spec_fields,
+        labels,
+        tier: is_policy(kind),
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(value);
+    let resource = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer)
+        .and_then(|resource| deserializer.end().map(|()| resource))
+        .map_err(|source| StoreError::InvalidData {
+            location: key.to_string(),
+            source,
+        })?;
+    Ok(as_read(resource, mod_revision))
+}
+
+/// What every read does to a stored resource: `resourceVersion` from the key's mod revision, no
+/// `selfLink`, and a policy's own name back from its tiered one.
+fn as_read(mut resource: Resource, mod_revision: i64) -> Resource {
     resource.metadata.resource_version = Some(mod_revision.to_string());
     resource.metadata.other.remove("selfLink");
     if is_policy(resource.kind) {
@@ -127,7 +160,7 @@ pub fn decode(key: &str, value: &[u8], mod_revision: i64) -> Result<Resource, St
             None => strip_default_tier(&resource),
         };
     }
-    Ok(resource)
+    resource
 }
 
 /// Without the annotation, upstream strips `default.` from default-tier policy names.
@@ -140,6 +173,246 @@ fn strip_default_tier(resource: &Resource) -> String {
     match resource.metadata.name.strip_prefix("default.") {
         Some(name) if tier == "default" => name.to_string(),
         _ => resource.metadata.name.clone(),
+    }
+}
+
+/// The serde seeds of [`decode_summary`]: one pass over the stored JSON that keeps only what a
+/// table needs and skips the rest (`IgnoredAny` validates without allocating).
+mod summary {
+    use std::borrow::Cow;
+    use std::collections::BTreeMap;
+    use std::fmt;
+
+    use serde::Deserialize;
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    use super::METADATA_ANNOTATION;
+    use crate::resource::{API_VERSION, Kind, ObjectMeta, Resource};
+
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "camelCase")]
+    enum EnvelopeField {
+        Kind,
+        Metadata,
+        Spec,
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "camelCase")]
+    enum MetadataField {
+        Name,
+        Namespace,
+        Labels,
+        Annotations,
+        #[serde(other)]
+        Other,
+    }
+
+    /// A map key, borrowed from the input when it has no escapes.
+    struct Key<'de>(Cow<'de, str>);
+
+    impl<'de> Deserialize<'de> for Key<'de> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+            struct KeyVisitor;
+            impl<'de> Visitor<'de> for KeyVisitor {
+                type Value = Key<'de>;
+                fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                    formatter.write_str("a string")
+                }
+                fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Key<'de>, E> {
+                    Ok(Key(Cow::Borrowed(text)))
+                }
+                fn visit_str<E>(self, text: &str) -> Result<Key<'de>, E> {
+                    Ok(Key(Cow::Owned(text.to_string())))
+                }
+            }
+            deserializer.deserialize_str(KeyVisitor)
+        }
+    }
+
+    /// A whole resource, keeping what the fields below name.
+    pub(super) struct Envelope<'a> {
+        pub spec_fields: &'a [&'a str],
+        pub labels: bool,
+        /// The resource is a policy: keep `spec.tier` and the name annotation, which its name is
+        /// read back from.
+        pub tier: bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Envelope<'_> {
+        type Value = Resource;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Resource, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Envelope<'_> {
+        type Value = Resource;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a resource")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Resource, A::Error> {
+            let mut kind = None;
+            let mut metadata = ObjectMeta::default();
+            let mut spec = Value::Null;
+            while let Some(field) = map.next_key::<EnvelopeField>()? {
+                match field {
+                    EnvelopeField::Kind => kind = Some(map.next_value::<Kind>()?),
+                    EnvelopeField::Metadata => {
+                        metadata = map.next_value_seed(Metadata {
+                            labels: self.labels,
+                            policy: self.tier,
+                        })?
+                    }
+                    EnvelopeField::Spec => {
+                        spec = map.next_value_seed(Spec {
+                            fields: self.spec_fields,
+                            tier: self.tier,
+                        })?
+                    }
+                    EnvelopeField::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            let kind = kind.ok_or_else(|| serde::de::Error::missing_field("kind"))?;
+            Ok(Resource {
+                api_version: API_VERSION.to_string(),
+                kind,
+                metadata,
+                spec,
+                status: Value::Null,
+            })
+        }
+    }
+
+    struct Metadata {
+        labels: bool,
+        policy: bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Metadata {
+        type Value = ObjectMeta;
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<ObjectMeta, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Metadata {
+        type Value = ObjectMeta;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("object metadata")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ObjectMeta, A::Error> {
+            let mut metadata = ObjectMeta::default();
+            while let Some(field) = map.next_key::<MetadataField>()? {
+                match field {
+                    MetadataField::Name => metadata.name = map.next_value()?,
+                    MetadataField::Namespace => metadata.namespace = map.next_value()?,
+                    MetadataField::Labels if self.labels => {
+                        metadata.labels = map
+                            .next_value::<Option<BTreeMap<String, String>>>()?
+                            .unwrap_or_default()
+                    }
+                    // Only the annotation that names a stored policy is kept.
+                    MetadataField::Annotations if self.policy => {
+                        if let Some(name) = map.next_value_seed(PolicyAnnotation)? {
+                            metadata
+                                .annotations
+                                .insert(METADATA_ANNOTATION.to_string(), name);
+                        }
+                    }
+                    MetadataField::Labels | MetadataField::Annotations | MetadataField::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(metadata)
+        }
+    }
+
+    /// The annotations of a stored policy, of which only [`METADATA_ANNOTATION`] is read.
+    struct PolicyAnnotation;
+
+    impl<'de> DeserializeSeed<'de> for PolicyAnnotation {
+        type Value = Option<String>;
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Option<String>, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for PolicyAnnotation {
+        type Value = Option<String>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("annotations")
+        }
+
+        fn visit_unit<E>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            let mut found = None;
+            while let Some(Key(key)) = map.next_key::<Key>()? {
+                if key == METADATA_ANNOTATION {
+                    found = map.next_value()?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+
+    struct Spec<'a> {
+        fields: &'a [&'a str],
+        tier: bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Spec<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Spec<'_> {
+        type Value = Value;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a spec")
+        }
+
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut kept = Map::new();
+            while let Some(Key(key)) = map.next_key::<Key>()? {
+                let wanted = self.fields.contains(&key.as_ref()) || (self.tier && key == "tier");
+                if wanted {
+                    kept.insert(key.into_owned(), map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Value::Object(kept))
+        }
     }
 }
 
@@ -184,6 +457,142 @@ mod tests {
     fn upstream_policy_without_annotation_loses_default_prefix() {
         let text = br#"{"apiVersion":"projectcalico.org/v3","kind":"GlobalNetworkPolicy","metadata":{"name":"default.p"},"spec":{}}"#;
         assert_eq!(decode("k", text, 1).unwrap().metadata.name, "p");
+    }
+
+    /// One stored resource per kind with every field a table column reads, and more beside.
+    fn stored_examples() -> Vec<(Kind, serde_json::Value)> {
+        use serde_json::json;
+        let meta = |name: &str| {
+            json!({"name": name, "uid": "u-1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                   "labels": {"a": "b"}, "annotations": {"note": "x"}, "generation": 3})
+        };
+        let mut namespaced = meta("default.p1");
+        namespaced["namespace"] = json!("prod");
+        let mut tiered = meta("security.p2");
+        tiered["annotations"][METADATA_ANNOTATION] = json!(r#"{"name":"security.p2"}"#);
+        let mut workload = meta("node1-k8s-pod-eth0");
+        workload["namespace"] = json!("prod");
+        vec![
+            (
+                Kind::HostEndpoint,
+                json!({"metadata": meta("h1"), "spec": {"node": "n1",
+                "interfaceName": "*", "expectedIPs": ["10.0.0.1", "fd00::1"],
+                "profiles": ["p1", "p2"], "ports": [{"name": "ssh", "port": 22}]}}),
+            ),
+            (
+                Kind::GlobalNetworkPolicy,
+                json!({"metadata": tiered, "spec": {"tier": "security",
+                "order": 1000000, "selector": "all()", "ingress": [{"action": "Allow"}]}}),
+            ),
+            (
+                Kind::GlobalNetworkPolicy,
+                json!({"metadata": meta("default.p3"),
+                "spec": {"order": 1.5, "selector": "has(a)"}}),
+            ),
+            (
+                Kind::NetworkPolicy,
+                json!({"metadata": namespaced, "spec": {"order": 10,
+                "selector": "role == 'db'", "egress": []}}),
+            ),
+            (
+                Kind::Node,
+                json!({"metadata": meta("n1"), "spec": {"bgp": {"ipv4Address":
+                "10.0.0.1/24", "ipv6Address": "fd00::1/64"}, "orchRefs": [{"nodeName": "n1"}]},
+                "status": {"podCIDRs": ["10.1.0.0/24"]}}),
+            ),
+            (
+                Kind::BgpPeer,
+                json!({"metadata": meta("peer"), "spec": {"peerIP": "10.0.0.9",
+                "nodeSelector": "rack == 'a'", "asNumber": 64513, "keepOriginalNextHop": true}}),
+            ),
+            (
+                Kind::IpPool,
+                json!({"metadata": meta("pool"), "spec": {"cidr": "10.0.0.0/16",
+                "natOutgoing": true, "ipipMode": "Always", "vxlanMode": "", "disabled": false,
+                "disableBGPExport": true, "nodeSelector": "all()", "blockSize": 26}}),
+            ),
+            (
+                Kind::BgpConfiguration,
+                json!({"metadata": meta("default"), "spec": {
+                "logSeverityScreen": "Info", "nodeToNodeMeshEnabled": false, "asNumber": "1.10"}}),
+            ),
+            (
+                Kind::BgpFilter,
+                json!({"metadata": meta("f"), "spec": {"exportV4": [{}, {}],
+                "importV6": [{}]}}),
+            ),
+            (
+                Kind::ClusterInformation,
+                json!({"metadata": meta("default"), "spec": {
+                "clusterGUID": "abc", "clusterType": "k8s,bgp", "calicoVersion": "v3.27.0",
+                "datastoreReady": true}}),
+            ),
+            (
+                Kind::GlobalNetworkSet,
+                json!({"metadata": meta("s"), "spec": {"nets":
+                (0..20).map(|index| format!("10.{index}.0.0/16")).collect::<Vec<_>>()}}),
+            ),
+            (
+                Kind::IpReservation,
+                json!({"metadata": meta("r"), "spec": {"reservedCIDRs":
+                ["10.9.0.0/24"]}}),
+            ),
+            (
+                Kind::Profile,
+                json!({"metadata": meta("prof"), "spec": {"labelsToApply":
+                {"z": "1", "a": "2"}, "ingress": []}}),
+            ),
+            (
+                Kind::Tier,
+                json!({"metadata": meta("security"), "spec": {"order": 100}}),
+            ),
+            (
+                Kind::WorkloadEndpoint,
+                json!({"metadata": workload, "spec": {"orchestrator": "k8s",
+                "workload": "", "pod": "pod", "node": "node1", "ipNetworks": ["10.1.0.5/32"],
+                "interfaceName": "cali1", "profiles": ["kns.prod"], "ipNATs": [
+                {"internalIP": "10.1.0.5", "externalIP": "172.16.0.5"}]}}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_summary_prints_every_column_as_the_whole_resource_does() {
+        use crate::output::{CellContext, ColumnSet, NamespaceColumn, TableColumns, headings_for};
+        for (kind, mut value) in stored_examples() {
+            value["apiVersion"] = API_VERSION.into();
+            value["kind"] = kind.as_str().into();
+            let bytes = serde_json::to_vec(&value).unwrap();
+            let headings: Vec<String> = headings_for(kind).into_iter().map(String::from).collect();
+            let columns =
+                TableColumns::new(kind, ColumnSet::Custom(&headings), NamespaceColumn::Hide)
+                    .unwrap();
+            let spec_fields = columns.spec_fields().expect("every column is listed");
+            let whole = decode("k", &bytes, 7).unwrap();
+            for labels in [false, true] {
+                let summary = decode_summary(kind, "k", &bytes, 7, &spec_fields, labels).unwrap();
+                let context = CellContext::default();
+                assert_eq!(
+                    columns.row(&summary, &context),
+                    columns.row(&whole, &context),
+                    "{kind}"
+                );
+                assert_eq!(summary.metadata.name, whole.metadata.name, "{kind}");
+                assert_eq!(summary.metadata.namespace, whole.metadata.namespace);
+                assert_eq!(summary.metadata.resource_version.as_deref(), Some("7"));
+                if labels {
+                    assert_eq!(summary.metadata.labels, whole.metadata.labels);
+                } else {
+                    assert!(summary.metadata.labels.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_summary_refuses_what_a_whole_read_refuses() {
+        assert!(decode_summary(Kind::Node, "k", b"{\"kind\": \"Node\"", 1, &[], false).is_err());
+        assert!(decode_summary(Kind::Node, "k", b"{}", 1, &[], false).is_err());
     }
 
     #[test]
