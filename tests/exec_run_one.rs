@@ -224,7 +224,7 @@ fn delete_skips_a_missing_resource_only_when_asked() {
             .run_one(&delete, RunMode::Execute, &skip, &mut transcript)
             .await
             .unwrap();
-        assert_eq!(outcome.summary, "HostEndpoint(h7) does not exist; nothing to delete");
+        assert_eq!(outcome.summary, "deleted nothing: HostEndpoint(h7) does not exist");
     });
 }
 

@@ -13,6 +13,12 @@ use crate::output::TableWriter;
 
 const REDACTED: &str = "<redacted>";
 
+/// The group's help.
+pub const EXAMPLES: &str = "\
+Examples:
+  netctl config view                       # values in effect and where each came from
+  netctl -c /etc/netctl/netctl.cfg config view -o yaml";
+
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration and the origin of each value (secrets redacted)

@@ -36,8 +36,9 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
 
-Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed or stopped at a
-gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
+Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
+says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate with no terminal to ask
+on (`--resume --approve STEP` continues).")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)

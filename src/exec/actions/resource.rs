@@ -620,7 +620,7 @@ pub async fn delete(
     let missing = |key: &ResourceKey| -> Result<Outcome, ResourceActionError> {
         match semantics.delete_missing {
             ExistingPolicy::Skip => Ok(Outcome {
-                summary: format!("{key} does not exist; nothing to delete"),
+                summary: format!("deleted nothing: {key} does not exist"),
                 transcript: vec![format!("{key} does not exist; skipped")],
                 output: None,
             }),
