@@ -31,7 +31,7 @@ Examples:
   netctl get ippool default-ipv4-ippool -o yaml
   netctl get networkpolicies -A -o custom-columns=NAMESPACE,NAME,ORDER
   netctl get gnp -o json | jq '.items[].metadata.name'
-  netctl get hep -o jsonpath='{range .items[*]}{.metadata.name}{"\\n"}{end}'
+  netctl get hep -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'
   netctl get hep --show-labels --no-headers
   netctl get -f policies.yaml -o yaml              # what the datastore holds for each document
   netctl get gnp allow-all-upgrade -o yaml --export > policy.yaml   # ready to create elsewhere";
@@ -50,10 +50,10 @@ pub struct GetArgs {
     #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
     files: Vec<PathBuf>,
     /// With `-f DIR`: also read its sub-directories
-    #[arg(short = 'R', long, requires = "files")]
+    #[arg(short = 'R', long, requires = "files", conflicts_with = "kind")]
     recursive: bool,
     /// With `-f`: an empty file or directory is not an error
-    #[arg(long, requires = "files")]
+    #[arg(long, requires = "files", conflicts_with = "kind")]
     skip_empty: bool,
     /// Leave out what belongs to this cluster's copy (namespace, uid, resourceVersion,
     /// creationTimestamp, deletion fields), so the output can be created elsewhere; with NAMEs or `-f`

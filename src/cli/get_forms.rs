@@ -21,7 +21,10 @@ use crate::resource::{Kind, Resource};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Targets {
     /// `KIND[,KIND...] [NAME...]`: every resource of each kind, or the NAMEs of each.
-    Kinds { kinds: Vec<Kind>, names: Vec<String> },
+    Kinds {
+        kinds: Vec<Kind>,
+        names: Vec<String>,
+    },
     /// `KIND/NAME ...`: exactly these resources.
     Named(Vec<(Kind, String)>),
 }
@@ -451,7 +454,8 @@ fn render_parts(parts: &[TemplatePart], document: &Value, text: &mut String) {
         match part {
             TemplatePart::Text(literal) => text.push_str(literal),
             TemplatePart::Expression(path) => {
-                let values: Vec<String> = path.query(document).all().into_iter().map(scalar).collect();
+                let values: Vec<String> =
+                    path.query(document).all().into_iter().map(scalar).collect();
                 text.push_str(&values.join(" "));
             }
             TemplatePart::Range(path, body) => {
@@ -494,7 +498,10 @@ mod tests {
             "a\nb\n"
         );
         assert_eq!(render("kind={.kind}", &list), "kind=HostEndpointList");
-        assert_eq!(render("{$.items[0].spec.expectedIPs}", &list), "[\"10.0.0.1\"]");
+        assert_eq!(
+            render("{$.items[0].spec.expectedIPs}", &list),
+            "[\"10.0.0.1\"]"
+        );
         assert_eq!(
             render("{.items[?(@.metadata.name=='b')].metadata.name}", &list),
             "b"
@@ -553,6 +560,9 @@ mod tests {
             out.write_all(b"NAME   NODE\na      n1\n\nNAME   NODE\nb      n2\n\n")
                 .unwrap();
         }
-        assert_eq!(String::from_utf8(filtered).unwrap(), "a      n1\nb      n2\n");
+        assert_eq!(
+            String::from_utf8(filtered).unwrap(),
+            "a      n1\nb      n2\n"
+        );
     }
 }

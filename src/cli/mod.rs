@@ -45,7 +45,6 @@ Exit codes:
   3  `upgrade apply` stopped at a human gate; `upgrade apply --resume --approve STEP` continues"
     };
 }
-pub(crate) use exit_codes;
 
 // Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
 // once split "else the environment" across lines.

@@ -87,6 +87,12 @@ impl Advice for Option<&'static str> {
     }
 }
 
+impl Advice for String {
+    fn advice(self) -> Option<String> {
+        Some(self)
+    }
+}
+
 impl Advice for &'static str {
     fn advice(self) -> Option<String> {
         Some(self.to_string())

@@ -69,10 +69,10 @@ pub struct DeleteArgs {
     #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
     files: Vec<PathBuf>,
     /// With `-f DIR`: also read its sub-directories
-    #[arg(short = 'R', long, requires = "files")]
+    #[arg(short = 'R', long, requires = "files", conflicts_with = "kind")]
     recursive: bool,
     /// With `-f`: an empty file or directory is not an error
-    #[arg(long, requires = "files")]
+    #[arg(long, requires = "files", conflicts_with = "kind")]
     skip_empty: bool,
     /// Namespace (namespaced kinds only)
     #[arg(short = 'n', long)]

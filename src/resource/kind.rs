@@ -216,10 +216,17 @@ impl UnknownKind {
             .iter()
             .map(|kind| {
                 let name = kind.aliases()[0];
-                let short: Vec<&str> = kind.aliases()[2..]
+                // Short names without their plurals: `bgpfilter (bgpf, bf)`.
+                let others = &kind.aliases()[2..];
+                let short: Vec<&str> = others
                     .iter()
                     .copied()
                     .filter(|alias| alias.len() < name.len())
+                    .filter(|alias| {
+                        !alias
+                            .strip_suffix('s')
+                            .is_some_and(|singular| others.contains(&singular))
+                    })
                     .collect();
                 match short.as_slice() {
                     [] => name.to_string(),
@@ -231,7 +238,9 @@ impl UnknownKind {
         match nearest {
             // A typo is a few edits away, about one per four letters: `hostendpiont` finds
             // `hostendpoint`, while `routes` finds nothing rather than a random short name.
-            Some((distance, alias)) if distance > 0 && distance <= typed.len().div_ceil(4).max(1) => {
+            Some((distance, alias))
+                if distance > 0 && distance <= typed.len().div_ceil(4).max(1) =>
+            {
                 format!("did you mean `{alias}`? {kinds}")
             }
             _ => kinds,
@@ -283,7 +292,10 @@ mod tests {
     #[test]
     fn unknown_kind_suggests_the_nearest_name_and_lists_the_kinds() {
         let hint = UnknownKind("hostendpiont".into()).hint();
-        assert!(hint.starts_with("did you mean `hostendpoint`? kinds: "), "{hint}");
+        assert!(
+            hint.starts_with("did you mean `hostendpoint`? kinds: "),
+            "{hint}"
+        );
         assert!(hint.contains("hostendpoint (hep, heps)"), "{hint}");
         let hint = UnknownKind("routes".into()).hint();
         assert!(hint.starts_with("kinds: bgpconfiguration"), "{hint}");

@@ -58,7 +58,10 @@ mod tests {
 
     #[test]
     fn equality_forms_are_rewritten() {
-        assert_eq!(kubectl_equivalent("zone=a").as_deref(), Some("zone == \"a\""));
+        assert_eq!(
+            kubectl_equivalent("zone=a").as_deref(),
+            Some("zone == \"a\"")
+        );
         assert_eq!(
             kubectl_equivalent("zone==a, role!=db,gpu,!spot").as_deref(),
             Some("zone == \"a\" && role != \"db\" && has(gpu) && !has(spot)")

@@ -1,0 +1,277 @@
+//! The habits kubectl and calicoctl users bring, through the binary: a closed stdout is success,
+//! suggestions for a mistyped kind or a kubectl selector, `delete -R/--skip-empty/-s`, examples and
+//! exit codes in `--help`, the kubectl forms of `get` (`hep/name`, `hep,gnp`, `--no-headers`,
+//! `--show-labels`, `-o jsonpath=`), and the note on an empty node list. The datastore cases run
+//! against a real etcd.
+
+mod support;
+
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+
+use support::snapshot::netctl_snapshot;
+use support::{EtcdServer, Netctl};
+
+const RESOURCES: &str = "apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-all, labels: {zone: a, role: edge}}
+spec: {node: node1, interfaceName: '*'}
+---
+apiVersion: projectcalico.org/v3
+kind: HostEndpoint
+metadata: {name: node1-eth0}
+spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkSet
+metadata: {name: set-a}
+spec: {nets: [10.0.0.0/8]}
+";
+
+fn against(etcd: &EtcdServer) -> Netctl {
+    let mut netctl = Netctl::new();
+    netctl
+        .env("DATASTORE_TYPE", "etcdv3")
+        .env("ETCD_ENDPOINTS", etcd.endpoint());
+    netctl
+}
+
+/// Runs netctl with stdout a pipe whose reading end is already closed, so the first write fails
+/// with EPIPE whatever the output's size; returns the exit code and stderr.
+fn into_closed_pipe(etcd: Option<&EtcdServer>, args: &[&str]) -> (Option<i32>, String) {
+    let (reader, writer): (OwnedFd, OwnedFd) = rustix::pipe::pipe().expect("create a pipe");
+    drop(reader);
+    let home = tempfile::tempdir().expect("temporary HOME");
+    let mut command = Command::new(Netctl::program());
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped());
+    if let Some(etcd) = etcd {
+        command
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("ETCD_ENDPOINTS", etcd.endpoint());
+    }
+    let output = command.output().expect("run netctl");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_is_success_for_every_kind_of_output() {
+    let etcd = EtcdServer::start();
+    against(&etcd)
+        .stdin(RESOURCES)
+        .args(["apply", "-f", "-"])
+        .assert()
+        .success();
+    for args in [
+        &["completion", "bash"][..],
+        &["completion", "zsh"],
+        &["--help"],
+        &["get", "--help"],
+        &["runbook", "list"],
+        &["get", "hep"],
+        &["get", "hep", "-o", "yaml"],
+        &["get", "hep", "node1-all", "-o", "json"],
+        &["get", "hep", "-o", "jsonpath={.items[*].metadata.name}"],
+        &["config", "view"],
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.29.2",
+            "--from",
+            "v3.27.0",
+            "--install-method",
+            "operator",
+            "--offline",
+        ],
+    ] {
+        let (code, stderr) = into_closed_pipe(Some(&etcd), args);
+        assert_eq!(
+            code,
+            Some(0),
+            "netctl {args:?} into a closed pipe: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "netctl {args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_mistyped_kind_gets_the_nearest_name_and_the_list_of_kinds() {
+    netctl_snapshot!(Netctl::new().args(["get", "hostendpiont"]));
+}
+
+#[test]
+fn a_kubectl_selector_gets_its_netctl_spelling() {
+    netctl_snapshot!(Netctl::new().args(["get", "hep", "-l", "zone=a,!spot"]));
+}
+
+#[test]
+fn delete_reads_directories_recursively_and_says_what_it_skipped() {
+    let etcd = EtcdServer::start();
+    let netctl = against(&etcd);
+    netctl.write_file("resources/nested/all.yaml", RESOURCES);
+    netctl.write_file("empty/none.yaml", "");
+    let resources = netctl.home().join("resources");
+    let empty = netctl.home().join("empty");
+    against(&etcd)
+        .args(["apply", "-R", "-f"])
+        .arg(&resources)
+        .assert()
+        .success();
+
+    // Without -R the sub-directory is not read: nothing to delete is an error unless --skip-empty.
+    let mut command = against(&etcd);
+    command.args(["delete", "-f"]).arg(&resources);
+    let output = command.output();
+    assert_eq!(output.status.code(), Some(1));
+    let mut command = against(&etcd);
+    command.args(["delete", "--skip-empty", "-f"]).arg(&empty);
+    command.assert().success();
+
+    let mut command = against(&etcd);
+    command.args(["delete", "-R", "-f"]).arg(&resources);
+    netctl_snapshot!(
+        "delete_recursive",
+        &command,
+        filters = [(resources.display().to_string(), "[DIR]")]
+    );
+    for key in [
+        "hostendpoints/node1-all",
+        "hostendpoints/node1-eth0",
+        "globalnetworksets/set-a",
+    ] {
+        let key = format!("/calico/resources/v3/projectcalico.org/{key}");
+        assert_eq!(etcd.get(&key), None, "{key} is deleted");
+    }
+
+    netctl_snapshot!(
+        "delete_skip_not_exists",
+        against(&etcd).args(["delete", "globalnetworkset", "set-a", "-s"])
+    );
+    // `-R` and `--skip-empty` belong to `-f`: with a KIND they are usage errors (for `get` too,
+    // where clap's `requires` alone let them through).
+    for args in [
+        &["delete", "gnetsets", "set-a", "-R"][..],
+        &["delete", "gnetsets", "set-a", "--skip-empty"],
+        &["get", "nodes", "-R"],
+        &["get", "nodes", "--skip-empty"],
+    ] {
+        let output = against(&etcd).args(args).output();
+        assert_eq!(output.status.code(), Some(2), "netctl {args:?}");
+    }
+}
+
+#[test]
+fn help_shows_examples_on_every_group_and_the_exit_codes() {
+    netctl_snapshot!("help_top_level", Netctl::new().arg("--help"));
+    for group in ["config", "upgrade", "runbook", "node"] {
+        let output = Netctl::new().args([group, "--help"]).output();
+        let help = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        assert!(
+            help.contains("Examples:\n  netctl "),
+            "`netctl {group} --help` has examples:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_and_the_docs_give_the_exit_codes_help_gives() {
+    let output = Netctl::new().arg("--help").output();
+    let help = String::from_utf8(output.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let executor =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/executor.md")).unwrap();
+    for (code, words) in [
+        ("0", "success"),
+        ("1", "failed"),
+        ("2", "bad usage"),
+        ("3", "gate"),
+    ] {
+        let in_help = help.lines().any(|line| {
+            line.trim_start().starts_with(&format!("{code}  ")) && line.contains(words)
+        });
+        let in_readme = readme
+            .lines()
+            .any(|line| line.starts_with(&format!("| {code} |")) && line.contains(words));
+        assert!(
+            in_help,
+            "`--help` gives exit code {code} ({words}):\n{help}"
+        );
+        assert!(in_readme, "README gives exit code {code} ({words})");
+    }
+    assert!(
+        executor.contains("3 stopped at a gate"),
+        "docs/executor.md gives exit code 3 for a gate"
+    );
+}
+
+#[test]
+fn kubectl_forms_of_get() {
+    let etcd = EtcdServer::start();
+    against(&etcd)
+        .stdin(RESOURCES)
+        .args(["apply", "-f", "-"])
+        .assert()
+        .success();
+    netctl_snapshot!(
+        "get_several_kinds",
+        against(&etcd).args(["get", "hep,gnetsets"])
+    );
+    netctl_snapshot!(
+        "get_kind_slash_name_with_labels",
+        against(&etcd).args([
+            "get",
+            "hep/node1-all",
+            "globalnetworkset/set-a",
+            "--show-labels"
+        ])
+    );
+    netctl_snapshot!(
+        "get_no_headers",
+        against(&etcd).args(["get", "hep", "-o", "wide", "--no-headers", "--show-labels"])
+    );
+    netctl_snapshot!(
+        "get_jsonpath",
+        against(&etcd).args([
+            "get",
+            "hep,gnetsets",
+            "-o",
+            r#"jsonpath={range .items[*]}{.kind}/{.metadata.name} {.spec.interfaceName}{"\n"}{end}"#,
+        ])
+    );
+    netctl_snapshot!(
+        "get_jsonpath_by_name",
+        against(&etcd).args([
+            "get",
+            "hep/node1-all",
+            "-o",
+            "jsonpath={.metadata.labels.zone}"
+        ])
+    );
+    netctl_snapshot!(
+        "get_mixed_forms_refused",
+        against(&etcd).args(["get", "hep/node1-all", "node1-eth0"])
+    );
+    netctl_snapshot!(
+        "get_bad_jsonpath",
+        against(&etcd).args(["get", "hep", "-o", "jsonpath={.items[}"])
+    );
+}
+
+#[test]
+fn an_empty_node_list_says_what_it_means() {
+    let etcd = EtcdServer::start();
+    netctl_snapshot!(against(&etcd).args(["get", "nodes"]));
+}
