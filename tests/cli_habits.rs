@@ -275,3 +275,47 @@ fn an_empty_node_list_says_what_it_means() {
     let etcd = EtcdServer::start();
     netctl_snapshot!(against(&etcd).args(["get", "nodes"]));
 }
+
+#[test]
+fn configuration_traps_are_named() {
+    // A set-but-empty NET_ETCD_ENDPOINTS shadows ETCD_ENDPOINTS: the error names the winner.
+    netctl_snapshot!(
+        "empty_prefixed_endpoints",
+        Netctl::new()
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("NET_ETCD_ENDPOINTS", "")
+            .env("ETCD_ENDPOINTS", "http://127.0.0.1:2379")
+            .args(["get", "nodes"])
+    );
+
+    // A config file in use makes the environment's settings ignored: said at info level and by
+    // `config view`.
+    let etcd = EtcdServer::start();
+    let mut netctl = Netctl::new();
+    netctl
+        .config_file(&format!(
+            "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: {}\n",
+            etcd.endpoint()
+        ))
+        .env("ETCD_ENDPOINTS", "http://192.0.2.1:2379");
+    let home = netctl.home().display().to_string();
+    let endpoint = etcd.endpoint();
+    let filters = [(home.as_str(), "[HOME]"), (endpoint.as_str(), "[ENDPOINT]")];
+    netctl.args(["config", "view"]);
+    netctl_snapshot!("file_shadows_environment_view", &netctl, filters = filters);
+    let mut netctl_info = Netctl::new();
+    netctl_info
+        .config_file(&format!(
+            "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: {}\n",
+            etcd.endpoint()
+        ))
+        .env("ETCD_ENDPOINTS", "http://192.0.2.1:2379")
+        .args(["--log-level", "info", "get", "nodes", "--no-headers"]);
+    let home = netctl_info.home().display().to_string();
+    let filters = [(home.as_str(), "[HOME]"), (endpoint.as_str(), "[ENDPOINT]")];
+    netctl_snapshot!(
+        "file_shadows_environment_info",
+        &netctl_info,
+        filters = filters
+    );
+}

@@ -89,7 +89,14 @@ fn table(config: &ClientConfig) -> std::io::Result<String> {
         ])?;
     }
     let table = String::from_utf8_lossy(&table.finish()?).into_owned();
-    Ok(format!("Configuration source: {source}\n\n{table}"))
+    let mut text = format!("Configuration source: {source}\n\n{table}");
+    if !config.ignored.is_empty() {
+        text.push_str("\nIgnored:\n");
+        for ignored in &config.ignored {
+            text.push_str(&format!("  {ignored}\n"));
+        }
+    }
+    Ok(text)
 }
 
 fn document(config: &ClientConfig) -> NetApiConfigDocument {

@@ -161,6 +161,9 @@ impl Context {
         for warning in &config.warnings {
             terminal::warn(warning);
         }
+        for ignored in &config.ignored {
+            terminal::info(ignored);
+        }
         Ok(self.client_config.get_or_init(|| config))
     }
 
