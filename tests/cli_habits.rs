@@ -319,3 +319,85 @@ fn configuration_traps_are_named() {
         filters = filters
     );
 }
+
+/// Every long flag of every command, as `--help` lists it, with the command path.
+fn every_flag(command: &clap::Command, path: &str, flags: &mut Vec<(String, String)>) {
+    for argument in command.get_arguments() {
+        if argument.is_hide_set() {
+            continue;
+        }
+        if let Some(long) = argument.get_long() {
+            flags.push((path.to_string(), format!("--{long}")));
+        }
+    }
+    for subcommand in command.get_subcommands() {
+        let path = format!("{path} {}", subcommand.get_name());
+        every_flag(subcommand, &path, flags);
+    }
+}
+
+#[test]
+fn the_readme_command_summary_lists_every_flag_the_help_has() {
+    use clap::CommandFactory;
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("## Commands")
+        .expect("README has a Commands section");
+    let end = start
+        + readme[start..]
+            .find("\n## ")
+            .expect("a section follows Commands");
+    let summary = &readme[start..end];
+    let mut flags = Vec::new();
+    every_flag(&netctl::cli::Cli::command(), "netctl", &mut flags);
+    // A command's flags must be on its own line(s) of the summary (the lines that begin
+    // `netctl <command>`, continuation lines included); the global options on the first line.
+    let lines_of = |command: &str| -> String {
+        let mut text = String::new();
+        let mut inside = false;
+        for line in summary.lines() {
+            if let Some(rest) = line.strip_prefix("netctl ") {
+                let first = rest.split(' ').next().unwrap_or_default();
+                inside = if command.is_empty() {
+                    first.starts_with('[')
+                } else {
+                    first.split('|').any(|name| name == command)
+                };
+            } else if !line.starts_with(' ') {
+                inside = false;
+            }
+            if inside {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        text
+    };
+    let missing: Vec<String> = flags
+        .iter()
+        .filter(|(_, flag)| flag != "--help" && flag != "--version")
+        .filter(|(path, flag)| {
+            let command = path.split(' ').nth(1).unwrap_or_default();
+            let global = netctl::cli::Cli::command()
+                .get_arguments()
+                .any(|argument| argument.get_long() == Some(&flag[2..]));
+            let lines = lines_of(if global { "" } else { command });
+            !lines
+                .split(|character: char| !(character.is_ascii_alphanumeric() || character == '-'))
+                .any(|word| word == flag)
+        })
+        .map(|(path, flag)| format!("{path} {flag}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's command summary misses: {missing:#?}"
+    );
+    for (needle, what) in [
+        ("target/release/netctl", "where the built binary is"),
+        ("PATH", "how to put it on PATH"),
+        ("docs/executor.md", "the executor document"),
+    ] {
+        assert!(readme.contains(needle), "README says {what} (`{needle}`)");
+    }
+}
