@@ -401,3 +401,112 @@ fn the_readme_command_summary_lists_every_flag_the_help_has() {
         assert!(readme.contains(needle), "README says {what} (`{needle}`)");
     }
 }
+
+fn tls_config(
+    endpoint: &str,
+    ca: &std::path::Path,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> String {
+    format!(
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: {endpoint}\n  etcdCACertFile: {}\n  etcdCertFile: {}\n  etcdKeyFile: {}\n",
+        ca.display(),
+        cert.display(),
+        key.display()
+    )
+}
+
+#[test]
+fn config_check_names_each_cause() {
+    use support::{Ca, NotEtcdServer, Pki};
+    let pki = Pki::generate();
+    let tls = EtcdServer::builder().tls(&pki).start();
+    let plain = EtcdServer::start();
+    let not_etcd = NotEtcdServer::start();
+    let tls_endpoint = tls.endpoint();
+    let tls_port = tls_endpoint.rsplit(':').next().unwrap().to_string();
+    let plain_port = plain.endpoint().rsplit(':').next().unwrap().to_string();
+    let pki_dir = pki.dir().display().to_string();
+    let client = pki.client(Ca::A);
+    let other = pki.client(Ca::B);
+    let filters = |netctl: &Netctl| {
+        vec![
+            (netctl.home().display().to_string(), "[HOME]"),
+            (pki_dir.clone(), "[PKI]"),
+            (tls_port.clone(), "[TLS-PORT]"),
+            (plain_port.clone(), "[PLAIN-PORT]"),
+            (not_etcd.endpoint(), "[NOT-ETCD]"),
+        ]
+    };
+    let run = |name: &str, netctl: &mut Netctl| {
+        netctl.args(["config", "check"]);
+        let transcript = support::snapshot::transcript(&netctl.output(), filters(netctl));
+        insta::assert_snapshot!(name, transcript);
+    };
+
+    run(
+        "config_check_tls_ok",
+        Netctl::new().config_file(&tls_config(
+            &tls_endpoint,
+            pki.ca_bundle(),
+            &client.cert,
+            &client.key,
+        )),
+    );
+    run(
+        "config_check_plain_ok",
+        Netctl::new()
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("ETCD_ENDPOINTS", plain.endpoint()),
+    );
+    run(
+        "config_check_http_against_tls",
+        Netctl::new().env("DATASTORE_TYPE", "etcdv3").env(
+            "ETCD_ENDPOINTS",
+            tls_endpoint.replace("https://", "http://"),
+        ),
+    );
+    run(
+        "config_check_https_against_plain",
+        Netctl::new()
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env(
+                "ETCD_ENDPOINTS",
+                plain.endpoint().replace("http://", "https://"),
+            )
+            .env("ETCD_CA_CERT_FILE", pki.ca_bundle()),
+    );
+    run(
+        "config_check_not_etcd",
+        Netctl::new()
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("ETCD_ENDPOINTS", not_etcd.endpoint()),
+    );
+    run(
+        "config_check_key_of_another_certificate",
+        Netctl::new().config_file(&tls_config(
+            &tls_endpoint,
+            pki.ca_bundle(),
+            &client.cert,
+            &other.key,
+        )),
+    );
+    run(
+        "config_check_swapped_files",
+        Netctl::new().config_file(&tls_config(
+            &tls_endpoint,
+            pki.ca_bundle(),
+            &client.key,
+            &client.cert,
+        )),
+    );
+    run(
+        "config_check_missing_ca",
+        Netctl::new().config_file(&tls_config(
+            &tls_endpoint,
+            std::path::Path::new("/nonexistent/ca.pem"),
+            &client.cert,
+            &client.key,
+        )),
+    );
+}

@@ -232,7 +232,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
-        Command::Config(command) => config::run(&context, command),
+        Command::Config(command) => config::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,

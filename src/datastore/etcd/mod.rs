@@ -10,6 +10,7 @@
 //! pages pinned to one revision, so a listing is a consistent snapshot while memory stays bounded by
 //! a page.
 
+pub mod check;
 mod conversion;
 pub mod coordination;
 mod endpoints;
