@@ -500,6 +500,16 @@ fn config_check_names_each_cause() {
             &client.cert,
         )),
     );
+    let dns = support::DnsServer::builder()
+        .etcd_client("cluster.test", "localhost", plain.port(), 0, 10)
+        .start();
+    run(
+        "config_check_srv",
+        Netctl::new()
+            .resolver(&dns)
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("ETCD_DISCOVERY_SRV", "cluster.test"),
+    );
     run(
         "config_check_missing_ca",
         Netctl::new().config_file(&tls_config(
