@@ -520,3 +520,68 @@ fn config_check_names_each_cause() {
         )),
     );
 }
+
+#[test]
+fn install_script_puts_binary_completions_man_pages_and_schemas_in_place() {
+    let prefix = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install.sh");
+    let output = Command::new("bash")
+        .arg(script)
+        .env("PREFIX", prefix.path())
+        .env("NETCTL_BINARY", Netctl::program())
+        .output()
+        .expect("run scripts/install.sh");
+    assert!(
+        output.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for file in [
+        "bin/netctl",
+        "share/bash-completion/completions/netctl",
+        "share/zsh/site-functions/_netctl",
+        "share/fish/vendor_completions.d/netctl.fish",
+        "share/man/man1/netctl.1",
+        "share/man/man1/netctl-get.1",
+        "share/man/man1/netctl-upgrade-apply.1",
+        "share/netctl/schemas/hostendpoints.schema.json",
+        "share/netctl/schemas/netapiconfig.schema.json",
+        "share/netctl/schemas/runbook.schema.json",
+    ] {
+        let path = prefix.path().join(file);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 0, "{file} is installed and not empty");
+    }
+    let page = std::fs::read_to_string(prefix.path().join("share/man/man1/netctl-get.1")).unwrap();
+    assert!(page.contains(".TH netctl-get 1"), "{page}");
+    assert!(
+        page.contains("show\\-labels"),
+        "the get page lists --show-labels"
+    );
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            prefix
+                .path()
+                .join("share/netctl/schemas/hostendpoints.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(schema["$id"], "urn:netctl:schema:hostendpoints.schema.json");
+}
+
+#[test]
+fn schema_prints_one_kind_with_its_id() {
+    let output = Netctl::new().args(["schema", "gnp"]).output();
+    assert_eq!(output.status.code(), Some(0));
+    let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        schema["$id"],
+        "urn:netctl:schema:globalnetworkpolicies.schema.json"
+    );
+    assert_eq!(schema["title"], "GlobalNetworkPolicy");
+    netctl_snapshot!(
+        "schema_unknown_kind",
+        Netctl::new().args(["schema", "hostendpiont"])
+    );
+}

@@ -8,9 +8,11 @@ mod completion;
 mod config;
 mod get;
 mod get_forms;
+mod manual;
 mod node;
 mod report;
 mod runbook;
+mod schema;
 mod upgrade;
 mod upgrade_apply;
 mod version;
@@ -128,6 +130,10 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
+    /// Print the JSON Schema of a kind (or write them all) for editors
+    Schema(schema::SchemaArgs),
+    /// Print the man page (or write one per command)
+    Man(manual::ManArgs),
     /// Run the node agent container
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
@@ -235,6 +241,8 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Config(command) => config::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
+        Command::Schema(args) => schema::run(&context, args),
+        Command::Man(args) => manual::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,
         Command::Upgrade(command) => upgrade::run(&context, command).await,
         Command::Runbook(command) => runbook::run(&context, command).await,

@@ -429,8 +429,7 @@ fn tls_version(
     };
     let name = ServerName::try_from(endpoint.host.clone())
         .map_err(|error| EndpointProblem::Refused(format!("invalid server name: {error}")))?;
-    let connection = rustls::ClientConnection::new(Arc::new(config), name)
-        .map_err(tls_problem)?;
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).map_err(tls_problem)?;
     let stream = connect_tcp(endpoint, timeout)?;
     let mut tls = rustls::StreamOwned::new(connection, stream);
     if let Err(error) = tls.write_all(version_request(endpoint).as_bytes()) {
