@@ -15,8 +15,12 @@ pub struct CompletionArgs {
     shell: Shell,
 }
 
-pub fn run(args: CompletionArgs) -> anyhow::Result<ExitCode> {
+pub fn run(context: &super::Context, args: CompletionArgs) -> anyhow::Result<ExitCode> {
     let mut command = super::Cli::command();
-    clap_complete::generate(args.shell, &mut command, "netctl", &mut std::io::stdout());
+    // Generated into memory first: clap_complete panics when its writer fails, and a closed pipe
+    // (`netctl completion bash | head`) must end as success, through the printer's error.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "netctl", &mut script);
+    context.printer.data(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }

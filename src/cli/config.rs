@@ -1,17 +1,28 @@
 //! `netctl config view`: the effective client configuration, where each value came from, secrets
 //! redacted. Useful at 3 a.m. to answer "which endpoints is this shell actually pointed at?".
+//! `netctl config check`: loads every file the configuration names and probes every etcd endpoint
+//! (`datastore::etcd::check` does the work), printing one line per file problem and per endpoint.
 
 use std::process::ExitCode;
 
 use clap::{Subcommand, ValueEnum};
 
 use super::Context;
+use crate::config::DatastoreType;
 use crate::config::{
     ClientConfig, ConfigOption, ConfigSource, NetApiConfigDocument, NetApiConfigSpec,
 };
+use crate::datastore::etcd::check::{Authentication, EndpointFacts, Leadership, Transport};
 use crate::output::TableWriter;
 
 const REDACTED: &str = "<redacted>";
+
+/// The group's help.
+pub const EXAMPLES: &str = "\
+Examples:
+  netctl config view                       # values in effect and where each came from
+  netctl config check                      # files, key and certificate, every endpoint
+  netctl -c /etc/netctl/netctl.cfg config view -o yaml";
 
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -24,6 +35,12 @@ pub enum ConfigCommand {
         #[arg(short, long, value_enum, default_value_t = ViewFormat::Table)]
         output: ViewFormat,
     },
+    /// Load every file, check the key matches the certificate, resolve SRV, and connect to each
+    /// etcd endpoint, reporting each (version, leader, TLS, auth); exit 1 on any problem
+    #[command(
+        after_help = "Examples:\n  netctl config check\n  netctl -c /etc/netctl/netctl.cfg config check\n  DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=https://10.0.0.1:2379,https://10.0.0.2:2379 netctl config check"
+    )]
+    Check,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -33,8 +50,11 @@ pub enum ViewFormat {
     Json,
 }
 
-pub fn run(context: &Context, command: ConfigCommand) -> anyhow::Result<ExitCode> {
-    let ConfigCommand::View { output } = command;
+pub async fn run(context: &Context, command: ConfigCommand) -> anyhow::Result<ExitCode> {
+    let output = match command {
+        ConfigCommand::View { output } => output,
+        ConfigCommand::Check => return check(context).await,
+    };
     let config = context.client_config()?;
     let text = match output {
         ViewFormat::Table => table(config)?,
@@ -83,7 +103,14 @@ fn table(config: &ClientConfig) -> std::io::Result<String> {
         ])?;
     }
     let table = String::from_utf8_lossy(&table.finish()?).into_owned();
-    Ok(format!("Configuration source: {source}\n\n{table}"))
+    let mut text = format!("Configuration source: {source}\n\n{table}");
+    if !config.ignored.is_empty() {
+        text.push_str("\nIgnored:\n");
+        for ignored in &config.ignored {
+            text.push_str(&format!("  {ignored}\n"));
+        }
+    }
+    Ok(text)
 }
 
 fn document(config: &ClientConfig) -> NetApiConfigDocument {
@@ -128,4 +155,68 @@ fn document(config: &ClientConfig) -> NetApiConfigDocument {
         metadata: serde_json::Map::new(),
         spec,
     }
+}
+
+/// `config check`: the etcd checks, one line each; the Kubernetes datastore is proved by connecting.
+async fn check(context: &Context) -> anyhow::Result<ExitCode> {
+    let config = context.client_config()?;
+    let printer = &context.printer;
+    if config.datastore_type.value == DatastoreType::Kubernetes {
+        context.datastore().await?;
+        printer.data_line("kubernetes datastore: connected")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = config.etcd()?;
+    let timeout = context.global.request_timeout;
+    let report = crate::datastore::etcd::check::check(&settings, timeout).await;
+    match report.files.as_slice() {
+        [] => printer.data_line("files: ok")?,
+        problems => {
+            for problem in problems {
+                printer.data_line(&format!("files: error: {problem}"))?;
+            }
+        }
+    }
+    if let Some(name) = &report.discovery {
+        match &report.discovery_error {
+            None => printer.data_line(&format!(
+                "SRV `{name}`: {} endpoint(s)",
+                report.endpoints.len()
+            ))?,
+            Some(error) => printer.data_line(&format!("SRV `{name}`: error: {error}"))?,
+        }
+    }
+    for endpoint in &report.endpoints {
+        let line = match &endpoint.outcome {
+            Ok(facts) => format!("{}: ok: {}", endpoint.endpoint, describe_facts(facts)),
+            Err(problem) => format!(
+                "{}: error: {}",
+                endpoint.endpoint,
+                crate::errors::error_chain(problem)
+            ),
+        };
+        printer.data_line(&line)?;
+    }
+    Ok(match report.passed() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    })
+}
+
+fn describe_facts(facts: &EndpointFacts) -> String {
+    let tls = match facts.tls {
+        Transport::Plain => "no TLS",
+        Transport::Tls => "TLS",
+        Transport::MutualTls => "TLS with client certificate",
+    };
+    let leader = match facts.leader {
+        Leadership::Leader => "leader".to_string(),
+        Leadership::Follower { leader } => format!("follower (leader {leader:x})"),
+        Leadership::NoLeader => "no leader".to_string(),
+    };
+    let auth = match &facts.auth {
+        Authentication::NotUsed => "no authentication".to_string(),
+        Authentication::User(user) => format!("authenticated as `{user}`"),
+    };
+    format!("etcd {}, {leader}, {tls}, {auth}", facts.version)
 }

@@ -13,10 +13,11 @@ use anyhow::Context as _;
 
 use super::Context;
 use super::args::{FileArgs, namespace_scope};
+use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_output};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
-    PrintOptions, ResourcePrinter, Shape, TableColumns, sort_tiers_by_order,
+    PrintOptions, Shape, TableColumns, sort_tiers_by_order,
 };
 use crate::resource::selector::Selector;
 use crate::resource::spec::numorstring::{self, AsNumber};
@@ -25,18 +26,22 @@ use crate::resource::{Kind, Resource, ResourceKey};
 const EXAMPLES: &str = "\
 Examples:
   netctl get nodes
+  netctl get hep,gnp                               # several kinds; `get hep/node1-eth0` by KIND/NAME
   netctl get hostendpoints -o wide                 # INTERFACE shows all-interfaces endpoints (`*`)
   netctl get hep -l 'has(host-endpoint-upgrade)'   # filter by the selector language
   netctl get ippool default-ipv4-ippool -o yaml
   netctl get networkpolicies -A -o custom-columns=NAMESPACE,NAME,ORDER
   netctl get gnp -o json | jq '.items[].metadata.name'
+  netctl get hep -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'
+  netctl get hep --show-labels --no-headers
   netctl get -f policies.yaml -o yaml              # what the datastore holds for each document
   netctl get gnp allow-all-upgrade -o yaml --export > policy.yaml   # ready to create elsewhere";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct GetArgs {
-    /// Resource kind: a name, plural or short name (e.g. `nodes`, `hep`, `gnp`)
+    /// Resource kind: a name, plural or short name (e.g. `nodes`, `hep`, `gnp`); several as
+    /// `hep,gnp`; or KIND/NAME arguments (`hep/node1-eth0 gnp/allow-all`)
     #[arg(required_unless_present = "files", conflicts_with = "files")]
     kind: Option<String>,
     /// Names to get; all resources of the kind when none is given
@@ -46,18 +51,24 @@ pub struct GetArgs {
     #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
     files: Vec<PathBuf>,
     /// With `-f DIR`: also read its sub-directories
-    #[arg(short = 'R', long, requires = "files")]
+    #[arg(short = 'R', long, requires = "files", conflicts_with = "kind")]
     recursive: bool,
     /// With `-f`: an empty file or directory is not an error
-    #[arg(long, requires = "files")]
+    #[arg(long, requires = "files", conflicts_with = "kind")]
     skip_empty: bool,
     /// Leave out what belongs to this cluster's copy (namespace, uid, resourceVersion,
     /// creationTimestamp, deletion fields), so the output can be created elsewhere; with NAMEs or `-f`
     #[arg(long)]
     export: bool,
-    /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,...
+    /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,..., jsonpath=TEMPLATE
     #[arg(short, long, default_value = "ps")]
     output: String,
+    /// Tables without their heading line
+    #[arg(long)]
+    no_headers: bool,
+    /// Tables with a LABELS column
+    #[arg(long)]
+    show_labels: bool,
     /// Namespace (namespaced kinds only); `default` when not given
     #[arg(short, long)]
     namespace: Option<String>,
@@ -70,66 +81,157 @@ pub struct GetArgs {
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let Some(kind) = &args.kind else {
-        return run_from_files(context, &args).await;
+    let (format, presentation) =
+        Presentation::parse(&args.output, args.no_headers, args.show_labels)?;
+    let Some(first) = &args.kind else {
+        return run_from_files(context, &args, format, &presentation).await;
     };
-    let kind: Kind = kind.parse()?;
-    let format: OutputFormat = args.output.parse()?;
+    let targets = parse_targets(first, &args.names)?;
     let keep = label_filter(&args)?;
-    let namespace = namespace_scope(kind, args.namespace.as_deref(), args.all_namespaces)?;
-    if !args.names.is_empty() && args.all_namespaces {
-        anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
-    }
     if let Some(empty) = args.names.iter().find(|name| name.is_empty()) {
         anyhow::bail!("resource name may not be empty{empty}");
     }
-    if args.export && args.names.is_empty() {
+    let (kinds, names) = match &targets {
+        Targets::Kinds { kinds, names } => (kinds.clone(), names.clone()),
+        Targets::Named(pairs) => (pairs.iter().map(|(kind, _)| *kind).collect(), Vec::new()),
+    };
+    let by_name = !names.is_empty() || matches!(targets, Targets::Named(_));
+    if by_name && args.all_namespaces {
+        anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
+    }
+    if args.export && !by_name {
         // As upstream (`reference/calicoctl.md` §1.3): an export is of named resources.
         anyhow::bail!("`--export` needs resource names (or `-f`)");
     }
+    let mut namespaces = Vec::new();
+    for kind in &kinds {
+        namespaces.push(namespace_scope(
+            *kind,
+            args.namespace.as_deref(),
+            args.all_namespaces,
+        )?);
+    }
 
     let store = context.datastore().await?;
+    let needs_as_number = kinds
+        .iter()
+        .any(|kind| format.needs_global_as_number(*kind));
     let cells = CellContext {
-        global_as_number: if format.needs_global_as_number(kind) {
+        global_as_number: if needs_as_number {
             global_as_number(store.as_ref()).await
         } else {
             GlobalAsNumber::Known(DEFAULT_AS_NUMBER)
         },
     };
-    let options = PrintOptions {
-        format,
-        namespace_column: if kind.is_namespaced()
-            && (args.namespace.is_some() || args.all_namespaces)
-        {
+    let namespace_column = |kind: Kind| {
+        if kind.is_namespaced() && (args.namespace.is_some() || args.all_namespaces) {
             NamespaceColumn::Show
         } else {
             NamespaceColumn::Hide
-        },
-        cells,
-        ..PrintOptions::default()
+        }
     };
-    let stdout = context.printer.stdout();
+    let mut buffer = Vec::new();
+    let mut out = match presentation.json_path {
+        Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
+        None => table_output(context.printer.stdout(), &presentation),
+    };
 
-    if args.names.is_empty() {
-        let detail = list_detail(kind, &options.format, args.selector.is_some());
-        let list_options = ListOptions::new(kind)
-            .in_namespace(namespace)
-            .with_detail(detail);
-        list(store, list_options, stdout, &options, keep).await?;
-        return Ok(ExitCode::SUCCESS);
+    let code = if by_name {
+        let keys: Vec<ResourceKey> = match &targets {
+            Targets::Named(pairs) => pairs
+                .iter()
+                .zip(&namespaces)
+                .map(|((kind, name), namespace)| ResourceKey::new(*kind, namespace.clone(), name))
+                .collect(),
+            Targets::Kinds { .. } => kinds
+                .iter()
+                .zip(&namespaces)
+                .flat_map(|(kind, namespace)| {
+                    names
+                        .iter()
+                        .map(|name| ResourceKey::new(*kind, namespace.clone(), name))
+                })
+                .collect(),
+        };
+        let options = PrintOptions {
+            format,
+            namespace_column: namespace_column(kinds[0]),
+            cells,
+            ..PrintOptions::default()
+        };
+        let named = Named {
+            keep: &keep,
+            export: args.export,
+            presentation: &presentation,
+        };
+        get_named(store.as_ref(), keys, &mut out, &options, named).await
+    } else {
+        for (index, (kind, namespace)) in kinds.iter().zip(namespaces).enumerate() {
+            let options = PrintOptions {
+                format: format.clone(),
+                namespace_column: namespace_column(*kind),
+                cells,
+                ..PrintOptions::default()
+            };
+            if index > 0 && options.format == OutputFormat::Yaml {
+                out.write_all(b"---\n")?;
+            }
+            let detail = list_detail(
+                *kind,
+                &options.format,
+                args.selector.is_some() || args.show_labels,
+            );
+            let list_options = ListOptions::new(*kind)
+                .in_namespace(namespace)
+                .with_detail(detail);
+            let printed = list(
+                Arc::clone(&store),
+                list_options,
+                &mut out,
+                &options,
+                &presentation,
+                &keep,
+            )
+            .await?;
+            if printed == 0 && *kind == Kind::Node && args.selector.is_none() {
+                // The spec's reading of an empty node list (`README.md`, "Check the configuration").
+                context.printer.say(
+                    "note: no nodes: either no node has registered yet, or this is not the datastore the cluster uses (see `netctl config view`)",
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    out.flush()?;
+    drop(out);
+    if let Some(template) = &presentation.json_path {
+        render_json_path(context, template, &buffer)?;
     }
+    code
+}
 
-    let keys = args
-        .names
-        .iter()
-        .map(|name| ResourceKey::new(kind, namespace.clone(), name))
-        .collect();
-    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+/// `-o jsonpath=`: the template applied to each JSON document the printer wrote.
+fn render_json_path(
+    context: &Context,
+    template: &super::get_forms::JsonPathTemplate,
+    json: &[u8],
+) -> anyhow::Result<()> {
+    let mut stdout = context.printer.stdout();
+    for document in serde_json::Deserializer::from_slice(json).into_iter::<serde_json::Value>() {
+        let document = document.context("cannot read back the JSON output for `-o jsonpath`")?;
+        stdout.write_all(template.render(&document).as_bytes())?;
+    }
+    stdout.flush()?;
+    Ok(())
 }
 
 /// `get -f FILE`: the resources the documents name, read from the datastore.
-async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
-    let format: OutputFormat = args.output.parse()?;
+async fn run_from_files(
+    context: &Context,
+    args: &GetArgs,
+    format: OutputFormat,
+    presentation: &Presentation,
+) -> anyhow::Result<ExitCode> {
     if args.all_namespaces {
         anyhow::bail!(
             "cannot use `--all-namespaces` with `-f`: the documents name their resources"
@@ -162,8 +264,23 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
         },
         ..PrintOptions::default()
     };
-    let stdout = context.printer.stdout();
-    get_named(store.as_ref(), keys, stdout, &options, keep, args.export).await
+    let mut buffer = Vec::new();
+    let mut out = match presentation.json_path {
+        Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
+        None => table_output(context.printer.stdout(), presentation),
+    };
+    let named = Named {
+        keep: &keep,
+        export: args.export,
+        presentation,
+    };
+    let code = get_named(store.as_ref(), keys, &mut out, &options, named).await;
+    out.flush()?;
+    drop(out);
+    if let Some(template) = &presentation.json_path {
+        render_json_path(context, template, &buffer)?;
+    }
+    code
 }
 
 /// `-l`: which resources a get keeps (every one without a selector).
@@ -190,9 +307,13 @@ async fn get_named<W: Write>(
     keys: Vec<ResourceKey>,
     out: W,
     options: &PrintOptions,
-    keep: impl Fn(&Resource) -> bool,
-    export: bool,
+    named: Named<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let Named {
+        keep,
+        export,
+        presentation,
+    } = named;
     let per_kind = matches!(
         options.format,
         OutputFormat::Ps | OutputFormat::Wide | OutputFormat::CustomColumns(_)
@@ -200,7 +321,7 @@ async fn get_named<W: Write>(
     let Some(first) = keys.first() else {
         return Ok(ExitCode::SUCCESS);
     };
-    let mut printer = ResourcePrinter::new(out, first.kind, Shape::Named, options)?;
+    let mut printer = GetPrinter::new(out, first.kind, Shape::Named, options, presentation)?;
     let mut missing = Vec::new();
     for key in keys {
         match store.get(&key).await {
@@ -210,7 +331,8 @@ async fn get_named<W: Write>(
                 }
                 if per_kind && printer.kind() != resource.kind {
                     let out = printer.finish()?;
-                    printer = ResourcePrinter::new(out, resource.kind, Shape::Named, options)?;
+                    printer =
+                        GetPrinter::new(out, resource.kind, Shape::Named, options, presentation)?;
                 }
                 printer.print(&resource)?;
             }
@@ -228,6 +350,13 @@ async fn get_named<W: Write>(
             anyhow::bail!("resources do not exist: {}", names.join(", "))
         }
     }
+}
+
+/// How a get by name filters and shows what it found.
+struct Named<'a> {
+    keep: &'a dyn Fn(&Resource) -> bool,
+    export: bool,
+    presentation: &'a Presentation,
 }
 
 /// What `--export` leaves out: the fields that belong to this datastore's copy of the resource
@@ -269,14 +398,16 @@ fn list_detail(kind: Kind, format: &OutputFormat, selector: bool) -> Detail {
 }
 
 /// Streams a list into the printer, page by page: the next page is read while this one prints,
-/// and stdout is written in large blocks rather than a line at a time.
+/// and stdout is written in large blocks rather than a line at a time. Returns how many resources
+/// it printed.
 async fn list<W: Write>(
     store: Arc<dyn Datastore>,
     list_options: ListOptions,
     out: W,
     options: &PrintOptions,
+    presentation: &Presentation,
     keep: impl Fn(&Resource) -> bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     let kind = list_options.kind;
     let mut pages = Pages::new(store, list_options);
     let Some(first) = pages.next().await? else {
@@ -286,8 +417,9 @@ async fn list<W: Write>(
         revision: first.revision.clone(),
     };
     let out = BufWriter::with_capacity(OUTPUT_BUFFER_BYTES, out);
-    let mut printer = ResourcePrinter::new(out, kind, shape, options)?;
+    let mut printer = GetPrinter::new(out, kind, shape, options, presentation)?;
     let mut page = Some(first);
+    let mut printed = 0;
     if kind == Kind::Tier {
         // Tiers print in policy-evaluation order; there are few of them, so holding them all is fine.
         let mut tiers = Vec::new();
@@ -299,10 +431,12 @@ async fn list<W: Write>(
         for tier in &tiers {
             printer.print(tier)?;
         }
+        printed = tiers.len();
     } else {
         while let Some(current) = page {
             for resource in current.items.iter().filter(|resource| keep(resource)) {
                 printer.print(resource)?;
+                printed += 1;
             }
             page = pages.next().await?;
         }
@@ -312,7 +446,7 @@ async fn list<W: Write>(
         .into_inner()
         .map_err(|error| error.into_error())?
         .flush()?;
-    Ok(())
+    Ok(printed)
 }
 
 /// The block size of a list's output: one write(2) per 64 KiB instead of one per line.

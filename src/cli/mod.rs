@@ -7,9 +7,12 @@ mod args;
 mod completion;
 mod config;
 mod get;
+mod get_forms;
+mod manual;
 mod node;
 mod report;
 mod runbook;
+mod schema;
 mod upgrade;
 mod upgrade_apply;
 mod version;
@@ -33,14 +36,36 @@ use crate::output::Printer;
 use crate::terminal::{self, LogLevel};
 use args::parse_duration;
 
-const AFTER_HELP: &str = "\
-Configuration: `-c FILE` (a NetAPIConfig document), else /etc/netctl/netctl.cfg if it exists, else the
-environment (DATASTORE_TYPE, ETCD_ENDPOINTS, ... each also as NET_<NAME>). See `netctl config view`.
+/// The exit codes `main` produces, as `--help` shows them (a macro so `concat!` can take it).
+macro_rules! exit_codes {
+    () => {
+        "\
+Exit codes:
+  0  success (also when the reader of stdout goes away, e.g. `netctl get nodes | head -1`)
+  1  the command failed (bad input, refused configuration, datastore error); stderr says why
+  2  bad usage: unknown command or flag, missing argument
+  3  `upgrade apply` stopped at a human gate; `upgrade apply --resume --approve STEP` continues"
+    };
+}
+
+// Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
+// once split "else the environment" across lines.
+const AFTER_HELP: &str = concat!(
+    "\
+Configuration, first found wins:
+  -c FILE                   a NetAPIConfig document
+  /etc/netctl/netctl.cfg    when it exists
+  the environment           DATASTORE_TYPE, ETCD_ENDPOINTS, ... (each also as NET_<NAME>)
+`netctl config view` shows the values in effect and where each came from.
 
 Examples:
   DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
   netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
-  netctl config view";
+  netctl config view
+
+",
+    exit_codes!()
+);
 
 /// Administer a Calico-compatible container network: resources, safe upgrades, the node agent.
 #[derive(Debug, Parser)]
@@ -93,20 +118,24 @@ pub enum Command {
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),
     /// Show or check the client configuration
-    #[command(subcommand)]
+    #[command(subcommand, after_help = config::EXAMPLES)]
     Config(config::ConfigCommand),
     /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
-    #[command(subcommand)]
+    #[command(subcommand, after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
-    #[command(subcommand)]
+    #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
     /// Show the client version and the version of the cluster
     Version(version::VersionArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
+    /// Print the JSON Schema of a kind (or write them all) for editors
+    Schema(schema::SchemaArgs),
+    /// Print the man page (or write one per command)
+    Man(manual::ManArgs),
     /// Run the node agent container
-    #[command(subcommand)]
+    #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
 }
 
@@ -137,6 +166,9 @@ impl Context {
         let config = crate::config::load(self.global.config.as_deref(), &self.environment)?;
         for warning in &config.warnings {
             terminal::warn(warning);
+        }
+        for ignored in &config.ignored {
+            terminal::info(ignored);
         }
         Ok(self.client_config.get_or_init(|| config))
     }
@@ -206,9 +238,11 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
-        Command::Config(command) => config::run(&context, command),
+        Command::Config(command) => config::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
-        Command::Completion(args) => completion::run(args),
+        Command::Completion(args) => completion::run(&context, args),
+        Command::Schema(args) => schema::run(&context, args),
+        Command::Man(args) => manual::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,
         Command::Upgrade(command) => upgrade::run(&context, command).await,
         Command::Runbook(command) => runbook::run(&context, command).await,

@@ -23,6 +23,12 @@ use crate::node::{
 use crate::plan::action::NodeRun;
 use crate::plan::{Action, Plan};
 
+/// The group's help.
+pub const EXAMPLES: &str = "\
+Examples:
+  netctl node run --dry-run                 # print the container command, run nothing
+  netctl node run --ip autodetect --init-system";
+
 const RUN_AFTER_HELP: &str = "\
 The datastore settings (etcdv3 only) come from the client configuration and are passed to the
 container: endpoints as environment variables, certificate files mounted read-only under

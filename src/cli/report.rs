@@ -5,6 +5,7 @@
 //! errors stay in their modules; this file only knows which ones can be asked.
 
 use super::UpgradeApplyError;
+use super::get_forms::{JsonPathError, TargetError};
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
@@ -20,6 +21,8 @@ use crate::plan::overlay::OverlayError;
 use crate::plan::release::VersionCheckError;
 use crate::plan::request::RequestError;
 use crate::plan::{FactError, PlanError, PlanFileError};
+use crate::resource::UnknownKind;
+use crate::resource::selector::SelectorError;
 use crate::runbook::RunbookError;
 
 /// The message and the advice to print for an error that ends a command.
@@ -58,6 +61,10 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             RunbookError,
             OutputFormatError,
             LintFailed,
+            UnknownKind,
+            SelectorError,
+            JsonPathError,
+            TargetError,
         );
         None
     })
@@ -77,6 +84,12 @@ impl Advice for Option<String> {
 impl Advice for Option<&'static str> {
     fn advice(self) -> Option<String> {
         self.map(str::to_string)
+    }
+}
+
+impl Advice for String {
+    fn advice(self) -> Option<String> {
+        Some(self)
     }
 }
 

@@ -38,6 +38,13 @@ pub async fn run(context: &Context, command: RunbookCommand) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// The group's help.
+pub const EXAMPLES: &str = "\
+Examples:
+  netctl runbook list
+  netctl runbook lint runbooks/
+  netctl runbook render --from v3.22.0 --to v3.29.2 --install-method helm";
+
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   netctl runbook lint                      # the runbooks built into netctl

@@ -59,6 +59,16 @@ impl From<PlanOutput> for PlanFormat {
     }
 }
 
+/// The group's help: the usual sequence, from plan to a stuck lock.
+pub const EXAMPLES: &str = "\
+Examples:
+  netctl upgrade plan --to v3.29.2 --out plan.json      # review the steps, then run exactly them
+  netctl upgrade apply --plan plan.json --dry-run
+  netctl upgrade apply --plan plan.json
+  netctl upgrade status                                 # where the last run stands, who holds the lock
+  netctl upgrade apply --resume                         # continue after a failure or a gate
+  netctl upgrade unlock LOCK-ID                         # only when the holder is gone for good";
+
 /// `netctl upgrade plan`
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:

@@ -37,8 +37,9 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
 
-Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed or stopped at a
-gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
+Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
+says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate with no terminal to ask
+on (`--resume --approve STEP` continues).")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)

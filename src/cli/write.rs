@@ -56,7 +56,7 @@ pub const REPLACE_EXAMPLES: &str = "Examples:\n  netctl replace -f pool.yaml\n  
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl delete hostendpoint node1-eth0\n  netctl delete gnp allow-all-upgrade --skip-not-exists\n  netctl delete -f old-policies.yaml --dry-run"
+    after_help = "Examples:\n  netctl delete hostendpoint node1-eth0\n  netctl delete gnp allow-all-upgrade --skip-not-exists\n  netctl delete -f old-policies.yaml --dry-run\n  netctl delete -f policies/ -R --skip-not-exists"
 )]
 pub struct DeleteArgs {
     /// Resource kind (with NAMEs), e.g. `hostendpoint`, `gnp`
@@ -64,9 +64,16 @@ pub struct DeleteArgs {
     kind: Option<String>,
     /// Names to delete
     names: Vec<String>,
-    /// Delete the resources named in these files instead
+    /// Delete the resources named in these files instead (a file, a directory of
+    /// `.yaml`/`.yml`/`.json` files, or `-` for standard input); repeatable
     #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
     files: Vec<PathBuf>,
+    /// With `-f DIR`: also read its sub-directories
+    #[arg(short = 'R', long, requires = "files", conflicts_with = "kind")]
+    recursive: bool,
+    /// With `-f`: an empty file or directory is not an error
+    #[arg(long, requires = "files", conflicts_with = "kind")]
+    skip_empty: bool,
     /// Namespace (namespaced kinds only)
     #[arg(short = 'n', long)]
     namespace: Option<String>,
@@ -265,8 +272,8 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
         None => {
             let files = FileArgs {
                 files: args.files.clone(),
-                recursive: false,
-                skip_empty: false,
+                recursive: args.recursive,
+                skip_empty: args.skip_empty,
                 namespace: args.namespace.clone(),
             };
             // A document's `resourceVersion` makes its delete conditional on it.

@@ -230,7 +230,14 @@ pub(super) fn resolve(config: &ClientConfig) -> Result<EtcdSettings, ConfigError
         (None, Some(srv)) => EndpointSource::Srv {
             domain: srv.value.trim().trim_end_matches('.').to_string(),
         },
-        (None, None) => return Err(ConfigError::NoEndpoints),
+        (None, None) => {
+            return Err(match config.option(ConfigOption::EtcdEndpoints) {
+                Some(empty) => ConfigError::EmptyEndpoints {
+                    origin: empty.origin.clone(),
+                },
+                None => ConfigError::NoEndpoints,
+            });
+        }
     };
     if tls_requested
         && let EndpointSource::Static(list) = &endpoints

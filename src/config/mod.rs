@@ -71,6 +71,10 @@ pub enum ConfigError {
     },
     #[error("no etcd endpoints configured for the `etcdv3` datastore")]
     NoEndpoints,
+    /// The endpoints option is set to nothing: from the environment, usually `NET_ETCD_ENDPOINTS=`
+    /// shadowing a plain `ETCD_ENDPOINTS` (a set `NET_` variable wins even when empty).
+    #[error("etcd endpoints are empty (from {origin})")]
+    EmptyEndpoints { origin: Origin },
     #[error("invalid etcd endpoint `{endpoint}` (from {origin}): {reason}")]
     InvalidEndpoint {
         endpoint: String,
@@ -139,6 +143,15 @@ impl ConfigError {
             }
             ConfigError::NoEndpoints => {
                 "set `ETCD_ENDPOINTS` (or `etcdEndpoints` in the config file), or `ETCD_DISCOVERY_SRV` for DNS discovery".into()
+            }
+            ConfigError::EmptyEndpoints {
+                origin: Origin::Environment(variable),
+            } if variable.starts_with(env::PREFIX) => format!(
+                "`{variable}` is set, so `{}` is not read even though `{variable}` is empty: unset `{variable}` or put the endpoints in it",
+                &variable[env::PREFIX.len()..]
+            ),
+            ConfigError::EmptyEndpoints { origin } => {
+                format!("put the endpoints in {origin}, e.g. `https://10.0.0.1:2379`")
             }
             ConfigError::InvalidEndpoint { .. } => {
                 "endpoints look like `https://10.0.0.1:2379` or `https://[fd00::1]:2379`, separated by commas".into()
@@ -217,6 +230,8 @@ pub struct ClientConfig {
     pub resolver: Option<Sourced<SocketAddr>>,
     /// Things the user should know but that do not stop the command (printed to stderr).
     pub warnings: Vec<String>,
+    /// Settings that were found but not used, and why (info level; `config view` lists them).
+    pub ignored: Vec<String>,
 }
 
 /// The options of the client configuration: file name, environment variable, whether secret.
@@ -373,7 +388,11 @@ pub fn load_with_default(
         None => default_path.exists().then_some(default_path),
     };
     let mut config = match path {
-        Some(path) => from_file(path)?,
+        Some(path) => {
+            let mut config = from_file(path)?;
+            config.ignored = ignored_by_file(path, environment);
+            config
+        }
         None => from_environment(environment)?,
     };
     config.resolver = resolver(environment)?;
@@ -408,6 +427,51 @@ fn from_file(path: &Path) -> Result<ClientConfig, ConfigError> {
     )
 }
 
+/// The configuration variables set in the environment, which a config file in use makes netctl
+/// ignore (one source, never a merge): easy to miss when `/etc/netctl/netctl.cfg` exists.
+fn ignored_by_file(path: &Path, environment: &Environment) -> Vec<String> {
+    std::iter::once("DATASTORE_TYPE")
+        .chain(
+            ConfigOption::ALL
+                .into_iter()
+                .filter_map(ConfigOption::variable),
+        )
+        .filter_map(|name| environment.lookup(name))
+        .map(|found| {
+            format!(
+                "`{}` is ignored: the configuration comes from file `{}` only",
+                found.variable,
+                path.display()
+            )
+        })
+        .collect()
+}
+
+/// Plain variables that a set `NET_` variable shadows (it wins even when empty).
+fn shadowed(environment: &Environment) -> Vec<String> {
+    std::iter::once("DATASTORE_TYPE")
+        .chain(
+            ConfigOption::ALL
+                .into_iter()
+                .filter_map(ConfigOption::variable),
+        )
+        .filter_map(|name| {
+            let winner = environment.lookup(name)?;
+            (winner.variable != name && environment.exact(name).is_some()).then(|| {
+                format!(
+                    "`{name}` is ignored: `{}` is set{} and wins",
+                    winner.variable,
+                    if winner.value.is_empty() {
+                        " (empty)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+        })
+        .collect()
+}
+
 fn from_environment(environment: &Environment) -> Result<ClientConfig, ConfigError> {
     for name in RETIRED_VARIABLES {
         if let Some(found) = environment.lookup(name) {
@@ -428,12 +492,14 @@ fn from_environment(environment: &Environment) -> Result<ClientConfig, ConfigErr
         })
         .collect();
     let datastore_type = environment.lookup("DATASTORE_TYPE").map(sourced);
-    finish(
+    let mut config = finish(
         ConfigSource::Environment,
         datastore_type,
         options,
         "DATASTORE_TYPE=etcdv3",
-    )
+    )?;
+    config.ignored = shadowed(environment);
+    Ok(config)
 }
 
 fn finish(
@@ -476,6 +542,7 @@ fn finish(
         options,
         resolver: None,
         warnings,
+        ignored: Vec::new(),
     };
     if let Some(value) = config.option(ConfigOption::K8sInsecureSkipTlsVerify)
         && value.value != "true"

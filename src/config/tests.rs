@@ -356,3 +356,46 @@ fn file_read_as_upstream_reads_it_byte_order_mark_yaml_1_1_and_field_case() {
     let config = load_with_default(Some(file.path()), Path::new("/x"), &env(&[]));
     assert!(config.is_ok(), "{:?}", config.err());
 }
+
+#[test]
+fn an_empty_prefixed_endpoints_variable_is_named_in_the_error() {
+    let error = etcd_from_env(&[
+        ("DATASTORE_TYPE", "etcdv3"),
+        ("NET_ETCD_ENDPOINTS", ""),
+        ("ETCD_ENDPOINTS", "http://127.0.0.1:2379"),
+    ])
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "etcd endpoints are empty (from `NET_ETCD_ENDPOINTS`)"
+    );
+    let hint = error.hint().unwrap();
+    assert!(
+        hint.starts_with("`NET_ETCD_ENDPOINTS` is set, so `ETCD_ENDPOINTS` is not read"),
+        "{hint}"
+    );
+    let config = from_env(&[("NET_ETCD_ENDPOINTS", ""), ("ETCD_ENDPOINTS", "x")]).unwrap();
+    assert_eq!(
+        config.ignored,
+        ["`ETCD_ENDPOINTS` is ignored: `NET_ETCD_ENDPOINTS` is set (empty) and wins"]
+    );
+}
+
+#[test]
+fn environment_variables_a_config_file_shadows_are_listed() {
+    let file = config_file(
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: http://10.0.0.1:2379\n",
+    );
+    let environment = env(&[
+        ("ETCD_ENDPOINTS", "http://127.0.0.1:2379"),
+        ("HOME", "/root"),
+    ]);
+    let config = load_with_default(None, file.path(), &environment).unwrap();
+    assert_eq!(
+        config.ignored,
+        [format!(
+            "`ETCD_ENDPOINTS` is ignored: the configuration comes from file `{}` only",
+            file.path().display()
+        )]
+    );
+}

@@ -202,6 +202,52 @@ impl fmt::Display for Kind {
 #[error("resource type `{0}` is not supported")]
 pub struct UnknownKind(pub String);
 
+impl UnknownKind {
+    /// The nearest name netctl knows (by edit distance, when close enough to be a typo) and every
+    /// kind with its short names.
+    pub fn hint(&self) -> String {
+        let typed = self.0.to_ascii_lowercase();
+        let nearest = Kind::ALL
+            .iter()
+            .flat_map(|kind| kind.aliases())
+            .map(|alias| (strsim::damerau_levenshtein(&typed, alias), *alias))
+            .min();
+        let kinds: Vec<String> = Kind::ALL
+            .iter()
+            .map(|kind| {
+                let name = kind.aliases()[0];
+                // Short names without their plurals: `bgpfilter (bgpf, bf)`.
+                let others = &kind.aliases()[2..];
+                let short: Vec<&str> = others
+                    .iter()
+                    .copied()
+                    .filter(|alias| alias.len() < name.len())
+                    .filter(|alias| {
+                        !alias
+                            .strip_suffix('s')
+                            .is_some_and(|singular| others.contains(&singular))
+                    })
+                    .collect();
+                match short.as_slice() {
+                    [] => name.to_string(),
+                    short => format!("{name} ({})", short.join(", ")),
+                }
+            })
+            .collect();
+        let kinds = format!("kinds: {}", kinds.join(", "));
+        match nearest {
+            // A typo is a few edits away, about one per four letters: `hostendpiont` finds
+            // `hostendpoint`, while `routes` finds nothing rather than a random short name.
+            Some((distance, alias))
+                if distance > 0 && distance <= typed.len().div_ceil(4).max(1) =>
+            {
+                format!("did you mean `{alias}`? {kinds}")
+            }
+            _ => kinds,
+        }
+    }
+}
+
 impl FromStr for Kind {
     type Err = UnknownKind;
 
@@ -241,6 +287,18 @@ mod tests {
             assert_eq!(Kind::from_plural(kind.plural()), Some(kind));
             assert_eq!(Kind::from_document_kind(kind.as_str()), Some(kind));
         }
+    }
+
+    #[test]
+    fn unknown_kind_suggests_the_nearest_name_and_lists_the_kinds() {
+        let hint = UnknownKind("hostendpiont".into()).hint();
+        assert!(
+            hint.starts_with("did you mean `hostendpoint`? kinds: "),
+            "{hint}"
+        );
+        assert!(hint.contains("hostendpoint (hep),"), "{hint}");
+        let hint = UnknownKind("routes".into()).hint();
+        assert!(hint.starts_with("kinds: bgpconfiguration"), "{hint}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ use crate::datastore::StoreError;
 use crate::terminal;
 
 /// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
-const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+pub(super) const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// A large page of large resources can exceed gRPC's default 4 MiB message limit (G3).
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
@@ -530,7 +530,7 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(50u64 << attempt.saturating_sub(1).min(5)).min(Duration::from_secs(1))
 }
 
-fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreError> {
+pub(super) fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreError> {
     let mut tls = TlsOptions::new();
     let ca = match settings.tls.as_ref().and_then(|tls| tls.ca.as_ref()) {
         Some(ca) => ca.bytes.clone(),

@@ -12,6 +12,7 @@
 //! a page.
 
 mod batch;
+pub mod check;
 mod conversion;
 pub mod coordination;
 mod endpoints;

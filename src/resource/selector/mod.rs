@@ -7,6 +7,7 @@
 //! meaning and canonical form follow upstream (`reference/calicoctl.md` §5); the tokenizer and parser
 //! live in submodules. This module does not decide where a selector may be used; validators do.
 
+mod kubectl;
 mod parser;
 mod tokenizer;
 
@@ -20,6 +21,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use kubectl::kubectl_equivalent;
 pub use parser::MAX_NESTING;
 pub use tokenizer::MAX_LABEL_LENGTH;
 
@@ -355,6 +357,14 @@ impl SelectorError {
     /// What was wrong.
     pub fn kind(&self) -> &SelectorErrorKind {
         &self.kind
+    }
+
+    /// The selector a kubectl user meant, when the text reads as kubectl's `key=value,...` form.
+    pub fn hint(&self) -> Option<String> {
+        let suggestion = kubectl_equivalent(&self.selector)?;
+        Some(format!(
+            "selectors compare with `==` and quote values: did you mean `{suggestion}`?"
+        ))
     }
 
     /// The selector line holding the mistake with a caret under it, each line indented two spaces:

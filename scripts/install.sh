@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds netctl and installs the binary, the bash/zsh/fish completions, the man pages and the JSON
+# Schemas under PREFIX (default /usr/local; `PREFIX=$HOME/.local scripts/install.sh` needs no root).
+# With NETCTL_BINARY=path it installs that binary instead of building one.
+set -euo pipefail
+
+prefix="${PREFIX:-/usr/local}"
+cd "$(dirname "$0")/.."
+
+if [[ -n "${NETCTL_BINARY:-}" ]]; then
+    binary="$NETCTL_BINARY"
+else
+    cargo build --release --quiet
+    binary="target/release/netctl"
+fi
+
+install -d "$prefix/bin" \
+    "$prefix/share/bash-completion/completions" \
+    "$prefix/share/zsh/site-functions" \
+    "$prefix/share/fish/vendor_completions.d" \
+    "$prefix/share/man/man1" \
+    "$prefix/share/netctl/schemas"
+install -m 0755 "$binary" "$prefix/bin/netctl"
+netctl="$prefix/bin/netctl"
+"$netctl" completion bash > "$prefix/share/bash-completion/completions/netctl"
+"$netctl" completion zsh > "$prefix/share/zsh/site-functions/_netctl"
+"$netctl" completion fish > "$prefix/share/fish/vendor_completions.d/netctl.fish"
+"$netctl" man --dir "$prefix/share/man/man1"
+"$netctl" schema --all "$prefix/share/netctl/schemas"
+
+echo "installed $("$netctl" --version) to $prefix/bin/netctl"
+case ":$PATH:" in
+    *":$prefix/bin:"*) ;;
+    *) echo "note: $prefix/bin is not on PATH: export PATH=\"$prefix/bin:\$PATH\"" ;;
+esac
