@@ -33,16 +33,22 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
   netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
+  netctl upgrade apply --procedure auto-host-endpoints --dry-run
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
 
-Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed or stopped at a
-gate (the checkpoint says where; `--resume` continues); 2 on bad usage.")]
-#[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
+Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
+says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate without a terminal to
+ask on (`--resume --approve STEP` continues).")]
+#[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)
     #[arg(long, value_name = "VERSION", conflicts_with = "plan")]
     to: Option<String>,
+    /// Plan this procedure of the runbooks and run it, e.g. `auto-host-endpoints` (as `upgrade plan
+    /// --procedure`; the `upgrade` procedure needs `--to`)
+    #[arg(long, value_name = "NAME", conflicts_with = "plan")]
+    procedure: Option<String>,
     #[command(flatten)]
     facts: FactArgs,
     #[command(flatten)]
@@ -208,11 +214,11 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
-    let plan = match (&args.to, saved_plan) {
-        (Some(target), _) => {
+    let plan = match (args.to.is_some() || args.procedure.is_some(), saved_plan) {
+        (true, _) => {
             let request = args.facts.request(
-                UPGRADE_PROCEDURE,
-                Some(target.clone()),
+                args.procedure.as_deref().unwrap_or(UPGRADE_PROCEDURE),
+                args.to.clone(),
                 &args.manifest,
                 false,
                 context.configured_etcd_endpoints(),
@@ -235,7 +241,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
             ));
             Some(plan)
         }
-        (None, saved) => saved,
+        (false, saved) => saved,
     };
     let executor = Executor::new(
         datastore,

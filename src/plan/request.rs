@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::facts::{DiscoveredFacts, FactError, FactOverrides, Facts};
 use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
-use super::{Plan, discover_cluster_facts, discover_facts};
+use super::{Plan, Release, discover_cluster_facts, discover_facts};
 use crate::datastore::Datastore;
 use crate::runbook::{RunbookError, RunbookSet};
 
@@ -91,6 +91,10 @@ pub enum RequestError {
     },
     #[error(transparent)]
     Overlay(#[from] OverlayError),
+    #[error(
+        "`--from {given}` contradicts the installed version `{discovered}` that ClusterInformation `default` reports"
+    )]
+    FromContradictsDatastore { given: Release, discovered: Release },
     #[error("step `{step}` cannot apply the manifest overlay")]
     Review {
         step: String,
@@ -106,6 +110,9 @@ impl RequestError {
             RequestError::Facts(error) => error.hint(),
             RequestError::Plan(error) => error.hint(),
             RequestError::Overlay(error) => error.hint(),
+            RequestError::FromContradictsDatastore { discovered, .. } => Some(format!(
+                "leave out `--from` (the datastore says `{discovered}`); a plan for another version would leave out the steps the installed one needs"
+            )),
             RequestError::ReadOverlay { .. } | RequestError::Review { .. } => None,
         }
     }
@@ -121,6 +128,17 @@ impl UpgradeRequest {
             Some(store) => discover_facts(store).await?,
             None => DiscoveredFacts::default(),
         };
+        // A `--from` is for what cannot be discovered; one that disagrees with the datastore would
+        // silently drop the steps the real version needs (the §9.2 preparation, say) and the run
+        // would later be refused as "the cluster changed".
+        if let (Some(given), Some(found)) = (&self.overrides.from, &discovered.installed_version)
+            && given != found
+        {
+            return Err(RequestError::FromContradictsDatastore {
+                given: given.clone(),
+                discovered: found.clone(),
+            });
+        }
         discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
         if let Some(client) = sources.cluster {
             discovered.cluster = Some(discover_cluster_facts(client).await?);

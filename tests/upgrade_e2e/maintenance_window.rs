@@ -1,0 +1,245 @@
+//! Issue 17, the 3 a.m. upgrade: the paper cuts an operator meets in a maintenance window, each
+//! against a real etcd and the Kubernetes test server. `upgrade apply --procedure` runs a named
+//! procedure in one command; the plan's `run:` lines are commands `netctl label` accepts; a gate
+//! names the state directory and exits 3, as help, README and docs/executor.md say; a `--from`
+//! that contradicts the datastore and a `--to` past the newest known patch are refused before
+//! anything is written.
+
+use crate::auto_host_endpoints::{
+    auto_host_endpoint_datastore, host_endpoint_names, play_kube_controllers,
+};
+use crate::common::*;
+use crate::exec_common::text;
+
+#[test]
+fn apply_procedure_plans_and_runs_a_named_procedure_in_one_command() {
+    let etcd = auto_host_endpoint_datastore("b");
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let output = std::thread::scope(|scope| {
+        scope.spawn(|| play_kube_controllers(&etcd, &stop));
+        let output = operator.run(
+            &[
+                "upgrade",
+                "apply",
+                "--procedure",
+                "auto-host-endpoints",
+                "--yes",
+            ],
+            &[],
+        );
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        output
+    });
+    assert_success(&output, "upgrade apply --procedure");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("planned auto-host-endpoints v3.29.2 → v3.29.2"),
+        "{stderr}"
+    );
+    assert_eq!(
+        host_endpoint_names(&etcd),
+        ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"]
+    );
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["plan"]["procedure"],
+        "auto-host-endpoints"
+    );
+}
+
+#[test]
+fn apply_procedure_upgrade_still_needs_a_target() {
+    let etcd = auto_host_endpoint_datastore("b");
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let before = etcd.revision();
+    let output = operator.run(&["upgrade", "apply", "--procedure", "upgrade"], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("`--to` is required"), "{stderr}");
+    assert_eq!(etcd.revision(), before, "nothing was written");
+}
+
+#[test]
+fn plan_run_lines_are_label_commands_netctl_accepts() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let output = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_success(&output, "upgrade plan");
+    let plan = text(&output.stdout);
+    let removal = plan
+        .lines()
+        .filter_map(|line| line.split("run:").nth(1))
+        .map(str::trim)
+        .find(|command| command.starts_with("resource.label") && command.ends_with("--remove"))
+        .unwrap_or_else(|| panic!("no label removal shown as `KEY --remove`:\n{plan}"));
+    assert_eq!(
+        removal,
+        "resource.label HostEndpoint node-a-all host-endpoint-upgrade --remove"
+    );
+
+    // The line, given to `netctl label`, does what the step does.
+    let labelled = operator.run(
+        &[
+            "label",
+            "hostendpoint",
+            "node-a-all",
+            "host-endpoint-upgrade=",
+        ],
+        &[],
+    );
+    assert_success(&labelled, "label");
+    let arguments: Vec<&str> = removal.split_whitespace().skip(1).collect();
+    let removed = operator.run(&[&["label"], arguments.as_slice()].concat(), &[]);
+    assert_success(&removed, "the plan's label command");
+    let endpoint = etcd
+        .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))
+        .unwrap();
+    assert_eq!(
+        endpoint["metadata"]["labels"],
+        serde_json::json!({"role": "edge"})
+    );
+}
+
+#[test]
+fn an_unattended_gate_names_the_state_directory_and_exits_3() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    // No `--yes`, no terminal: the first gate stops the run.
+    let output = operator.apply(&Apply::plan(&plan_file).mirror(&mirror));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let state = operator.home().join("state");
+    assert!(
+        stderr.contains(&format!("state directory: `{}`", state.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("`{}`", state.join("files").display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_exit_code_of_a_stopped_gate_is_one_number_everywhere() {
+    let help = crate::support::Netctl::new()
+        .args(["upgrade", "apply", "--help"])
+        .output();
+    assert_success(&help, "upgrade apply --help");
+    let help = text(&help.stdout).replace('\n', " ");
+    assert!(
+        help.contains("3 when it stopped at a gate"),
+        "help says 3: {help}"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains("| 3 | `upgrade apply` stopped at a human gate"),
+        "README says 3"
+    );
+    let executor =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/executor.md"))
+            .unwrap()
+            .replace('\n', " ");
+    assert!(
+        executor.contains("exit 3 so a script can tell")
+            && executor.contains("2 bad usage; 3 stopped at a gate"),
+        "docs/executor.md says 3"
+    );
+    assert!(
+        !executor.contains("interrupted or stopped at a gate"),
+        "docs/executor.md no longer counts a gate as a failure"
+    );
+}
+
+#[test]
+fn a_from_that_contradicts_the_datastore_is_refused_before_anything_is_written() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let before = etcd.revision();
+    for command in [
+        &["upgrade", "plan", "--to", "v3.27.0", "--from", "v3.20.0"][..],
+        &[
+            "upgrade", "apply", "--to", "v3.27.0", "--from", "v3.20.0", "--yes",
+        ][..],
+    ] {
+        let output = operator.run(command, &[]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "`--from v3.20.0` contradicts the installed version `v3.13.2` that ClusterInformation `default` reports"
+            ),
+            "{stderr}"
+        );
+        assert!(stderr.contains("hint: leave out `--from`"), "{stderr}");
+    }
+    assert_eq!(etcd.revision(), before, "nothing was written");
+    // Agreeing with the datastore is fine.
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let output = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--from",
+            "v3.13.2",
+            "--no-manifest-edits",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_success(&output, "plan with an agreeing --from");
+}
+
+#[test]
+fn a_target_past_the_newest_known_patch_is_refused() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    set_etcd_version(&etcd, "v3.27.0");
+    let output = operator.run(&["upgrade", "plan", "--to", "v3.29.99"], &[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`v3.29.99` is newer than `v3.29.7`, the newest release of its line netctl knows"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: plan for `--to v3.29.7`"), "{stderr}");
+}
