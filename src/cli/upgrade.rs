@@ -18,11 +18,14 @@ use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
-use crate::plan::request::FactSources;
+use crate::plan::request::{FactSources, UpgradeRequest};
+use crate::plan::targets;
+use crate::runbook::UPGRADE_PROCEDURE;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum UpgradeCommand {
-    /// Show the steps an upgrade would take (and save them with `--out`)
+    /// Show the steps an upgrade would take (and save them with `--out`); without `--to`, what the
+    /// installed release can be upgraded to
     Plan(PlanArgs),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
     Apply(upgrade_apply::ApplyArgs),
@@ -62,6 +65,7 @@ impl From<PlanOutput> for PlanFormat {
 /// `netctl upgrade plan`
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
+  netctl upgrade plan                                  # what can I upgrade to? lines, paths, advice
   netctl upgrade plan --to v3.29.2                     # facts read from the configured datastore
   netctl upgrade plan --to v3.29.2 -o markdown > change-ticket.md
   netctl upgrade plan --to v3.29.2 --manifest-overlay my-edits.yaml --out plan.json
@@ -124,6 +128,9 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         datastore: store.as_deref(),
         cluster: cluster.as_ref(),
     };
+    if request.procedure == UPGRADE_PROCEDURE && request.to.is_none() {
+        return survey(context, &args, &request, sources).await;
+    }
     let manifests = ManifestDownloads {
         mirror: args.mirror_dir.clone(),
     };
@@ -139,6 +146,38 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     context
         .printer
         .data(&render::render(&plan, args.output.into()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `upgrade plan` without `--to`: what the installed release can be upgraded to (as `kubeadm
+/// upgrade plan`).
+async fn survey(
+    context: &Context,
+    args: &PlanArgs,
+    request: &UpgradeRequest,
+    sources: FactSources<'_>,
+) -> anyhow::Result<ExitCode> {
+    let text = match args.output {
+        PlanOutput::Text => None,
+        PlanOutput::Json => Some(()),
+        other => anyhow::bail!(
+            "`-o {}` draws a plan, and without `--to` there is none: name the target, e.g. `--to v3.29`",
+            other
+                .to_possible_value()
+                .map(|value| value.get_name().to_string())
+                .unwrap_or_default()
+        ),
+    };
+    if args.out.is_some() {
+        anyhow::bail!("`--out` saves a plan, and without `--to` there is none: name the target");
+    }
+    let options = request.survey(sources).await?;
+    match text {
+        None => context.printer.data(&targets::text(&options))?,
+        Some(()) => context
+            .printer
+            .data(&format!("{}\n", serde_json::to_string_pretty(&options)?))?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

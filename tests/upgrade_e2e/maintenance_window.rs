@@ -243,3 +243,51 @@ fn a_target_past_the_newest_known_patch_is_refused() {
     );
     assert!(stderr.contains("hint: plan for `--to v3.29.7`"), "{stderr}");
 }
+
+#[test]
+fn plan_without_a_target_shows_the_releases_within_reach_and_the_advice() {
+    // The quickstart's cluster: etcd at v3.13 with an all-interfaces host endpoint, no kubeconfig.
+    let (etcd, _kube) = etcd_manifest_cluster();
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let before = etcd.revision();
+    let output = operator.run(&["upgrade", "plan"], &[]);
+    assert_success(&output, "upgrade plan");
+    let survey = text(&output.stdout);
+    assert!(
+        survey.contains("v3.13 → v3.27 → v3.29: two runs"),
+        "{survey}"
+    );
+    snapshot(&operator, "plan_without_a_target_v3_13_etcd", &survey);
+
+    let output = operator.run(&["upgrade", "plan", "-o", "json"], &[]);
+    assert_success(&output, "upgrade plan -o json");
+    let survey: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(survey["installed"], "v3.13.2");
+    assert_eq!(
+        survey["lines"][1],
+        serde_json::json!({"line": "v3.29", "newest": "v3.29.7", "runs": ["v3.27", "v3.29"]})
+    );
+    assert_eq!(etcd.revision(), before, "a survey writes nothing");
+
+    // A draw of the plan, or saving it, needs a target.
+    let output = operator.run(&["upgrade", "plan", "-o", "mermaid"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("without `--to` there is none"));
+}
+
+#[test]
+fn plan_without_a_target_on_a_kubernetes_operator_install_has_no_advice_to_move() {
+    let kube = crate::support::KubeApiServer::start();
+    set_kube_version(&kube, "v3.29.2");
+    kube.put(operator_deployment("quay.io/tigera/operator:v1.36.2"));
+    let operator = kubernetes_operator(&kube);
+    let output = operator.run(&["upgrade", "plan"], &[]);
+    assert_success(&output, "upgrade plan");
+    let survey = text(&output.stdout);
+    assert!(survey.contains("v3.29.2 → v3.29.7: one run"), "{survey}");
+    assert!(
+        survey.contains("next: netctl upgrade plan --to v3.29.7"),
+        "{survey}"
+    );
+    assert!(!survey.contains("advice:"), "{survey}");
+}
