@@ -37,3 +37,4 @@ mod maintenance_window;
 mod manifest_etcd;
 mod manifest_kubernetes;
 mod operator;
+mod readme_walkthrough;
