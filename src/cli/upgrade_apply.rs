@@ -22,6 +22,7 @@ use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{self, Checkpoint, CheckpointStore, RunState};
 use crate::exec::lock::{self, Holder};
+use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
 use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
 use crate::plan::Plan;
@@ -86,9 +87,30 @@ pub struct ApplyArgs {
     /// How long the lock outlives a crashed run
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     lock_ttl: Duration,
+    /// Run although this pre-flight check fails (repeatable; journaled): datastore, cluster, nodes-ready
+    #[arg(long, value_name = "CHECK", value_enum)]
+    skip_preflight: Vec<PreflightCheckArg>,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
+}
+
+/// The pre-flight checks, as `--skip-preflight` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreflightCheckArg {
+    Datastore,
+    Cluster,
+    NodesReady,
+}
+
+impl From<PreflightCheckArg> for Check {
+    fn from(arg: PreflightCheckArg) -> Check {
+        match arg {
+            PreflightCheckArg::Datastore => Check::Datastore,
+            PreflightCheckArg::Cluster => Check::Cluster,
+            PreflightCheckArg::NodesReady => Check::NodesReady,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -211,6 +233,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         mirror_dir: args.mirror_dir,
         lock_ttl: args.lock_ttl,
         crash_point: CrashPoint::from_environment(&context.environment)?,
+        skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;

@@ -58,6 +58,8 @@ pub enum ExecError {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(transparent)]
+    Preflight(#[from] super::preflight::PreflightFailed),
     #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
     #[error("step `{step}` was not confirmed; the run stopped before it")]
@@ -155,6 +157,7 @@ impl ExecError {
                 "the run that started it was killed, but the program was not; wait for it to end (or stop it: `kill {pid}`), then resume"
             ),
             ExecError::Lock(error) => return error.hint(),
+            ExecError::Preflight(failed) => failed.hint(),
             ExecError::Checkpoint(CheckpointError::Mirror { source }) => {
                 return source.hint().map(str::to_string);
             }

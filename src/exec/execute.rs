@@ -79,6 +79,11 @@ impl Executor {
                 plan.steps.len()
             ));
         })?;
+        for check in &options.skip_preflight {
+            run.record(JournalEvent::PreflightSkipped, None, |entry| {
+                entry.summary = Some(format!("pre-flight check `{check}` skipped"));
+            })?;
+        }
         run.save().await?;
 
         // Ctrl-C stops the run where it is: the step in progress stays `running` in the checkpoint

@@ -24,6 +24,7 @@ mod execute;
 mod gate;
 pub mod journal;
 pub mod lock;
+pub mod preflight;
 pub mod progress;
 mod resume;
 mod run;
@@ -96,6 +97,8 @@ pub struct ApplyOptions {
     pub mirror_dir: Option<PathBuf>,
     pub lock_ttl: Duration,
     pub crash_point: Option<CrashPoint>,
+    /// `--skip-preflight CHECK`: pre-flight checks the operator passes (journaled).
+    pub skip_preflight: BTreeSet<preflight::Check>,
 }
 
 /// How a one-step plan runs.
@@ -254,6 +257,15 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
     ) -> Result<RunReport, ExecError> {
+        // A new run's pre-flight comes before anything is written, the lock included; a resume's
+        // runs once the checkpoint (and so the plan) is read, under the lock.
+        if options.mode == RunMode::Execute
+            && options.start != StartMode::Resume
+            && let Some(plan) = &plan
+        {
+            self.preflight(plan.steps.iter().collect(), &options.skip_preflight)
+                .await?;
+        }
         // The lock comes first: while another run is under way, who runs it is the answer that
         // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
         let lock = match (&self.coordination, options.mode) {
@@ -303,6 +315,16 @@ impl Executor {
                 }
             };
         resume::check_step_flags(&plan, options)?;
+        if let (RunMode::Execute, Some(checkpoint)) = (options.mode, &resume_from) {
+            let remaining = plan
+                .steps
+                .iter()
+                .zip(&checkpoint.steps)
+                .filter(|(_, record)| !record.state.is_done())
+                .map(|(step, _)| step)
+                .collect();
+            self.preflight(remaining, &options.skip_preflight).await?;
+        }
         match options.mode {
             RunMode::DryRun => {
                 self.dry_run(&plan, resume_from.as_ref(), options, transcript)
@@ -310,6 +332,31 @@ impl Executor {
             }
             RunMode::Execute => self.execute(plan, resume_from, options, store, lock).await,
         }
+    }
+
+    /// The pre-flight of the steps a run is about to take; prints every finding, refuses on a failure.
+    async fn preflight(
+        &self,
+        steps: Vec<&crate::plan::PlannedStep>,
+        skip: &BTreeSet<preflight::Check>,
+    ) -> Result<(), ExecError> {
+        let Some(store) = &self.datastore else {
+            return Ok(());
+        };
+        let report = preflight::preflight(
+            store.as_ref(),
+            self.kubernetes.as_ref(),
+            &steps,
+            skip,
+        )
+        .await;
+        for line in report.lines() {
+            crate::terminal::info(line);
+        }
+        if report.failures().next().is_some() {
+            return Err(preflight::PreflightFailed { report }.into());
+        }
+        Ok(())
     }
 
     /// Runs a one-step plan (see `Plan::single`). In dry-run the transcript goes to `transcript`.
