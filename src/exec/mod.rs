@@ -343,13 +343,8 @@ impl Executor {
         let Some(store) = &self.datastore else {
             return Ok(());
         };
-        let report = preflight::preflight(
-            store.as_ref(),
-            self.kubernetes.as_ref(),
-            &steps,
-            skip,
-        )
-        .await;
+        let report =
+            preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, skip).await;
         for line in report.lines() {
             crate::terminal::info(line);
         }

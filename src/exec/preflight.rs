@@ -51,7 +51,10 @@ pub enum Verdict {
     Passed(String),
     /// Not needed by these steps, or skipped on the command line; why.
     NotRun(String),
-    Failed { problem: String, fix: String },
+    Failed {
+        problem: String,
+        fix: String,
+    },
 }
 
 /// One check and its verdict.

@@ -278,7 +278,8 @@ fn auto_host_endpoint_cluster() -> KubeApiServer {
         ),
     ] {
         kube.put(json!({"apiVersion": "v1", "kind": "Node",
-                        "metadata": {"name": node, "labels": labels}}));
+                        "metadata": {"name": node, "labels": labels},
+                        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
     }
     for (name, node, interface, labels) in [
         (

@@ -291,3 +291,99 @@ fn plan_without_a_target_on_a_kubernetes_operator_install_has_no_advice_to_move(
     );
     assert!(!survey.contains("advice:"), "{survey}");
 }
+
+#[test]
+fn preflight_refuses_a_run_without_its_cluster_before_anything_is_written() {
+    // The issue's 3 a.m.: no kubeconfig, and the first steps would label host endpoints and apply
+    // `allow-all-upgrade` before the first Kubernetes step failed.
+    let (etcd, _kube) = etcd_manifest_cluster();
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let before = etcd.revision();
+    let apply = |extra: &[&str]| {
+        let mut args = vec![
+            "upgrade",
+            "apply",
+            "--to",
+            "v3.27.0",
+            "--no-manifest-edits",
+            "--yes",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        operator.run(&args, &[])
+    };
+    let output = apply(&[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("pre-flight failed before anything was written: cluster:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "talk to Kubernetes (first `etcd-upgrade/apply-manifest`) and no cluster is configured"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: configure the cluster"), "{stderr}");
+    assert!(stderr.contains("--skip-preflight cluster"), "{stderr}");
+    assert_eq!(etcd.revision(), before, "not even the lock was written");
+    assert!(
+        !operator.home().join("state/checkpoint.json").exists(),
+        "no checkpoint either"
+    );
+
+    // The override is the operator's to make, and the journal keeps it.
+    let output = apply(&["--skip-preflight", "cluster"]);
+    assert_ne!(etcd.revision(), before, "{}", text(&output.stderr));
+    let journal =
+        std::fs::read_to_string(operator.home().join("state/journal.jsonl")).expect("a journal");
+    assert!(
+        journal.contains(r#""event":"preflight-skipped""#)
+            && journal.contains("pre-flight check `cluster` skipped"),
+        "{journal}"
+    );
+}
+
+#[test]
+fn preflight_refuses_a_run_while_a_node_is_not_ready() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    for (node, ready) in [("node-a", "True"), ("node-b", "False")] {
+        kube.put(serde_json::json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}
+        }));
+    }
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    let before = etcd.revision();
+    let output = operator.apply(&Apply::plan(&plan_file).mirror(&mirror).yes());
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nodes-ready: 1 of 2 node(s) not Ready: `node-b`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("cluster:"),
+        "the cluster answered: {stderr}"
+    );
+    assert_eq!(etcd.revision(), before, "nothing was written");
+}
