@@ -16,6 +16,7 @@ use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
 use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
+use crate::exec::preflight;
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
 use crate::plan::request::{FactSources, UpgradeRequest};
@@ -135,6 +136,25 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         mirror: args.mirror_dir.clone(),
     };
     let plan = request.plan(sources, &manifests).await?;
+    // What `upgrade apply` would check before its first write, as things stand now (stderr: talk).
+    if let Some(store) = &store {
+        let steps: Vec<_> = plan.steps.iter().collect();
+        let report = preflight::preflight(
+            store.as_ref(),
+            cluster.as_ref(),
+            &steps,
+            &Default::default(),
+        )
+        .await;
+        for line in report.lines() {
+            match line.contains(": FAILED: ") {
+                true => context.printer.warn(format!(
+                    "{line} (`upgrade apply` would stop here before writing anything)"
+                )),
+                false => context.printer.say(line),
+            }
+        }
+    }
     if let Some(path) = &args.out {
         save_plan(&plan, path)?;
         context.printer.say(format!(

@@ -304,6 +304,26 @@ fn preflight_refuses_a_run_without_its_cluster_before_anything_is_written() {
         "calico-etcd.yaml",
         &released_etcd_manifest("v3.27.0"),
     );
+    // `upgrade plan` reports what the run would stop at.
+    let planned = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_success(&planned, "upgrade plan");
+    let talk = text(&planned.stderr);
+    assert!(talk.contains("pre-flight datastore: ok"), "{talk}");
+    assert!(
+        talk.contains("pre-flight cluster: FAILED:")
+            && talk.contains("`upgrade apply` would stop here before writing anything"),
+        "{talk}"
+    );
     let before = etcd.revision();
     let apply = |extra: &[&str]| {
         let mut args = vec![
