@@ -22,6 +22,7 @@ mod dry_run;
 mod error;
 mod execute;
 mod gate;
+pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod preflight;
@@ -191,6 +192,7 @@ impl Executor {
             child_tracking: None,
             kubernetes: self.kubernetes.clone(),
             run_started_at: None,
+            interrupt: None,
         }
     }
 

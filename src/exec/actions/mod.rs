@@ -15,8 +15,12 @@ pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod resource_apply;
+pub mod resource_delete;
 pub mod resource_edit;
+mod resource_undo;
 pub mod resource_wait;
+mod resource_write;
 pub mod rollout;
 pub mod store_rules;
 
@@ -29,6 +33,7 @@ use crate::plan::{Action, Facts};
 
 pub use super::RunMode;
 pub use resource::{ExistingPolicy, WriteSemantics};
+use resource_apply::DocumentWrite;
 
 /// What an action did (or, in dry-run, would do).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -121,6 +126,9 @@ pub struct ActionContext<'a> {
     /// `kube.restart`, so a restart done before an interruption is not repeated. `None` outside an
     /// upgrade run (a dry-run), where the time now stands in.
     pub run_started_at: Option<String>,
+    /// Ctrl-C and SIGTERM as the resource writes see them (one-step commands): they stop between
+    /// two batches and undo. `None`: the run handles signals itself.
+    pub interrupt: Option<crate::exec::interrupt::Interrupt>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -150,20 +158,25 @@ pub async fn perform(
     };
     let files_dir = context.files_dir.as_path();
     let mirror_dir = context.mirror_dir.as_deref();
+    let interrupt = context.interrupt.as_ref();
     Ok(match action {
         Action::ResourceGet(target) => resource::get(store()?, target).await?,
         Action::ResourceList(list) => resource::list(store()?, list).await?,
         Action::ResourceCreate(documents) => {
-            resource::create(store()?, documents, context.semantics, mode).await?
+            let command = DocumentWrite::Create(context.semantics.create_existing);
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
         }
         Action::ResourceApply(documents) => {
-            resource::apply(store()?, documents, false, mode).await?
+            let command = DocumentWrite::Apply;
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
         }
         Action::ResourceReplace(documents) => {
-            resource::apply(store()?, documents, true, mode).await?
+            let command = DocumentWrite::Replace;
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
         }
-        Action::ResourceDelete(target) => {
-            resource::delete(store()?, target, context.semantics, mode).await?
+        Action::ResourceDelete(deletion) => {
+            let semantics = context.semantics;
+            resource_delete::delete(store()?, deletion, semantics, mode, interrupt).await?
         }
         Action::ResourceLabel(label) => resource_edit::label(store()?, label, mode).await?,
         Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
