@@ -120,10 +120,12 @@ YAML
 run apply -f "${work}/hostendpoints.yaml"
 run get hostendpoints -o wide
 
+echo; echo "==> what this cluster can be upgraded to (README \"Upgrading\", step 0)" >&2
+run upgrade plan
 echo; echo "==> planning the upgrade v3.13 -> v3.27 from facts read from this datastore" >&2
-run upgrade plan --to v3.27.0 --install-method manifest
+run upgrade plan --to v3.27.0
 echo; echo "==> the same plan as a dry run: exactly what would be written, nothing changed" >&2
-run upgrade apply --to v3.27.0 --install-method manifest --dry-run --state-dir "${work}/state" || true
+run upgrade apply --to v3.27.0 --dry-run --state-dir "${work}/state" || true
 
 finished=true
 if [ "$keep" = true ]; then

@@ -234,7 +234,8 @@ impl FactArgs {
 /// What to plan: the target, the procedure and the facts (`upgrade plan`, `runbook render`).
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows).
+    /// The target release, e.g. `v3.29.2` (or `v3.29` for the newest patch the catalog knows); without
+    /// it, `upgrade plan` shows what the installed release can be upgraded to.
     #[arg(long, value_name = "VERSION")]
     pub to: Option<String>,
     /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.

@@ -16,13 +16,17 @@ use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
 use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
+use crate::exec::preflight;
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
-use crate::plan::request::FactSources;
+use crate::plan::request::{FactSources, UpgradeRequest};
+use crate::plan::targets;
+use crate::runbook::UPGRADE_PROCEDURE;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum UpgradeCommand {
-    /// Show the steps an upgrade would take (and save them with `--out`)
+    /// Show the steps an upgrade would take (and save them with `--out`); without `--to`, what the
+    /// installed release can be upgraded to
     Plan(PlanArgs),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
     Apply(upgrade_apply::ApplyArgs),
@@ -72,6 +76,7 @@ Examples:
 /// `netctl upgrade plan`
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
+  netctl upgrade plan                                  # what can I upgrade to? lines, paths, advice
   netctl upgrade plan --to v3.29.2                     # facts read from the configured datastore
   netctl upgrade plan --to v3.29.2 -o markdown > change-ticket.md
   netctl upgrade plan --to v3.29.2 --manifest-overlay my-edits.yaml --out plan.json
@@ -134,10 +139,32 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         datastore: store.as_deref(),
         cluster: cluster.as_ref(),
     };
+    if request.procedure == UPGRADE_PROCEDURE && request.to.is_none() {
+        return survey(context, &args, &request, sources).await;
+    }
     let manifests = ManifestDownloads {
         mirror: args.mirror_dir.clone(),
     };
     let plan = request.plan(sources, &manifests).await?;
+    // What `upgrade apply` would check before its first write, as things stand now (stderr: talk).
+    if let Some(store) = &store {
+        let steps: Vec<_> = plan.steps.iter().collect();
+        let report = preflight::preflight(
+            store.as_ref(),
+            cluster.as_ref(),
+            &steps,
+            &Default::default(),
+        )
+        .await;
+        for line in report.lines() {
+            match line.contains(": FAILED: ") {
+                true => context.printer.warn(format!(
+                    "{line} (`upgrade apply` would stop here before writing anything)"
+                )),
+                false => context.printer.say(line),
+            }
+        }
+    }
     if let Some(path) = &args.out {
         save_plan(&plan, path)?;
         context.printer.say(format!(
@@ -149,6 +176,38 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     context
         .printer
         .data(&render::render(&plan, args.output.into()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `upgrade plan` without `--to`: what the installed release can be upgraded to (as `kubeadm
+/// upgrade plan`).
+async fn survey(
+    context: &Context,
+    args: &PlanArgs,
+    request: &UpgradeRequest,
+    sources: FactSources<'_>,
+) -> anyhow::Result<ExitCode> {
+    let text = match args.output {
+        PlanOutput::Text => None,
+        PlanOutput::Json => Some(()),
+        other => anyhow::bail!(
+            "`-o {}` draws a plan, and without `--to` there is none: name the target, e.g. `--to v3.29`",
+            other
+                .to_possible_value()
+                .map(|value| value.get_name().to_string())
+                .unwrap_or_default()
+        ),
+    };
+    if args.out.is_some() {
+        anyhow::bail!("`--out` saves a plan, and without `--to` there is none: name the target");
+    }
+    let options = request.survey(sources).await?;
+    match text {
+        None => context.printer.data(&targets::text(&options))?,
+        Some(()) => context
+            .printer
+            .data(&format!("{}\n", serde_json::to_string_pretty(&options)?))?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

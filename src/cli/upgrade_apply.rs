@@ -22,6 +22,7 @@ use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
 use crate::exec::lock::{self, Holder};
+use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
 use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
 use crate::plan::Plan;
@@ -33,18 +34,23 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
   netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
+  netctl upgrade apply --procedure auto-host-endpoints --dry-run
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
 
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
-says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate with no terminal to ask
-on (`--resume --approve STEP` continues).")]
-#[group(id = "source", required = true, multiple = true, args = ["to", "plan", "resume"])]
+says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate without a terminal to
+ask on (`--resume --approve STEP` continues).")]
+#[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)
     #[arg(long, value_name = "VERSION", conflicts_with = "plan")]
     to: Option<String>,
+    /// Plan this procedure of the runbooks and run it, e.g. `auto-host-endpoints` (as `upgrade plan
+    /// --procedure`; the `upgrade` procedure needs `--to`)
+    #[arg(long, value_name = "NAME", conflicts_with = "plan")]
+    procedure: Option<String>,
     #[command(flatten)]
     facts: FactArgs,
     #[command(flatten)]
@@ -85,9 +91,30 @@ pub struct ApplyArgs {
     /// How long the lock outlives a crashed run
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     lock_ttl: Duration,
+    /// Run although this pre-flight check fails (repeatable; journaled): datastore, cluster, nodes-ready
+    #[arg(long, value_name = "CHECK", value_enum)]
+    skip_preflight: Vec<PreflightCheckArg>,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
+}
+
+/// The pre-flight checks, as `--skip-preflight` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreflightCheckArg {
+    Datastore,
+    Cluster,
+    NodesReady,
+}
+
+impl From<PreflightCheckArg> for Check {
+    fn from(arg: PreflightCheckArg) -> Check {
+        match arg {
+            PreflightCheckArg::Datastore => Check::Datastore,
+            PreflightCheckArg::Cluster => Check::Cluster,
+            PreflightCheckArg::NodesReady => Check::NodesReady,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -212,14 +239,15 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         crash_point: CrashPoint::from_environment(&context.environment)?,
         repair: args.repair,
         environment: context.environment.clone(),
+        skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
-    let plan = match (&args.to, saved_plan) {
-        (Some(target), _) => {
+    let plan = match (args.to.is_some() || args.procedure.is_some(), saved_plan) {
+        (true, _) => {
             let request = args.facts.request(
-                UPGRADE_PROCEDURE,
-                Some(target.clone()),
+                args.procedure.as_deref().unwrap_or(UPGRADE_PROCEDURE),
+                args.to.clone(),
                 &args.manifest,
                 false,
                 context.configured_etcd_endpoints(),
@@ -242,7 +270,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
             ));
             Some(plan)
         }
-        (None, saved) => saved,
+        (false, saved) => saved,
     };
     let executor =
         Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);

@@ -58,6 +58,8 @@ pub enum ExecError {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(transparent)]
+    Preflight(#[from] super::preflight::PreflightFailed),
     #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
     #[error("step `{step}` was not confirmed; the run stopped before it")]
@@ -179,6 +181,7 @@ impl ExecError {
             ExecError::SecretNotInEnvironment { variable, .. } => format!(
                 "export `{variable}` in the shell that runs `netctl upgrade apply`; the program inherits it"
             ),
+            ExecError::Preflight(failed) => failed.hint(),
             ExecError::Drift { .. } => "find out who changed it and why; then `netctl upgrade apply --resume --repair` runs those steps again (journaled), or restore it by hand and resume".to_string(),
             ExecError::Checkpoint(error) => return error.hint(),
             _ => return None,

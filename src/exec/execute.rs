@@ -85,6 +85,11 @@ impl Executor {
                 plan.steps.len()
             ));
         })?;
+        for check in &options.skip_preflight {
+            run.record(JournalEvent::PreflightSkipped, None, |entry| {
+                entry.summary = Some(format!("pre-flight check `{check}` skipped"));
+            })?;
+        }
 
         // SIGINT and SIGTERM stop the run where it is: the step in progress stays `running` in the
         // checkpoint (nobody knows whether it took effect; resume decides), its program is killed

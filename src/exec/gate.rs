@@ -36,7 +36,17 @@ pub(super) fn decide(
     progress: &Progress,
 ) -> Result<Gate, ExecError> {
     let message = match &step.action {
-        Action::Pause(gate) => gate.message.clone(),
+        // The gates ask for files in the state directory to be read or edited (`upgrade.yaml`, the
+        // logged traffic): name it, since it depends on `--state-dir` and the environment.
+        Action::Pause(gate) => format!(
+            "{}\nstate directory: `{}` (downloaded files in `{}`)",
+            gate.message,
+            options.state_dir.display(),
+            options
+                .state_dir
+                .join(super::checkpoint::FILES_DIR)
+                .display()
+        ),
         _ if step.irreversible => {
             format!("`{}` is irreversible ({})", step.id, step.description)
         }

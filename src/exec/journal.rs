@@ -20,6 +20,8 @@ use super::lock::Holder;
 pub enum JournalEvent {
     RunStarted,
     RunResumed,
+    /// A pre-flight check passed with `--skip-preflight`; `summary` names it.
+    PreflightSkipped,
     Started,
     Succeeded,
     Failed,

@@ -25,6 +25,7 @@ mod gate;
 pub mod interrupt;
 pub mod journal;
 pub mod lock;
+pub mod preflight;
 pub mod progress;
 mod resume;
 mod run;
@@ -104,6 +105,8 @@ pub struct ApplyOptions {
     /// netctl's own environment, which programs of `exec` steps inherit: where the secrets a plan
     /// keeps only by name come from.
     pub environment: Environment,
+    /// `--skip-preflight CHECK`: pre-flight checks the operator passes (journaled).
+    pub skip_preflight: BTreeSet<preflight::Check>,
 }
 
 /// How a one-step plan runs.
@@ -264,6 +267,15 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
     ) -> Result<RunReport, ExecError> {
+        // A new run's pre-flight comes before anything is written, the lock included; a resume's
+        // runs once the checkpoint (and so the plan) is read, under the lock.
+        if options.mode == RunMode::Execute
+            && options.start != StartMode::Resume
+            && let Some(plan) = &plan
+        {
+            self.preflight(plan.steps.iter().collect(), &options.skip_preflight)
+                .await?;
+        }
         // The lock comes first: while another run is under way, who runs it is the answer that
         // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
         let lock = match (&self.coordination, options.mode) {
@@ -316,6 +328,16 @@ impl Executor {
         if options.mode == RunMode::Execute {
             check_inherited_secrets(&plan, &options.environment)?;
         }
+        if let (RunMode::Execute, Some(checkpoint)) = (options.mode, &resume_from) {
+            let remaining = plan
+                .steps
+                .iter()
+                .zip(&checkpoint.steps)
+                .filter(|(_, record)| !record.state.is_done())
+                .map(|(step, _)| step)
+                .collect();
+            self.preflight(remaining, &options.skip_preflight).await?;
+        }
         match options.mode {
             RunMode::DryRun => {
                 self.dry_run(&plan, resume_from.as_ref(), options, transcript)
@@ -323,6 +345,26 @@ impl Executor {
             }
             RunMode::Execute => self.execute(plan, resume_from, options, store, lock).await,
         }
+    }
+
+    /// The pre-flight of the steps a run is about to take; prints every finding, refuses on a failure.
+    async fn preflight(
+        &self,
+        steps: Vec<&crate::plan::PlannedStep>,
+        skip: &BTreeSet<preflight::Check>,
+    ) -> Result<(), ExecError> {
+        let Some(store) = &self.datastore else {
+            return Ok(());
+        };
+        let report =
+            preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, skip).await;
+        for line in report.lines() {
+            crate::terminal::info(line);
+        }
+        if report.failures().next().is_some() {
+            return Err(preflight::PreflightFailed { report }.into());
+        }
+        Ok(())
     }
 
     /// Runs a one-step plan (see `Plan::single`). In dry-run the transcript goes to `transcript`.

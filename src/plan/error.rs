@@ -18,6 +18,8 @@ pub enum PlanError {
     UnknownTarget { to: String, known: String },
     #[error("`{to}` names a release line and the catalog knows no latest patch for it")]
     NeedsPatch { to: String },
+    #[error("`{to}` is newer than `{latest}`, the newest release of its line netctl knows")]
+    BeyondLatest { to: Release, latest: Release },
     #[error("`{to}` is not newer than the installed `{from}`; netctl plans upgrades only")]
     NotAnUpgrade { from: Release, to: Release },
     #[error(
@@ -114,6 +116,9 @@ impl PlanError {
             PlanError::UnknownTarget { known, .. } => format!("known targets are {known}"),
             PlanError::NeedsPatch { to } => format!("give the patch release, e.g. `--to {to}.0`"),
             PlanError::Unsupported { hint, .. } => hint.clone(),
+            PlanError::BeyondLatest { latest, .. } => format!(
+                "plan for `--to {latest}`, or use a netctl whose runbooks know the newer release"
+            ),
             PlanError::UnknownProcedure { known, .. } => format!("known procedures are {known}"),
             PlanError::NoUpgradeRunbook { .. } => {
                 "check `--install-method` and `--datastore-type`".to_string()

@@ -529,7 +529,12 @@ impl Facts {
             return Err(FactError::MissingInstalledVersion);
         }
         if facts.install_method.origin == FactOrigin::Default {
-            return Err(FactError::MissingInstallMethod);
+            // The operator and its Helm chart run on the Kubernetes datastore only: on etcd the
+            // install is the single manifest (seed §9.7), with no cluster needed to tell.
+            if facts.datastore_type.value != DatastoreType::EtcdV3 {
+                return Err(FactError::MissingInstallMethod);
+            }
+            facts.install_method.value = InstallMethod::Manifest;
         }
         if facts.system_namespace.origin == FactOrigin::Default {
             facts.system_namespace.value = match facts.install_method.value {
@@ -1027,6 +1032,20 @@ mod tests {
         overrides.install_method = None;
         let error = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap_err();
         assert!(matches!(error, FactError::MissingInstallMethod));
+    }
+
+    #[test]
+    fn an_etcd_datastore_without_a_cluster_is_a_manifest_install() {
+        let mut overrides = overrides(&[]);
+        overrides.install_method = None;
+        let discovered = DiscoveredFacts {
+            datastore_type: Some(DatastoreType::EtcdV3),
+            ..DiscoveredFacts::default()
+        };
+        let facts = Facts::assemble(&discovered, &overrides).unwrap();
+        assert_eq!(facts.install_method.value, InstallMethod::Manifest);
+        assert_eq!(facts.install_method.origin, FactOrigin::Default);
+        assert_eq!(facts.system_namespace.value, "kube-system");
     }
 }
 

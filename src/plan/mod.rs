@@ -19,6 +19,7 @@ pub mod render;
 pub mod request;
 pub mod resolve;
 mod single;
+pub mod targets;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -468,7 +468,7 @@ pub fn describe(action: &Action) -> String {
                     }
                     text
                 }
-                _ if label.remove => format!("{target} {}-", label.key),
+                _ if label.remove => format!("{target} {} --remove", label.key),
                 Some(value) => format!(
                     "{target} {}={}{}",
                     label.key,

@@ -11,10 +11,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::facts::{DiscoveredFacts, FactError, FactOverrides, Facts};
+use super::InstallMethod;
+use super::catalog::{Catalog, CatalogError};
+use super::facts::{DiscoveredFacts, FactError, FactOrigin, FactOverrides, Facts};
 use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
-use super::{Plan, discover_cluster_facts, discover_facts};
+use super::targets::{Installed, UpgradeOptions};
+use super::{Plan, Release, discover_cluster_facts, discover_facts};
+use crate::config::DatastoreType;
 use crate::datastore::Datastore;
 use crate::runbook::{RunbookError, RunbookSet};
 
@@ -91,6 +95,10 @@ pub enum RequestError {
     },
     #[error(transparent)]
     Overlay(#[from] OverlayError),
+    #[error(
+        "`--from {given}` contradicts the installed version `{discovered}` that ClusterInformation `default` reports"
+    )]
+    FromContradictsDatastore { given: Release, discovered: Release },
     #[error("step `{step}` cannot apply the manifest overlay")]
     Review {
         step: String,
@@ -106,6 +114,9 @@ impl RequestError {
             RequestError::Facts(error) => error.hint(),
             RequestError::Plan(error) => error.hint(),
             RequestError::Overlay(error) => error.hint(),
+            RequestError::FromContradictsDatastore { discovered, .. } => Some(format!(
+                "leave out `--from` (the datastore says `{discovered}`); a plan for another version would leave out the steps the installed one needs"
+            )),
             RequestError::ReadOverlay { .. } | RequestError::Review { .. } => None,
         }
     }
@@ -115,17 +126,76 @@ impl RequestError {
 const REVIEW_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl UpgradeRequest {
-    /// The facts: what the sources tell, with the request's overrides over it.
-    pub async fn facts(&self, sources: FactSources<'_>) -> Result<Facts, RequestError> {
+    /// What the sources tell, before the overrides; a `--from` that contradicts it is refused.
+    pub async fn discovered(
+        &self,
+        sources: FactSources<'_>,
+    ) -> Result<DiscoveredFacts, RequestError> {
         let mut discovered = match sources.datastore {
             Some(store) => discover_facts(store).await?,
             None => DiscoveredFacts::default(),
         };
+        // A `--from` is for what cannot be discovered; one that disagrees with the datastore would
+        // silently drop the steps the real version needs (the §9.2 preparation, say) and the run
+        // would later be refused as "the cluster changed".
+        if let (Some(given), Some(found)) = (&self.overrides.from, &discovered.installed_version)
+            && given != found
+        {
+            return Err(RequestError::FromContradictsDatastore {
+                given: given.clone(),
+                discovered: found.clone(),
+            });
+        }
         discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
         if let Some(client) = sources.cluster {
             discovered.cluster = Some(discover_cluster_facts(client).await?);
         }
+        Ok(discovered)
+    }
+
+    /// The facts: what the sources tell, with the request's overrides over it.
+    pub async fn facts(&self, sources: FactSources<'_>) -> Result<Facts, RequestError> {
+        let discovered = self.discovered(sources).await?;
         Ok(Facts::assemble(&discovered, &self.overrides)?)
+    }
+
+    /// "What can I upgrade to": the installed release, the newer release lines of the catalog and
+    /// the runs to each, and the seed §9.1 advice (`upgrade plan` without `--to`).
+    pub async fn survey(&self, sources: FactSources<'_>) -> Result<UpgradeOptions, RequestError> {
+        let runbooks = RunbookSet::load(self.runbooks.as_deref())?;
+        let text = runbooks
+            .catalog_text()
+            .ok_or(PlanError::Catalog(CatalogError::Missing))?;
+        let catalog = Catalog::parse(text).map_err(PlanError::from)?;
+        let discovered = self.discovered(sources).await?;
+        let cluster = discovered.cluster.clone().unwrap_or_default();
+        let (version, origin) = match (&self.overrides.from, &discovered.installed_version) {
+            (Some(version), _) => (version.clone(), FactOrigin::Flag),
+            (None, Some(version)) => (version.clone(), FactOrigin::Discovered),
+            (None, None) => return Err(FactError::MissingInstalledVersion.into()),
+        };
+        let datastore_type = self
+            .overrides
+            .datastore_type
+            .or(discovered.datastore_type)
+            .unwrap_or(DatastoreType::Kubernetes);
+        // As `Facts::assemble`: on etcd the install is the single manifest.
+        let install_method = self
+            .overrides
+            .install_method
+            .or(cluster.install_method)
+            .or((datastore_type == DatastoreType::EtcdV3).then_some(InstallMethod::Manifest));
+        let installed = Installed {
+            version,
+            origin: origin.to_string(),
+            datastore_type,
+            install_method,
+            all_interfaces_host_endpoints: discovered
+                .all_interfaces_host_endpoints
+                .as_ref()
+                .map(Vec::len),
+        };
+        Ok(UpgradeOptions::survey(&catalog, &installed))
     }
 
     /// Loads the runbooks, discovers the facts, resolves the plan and reviews every manifest overlay

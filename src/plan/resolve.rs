@@ -229,6 +229,12 @@ fn resolve_target(
             to: target.release.clone(),
         })?;
     }
+    if let Some(latest) = target.latest.as_ref().filter(|latest| to > **latest) {
+        return Err(PlanError::BeyondLatest {
+            to,
+            latest: latest.clone(),
+        });
+    }
     if to <= *from {
         return Err(PlanError::NotAnUpgrade {
             from: from.clone(),

@@ -23,7 +23,7 @@ fn calico_json(kind: &str, name: &str, labels: Value, spec: Value) -> String {
 /// The etcd datastore at v3.29.2 with two nodes, one all-interfaces host endpoint each (`node-b`
 /// already carries `zone=b`, which its host endpoint agrees with), a named-interface host endpoint,
 /// and KubeControllersConfiguration `default` with automatic host endpoints off.
-fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
+pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
     let etcd = EtcdServer::start();
     set_etcd_version(&etcd, "v3.29.2");
     etcd.put(
@@ -103,7 +103,7 @@ fn auto_host_endpoint_plan(operator: &Operator) -> (PathBuf, Value) {
 /// Plays kube-controllers with `autoCreate: Enabled`: once KubeControllersConfiguration `default`
 /// asks for it (and a little later, so netctl has to wait), creates `<node>-auto-hep` for every node
 /// with the node's labels and the `created-by` label. Returns when done or `stop` is set.
-fn play_kube_controllers(etcd: &EtcdServer, stop: &std::sync::atomic::AtomicBool) {
+pub(crate) fn play_kube_controllers(etcd: &EtcdServer, stop: &std::sync::atomic::AtomicBool) {
     let enabled = |etcd: &EtcdServer| {
         etcd.get_json(&format!("{ROOT}/kubecontrollersconfigurations/default"))
             .is_some_and(|config| {
@@ -137,7 +137,7 @@ fn play_kube_controllers(etcd: &EtcdServer, stop: &std::sync::atomic::AtomicBool
     }
 }
 
-fn host_endpoint_names(etcd: &EtcdServer) -> Vec<String> {
+pub(crate) fn host_endpoint_names(etcd: &EtcdServer) -> Vec<String> {
     etcd.get_prefix(&format!("{ROOT}/hostendpoints/"))
         .into_iter()
         .map(|(key, _)| key.rsplit('/').next().unwrap().to_string())
@@ -278,7 +278,8 @@ fn auto_host_endpoint_cluster() -> KubeApiServer {
         ),
     ] {
         kube.put(json!({"apiVersion": "v1", "kind": "Node",
-                        "metadata": {"name": node, "labels": labels}}));
+                        "metadata": {"name": node, "labels": labels},
+                        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
     }
     for (name, node, interface, labels) in [
         (

@@ -33,6 +33,8 @@ mod application_layer_policy;
 mod auto_host_endpoints;
 mod common;
 mod helm;
+mod maintenance_window;
 mod manifest_etcd;
 mod manifest_kubernetes;
 mod operator;
+mod readme_walkthrough;

@@ -371,7 +371,19 @@ fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
     assert_eq!(plan["facts"]["install_method"]["origin"], "discovered");
     let before = etcd.dump_prefix_bytes("/calico/");
     let etcd_only = Operator::with_config(&etcd.netctl_config_yaml());
+    // The pre-flight says so first; passed by hand, the stale-plan check still refuses.
     let refused = etcd_only.apply(&Apply::plan(&plan_file).yes());
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("pre-flight failed before anything was written: cluster:"),
+        "{stderr}"
+    );
+    let refused = etcd_only.apply(
+        &Apply::plan(&plan_file)
+            .yes()
+            .with(&["--skip-preflight", "cluster"]),
+    );
     let stderr = text(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
