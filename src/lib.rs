@@ -12,6 +12,7 @@ pub mod exec;
 pub mod node;
 pub mod output;
 pub mod plan;
+pub mod release;
 pub mod resource;
 pub mod runbook;
 pub mod terminal;

@@ -5,6 +5,7 @@
 //! knowing it; typed specs, validation and defaulting per kind live beside this module and are applied
 //! before anything is written. This module never imports `datastore/`.
 
+pub mod availability;
 mod kind;
 pub mod load;
 pub mod selector;
@@ -21,7 +22,7 @@ pub use load::{
     Input, LoadError, LocatedResource, Location, load_and_validate, load_path, parse_documents,
     parse_located, resource_from_value,
 };
-pub use validate::{FieldError, ValidationError, validate_and_default};
+pub use validate::{FieldError, ValidationError, validate_and_default, validate_and_default_for};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.
 ///
