@@ -172,10 +172,13 @@ pub fn check_document(kind: Kind, document: &Value, api: &ApiRelease) -> Vec<Fie
     errors
 }
 
+/// One value of a string field and the releases that have it.
+pub type ValueRule = (String, Availability);
+
 /// Every value of the kind's fields that only some releases have (`x-netctl-values`), with its
 /// releases: what a validator's list of allowed values leaves out for a release that lacks it.
-pub fn value_rules(kind: Kind) -> &'static [(String, Availability)] {
-    static RULES: LazyLock<Vec<(Kind, Vec<(String, Availability)>)>> = LazyLock::new(|| {
+pub fn value_rules(kind: Kind) -> &'static [ValueRule] {
+    static RULES: LazyLock<Vec<(Kind, Vec<ValueRule>)>> = LazyLock::new(|| {
         Kind::ALL
             .iter()
             .map(|kind| {
@@ -192,7 +195,7 @@ pub fn value_rules(kind: Kind) -> &'static [(String, Availability)] {
         .unwrap_or_default()
 }
 
-fn collect_value_rules(schema: &Value, rules: &mut Vec<(String, Availability)>) {
+fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
     match schema {
         Value::Object(object) => {
             if let Some(values) = object.get(VALUES).and_then(Value::as_object) {

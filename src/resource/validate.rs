@@ -321,7 +321,7 @@ pub(crate) struct Checker {
     /// would only repeat the point.
     absent: Vec<String>,
     /// The values of the kind's fields that only some releases have (from the schema).
-    value_rules: &'static [(String, availability::Availability)],
+    value_rules: &'static [availability::ValueRule],
 }
 
 impl Checker {
