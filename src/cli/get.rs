@@ -11,12 +11,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::Context;
-use super::args::{FileArgs, namespace_scope};
+use super::args::{FileArgs, ReleaseArg, namespace_scope};
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::output::{
     CellContext, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat, PrintOptions,
     ResourcePrinter, Shape, sort_tiers_by_order,
 };
+use crate::plan::release::api_release;
 use crate::resource::selector::Selector;
 use crate::resource::spec::numorstring::{self, AsNumber};
 use crate::resource::{Kind, Resource, ResourceKey};
@@ -66,6 +67,9 @@ pub struct GetArgs {
     /// Only resources whose labels match this selector, e.g. `has(role) && zone == "a"`
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     selector: Option<String>,
+    /// A kind the release lacks is refused, and `-f` documents are read by its rules
+    #[command(flatten)]
+    release: ReleaseArg,
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
@@ -73,6 +77,11 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         return run_from_files(context, &args).await;
     };
     let kind: Kind = kind.parse()?;
+    if let Some(release) = args.release.chosen()?
+        && let Some(refused) = crate::resource::availability::check_kind(kind, &release)
+    {
+        anyhow::bail!("{}", refused.reason);
+    }
     let format: OutputFormat = args.output.parse()?;
     let keep = label_filter(&args)?;
     let namespace = namespace_scope(kind, args.namespace.as_deref(), args.all_namespaces)?;
@@ -137,11 +146,26 @@ async fn run_from_files(context: &Context, args: &GetArgs) -> anyhow::Result<Exi
         skip_empty: args.skip_empty,
         namespace: args.namespace.clone(),
     };
-    let keys: Vec<ResourceKey> = files.read()?.iter().map(Resource::key).collect();
+    // The documents are read by the rules of `--release`, else of the cluster's release.
+    let chosen = args.release.chosen()?;
+    let (keys, store) = match chosen {
+        Some(release) => {
+            let keys: Vec<ResourceKey> = files.read(&release)?.iter().map(Resource::key).collect();
+            if keys.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            (keys, context.datastore().await?)
+        }
+        None => {
+            let store = context.datastore().await?;
+            let release = api_release(store.as_ref(), None).await;
+            let keys: Vec<ResourceKey> = files.read(&release)?.iter().map(Resource::key).collect();
+            (keys, store)
+        }
+    };
     if keys.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let store = context.datastore().await?;
     let needs_as_number = keys
         .iter()
         .any(|key| format.needs_global_as_number(key.kind));

@@ -20,6 +20,7 @@ use crate::plan::overlay::OverlayError;
 use crate::plan::release::VersionCheckError;
 use crate::plan::request::RequestError;
 use crate::plan::{FactError, PlanError, PlanFileError};
+use crate::release::ReleaseFlagError;
 use crate::runbook::RunbookError;
 
 /// The message and the advice to print for an error that ends a command.
@@ -58,6 +59,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             RunbookError,
             OutputFormatError,
             LintFailed,
+            ReleaseFlagError,
         );
         None
     })

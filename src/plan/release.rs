@@ -1,13 +1,45 @@
 //! The release policy for writes: [`check_cluster_version`] refuses a cluster that runs a release
 //! line newer than the newest one the built-in catalog knows (seed §7: an older tool must not be used
-//! after an upgrade). Release versions themselves are `crate::release`.
+//! after an upgrade) — and [`cluster_release`]/[`api_release`]: the release whose API rules a
+//! command follows (the cluster's, else the newest netctl knows). Release versions themselves are
+//! `crate::release`.
 
 use super::catalog::{Catalog, CatalogError};
 use crate::datastore::{Datastore, StoreError};
 use crate::resource::{Kind, ResourceKey};
 use crate::runbook::{RunbookError, RunbookSet};
 
-pub use crate::release::{Release, ReleaseError};
+pub use crate::release::{ApiRelease, Release, ReleaseError};
+
+/// The release ClusterInformation `default` names in `calicoVersion`: `None` when there is no
+/// ClusterInformation, no version or one that is not a release (a development build).
+pub async fn cluster_release(store: &dyn Datastore) -> Result<Option<Release>, StoreError> {
+    let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
+    let info = match store.get(&key).await {
+        Ok(info) => info,
+        Err(StoreError::NotFound(_)) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    Ok(info
+        .spec
+        .get("calicoVersion")
+        .and_then(|v| v.as_str())
+        .and_then(|text| Release::parse_with_precision(text).ok())
+        .map(|(release, _)| release))
+}
+
+/// The release a command's validation and defaulting follow: `chosen` (`--release`) when given,
+/// else the cluster's, else — no version recorded, or ClusterInformation unreadable — the newest
+/// netctl knows. Never fails: a write that cannot read ClusterInformation fails on its own.
+pub async fn api_release(store: &dyn Datastore, chosen: Option<&ApiRelease>) -> ApiRelease {
+    if let Some(chosen) = chosen {
+        return chosen.clone();
+    }
+    match cluster_release(store).await {
+        Ok(Some(release)) => ApiRelease::cluster(release),
+        Ok(None) | Err(_) => ApiRelease::newest(),
+    }
+}
 
 /// Why netctl will not write to this cluster.
 #[derive(Debug, thiserror::Error)]

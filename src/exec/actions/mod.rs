@@ -25,7 +25,9 @@ use std::path::PathBuf;
 
 use crate::datastore::Datastore;
 use crate::plan::action::PatchType;
+use crate::plan::release::api_release;
 use crate::plan::{Action, Facts};
+use crate::release::ApiRelease;
 
 pub use super::RunMode;
 pub use resource::{ExistingPolicy, WriteSemantics};
@@ -121,6 +123,9 @@ pub struct ActionContext<'a> {
     /// `kube.restart`, so a restart done before an interruption is not repeated. `None` outside an
     /// upgrade run (a dry-run), where the time now stands in.
     pub run_started_at: Option<String>,
+    /// The release resource documents are validated for when the command chose one (`--release`);
+    /// otherwise the cluster's (ClusterInformation), read by the action.
+    pub release: Option<&'a ApiRelease>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -154,19 +159,28 @@ pub async fn perform(
         Action::ResourceGet(target) => resource::get(store()?, target).await?,
         Action::ResourceList(list) => resource::list(store()?, list).await?,
         Action::ResourceCreate(documents) => {
-            resource::create(store()?, documents, context.semantics, mode).await?
+            let release = api_release(store()?, context.release).await;
+            resource::create(store()?, documents, context.semantics, mode, &release).await?
         }
         Action::ResourceApply(documents) => {
-            resource::apply(store()?, documents, false, mode).await?
+            let release = api_release(store()?, context.release).await;
+            resource::apply(store()?, documents, false, mode, &release).await?
         }
         Action::ResourceReplace(documents) => {
-            resource::apply(store()?, documents, true, mode).await?
+            let release = api_release(store()?, context.release).await;
+            resource::apply(store()?, documents, true, mode, &release).await?
         }
         Action::ResourceDelete(target) => {
             resource::delete(store()?, target, context.semantics, mode).await?
         }
-        Action::ResourceLabel(label) => resource_edit::label(store()?, label, mode).await?,
-        Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
+        Action::ResourceLabel(label) => {
+            let release = api_release(store()?, context.release).await;
+            resource_edit::label(store()?, label, mode, &release).await?
+        }
+        Action::ResourcePatch(patch) => {
+            let release = api_release(store()?, context.release).await;
+            resource_edit::patch(store()?, patch, mode, &release).await?
+        }
         Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,

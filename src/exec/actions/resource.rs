@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
+use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::store_rules;
@@ -58,36 +59,45 @@ pub struct InvalidDocument {
 
 /// The one gate every document passes before it is written (create, apply, replace, label, patch):
 /// a namespaced kind without a namespace goes to `default` (as upstream), then the full client-side
-/// validation and defaulting of `resource::validate_and_default` runs. Every error of the document is
-/// reported at once, one field per line.
-pub fn prepare_for_write(resource: &mut Resource) -> Result<(), InvalidDocument> {
+/// validation and defaulting of `resource::validate_and_default_for` runs, for the release the
+/// command follows (the cluster's; `--release`). Every error of the document is reported at once,
+/// one field per line.
+pub fn prepare_for_write(
+    resource: &mut Resource,
+    release: &ApiRelease,
+) -> Result<(), InvalidDocument> {
     if resource.kind.is_namespaced() && resource.metadata.namespace.is_none() {
         resource.metadata.namespace = Some("default".to_string());
     }
-    crate::resource::validate_and_default(resource).map_err(|invalid| InvalidDocument {
-        key: resource.key().to_string(),
-        reason: format!(
-            "{} problem(s):\n  {}",
-            invalid.errors.len(),
-            invalid
-                .errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        ),
+    crate::resource::validate_and_default_for(resource, release).map_err(|invalid| {
+        InvalidDocument {
+            key: resource.key().to_string(),
+            reason: format!(
+                "{} problem(s):\n  {}",
+                invalid.errors.len(),
+                invalid
+                    .errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ),
+        }
     })
 }
 
 /// Validates and defaults every document before any is written, so a bad document later in a file
 /// never leaves the earlier ones applied.
-fn prepare_all(documents: &ResourceDocuments) -> Result<Vec<Resource>, InvalidDocument> {
+fn prepare_all(
+    documents: &ResourceDocuments,
+    release: &ApiRelease,
+) -> Result<Vec<Resource>, InvalidDocument> {
     documents
         .documents
         .iter()
         .map(|document| {
             let mut resource = document.clone();
-            prepare_for_write(&mut resource).map(|()| resource)
+            prepare_for_write(&mut resource, release).map(|()| resource)
         })
         .collect()
 }
@@ -387,10 +397,11 @@ pub async fn create(
     documents: &ResourceDocuments,
     semantics: WriteSemantics,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    let prepared = prepare_all(documents)?;
+    let prepared = prepare_all(documents, release)?;
     store_rules::check_writes(store, &prepared).await?;
     // Which documents exist already, all read before the first write: with `Fail`, one existing
     // resource refuses the whole batch with nothing written.
@@ -494,11 +505,12 @@ pub async fn apply(
     documents: &ResourceDocuments,
     replace_only: bool,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let verb = if replace_only { "replace" } else { "apply" };
     let mut outcome = Outcome::default();
     let mut counts = (0, 0);
-    let prepared = prepare_all(documents)?;
+    let prepared = prepare_all(documents, release)?;
     store_rules::check_writes(store, &prepared).await?;
     if replace_only {
         // Every resource a replace names must exist, all checked before the first write.
@@ -927,7 +939,7 @@ mod tests {
     #[test]
     fn writes_are_validated_and_defaulted_with_every_problem_reported() {
         let mut resource = Resource::new(Kind::NetworkPolicy, "p");
-        prepare_for_write(&mut resource).unwrap();
+        prepare_for_write(&mut resource, &ApiRelease::newest()).unwrap();
         assert_eq!(resource.metadata.namespace.as_deref(), Some("default"));
         assert_eq!(
             resource.spec["types"],
@@ -935,11 +947,13 @@ mod tests {
             "types are defaulted"
         );
         let mut nameless = Resource::new(Kind::HostEndpoint, "");
-        assert!(prepare_for_write(&mut nameless).is_err());
+        assert!(prepare_for_write(&mut nameless, &ApiRelease::newest()).is_err());
         let mut foreign = Resource::new(Kind::HostEndpoint, "h");
         foreign.api_version = "v1".into();
         assert_eq!(
-            prepare_for_write(&mut foreign).unwrap_err().to_string(),
+            prepare_for_write(&mut foreign, &ApiRelease::newest())
+                .unwrap_err()
+                .to_string(),
             "invalid HostEndpoint(h): 3 problem(s):\n  apiVersion = 'v1': must be `projectcalico.org/v3`\n  spec.node: no node has been specified\n  spec: no interface or expected IPs have been specified (set `interfaceName`, `expectedIPs` or both)"
         );
     }
