@@ -14,6 +14,7 @@ mod conversion;
 pub mod coordination;
 mod endpoints;
 mod errors;
+mod policy_keys;
 pub mod srv;
 
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use etcd_client::{
     TxnResponse, WatchOptions,
 };
 
-pub use conversion::{RESOURCE_ROOT, key_path, list_prefix, stored_name};
+pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
 pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
@@ -266,6 +267,9 @@ impl Datastore for EtcdStore {
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
+        if conversion::has_two_layouts(key) {
+            return self.get_policy(key).await;
+        }
         let path = key_path(key);
         let response = self
             .request("get", |mut connection| {
@@ -347,6 +351,9 @@ impl Datastore for EtcdStore {
     /// exists, the value it was created with tells whose create it was: ours carries a fresh uid.
     async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
+        if conversion::has_two_layouts(&key) {
+            return self.create_policy(resource).await;
+        }
         let path = key_path(&key);
         let mut stored = resource.clone();
         if stored.metadata.uid.is_none() {
@@ -389,6 +396,9 @@ impl Datastore for EtcdStore {
     /// the revision moved on, etcd's history tells whether the next version was ours.
     async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
+        if conversion::has_two_layouts(&key) {
+            return self.update_policy(resource).await;
+        }
         let path = key_path(&key);
         let expected = resource
             .metadata
@@ -438,6 +448,9 @@ impl Datastore for EtcdStore {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError> {
+        if conversion::has_two_layouts(key) {
+            return self.delete_policy(key, resource_version).await;
+        }
         let path = key_path(key);
         let expected = resource_version.map(parse_revision).transpose()?;
         let compare = match expected {

@@ -834,9 +834,14 @@ mod tests {
     #[tokio::test]
     async fn a_conflicting_update_is_retried_after_reading_again() {
         let store = RacingStore::new(2);
-        label(&store, &label_request(), RunMode::Execute)
-            .await
-            .unwrap();
+        label(
+            &store,
+            &label_request(),
+            RunMode::Execute,
+            &ApiRelease::newest(),
+        )
+        .await
+        .unwrap();
         assert_eq!(*store.updates.lock().unwrap(), 3);
         let stored = store.resource.lock().unwrap().clone();
         assert_eq!(stored.metadata.labels["upgrade"], "yes");
@@ -846,18 +851,29 @@ mod tests {
             documents: vec![host_endpoint()],
             file: None,
         };
-        apply(&store, &documents, false, RunMode::Execute)
-            .await
-            .unwrap();
+        apply(
+            &store,
+            &documents,
+            false,
+            RunMode::Execute,
+            &ApiRelease::newest(),
+        )
+        .await
+        .unwrap();
         assert_eq!(*store.updates.lock().unwrap(), 2);
     }
 
     #[tokio::test]
     async fn a_resource_that_keeps_changing_is_given_up_on() {
         let store = RacingStore::new(u32::MAX);
-        let error = label(&store, &label_request(), RunMode::Execute)
-            .await
-            .unwrap_err();
+        let error = label(
+            &store,
+            &label_request(),
+            RunMode::Execute,
+            &ApiRelease::newest(),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(error, ResourceActionError::GaveUp { .. }));
         assert_eq!(*store.updates.lock().unwrap(), CONFLICT_ATTEMPTS);
         assert_eq!(
@@ -900,7 +916,9 @@ mod tests {
         request.key = String::new();
         request.value = None;
         request.labels = Some([("a".to_string(), "1".to_string())].into());
-        label(&store, &request, RunMode::Execute).await.unwrap();
+        label(&store, &request, RunMode::Execute, &ApiRelease::newest())
+            .await
+            .unwrap();
         request.labels = Some(
             [
                 ("b".to_string(), "2".to_string()),
@@ -908,7 +926,9 @@ mod tests {
             ]
             .into(),
         );
-        let error = label(&store, &request, RunMode::Execute).await.unwrap_err();
+        let error = label(&store, &request, RunMode::Execute, &ApiRelease::newest())
+            .await
+            .unwrap_err();
         assert_eq!(
             error.to_string(),
             "hostendpoint h1 already has label `a` = `1`; not changing it to `other`"
