@@ -4,10 +4,10 @@
 //! command follows (the cluster's, else the newest netctl knows). Release versions themselves are
 //! `crate::release`.
 
-use super::catalog::{Catalog, CatalogError};
+use super::catalog::CatalogError;
 use crate::datastore::{Datastore, StoreError};
 use crate::resource::{Kind, ResourceKey};
-use crate::runbook::{RunbookError, RunbookSet};
+use crate::runbook::RunbookError;
 
 pub use crate::release::{ApiRelease, Release, ReleaseError};
 
@@ -82,7 +82,8 @@ impl VersionCheckError {
 }
 
 /// Refuses a cluster whose ClusterInformation `calicoVersion` is of a newer release line than any
-/// the built-in catalog names. Unlike upstream's exact-version equality check, patch releases and
+/// netctl knows the API of (`crate::release`; the catalog's newest target is the same line, a test
+/// of `plan::catalog` keeps them together). Unlike upstream's exact-version equality check, patch releases and
 /// older lines pass; a missing ClusterInformation or version passes too (upstream skips the check
 /// then, `reference/calicoctl.md` §7.2).
 pub async fn check_cluster_version(store: &dyn Datastore) -> Result<(), VersionCheckError> {
@@ -98,18 +99,8 @@ pub async fn check_cluster_version(store: &dyn Datastore) -> Result<(), VersionC
     let Ok((cluster, _)) = Release::parse_with_precision(text) else {
         return Ok(());
     };
-    let set = RunbookSet::embedded()?;
-    let catalog = Catalog::parse(set.catalog_text().unwrap_or_default())?;
-    let newest = catalog
-        .spec
-        .targets
-        .iter()
-        .filter_map(|target| Release::parse_with_precision(&target.release).ok())
-        .map(|(release, _)| release)
-        .max();
-    if let Some(newest) = newest
-        && (cluster.0.major, cluster.0.minor) > (newest.0.major, newest.0.minor)
-    {
+    let newest = crate::release::newest_known();
+    if cluster.minors_ahead_of(&newest) > 0 {
         return Err(ClusterTooNew {
             cluster: text.to_string(),
             newest: newest.line(),
