@@ -360,3 +360,39 @@ fn delete_removes_both_keys_while_an_upgrade_moves_them() {
     ok(netctl(&etcd, &["delete", "gnp", "allow-dns"], None));
     assert!(policy_keys(&etcd).is_empty(), "{:?}", policy_keys(&etcd));
 }
+
+// ---- netctl's own release line --------------------------------------------------------------------
+
+#[test]
+fn version_names_the_newest_line_and_the_commit_and_warns_about_distant_clusters() {
+    let client = ok(offline(&["version", "--client"], ""));
+    let lines: Vec<&str> = client.lines().collect();
+    assert_eq!(lines.len(), 3, "{client}");
+    assert!(
+        lines[1].starts_with("Release Line:") && lines[1].ends_with("v3.32"),
+        "{client}"
+    );
+    let commit = lines[2].strip_prefix("Git commit:").unwrap().trim();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{client}"
+    );
+
+    let etcd = EtcdServer::start();
+    for (version, warned) in [
+        ("v3.33.0", Some("newer than v3.32")),
+        ("v3.32.1", None),
+        ("v3.31.7", None),
+        ("v3.29.4", Some("3 minor releases older than v3.32")),
+    ] {
+        cluster_runs(&etcd, version);
+        let run = netctl(&etcd, &["version"], None);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert!(run.stdout.contains(version), "{}", run.stdout);
+        match warned {
+            Some(text) => assert!(run.stderr.contains(text), "{version}: {}", run.stderr),
+            None => assert!(!run.stderr.contains("warning"), "{version}: {}", run.stderr),
+        }
+    }
+}
