@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quickstart: builds netctl, starts a throw-away local etcd on loopback, seeds it with a few nodes and
-# walks through the everyday commands. Everything lives in a temporary directory and etcd is stopped at
-# the end (pass --keep to leave it running and get the environment to use it).
+# walks through the everyday commands. Everything lives in a temporary directory; etcd is stopped and
+# the directory removed on every way out (pass --keep to leave both after a finished walk-through and
+# get the environment to use them). Needs bash and what scripts/prerequisites.sh installs, no python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keep=false
@@ -15,28 +16,77 @@ cargo build --quiet
 netctl="$PWD/target/debug/netctl"
 
 work=$(mktemp -d -t netctl-quickstart.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-client_port=$(free_port); peer_port=$(free_port)
-endpoint="http://127.0.0.1:${client_port}"
-
-echo "==> starting etcd at ${endpoint} (data in ${work})" >&2
-etcd --name quickstart --data-dir "${work}/data" \
-  --listen-client-urls "${endpoint}" --advertise-client-urls "${endpoint}" \
-  --listen-peer-urls "http://127.0.0.1:${peer_port}" --initial-advertise-peer-urls "http://127.0.0.1:${peer_port}" \
-  --initial-cluster "quickstart=http://127.0.0.1:${peer_port}" --listen-metrics-urls "" \
-  >"${work}/etcd.log" 2>&1 &
-etcd_pid=$!
+etcd_pid=""
+finished=false
+# On every way out (error, Ctrl-C, kill): stop etcd and remove the directory, unless --keep was
+# given and the walk-through finished.
 cleanup() {
-  if [ "$keep" = false ]; then
+  if [ "$keep" = true ] && [ "$finished" = true ]; then
+    return
+  fi
+  if [ -n "$etcd_pid" ]; then
     kill "$etcd_pid" 2>/dev/null || true
     wait "$etcd_pid" 2>/dev/null || true
-    rm -rf "$work"
   fi
+  rm -rf "$work"
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do
-  ETCDCTL_API=3 etcdctl --endpoints "$endpoint" endpoint health >/dev/null 2>&1 && break
-  sleep 0.1
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap 'echo "error: the quickstart failed at line ${LINENO}: ${BASH_COMMAND}" >&2' ERR
+
+# Free loopback ports without python3 or ss: any port the kernel's socket tables list is taken.
+ports_in_use() {
+  local table local_address
+  for table in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$table" ] || continue
+    while read -r _ local_address _; do
+      [ "$local_address" = local_address ] || echo $((16#${local_address##*:}))
+    done <"$table"
+  done
+}
+free_port() { # a port in 20000..52767 neither in use nor among "$@"
+  local taken port
+  taken=" $(ports_in_use | tr '\n' ' ') $* "
+  while :; do
+    port=$((20000 + RANDOM))
+    case "$taken" in *" ${port} "*) continue ;; esac
+    echo "$port"
+    return
+  done
+}
+
+# Another program may take a port between the check and etcd's bind: then start again.
+for attempt in 1 2 3 4 5; do
+  client_port=$(free_port); peer_port=$(free_port "$client_port")
+  endpoint="http://127.0.0.1:${client_port}"
+  echo "==> starting etcd at ${endpoint} (data in ${work})" >&2
+  rm -rf "${work}/data"
+  etcd --name quickstart --data-dir "${work}/data" \
+    --listen-client-urls "${endpoint}" --advertise-client-urls "${endpoint}" \
+    --listen-peer-urls "http://127.0.0.1:${peer_port}" --initial-advertise-peer-urls "http://127.0.0.1:${peer_port}" \
+    --initial-cluster "quickstart=http://127.0.0.1:${peer_port}" --listen-metrics-urls "" \
+    >"${work}/etcd.log" 2>&1 &
+  etcd_pid=$!
+  healthy=false
+  for _ in $(seq 1 100); do
+    if ETCDCTL_API=3 etcdctl --endpoints "$endpoint" endpoint health >/dev/null 2>&1; then
+      healthy=true
+      break
+    fi
+    kill -0 "$etcd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$healthy" = true ] && break
+  kill "$etcd_pid" 2>/dev/null || true
+  wait "$etcd_pid" 2>/dev/null || true
+  etcd_pid=""
+  if ! grep -q 'address already in use' "${work}/etcd.log" || [ "$attempt" -eq 5 ]; then
+    echo "error: etcd did not start; the end of its log:" >&2
+    tail -n 20 "${work}/etcd.log" >&2
+    exit 1
+  fi
 done
 
 export DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS="$endpoint"
@@ -75,6 +125,7 @@ run upgrade plan --to v3.27.0 --install-method manifest
 echo; echo "==> the same plan as a dry run: exactly what would be written, nothing changed" >&2
 run upgrade apply --to v3.27.0 --install-method manifest --dry-run --state-dir "${work}/state" || true
 
+finished=true
 if [ "$keep" = true ]; then
   echo
   echo "etcd keeps running (pid ${etcd_pid}, data in ${work}). To use it:"

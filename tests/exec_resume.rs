@@ -182,6 +182,32 @@ fn a_crashed_runs_lock_expires_with_its_lease() {
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
 }
 
+/// Regression: the hook sent its SIGKILL with the `kill` program, which a minimal Debian lacks
+/// (procps); the run then ended with SIGABRT instead, and every crash test failed.
+#[test]
+fn the_crash_hook_needs_no_kill_program() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let plan_file = operator.write_plan(&crash_plan(&log));
+    let no_programs = operator.home().join("no-programs");
+    std::fs::create_dir(&no_programs).unwrap();
+    let crashed = operator.run(
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        &[
+            ("NETCTL_TEST_CRASH_AFTER", "pre/append-a:before"),
+            ("PATH", no_programs.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(
+        crashed.status.signal(),
+        Some(9),
+        "{}",
+        text(&crashed.stderr)
+    );
+}
+
 #[test]
 fn an_interrupted_step_that_cannot_tell_whether_it_ran_is_not_run_again_blindly() {
     let etcd = EtcdServer::start();
@@ -264,8 +290,11 @@ fn a_run_killed_from_outside_in_the_middle_of_a_step_resumes() {
         ],
         &operator.state_dir(),
     );
+    // netctl records the program's pid just after starting it, so the program can be faster: wait
+    // for the record too, or the kill may come before netctl knows of its program.
+    let record = operator.state_dir().join("running-program.json");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !started.exists() {
+    while !started.exists() || !record.exists() {
         assert!(
             std::time::Instant::now() < deadline,
             "the step never started"
@@ -299,11 +328,7 @@ fn a_run_killed_from_outside_in_the_middle_of_a_step_resumes() {
         "{message}"
     );
     assert!(message.contains(&format!("kill {pid}")), "{message}");
-    let killed = std::process::Command::new("kill")
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    support::send_signal(u32::try_from(pid).unwrap(), support::Signal::TERM).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(
@@ -361,11 +386,7 @@ fn ctrl_c_stops_the_run_releases_the_lock_and_resume_continues() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let interrupted = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupted.success());
+    support::send_signal(child.id(), support::Signal::INT).unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let message = text(&output.stderr);

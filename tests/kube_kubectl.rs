@@ -12,7 +12,7 @@ use serde_json::json;
 use support::{KubeApiServer, find_program};
 
 fn kubectl(server: &KubeApiServer, args: &[&str], input: Option<&str>) -> (bool, String, String) {
-    let program = find_program("kubectl", "apt-get install kubectl");
+    let program = find_program("kubectl", "apt-get install kubernetes-client");
     let home = server.directory().join("kubectl-home");
     std::fs::create_dir_all(&home).unwrap();
     let mut command = Command::new(program);

@@ -58,10 +58,12 @@ impl CrashPoint {
         if let Some(point) = point {
             if point.step == step && point.when == when {
                 // SIGKILL, exactly what an operator's `kill -9` or the OOM killer does: no destructor,
-                // no lease revocation, no final checkpoint.
-                let _ = std::process::Command::new("kill")
-                    .args(["-KILL", &std::process::id().to_string()])
-                    .status();
+                // no lease revocation, no final checkpoint. A system call, not the `kill` program,
+                // which a minimal system lacks.
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::KILL,
+                );
                 std::process::abort();
             }
         }

@@ -258,7 +258,10 @@ pub enum YamlErrorKind {
     BadKey(String),
     #[error("an alias (`*name`) refers to no anchor")]
     UnknownAlias,
-    #[error("aliases expand to more than {} nodes", read::MAX_ALIAS_EXPANSION)]
+    #[error(
+        "aliases expand to too many nodes (an alias bomb?): refused as upstream's reader refuses \
+         excessive aliasing"
+    )]
     TooManyAliases,
     #[error("collections nest deeper than {} levels", read::MAX_DEPTH)]
     TooDeep,

@@ -23,6 +23,27 @@ pub const MAX_DEPTH: usize = 128;
 /// lines that expand to billions of nodes) is refused instead of exhausting memory.
 pub const MAX_ALIAS_EXPANSION: usize = 1_000_000;
 
+/// Whether aliases have added too many nodes, by go-yaml v2's rule (which upstream's readers use):
+/// past 100 alias nodes and 1,000 nodes in all, the share of nodes that came from aliases may be at
+/// most 99% up to 400,000 nodes, falling linearly to 10% at 4,000,000. A bomb is refused after a few
+/// thousand nodes; documents that reuse anchors a little are read whole. Beyond that, at most
+/// [`MAX_ALIAS_EXPANSION`] nodes from aliases.
+fn excessive_aliasing(from_aliases: usize, written: usize) -> bool {
+    let all = from_aliases + written;
+    if from_aliases > MAX_ALIAS_EXPANSION {
+        return true;
+    }
+    if from_aliases <= 100 || all <= 1_000 {
+        return false;
+    }
+    let allowed = match all {
+        0..=400_000 => 0.99,
+        4_000_000.. => 0.10,
+        _ => 0.10 + 0.89 * (1.0 - (all - 400_000) as f64 / 3_600_000.0),
+    };
+    from_aliases as f64 / all as f64 > allowed
+}
+
 /// A node under construction: a collection being filled, with its line.
 enum Open {
     Sequence {
@@ -49,11 +70,14 @@ enum Open {
 struct Reader {
     documents: Vec<Document>,
     stack: Vec<Open>,
-    anchors: HashMap<usize, (Value, Lines)>,
+    /// Each anchor's value, its lines and its number of nodes.
+    anchors: HashMap<usize, (Value, Lines, usize)>,
     document_line: usize,
     document_explicit: bool,
     root: Option<(Value, Lines)>,
+    /// Nodes added by aliases, and nodes written in the text, for [`excessive_aliasing`].
     expanded: usize,
+    written: usize,
     /// The column of the event being handled.
     column: usize,
 }
@@ -70,6 +94,7 @@ pub fn read_stream(text: &str) -> Result<Vec<Document>, YamlError> {
         document_explicit: false,
         root: None,
         expanded: 0,
+        written: 0,
         column: 1,
     };
     for event in Parser::new_from_str(text) {
@@ -104,6 +129,8 @@ impl Reader {
                 self.document_line = line;
                 self.document_explicit = explicit;
                 self.anchors.clear();
+                self.expanded = 0;
+                self.written = 0;
                 self.root = None;
             }
             Event::DocumentEnd => {
@@ -124,28 +151,32 @@ impl Reader {
                 });
             }
             Event::Alias(id) => {
-                let (value, lines) = self
+                let (value, lines, nodes) = self
                     .anchors
                     .get(&id)
-                    .cloned()
                     .ok_or((line, YamlErrorKind::UnknownAlias))?;
-                self.expanded += count_nodes(&value);
-                if self.expanded > MAX_ALIAS_EXPANSION {
+                // Counted before anything is copied: a refused alias costs nothing.
+                self.expanded += nodes;
+                if excessive_aliasing(self.expanded, self.written) {
                     return Err((line, YamlErrorKind::TooManyAliases));
                 }
+                let (value, lines) = (value.clone(), lines.clone());
                 self.push_node(value, lines, line, true)?;
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let (value, source) = scalar_value(&text, style, tag.as_deref(), line)?;
                 let lines = Lines::leaf(line, self.column, source);
+                self.written += 1;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, (value.clone(), lines.clone()));
+                    self.anchors
+                        .insert(anchor, (value.clone(), lines.clone(), 1));
                 }
                 let is_merge_key = style == ScalarStyle::Plain && text == "<<" && tag.is_none();
                 self.push_scalar(value, lines, line, is_merge_key)?;
             }
             Event::SequenceStart(anchor, _) => {
                 self.open(line)?;
+                self.written += 1;
                 self.stack.push(Open::Sequence {
                     items: Vec::new(),
                     lines: Vec::new(),
@@ -156,6 +187,7 @@ impl Reader {
             }
             Event::MappingStart(anchor, _) => {
                 self.open(line)?;
+                self.written += 1;
                 self.stack.push(Open::Mapping {
                     entries: Map::new(),
                     lines: Vec::new(),
@@ -173,7 +205,9 @@ impl Reader {
                 };
                 let (value, lines, anchor) = close(open)?;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, (value.clone(), lines.clone()));
+                    let nodes = count_nodes(&value);
+                    self.anchors
+                        .insert(anchor, (value.clone(), lines.clone(), nodes));
                 }
                 self.push_node(value, lines, line, false)?;
             }

@@ -221,3 +221,39 @@ fn nulls_are_go_zero_values() {
     assert_eq!(target.name, None);
     assert!(target.items.is_empty());
 }
+
+#[test]
+fn aliases_follow_go_yaml_v2s_ratio_rule() {
+    // A small bomb (10^4 nodes) is refused early, and without building it.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..5 {
+        let previous = level - 1;
+        let aliases = vec![format!("*a{previous}"); 10].join(", ");
+        bomb.push_str(&format!("a{level}: &a{level} [{aliases}]\n"));
+    }
+    assert_eq!(
+        read_documents(&bomb).unwrap_err().kind,
+        YamlErrorKind::TooManyAliases
+    );
+    // A document that reuses one anchor a hundred times among plenty of written nodes is read.
+    let mut reuse = String::from("base: &base {a: 1, b: 2, c: 3}\nitems:\n");
+    for index in 0..300 {
+        reuse.push_str(&format!(
+            "- {{name: n{index}, x: 1, y: 2, z: 3, w: 4, v: 5}}\n"
+        ));
+        if index % 3 == 0 {
+            reuse.push_str("- *base\n");
+        }
+    }
+    assert!(read_documents(&reuse).is_ok());
+    // The counts restart with each document of a stream: one such document (606 nodes, 99.01% from
+    // aliases) is under the 1,000-node floor; two in one count would be refused.
+    let document = format!("a: &a [x]\nb: [{}]\n", vec!["*a"; 300].join(", "));
+    let stream = vec![document.as_str(); 20].join("---\n");
+    assert!(read_documents(&stream).is_ok());
+    let one_document = format!("a: &a [x]\nb: [{}]\n", vec!["*a"; 600].join(", "));
+    assert_eq!(
+        read_documents(&one_document).unwrap_err().kind,
+        YamlErrorKind::TooManyAliases
+    );
+}

@@ -11,7 +11,7 @@ use netctl::plan::{
     Action, DiscoveredFacts, FactOverrides, Facts, InstallMethod, Phase, Plan, PlannedStep, Release,
 };
 
-use crate::support::{EtcdServer, Netctl};
+use crate::support::{ChildGuard, EtcdServer, Netctl};
 
 pub const HOST_ENDPOINTS: &str = "/calico/resources/v3/projectcalico.org/hostendpoints/";
 pub const CLUSTER_INFORMATION: &str =
@@ -156,9 +156,10 @@ impl Operator {
         command.output().expect("run netctl")
     }
 
-    /// Starts `netctl <args>` in the background (same sandbox), for lock tests.
-    pub fn spawn(&self, args: &[&str], state_dir: &Path) -> std::process::Child {
-        std::process::Command::new(Netctl::program())
+    /// Starts `netctl <args>` in the background (same sandbox), for lock tests; it is killed
+    /// when the returned guard is dropped.
+    pub fn spawn(&self, args: &[&str], state_dir: &Path) -> ChildGuard {
+        let child = std::process::Command::new(Netctl::program())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home())
@@ -173,7 +174,8 @@ impl Operator {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn netctl")
+            .expect("spawn netctl");
+        ChildGuard::new(child)
     }
 
     pub fn config(&self) -> &str {

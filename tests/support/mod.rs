@@ -18,7 +18,11 @@
 //!   printed then, so a failing test shows what the server said);
 //! - if a test binary itself was killed (so no `Drop` ran), the next harness start finds the
 //!   directories whose owning test process is gone, kills the server recorded in them (only after
-//!   checking that the pid's command line names that directory) and removes them. See [`reap`].
+//!   checking that the pid's command line names that directory) and removes them. See [`reap`];
+//! - every test that runs netctl or starts a server has a time limit: one still running after it
+//!   stops its test binary with its name, after killing the binary's servers (`watchdog`), so a
+//!   hang is a failure and `cargo test --no-fail-fast` goes on with the next binary;
+//! - signals go through [`send_signal`] (a system call): a minimal system has no `kill` program.
 //!
 //! - do not keep a server in a `static` (`OnceLock`, `LazyLock`): statics are never dropped, so its
 //!   process would outlive the test binary until the next run reaps it. A server starts in about
@@ -56,6 +60,7 @@ pub mod pki;
 mod process;
 pub mod reap;
 pub mod snapshot;
+mod watchdog;
 
 pub use dns::{DnsServer, DnsServerBuilder, SrvRecord};
 pub use etcd::{
@@ -65,4 +70,4 @@ pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endp
 pub use kube_api::KubeApiServer;
 pub use netctl::{Netctl, Run, failed, ok};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
-pub use process::find_program;
+pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};

@@ -43,6 +43,7 @@ impl Default for Netctl {
 
 impl Netctl {
     pub fn new() -> Netctl {
+        super::watchdog::arm();
         let home = tempfile::Builder::new()
             .prefix("netctl-home-")
             .tempdir()
@@ -61,6 +62,7 @@ impl Netctl {
 
     /// The path of the netctl binary cargo built for these tests.
     pub fn program() -> &'static Path {
+        super::watchdog::arm();
         Path::new(env!("CARGO_BIN_EXE_netctl"))
     }
 

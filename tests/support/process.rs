@@ -1,7 +1,9 @@
 //! Shared plumbing for the servers: finding programs, picking free loopback ports, making the
-//! per-server temporary directory, reading log tails and owning child processes.
+//! per-server temporary directory, reading log tails, owning child processes (killed on drop, and
+//! by the [`super::watchdog`] when a test runs too long) and sending signals.
 //!
-//! It knows nothing about etcd or DNS; [`super::etcd`] and [`super::dns`] build on it.
+//! It knows nothing about etcd or DNS; [`super::etcd`] and [`super::dns`] build on it. Signals go
+//! through a system call (rustix), not the `kill` program, which a minimal system lacks.
 
 use std::collections::HashSet;
 use std::fs;
@@ -11,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub use rustix::process::Signal;
 use tempfile::TempDir;
 
 /// How many lines [`log_tail`] returns by default.
@@ -27,6 +30,7 @@ pub const DIR_PREFIX: &str = "netctl-test-";
 ///
 /// A missing program must fail the test: a skipped datastore test looks exactly like a passing one.
 pub fn find_program(name: &str, hint: &str) -> PathBuf {
+    super::watchdog::arm();
     let path_dirs = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
         .unwrap_or_default();
@@ -38,6 +42,25 @@ pub fn find_program(name: &str, hint: &str) -> PathBuf {
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| panic!("{name} not found: install it with `{hint}`"))
+}
+
+/// Fails the test unless `localhost` resolves to `127.0.0.1` through the system resolver.
+///
+/// SRV discovery hands out host names, which netctl resolves as upstream does (the system
+/// resolver); `localhost` is the one name a test can serve a certificate for and rely on without
+/// a resolver of its own. A minimal system may lack the `/etc/hosts` line; the hint says how to
+/// add it (`scripts/prerequisites.sh` does).
+pub fn require_localhost() {
+    use std::net::{IpAddr, ToSocketAddrs};
+    let addresses: Vec<IpAddr> = ("localhost", 0)
+        .to_socket_addrs()
+        .map(|addresses| addresses.map(|address| address.ip()).collect())
+        .unwrap_or_default();
+    assert!(
+        addresses.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        "`localhost` does not resolve to 127.0.0.1 (it resolves to {addresses:?}): install it with \
+         `echo '127.0.0.1 localhost' >> /etc/hosts` (scripts/prerequisites.sh does)"
+    );
 }
 
 /// Ports handed out by this test process and not yet released by [`release_ports`]: tests in
@@ -106,6 +129,7 @@ pub fn release_ports(ports: &[u16]) {
 
 /// Makes the temporary directory of one server and records the owning test process in it.
 pub fn server_dir(kind: &str) -> TempDir {
+    super::watchdog::arm();
     super::reap::reap_orphans_once();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{DIR_PREFIX}{kind}-"))
@@ -153,6 +177,7 @@ impl OwnedChild {
             .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
         let pid_file = dir.join(CHILD_PID_FILE);
         fs::write(&pid_file, child.id().to_string()).expect("write server pid file");
+        live_children_insert(child.id());
         OwnedChild { child, pid_file }
     }
 
@@ -172,6 +197,7 @@ impl OwnedChild {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+        live_children_remove(self.child.id());
         let _ = fs::remove_file(&self.pid_file);
     }
 }
@@ -179,6 +205,101 @@ impl OwnedChild {
 impl Drop for OwnedChild {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A child process started by a test itself (e.g. a background `netctl upgrade apply`): killed
+/// (SIGKILL) and reaped when dropped, so a failing assertion never leaves it running.
+#[derive(Debug)]
+pub struct ChildGuard {
+    child: Option<Child>,
+}
+
+impl ChildGuard {
+    pub fn new(child: Child) -> ChildGuard {
+        live_children_insert(child.id());
+        ChildGuard { child: Some(child) }
+    }
+
+    /// Waits for the process and collects its piped output, as [`Child::wait_with_output`].
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        let child = self
+            .child
+            .take()
+            .expect("the child is taken only here or in drop");
+        let pid = child.id();
+        let output = child.wait_with_output();
+        live_children_remove(pid);
+        output
+    }
+}
+
+impl std::ops::Deref for ChildGuard {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        self.child
+            .as_ref()
+            .expect("the child is taken only when the guard is consumed")
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("the child is taken only when the guard is consumed")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            live_children_remove(child.id());
+        }
+    }
+}
+
+/// Sends `signal` to process `pid` (SIGINT to stop a run, SIGSTOP to freeze a server, ...).
+pub fn send_signal(pid: u32, signal: Signal) -> std::io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other(format!("`{pid}` is not a process id")))?;
+    rustix::process::kill_process(pid, signal).map_err(std::io::Error::from)
+}
+
+/// The processes owned by [`OwnedChild`] and [`ChildGuard`] values that are still alive: the
+/// watchdog kills them before it stops the test binary, since no destructor runs then.
+fn live_children() -> &'static Mutex<HashSet<u32>> {
+    static LIVE: OnceLock<Mutex<HashSet<u32>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+fn live_children_insert(pid: u32) {
+    live_children()
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .insert(pid);
+}
+
+fn live_children_remove(pid: u32) {
+    live_children()
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .remove(&pid);
+}
+
+/// Kills (SIGKILL) every process still owned by a test of this binary.
+pub(super) fn kill_live_children() {
+    let live = live_children()
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .clone();
+    for pid in live {
+        let _ = send_signal(pid, Signal::KILL);
     }
 }
 

@@ -8,10 +8,9 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Once;
 
-use super::process::{CHILD_PID_FILE, DIR_PREFIX, OWNER_PID_FILE};
+use super::process::{CHILD_PID_FILE, DIR_PREFIX, OWNER_PID_FILE, Signal, send_signal};
 
 /// Runs [`reap_orphans`] once per test process.
 pub fn reap_orphans_once() {
@@ -39,11 +38,7 @@ pub fn reap_orphans() {
         if let Some(server) = read_pid(&dir.join(CHILD_PID_FILE)) {
             let cmdline = fs::read(format!("/proc/{server}/cmdline")).unwrap_or_default();
             if String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy()) {
-                // std has no way to signal an arbitrary pid without `unsafe`; `kill` does it.
-                let _ = Command::new("kill")
-                    .args(["-KILL", &server.to_string()])
-                    .stderr(Stdio::null())
-                    .status();
+                let _ = send_signal(server, Signal::KILL);
             }
         }
         let _ = fs::remove_dir_all(&dir);
