@@ -121,7 +121,7 @@ fn apply_creates_then_updates_keeping_the_stored_identity() {
         let executor = executor(&etcd).await;
         assert_eq!(
             run(&executor, &apply, RunMode::Execute).await.unwrap(),
-            "applied 2 resource(s)"
+            "applied 2 resource(s) (HostEndpoint: 1 created, 1 configured)"
         );
     });
     let h1: serde_json::Value =
@@ -211,7 +211,7 @@ fn delete_skips_a_missing_resource_only_when_asked() {
             .unwrap_err();
         assert_eq!(
             format!("{:#}", anyhow::Error::new(error)),
-            "step `delete` failed after 1 attempt(s): cannot delete HostEndpoint(h7): resource does not exist: HostEndpoint(h7)"
+            "step `delete` failed after 1 attempt(s): nothing was deleted: resource does not exist: HostEndpoint(h7)"
         );
         let skip = RunOneOptions {
             semantics: WriteSemantics {
@@ -224,7 +224,7 @@ fn delete_skips_a_missing_resource_only_when_asked() {
             .run_one(&delete, RunMode::Execute, &skip, &mut transcript)
             .await
             .unwrap();
-        assert_eq!(outcome.summary, "HostEndpoint(h7) does not exist; nothing to delete");
+        assert_eq!(outcome.summary, "deleted nothing: HostEndpoint(h7) does not exist");
     });
 }
 

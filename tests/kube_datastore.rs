@@ -52,7 +52,10 @@ fn run(server: &KubeApiServer, args: &[&str], input: Option<&str>) -> Run {
 fn apply_stores_upstream_custom_resources_and_reads_back() {
     let server = KubeApiServer::start();
     let out = ok(run(&server, &["apply", "-f", "-"], Some(POLICY)));
-    assert_eq!(out, "Successfully applied 1 resource(s)\n");
+    assert_eq!(
+        out,
+        "Successfully applied 1 resource(s) (GlobalNetworkPolicy: 1 created)\n"
+    );
 
     let stored = server
         .get(
@@ -105,20 +108,93 @@ fn apply_stores_upstream_custom_resources_and_reads_back() {
         "{yaml}"
     );
 
-    // Applying again updates in place.
-    ok(run(&server, &["apply", "-f", "-"], Some(POLICY)));
-    let again = server
-        .get(
-            CALICO,
-            "globalnetworkpolicies",
-            "",
-            "default.allow-all-upgrade",
-        )
-        .unwrap();
+    // Applying the same again writes nothing; applying a change updates in place.
+    let stored_again = || {
+        server
+            .get(
+                CALICO,
+                "globalnetworkpolicies",
+                "",
+                "default.allow-all-upgrade",
+            )
+            .unwrap()
+    };
+    let out = ok(run(&server, &["apply", "-f", "-"], Some(POLICY)));
+    assert_eq!(
+        out,
+        "Successfully applied 1 resource(s) (GlobalNetworkPolicy: 1 unchanged)\n"
+    );
+    assert_eq!(stored_again(), stored);
+    let changed = POLICY.replace("team: net", "team: edge");
+    let out = ok(run(&server, &["apply", "-f", "-"], Some(&changed)));
+    assert_eq!(
+        out,
+        "Successfully applied 1 resource(s) (GlobalNetworkPolicy: 1 configured)\n"
+    );
+    let again = stored_again();
     assert_eq!(again["metadata"]["uid"], stored["metadata"]["uid"]);
     assert_ne!(
         again["metadata"]["resourceVersion"],
         stored["metadata"]["resourceVersion"]
+    );
+}
+
+/// The Kubernetes API has no multi-object transactions: a file is written one object at a time
+/// behind the same batch interface, with the same outcomes — created, configured, unchanged — and
+/// a failure half way undone.
+#[test]
+fn many_documents_are_written_one_object_at_a_time_with_the_same_outcomes() {
+    let server = KubeApiServer::start();
+    let sets = |range: std::ops::Range<usize>, zone: &str| -> String {
+        range
+            .map(|index| {
+                format!(
+                    "---\napiVersion: projectcalico.org/v3\nkind: GlobalNetworkSet\nmetadata: {{name: set-{index:03}, labels: {{zone: {zone}}}}}\nspec: {{nets: [10.{}.{}.0/24]}}\n",
+                    index / 256,
+                    index % 256
+                )
+            })
+            .collect()
+    };
+    let out = ok(run(
+        &server,
+        &["apply", "-f", "-"],
+        Some(&sets(0..150, "a")),
+    ));
+    assert_eq!(
+        out,
+        "Successfully applied 150 resource(s) (GlobalNetworkSet: 150 created)\n"
+    );
+    let mut changed = sets(0..140, "a");
+    changed.push_str(&sets(140..150, "b"));
+    let out = ok(run(&server, &["apply", "-f", "-"], Some(&changed)));
+    assert_eq!(
+        out,
+        "Successfully applied 150 resource(s) (GlobalNetworkSet: 10 configured, 140 unchanged)\n"
+    );
+    // A WorkloadEndpoint cannot be created on Kubernetes: the 150 sets written before it (in
+    // their own requests) are deleted again.
+    put_pods(&server);
+    let mut failing = sets(200..350, "c");
+    failing.push_str(
+        "---\napiVersion: projectcalico.org/v3\nkind: WorkloadEndpoint\nmetadata: {name: node--1-k8s-web--9-eth0, namespace: prod}\nspec: {node: node-1, orchestrator: k8s, workload: web-9, endpoint: eth0, pod: web-9, interfaceName: cali0}\n",
+    );
+    let stderr = failed(run(&server, &["apply", "-f", "-"], Some(&failing)));
+    assert!(
+        stderr.contains(
+            "a write failed, and the 150 resource(s) written before it were put back as they were: cannot apply WorkloadEndpoint(prod/node--1-k8s-web--9-eth0)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        server
+            .get(CALICO, "globalnetworksets", "", "set-200")
+            .is_none()
+    );
+    assert!(
+        server
+            .get(CALICO, "globalnetworksets", "", "set-000")
+            .is_some()
     );
 }
 
@@ -869,9 +945,16 @@ fn workload_endpoints_are_written_through_their_pods() {
         ],
         None,
     ));
-    // Applying the endpoint as read is an update; creating one for a pod that does not exist a
-    // create: both refused.
-    let stderr = failed(run(&server, &["apply", "-f", "-"], Some(&yaml)));
+    // Applying the endpoint as read changes nothing and writes nothing; applying a change is an
+    // update, and creating one for a pod that does not exist a create: both refused.
+    let out = ok(run(&server, &["apply", "-f", "-"], Some(&yaml)));
+    assert_eq!(
+        out,
+        "Successfully applied 1 resource(s) (WorkloadEndpoint: 1 unchanged)\n"
+    );
+    let changed = yaml.replace("    app: web\n", "    app: web2\n");
+    assert_ne!(changed, yaml);
+    let stderr = failed(run(&server, &["apply", "-f", "-"], Some(&changed)));
     assert!(
         stderr.contains("operation `update` is not supported on WorkloadEndpoint: workload endpoints are derived from Kubernetes Pods"),
         "{stderr}"

@@ -55,7 +55,10 @@ fn apply_from_stdin_stores_upstream_format_and_reads_back() {
         &["apply", "-f", "-"],
         Some(POLICY),
     ));
-    assert_eq!(out, "Successfully applied 1 resource(s)\n");
+    assert_eq!(
+        out,
+        "Successfully applied 1 resource(s) (GlobalNetworkPolicy: 1 created)\n"
+    );
     let stored = etcd
         .get_json(&format!(
             "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"

@@ -21,7 +21,7 @@ use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
-    PatchType, ResourceDocuments, ResourceLabel, ResourcePatch, ResourceTarget,
+    DeletionTarget, PatchType, ResourceDeletion, ResourceDocuments, ResourceLabel, ResourcePatch,
 };
 use crate::plan::release::{api_release, check_cluster_version};
 use crate::plan::{Action, Plan};
@@ -279,7 +279,7 @@ pub async fn replace(context: &Context, args: DocumentArgs) -> anyhow::Result<Ex
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
-    let targets: Vec<ResourceTarget> = match &args.kind {
+    let targets: Vec<DeletionTarget> = match &args.kind {
         Some(kind) => {
             let kind: Kind = kind.parse()?;
             if args.names.is_empty() {
@@ -288,10 +288,11 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
             let namespace = namespace_scope(kind, args.namespace.as_deref(), false)?;
             args.names
                 .iter()
-                .map(|name| ResourceTarget {
+                .map(|name| DeletionTarget {
                     kind,
                     name: name.clone(),
                     namespace: namespace.clone(),
+                    resource_version: None,
                 })
                 .collect()
         }
@@ -302,23 +303,22 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
                 skip_empty: false,
                 namespace: args.namespace.clone(),
             };
-            // Read by the rules of the cluster's release, as the documents were written.
+            // Read by the rules of the cluster's release, as the documents were written; a
+            // document's `resourceVersion` makes its delete conditional on it.
             let store = context.datastore().await?;
             let release = api_release(store.as_ref(), None).await;
             files
-                .load(&release)?
+                .read(&release)?
                 .into_iter()
-                .map(|resource| ResourceTarget {
+                .map(|resource| DeletionTarget {
                     kind: resource.kind,
                     name: resource.metadata.name,
                     namespace: resource.metadata.namespace,
+                    resource_version: resource.metadata.resource_version,
                 })
                 .collect()
         }
     };
-    if let Some(read_only) = targets.iter().find(|t| t.kind == Kind::ClusterInformation) {
-        anyhow::bail!("ClusterInformation({}) is read-only", read_only.name);
-    }
     let store = writable_datastore(context).await?;
     let semantics = WriteSemantics {
         delete_missing: if args.skip_not_exists {
@@ -328,15 +328,16 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
         },
         ..WriteSemantics::default()
     };
-    for target in targets {
-        let description = format!(
+    let description = match targets.as_slice() {
+        [one] => format!(
             "delete {}",
-            ResourceKey::new(target.kind, target.namespace.clone(), &target.name)
-        );
-        let action = Action::ResourceDelete(target);
-        let plan = Plan::single("delete", description, action);
-        run_step(context, store.clone(), &plan, args.dry_run, semantics, None).await?;
-    }
+            ResourceKey::new(one.kind, one.namespace.clone(), &one.name)
+        ),
+        many => format!("delete {} resources", many.len()),
+    };
+    let action = Action::ResourceDelete(ResourceDeletion { targets });
+    let plan = Plan::single("delete", description, action);
+    run_step(context, store, &plan, args.dry_run, semantics, None).await?;
     Ok(ExitCode::SUCCESS)
 }
 

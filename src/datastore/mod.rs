@@ -5,17 +5,24 @@
 //! converts between [`Resource`] and its own storage format at its boundary; nothing above this module
 //! knows keys, revisions or CRDs. Every write is conditional (optimistic concurrency): a create fails if
 //! the resource exists, an update fails if the stored revision moved on. Lists come back one page at a
-//! time so callers can stream them with bounded memory.
+//! time so callers can stream them with bounded memory. Many writes go in batches
+//! ([`Datastore::write_batch`], `batch.rs`): one etcd transaction each, or one request per object
+//! where the backend has no transactions, with an outcome per write either way.
 
+pub mod batch;
 pub mod connect;
 pub mod coordination;
 pub mod etcd;
 pub mod initialize;
 pub mod kube;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
 use crate::resource::{Kind, Resource, ResourceKey};
+
+pub use batch::{BatchLimits, BatchOutcome, Write, WriteOutcome};
 
 // The type is a setting of the configuration; named here too because the backends and their errors
 // speak of it.
@@ -153,6 +160,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether no request can succeed any more in this command: every etcd endpoint has failed
+    /// (a failed member is not used again), so an undo need not be tried.
+    pub fn no_endpoint_left(&self) -> bool {
+        match self {
+            StoreError::EtcdEndpoints(_) => true,
+            StoreError::OutcomeUnknown { source, .. } => source.no_endpoint_left(),
+            _ => false,
+        }
+    }
+
     /// Advice for the user, printed on its own `hint:` line.
     pub fn hint(&self) -> Option<&'static str> {
         Some(match self {
@@ -249,6 +266,30 @@ pub trait Datastore: Send + Sync {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError>;
+
+    /// How long one request may take (`--request-timeout`); callers that must finish within a
+    /// bound (the undo of a half-written file) plan with it.
+    fn request_timeout(&self) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    /// How big one [`Datastore::write_batch`] may be.
+    fn batch_limits(&self) -> BatchLimits {
+        BatchLimits::DEFAULT
+    }
+
+    /// Reads what is stored under each key, in the order of `keys` (`None`: nothing is). The
+    /// default reads them one at a time; etcd reads key ranges.
+    async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
+        batch::read_one_by_one(self, keys).await
+    }
+
+    /// Sends a batch of conditional writes (at most [`Datastore::batch_limits`]) and says what
+    /// became of each (see [`batch`]). The default writes them one at a time; etcd writes a batch
+    /// as one transaction, all or nothing.
+    async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
+        batch::write_one_by_one(self, writes).await
+    }
 }
 
 /// Lists every resource matching `options`, page by page, handing each to `visit` as it arrives so

@@ -6,7 +6,8 @@
 //! marks it running before its action and records the outcome (digests of downloads and applied
 //! files, registered outputs) after, progress shows it, and the test crash hook may fire around it.
 //! Ctrl-C stops the run where it is. A one-step command ([`Executor::execute_one`]) runs its step
-//! through the same loop with no checkpoint, lock or progress, journaled when asked.
+//! through the same loop with no checkpoint, lock or progress, journaled when asked; while it writes
+//! resources, Ctrl-C and SIGTERM stop it between two batches and undo (`interrupt.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
 use super::error::ExecError;
 use super::gate::{self, Gate};
+use super::interrupt::Interrupt;
 use super::journal::{Journal, JournalEvent};
 use super::lock::RunLock;
 use super::progress::Progress;
@@ -333,7 +335,7 @@ impl StepRun for OneStep<'_> {
 
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let outputs = Default::default();
-        let context: ActionContext<'_> = self.executor.context(
+        let mut context: ActionContext<'_> = self.executor.context(
             &self.plan.facts,
             self.options.files_dir(),
             None,
@@ -341,6 +343,11 @@ impl StepRun for OneStep<'_> {
             &outputs,
             step.register.as_deref(),
         );
+        // Writes of many resources stop at a safe point on Ctrl-C or SIGTERM and undo; other
+        // actions keep the default (the process ends at once).
+        if step.action.writes_many_resources() {
+            context.interrupt = Interrupt::listen().ok();
+        }
         actions::perform(&context, &step.action, RunMode::Execute).await
     }
 }

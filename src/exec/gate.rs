@@ -5,6 +5,9 @@
 //! [`decide`] only decides (and asks); recording the decision in the journal and the checkpoint is
 //! the run's part.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::actions::pause::{self, Interaction};
 use super::error::ExecError;
 use super::lock::RunLock;
@@ -51,6 +54,10 @@ pub(super) fn decide(
     // this step: the checkpoint already says where the run is. (The one place besides `main` that
     // exits: there is no caller to return to.)
     let revocation = lock.map(RunLock::revocation);
+    // Set by the signal handler itself, so it is known before the interrupted read can return.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let registration =
+        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted));
     let watcher = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             if let Some(revocation) = revocation {
@@ -71,6 +78,24 @@ pub(super) fn decide(
         _ => ask(),
     }
     .map_err(ExecError::Prompt);
+    if let Ok(registration) = registration {
+        signal_hook::low_level::unregister(registration);
+    }
+    // The signal may also end the read (a closed terminal); then the watcher is releasing the lock
+    // and will end the process with its message. Returning now would race it with the run's own
+    // Ctrl-C handling and its different message, so this task waits for the end (the watcher runs
+    // on another worker of the multi-threaded runtime).
+    let multi_thread = matches!(
+        tokio::runtime::Handle::current().runtime_flavor(),
+        tokio::runtime::RuntimeFlavor::MultiThread
+    );
+    if interrupted.load(Ordering::SeqCst) && multi_thread {
+        tokio::task::block_in_place(|| {
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+    }
     watcher.abort();
     Ok(match answer? {
         true => Gate::Approved("confirmed on the terminal"),

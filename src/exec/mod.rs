@@ -22,6 +22,7 @@ mod dry_run;
 mod error;
 mod execute;
 mod gate;
+pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod progress;
@@ -200,6 +201,7 @@ impl Executor {
             kubernetes: self.kubernetes.clone(),
             run_started_at: None,
             release: self.release.as_ref(),
+            interrupt: None,
         }
     }
 

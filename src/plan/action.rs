@@ -33,8 +33,9 @@ pub enum Action {
     ResourceApply(ResourceDocuments),
     #[serde(rename = "resource.replace")]
     ResourceReplace(ResourceDocuments),
+    /// Delete resources, all or none.
     #[serde(rename = "resource.delete")]
-    ResourceDelete(ResourceTarget),
+    ResourceDelete(ResourceDeletion),
     #[serde(rename = "resource.label")]
     ResourceLabel(ResourceLabel),
     #[serde(rename = "resource.patch")]
@@ -121,6 +122,18 @@ impl Action {
             Action::Pause(_) => "pause",
             Action::NodeRun(_) => "node.run",
         }
+    }
+
+    /// Whether the action writes resources of the datastore in batches (create, apply, replace,
+    /// delete): those stop between two batches on a signal and undo what they wrote.
+    pub fn writes_many_resources(&self) -> bool {
+        matches!(
+            self,
+            Action::ResourceCreate(_)
+                | Action::ResourceApply(_)
+                | Action::ResourceReplace(_)
+                | Action::ResourceDelete(_)
+        )
     }
 
     /// Whether the action changes nothing (reads, checks, waits and human gates).
@@ -299,6 +312,107 @@ pub struct ResourceTarget {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+}
+
+/// Resources to delete, all or none: a runbook names one (`kind`, `name`, `namespace`), a command
+/// may name several (`targets`). A `resourceVersion` makes a delete conditional on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "DeletionArguments", into = "DeletionArguments")]
+pub struct ResourceDeletion {
+    pub targets: Vec<DeletionTarget>,
+}
+
+impl ResourceDeletion {
+    /// One resource, unconditionally.
+    pub fn one(kind: Kind, name: impl Into<String>, namespace: Option<String>) -> ResourceDeletion {
+        ResourceDeletion {
+            targets: vec![DeletionTarget {
+                kind,
+                name: name.into(),
+                namespace,
+                resource_version: None,
+            }],
+        }
+    }
+}
+
+/// One resource to delete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeletionTarget {
+    pub kind: Kind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Delete only while the stored revision is this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+/// How a deletion is written: one target's fields inline (as runbooks and plans always had it), or
+/// `targets`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DeletionArguments {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<Kind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    targets: Vec<DeletionTarget>,
+}
+
+impl TryFrom<DeletionArguments> for ResourceDeletion {
+    type Error = String;
+
+    fn try_from(arguments: DeletionArguments) -> Result<ResourceDeletion, String> {
+        let DeletionArguments {
+            kind,
+            name,
+            namespace,
+            resource_version,
+            targets,
+        } = arguments;
+        match (kind, name, targets.is_empty()) {
+            (Some(kind), Some(name), true) => Ok(ResourceDeletion {
+                targets: vec![DeletionTarget {
+                    kind,
+                    name,
+                    namespace,
+                    resource_version,
+                }],
+            }),
+            (None, None, false) if namespace.is_none() && resource_version.is_none() => {
+                Ok(ResourceDeletion { targets })
+            }
+            _ => Err(
+                "give `kind` and `name` (and `namespace` for a namespaced kind), or `targets`"
+                    .into(),
+            ),
+        }
+    }
+}
+
+impl From<ResourceDeletion> for DeletionArguments {
+    fn from(deletion: ResourceDeletion) -> DeletionArguments {
+        match <[DeletionTarget; 1]>::try_from(deletion.targets) {
+            Ok([one]) => DeletionArguments {
+                kind: Some(one.kind),
+                name: Some(one.name),
+                namespace: one.namespace,
+                resource_version: one.resource_version,
+                targets: Vec::new(),
+            },
+            Err(targets) => DeletionArguments {
+                targets,
+                ..DeletionArguments::default()
+            },
+        }
+    }
 }
 
 /// Resources of one kind, optionally in one namespace and filtered by a selector expression.

@@ -403,11 +403,25 @@ fn namespaced(namespace: &Option<String>, name: &str) -> String {
 pub fn describe(action: &Action) -> String {
     let name = action.name();
     match action {
-        Action::ResourceGet(target) | Action::ResourceDelete(target) => format!(
+        Action::ResourceGet(target) => format!(
             "{name} {} {}",
             target.kind,
             namespaced(&target.namespace, &target.name)
         ),
+        Action::ResourceDelete(deletion) => {
+            let targets: Vec<String> = deletion
+                .targets
+                .iter()
+                .map(|target| {
+                    format!(
+                        "{} {}",
+                        target.kind,
+                        namespaced(&target.namespace, &target.name)
+                    )
+                })
+                .collect();
+            format!("{name} {}", targets.join(", "))
+        }
         Action::ResourceList(list) => {
             let mut text = format!("{name} {}", list.kind);
             if let Some(namespace) = &list.namespace {

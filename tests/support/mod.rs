@@ -68,6 +68,6 @@ pub use etcd::{
 };
 pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
 pub use kube_api::KubeApiServer;
-pub use netctl::{Netctl, Run, failed, ok};
+pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};

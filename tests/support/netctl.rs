@@ -184,6 +184,63 @@ impl Netctl {
     }
 }
 
+impl Netctl {
+    /// Starts netctl in the same sandbox without waiting for it (to signal it, or to hurt its
+    /// datastore while it runs): stdin empty, stdout and stderr piped. No time limit: the caller
+    /// waits (see [`wait_for_exit`]).
+    pub fn spawn(&self) -> std::process::Child {
+        let mut command = std::process::Command::new(&self.program);
+        command
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .env("HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .current_dir(self.current_dir.as_deref().unwrap_or(self.home.path()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (key, value) in &self.envs {
+            command.env(key, value);
+        }
+        if let Some(config) = &self.config {
+            command.arg("-c").arg(config);
+        }
+        command.args(&self.args);
+        command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start netctl: {error}"))
+    }
+}
+
+/// Waits for a spawned netctl to exit within `limit` (killing it and failing the test otherwise)
+/// and returns what it printed.
+pub fn wait_for_exit(mut child: std::process::Child, limit: Duration) -> Run {
+    let started = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait for netctl").is_some() {
+            break;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("collect netctl output");
+            panic!(
+                "netctl did not exit within {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().expect("collect netctl output");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("netctl writes UTF-8 to stdout"),
+        stderr: String::from_utf8(output.stderr).expect("netctl writes UTF-8 to stderr"),
+    }
+}
+
 /// What one netctl run returned, as text.
 #[derive(Debug)]
 pub struct Run {

@@ -197,6 +197,11 @@ impl Pool {
         Err(pool.exhausted().await)
     }
 
+    /// The time limits requests are sent with.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
     /// Every endpoint URL, comma-separated, for messages.
     pub fn endpoints(&self) -> String {
         self.members
@@ -247,8 +252,7 @@ impl Pool {
                         Ok(Err(error)) => {
                             said = format!(" ({})", errors::chain_text(&error));
                             let failure = classify(&error, operation, member.https);
-                            if !matches!(&failure, Classified::Endpoint(failure) if failure.before_sending())
-                            {
+                            if may_have_applied(&failure) {
                                 delivery.maybe_applied = true;
                             }
                             failure
@@ -476,6 +480,21 @@ impl Pool {
             Err(Classified::Busy(_) | Classified::Final(_)) => {}
         }
         outcome
+    }
+}
+
+/// Whether a request that failed this way may still have been applied: it was sent and its answer
+/// lost, or etcd answered "not now" (its "request timed out" may follow an applied proposal), or
+/// the failure is not understood. An answer that refuses the request (credentials, permission)
+/// says it was not applied.
+fn may_have_applied(failure: &Classified) -> bool {
+    match failure {
+        Classified::Endpoint(failure) => !failure.before_sending(),
+        Classified::Busy(_) => true,
+        Classified::Final(
+            StoreError::PermissionDenied { .. } | StoreError::AuthenticationFailed { .. },
+        ) => false,
+        Classified::Final(_) => true,
     }
 }
 

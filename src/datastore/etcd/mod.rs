@@ -6,10 +6,12 @@
 //! or mod revision (update, delete): a conflicting writer is reported, never overwritten, and a copy
 //! of a write sent again after its answer was lost can never apply twice. When a copy may have
 //! applied ([`endpoints::Delivery`]) and the guard then fails, the write checks whether the change in
-//! the store is its own before it reports a conflict (see [`EtcdStore::create`]). Lists are read in
+//! the store is its own before it reports a conflict (see [`EtcdStore::create`]). Batches of writes
+//! are one transaction each, and many keys are read as key ranges (`batch.rs`). Lists are read in
 //! pages pinned to one revision, so a listing is a consistent snapshot while memory stays bounded by
 //! a page.
 
+mod batch;
 mod conversion;
 pub mod coordination;
 mod endpoints;
@@ -29,7 +31,9 @@ use etcd_client::{
 pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
 pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
-use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
+use super::{
+    BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError, Write,
+};
 use crate::config::{EndpointSource, EtcdSettings};
 use crate::resource::{Resource, ResourceKey};
 use endpoints::{Connection, Delivery, Pool};
@@ -249,6 +253,18 @@ fn decode_token(token: &str) -> Result<(i64, Vec<u8>), StoreError> {
 impl Datastore for EtcdStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::EtcdV3
+    }
+
+    fn request_timeout(&self) -> Duration {
+        self.pool.timeouts().request
+    }
+
+    async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
+        self.read_keys(keys).await
+    }
+
+    async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
+        self.write_transaction(writes).await
     }
 
     async fn check(&self) -> Result<(), StoreError> {

@@ -5,7 +5,9 @@
 //! Every request goes through the Kubernetes API with the kube client built by [`client`]. Writes are
 //! conditional as the API server makes them: create is a POST (409 `AlreadyExists` if taken), update
 //! a PUT carrying the `resourceVersion` read (409 `Conflict` if someone else wrote since), delete
-//! carries `resourceVersion` and UID preconditions. Lists use the API's `limit` and `continue`, so a
+//! carries `resourceVersion` and UID preconditions. The API has no multi-object transactions, so a
+//! batch of writes is sent one object at a time (the trait's default, `datastore/batch.rs`) with the
+//! same per-write outcomes as etcd's. Lists use the API's `limit` and `continue`, so a
 //! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources),
 //! `derived` (Nodes, Profiles) and `workload` (WorkloadEndpoints from Pods, read-only); error
 //! classification in `errors`; the upgrade lock and checkpoint
@@ -159,6 +161,10 @@ fn page_size(options: &ListOptions) -> u32 {
 impl Datastore for KubeStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::Kubernetes
+    }
+
+    fn request_timeout(&self) -> Duration {
+        self.timeout
     }
 
     async fn check(&self) -> Result<(), StoreError> {

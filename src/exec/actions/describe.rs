@@ -25,10 +25,17 @@ pub fn describe_action(action: &Action) -> String {
                 .collect();
             format!("{} {}", action.name(), keys.join(", "))
         }
-        Action::ResourceDelete(target) => format!(
-            "delete {}",
-            resource::target_key(target.kind, target.namespace.as_deref(), &target.name)
-        ),
+        Action::ResourceDelete(deletion) => {
+            let keys: Vec<String> = deletion
+                .targets
+                .iter()
+                .map(|target| {
+                    resource::target_key(target.kind, target.namespace.as_deref(), &target.name)
+                        .to_string()
+                })
+                .collect();
+            format!("delete {}", keys.join(", "))
+        }
         Action::ResourceLabel(label) => match &label.value {
             Some(value) => format!("label {} {} {}={value}", label.kind, label.name, label.key),
             None => format!("label {} {} remove {}", label.kind, label.name, label.key),

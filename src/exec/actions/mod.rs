@@ -15,8 +15,12 @@ pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod resource_apply;
+pub mod resource_delete;
 pub mod resource_edit;
+mod resource_undo;
 pub mod resource_wait;
+mod resource_write;
 pub mod rollout;
 pub mod store_rules;
 
@@ -31,6 +35,7 @@ use crate::release::ApiRelease;
 
 pub use super::RunMode;
 pub use resource::{ExistingPolicy, WriteSemantics};
+use resource_apply::DocumentWrite;
 
 /// What an action did (or, in dry-run, would do).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -126,6 +131,9 @@ pub struct ActionContext<'a> {
     /// The release resource documents are validated for when the command chose one (`--release`);
     /// otherwise the cluster's (ClusterInformation), read by the action.
     pub release: Option<&'a ApiRelease>,
+    /// Ctrl-C and SIGTERM as the resource writes see them (one-step commands): they stop between
+    /// two batches and undo. `None`: the run handles signals itself.
+    pub interrupt: Option<crate::exec::interrupt::Interrupt>,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -155,23 +163,31 @@ pub async fn perform(
     };
     let files_dir = context.files_dir.as_path();
     let mirror_dir = context.mirror_dir.as_deref();
+    let interrupt = context.interrupt.as_ref();
     Ok(match action {
         Action::ResourceGet(target) => resource::get(store()?, target).await?,
         Action::ResourceList(list) => resource::list(store()?, list).await?,
         Action::ResourceCreate(documents) => {
+            let command = DocumentWrite::Create(context.semantics.create_existing);
             let release = api_release(store()?, context.release).await;
-            resource::create(store()?, documents, context.semantics, mode, &release).await?
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
         Action::ResourceApply(documents) => {
+            let command = DocumentWrite::Apply;
             let release = api_release(store()?, context.release).await;
-            resource::apply(store()?, documents, false, mode, &release).await?
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
         Action::ResourceReplace(documents) => {
+            let command = DocumentWrite::Replace;
             let release = api_release(store()?, context.release).await;
-            resource::apply(store()?, documents, true, mode, &release).await?
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
-        Action::ResourceDelete(target) => {
-            resource::delete(store()?, target, context.semantics, mode).await?
+        Action::ResourceDelete(deletion) => {
+            let semantics = context.semantics;
+            resource_delete::delete(store()?, deletion, semantics, mode, interrupt).await?
         }
         Action::ResourceLabel(label) => {
             let release = api_release(store()?, context.release).await;

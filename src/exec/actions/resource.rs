@@ -1,27 +1,34 @@
 //! `resource.*` actions: reads and conditional writes of `projectcalico.org/v3` resources through the
-//! [`Datastore`] trait, with upstream's semantics.
+//! [`Datastore`] trait, with upstream's semantics. This file holds what they share: the gate every
+//! document passes, the errors, keys, metadata rules, reads; the writes are beside it.
 //!
 //! - create keeps only name, namespace, labels and annotations of the input metadata;
 //! - apply creates, and on "already exists" updates with the stored metadata merged in (labels and
 //!   annotations from the user; uid, creation time and revision from the store);
 //! - replace updates (conditionally when the document carries a `resourceVersion`);
 //! - an update without a revision from the user re-reads and retries on a conflict (upstream: 5 tries);
+//! - create, apply and replace (`resource_apply.rs`) and delete (`resource_delete.rs`) check every
+//!   document, read what is stored, then write in batches (`resource_write.rs`) and undo a
+//!   half-written command (`resource_undo.rs`);
 //! - label and patch change a stored resource (`resource_edit.rs`); wait polls until resources
-//!   exist (`resource_wait.rs`).
+//!   exist (`resource_wait.rs`);
+//! - ClusterInformation is read-only for every one of them ([`writable`]): only netctl's own
+//!   initialisation (`datastore::initialize`) writes it.
 //!
 //! Every document about to be written goes through [`prepare_for_write`], the one place validation and
 //! defaulting plug in. In dry-run every read still happens and the document that would be written is
 //! returned for the transcript, but nothing is written.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::exec::interrupt::StopSignal;
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
 use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::store_rules;
-use crate::datastore::DatastoreType;
+use super::resource_write::BatchName;
 use crate::resource::selector::Selector;
 
 use super::{Outcome, RunMode};
@@ -86,21 +93,96 @@ pub fn prepare_for_write(
     })
 }
 
+/// Refuses every change of a kind only the system writes: ClusterInformation (its `calicoVersion`
+/// is what the version guard and planning trust). netctl's own initialisation writes it through the
+/// datastore directly, never through an action.
+pub fn writable(key: &ResourceKey) -> Result<(), ResourceActionError> {
+    match key.kind {
+        Kind::ClusterInformation => Err(ResourceActionError::ReadOnly { key: key.clone() }),
+        _ => Ok(()),
+    }
+}
+
 /// Validates and defaults every document before any is written, so a bad document later in a file
-/// never leaves the earlier ones applied.
-fn prepare_all(
+/// never leaves the earlier ones applied; refuses read-only kinds and two documents naming one
+/// resource (one batch cannot write a key twice, and the second would silently win).
+pub(super) fn prepare_all(
     documents: &ResourceDocuments,
     release: &ApiRelease,
-) -> Result<Vec<Resource>, InvalidDocument> {
-    documents
-        .documents
-        .iter()
-        .map(|document| {
-            let mut resource = document.clone();
-            prepare_for_write(&mut resource, release).map(|()| resource)
-        })
-        .collect()
+) -> Result<Vec<Resource>, ResourceActionError> {
+    let mut prepared = Vec::with_capacity(documents.documents.len());
+    let mut seen = std::collections::HashMap::with_capacity(documents.documents.len());
+    for (index, document) in documents.documents.iter().enumerate() {
+        let mut resource = document.clone();
+        prepare_for_write(&mut resource, release)?;
+        let key = resource.key();
+        writable(&key)?;
+        if let Some(first) = seen.insert(key.clone(), index) {
+            return Err(ResourceActionError::DuplicateDocument {
+                key,
+                first: first + 1,
+                second: index + 1,
+            });
+        }
+        prepared.push(resource);
+    }
+    Ok(prepared)
 }
+
+/// How a multi-resource write stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// A write failed.
+    Failed,
+    /// Ctrl-C or SIGTERM, between two batches.
+    Signal(StopSignal),
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Failed => f.write_str("a write failed"),
+            Stopped::Signal(signal) => {
+                write!(f, "stopped by {} between two batches", signal.describe())
+            }
+        }
+    }
+}
+
+/// What an undo that could not finish left behind (see `resource_undo.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoReport {
+    /// How many resources may still be as the command left them.
+    pub left: usize,
+    /// Why the undo stopped, e.g. `its deadline of 10s passed`.
+    pub why: String,
+    /// The recovery files, or why none could be written.
+    pub files: Result<RecoveryFiles, String>,
+}
+
+/// The files that list what an unfinished undo left: what to delete and what to put back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryFiles {
+    /// Resources the command created (or may have): `netctl delete --skip-not-exists -f` removes them.
+    pub created: Option<PathBuf>,
+    /// The earlier versions of resources it changed or deleted: `netctl apply -f` puts them back.
+    pub previous: Option<PathBuf>,
+}
+
+impl RecoveryFiles {
+    fn named(&self) -> String {
+        [&self.created, &self.previous]
+            .into_iter()
+            .flatten()
+            .map(|path| format!("`{}`", path.display()))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+}
+
+/// How many targets a refused delete names one by one; the rest are counted (a file of ten
+/// thousand missing targets makes a short message, not a long line).
+pub const NAMED_PROBLEMS: usize = 10;
 
 /// Why a resource action failed.
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +190,7 @@ pub enum ResourceActionError {
     #[error(transparent)]
     Invalid(#[from] InvalidDocument),
     #[error(transparent)]
-    Rule(#[from] store_rules::RuleViolation),
+    Rule(#[from] super::store_rules::RuleViolation),
     #[error("cannot {operation} {key}")]
     Store {
         operation: &'static str,
@@ -117,6 +199,31 @@ pub enum ResourceActionError {
         #[source]
         source: Box<StoreError>,
     },
+    /// A batch of writes failed as a whole (one etcd transaction): the datastore's answer is the
+    /// source.
+    #[error("cannot {operation} {resources}")]
+    Batch {
+        operation: &'static str,
+        resources: BatchName,
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("{key} is read-only: the node agent maintains ClusterInformation")]
+    ReadOnly { key: ResourceKey },
+    #[error("documents {first} and {second} both name {key}")]
+    DuplicateDocument {
+        key: ResourceKey,
+        first: usize,
+        second: usize,
+    },
+    /// Targets of a delete that cannot be deleted, each with why (the first
+    /// [`NAMED_PROBLEMS`], then how many more); nothing was deleted.
+    #[error(
+        "nothing was deleted: {}{}",
+        problems.join("; "),
+        match more { 0 => String::new(), more => format!("; and {more} more target(s) that cannot be deleted") }
+    )]
+    NotDeletable { problems: Vec<String>, more: usize },
     #[error("cannot remove label of {kind} {name}, key {key} does not exist")]
     LabelMissing {
         kind: String,
@@ -161,22 +268,33 @@ pub enum ResourceActionError {
         #[source]
         source: Box<StoreError>,
     },
-    /// A write of a batch failed after earlier documents of it were written; those were put back.
-    /// The failed write is the source, printed after this message, not in it.
-    #[error(
-        "a write failed, and the {restored} resource(s) of this batch written before it were put back as they were"
-    )]
+    /// Ctrl-C or SIGTERM before the first write.
+    #[error("stopped by {} before anything was written", signal.describe())]
+    Interrupted { signal: StopSignal },
+    /// The command stopped half way (a failed write, a signal); what it wrote before was put back.
+    /// The failed write, if one, is the source, printed after this message, not in it.
+    #[error("{stop}, and the {restored} resource(s) written before it were put back as they were")]
     RolledBack {
-        #[source]
-        source: Box<ResourceActionError>,
+        stop: Stopped,
         restored: usize,
-    },
-    /// As `RolledBack`, but some earlier writes could not be undone.
-    #[error("a write failed, and these resources of this batch written before it could not be put back: {}", left.join(", "))]
-    PartlyWritten {
         #[source]
-        source: Box<ResourceActionError>,
-        left: Vec<String>,
+        source: Option<Box<ResourceActionError>>,
+    },
+    /// As `RolledBack`, but the undo could not finish: what may be left is in the recovery files.
+    #[error(
+        "{stop}, and {} resource(s) it wrote may still be as it left them: the undo {}{}",
+        report.left,
+        report.why,
+        match &report.files {
+            Ok(files) => format!("; they are listed in {}", files.named()),
+            Err(reason) => format!("; no recovery file could be written ({reason})"),
+        }
+    )]
+    NotUndone {
+        stop: Stopped,
+        report: Box<UndoReport>,
+        #[source]
+        source: Option<Box<ResourceActionError>>,
     },
 }
 
@@ -184,17 +302,52 @@ impl ResourceActionError {
     pub fn hint(&self) -> Option<String> {
         match self {
             ResourceActionError::Store { source, .. }
+            | ResourceActionError::Batch { source, .. }
             | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
             ResourceActionError::LabelConflict { .. } => Some(
                 "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
             ),
-            ResourceActionError::RolledBack { source, .. } => source.hint(),
-            ResourceActionError::PartlyWritten { source, .. } => Some(match source.hint() {
-                Some(hint) => format!(
-                    "{hint}; then run the same command again (apply and replace are safe to repeat)"
-                ),
-                None => "run the same command again once the datastore accepts writes (apply and replace are safe to repeat)".to_string(),
-            }),
+            ResourceActionError::ReadOnly { .. } => Some(
+                "the node agent writes ClusterInformation; netctl writes it only when it initialises a datastore".to_string(),
+            ),
+            ResourceActionError::DuplicateDocument { .. } => Some(
+                "keep one document per resource (the later one would silently replace the earlier)".to_string(),
+            ),
+            ResourceActionError::NotDeletable { .. } => Some(
+                "check the names (`netctl get KIND`); `--skip-not-exists` deletes those that exist".to_string(),
+            ),
+            ResourceActionError::RolledBack { source, .. } => {
+                source.as_ref().and_then(|source| source.hint())
+            }
+            ResourceActionError::NotUndone { report, source, .. } => {
+                let first = source
+                    .as_ref()
+                    .and_then(|source| source.hint())
+                    .map(|hint| format!("{hint}; then "))
+                    .unwrap_or_default();
+                let by_hand = match &report.files {
+                    Ok(files) => {
+                        let mut steps = Vec::new();
+                        if let Some(created) = &files.created {
+                            steps.push(format!(
+                                "`netctl delete --skip-not-exists -f {}` removes what it created",
+                                created.display()
+                            ));
+                        }
+                        if let Some(previous) = &files.previous {
+                            steps.push(format!(
+                                "`netctl apply -f {}` puts back what it changed or deleted",
+                                previous.display()
+                            ));
+                        }
+                        steps.join(" and ")
+                    }
+                    Err(_) => "`netctl get` shows what is there".to_string(),
+                };
+                Some(format!(
+                    "{first}once the datastore answers, run the same command again to finish it, or undo it by hand: {by_hand}"
+                ))
+            }
             ResourceActionError::WaitTimeout { .. } => Some(
                 "check the component that creates them (its logs and configuration), then resume the run or raise `timeout`".to_string(),
             ),
@@ -235,7 +388,7 @@ pub(super) fn document_lines(resource: &Resource) -> Vec<String> {
 }
 
 /// The metadata create keeps (upstream `prepareMetadataForCreate`).
-fn metadata_for_create(resource: &mut Resource) {
+pub(super) fn metadata_for_create(resource: &mut Resource) {
     let metadata = &mut resource.metadata;
     metadata.uid = None;
     metadata.creation_timestamp = None;
@@ -246,7 +399,7 @@ fn metadata_for_create(resource: &mut Resource) {
 /// The document to store when updating `stored` with the user's `input` (upstream
 /// `mergeMetadataForUpdate`): labels and annotations from the user, the rest of the metadata from the
 /// store, and the status as stored (the system owns it; a document's is dropped when it is loaded).
-fn merge_for_update(input: &Resource, stored: &Resource) -> Resource {
+pub(super) fn merge_for_update(input: &Resource, stored: &Resource) -> Resource {
     let mut merged = input.clone();
     let mut metadata = stored.metadata.clone();
     metadata.labels = input.metadata.labels.clone();
@@ -334,372 +487,9 @@ pub async fn list(
 /// check, so a refused batch writes nothing), make sure ClusterInformation `default` and the built-in
 /// tiers exist, as upstream calicoctl does. Best effort, as upstream: the documents' own write reports
 /// any real problem with the datastore.
-async fn initialize(store: &dyn Datastore, mode: RunMode) {
+pub(super) async fn initialize(store: &dyn Datastore, mode: RunMode) {
     if mode == RunMode::Execute {
         let _ = crate::datastore::initialize::ensure_initialized(store).await;
-    }
-}
-
-/// What a create, apply or replace of one document did (or would do).
-enum WriteKind {
-    Created,
-    Updated,
-    Skipped,
-}
-
-/// One write of a batch, so a later failure can undo it: what was there before (`None`: it was
-/// created) and the revision the write produced (the undo is conditional on it, so a change someone
-/// made since is never overwritten).
-struct Written {
-    key: ResourceKey,
-    revision: Option<String>,
-    before: Option<Resource>,
-}
-
-/// A batch never stays half written: when a write fails after earlier ones succeeded (a datastore
-/// failure; bad input is refused before the first write), the earlier ones are undone, newest first,
-/// and the error says so. What cannot be undone is named.
-async fn undo_on_failure(
-    store: &dyn Datastore,
-    written: Vec<Written>,
-    error: ResourceActionError,
-) -> ResourceActionError {
-    if written.is_empty() {
-        return error;
-    }
-    let mut left = Vec::new();
-    let restored = written.len();
-    for write in written.into_iter().rev() {
-        let result = match write.before {
-            None => store
-                .delete(&write.key, write.revision.as_deref())
-                .await
-                .map(|_| ()),
-            Some(mut before) => {
-                before.metadata.resource_version = write.revision.clone();
-                store.update(&before).await.map(|_| ())
-            }
-        };
-        if let Err(undo_error) = result {
-            left.push(format!("{} ({undo_error})", write.key));
-        }
-    }
-    let source = Box::new(error);
-    if left.is_empty() {
-        ResourceActionError::RolledBack { source, restored }
-    } else {
-        ResourceActionError::PartlyWritten { source, left }
-    }
-}
-
-pub async fn create(
-    store: &dyn Datastore,
-    documents: &ResourceDocuments,
-    semantics: WriteSemantics,
-    mode: RunMode,
-    release: &ApiRelease,
-) -> Result<Outcome, ResourceActionError> {
-    let mut outcome = Outcome::default();
-    let mut counts = (0, 0);
-    let prepared = prepare_all(documents, release)?;
-    store_rules::check_writes(store, &prepared).await?;
-    // Which documents exist already, all read before the first write: with `Fail`, one existing
-    // resource refuses the whole batch with nothing written.
-    let mut batch = Vec::with_capacity(prepared.len());
-    for mut resource in prepared {
-        metadata_for_create(&mut resource);
-        let key = resource.key();
-        let exists = match store.get(&key).await {
-            Ok(_) => true,
-            Err(StoreError::NotFound(_)) => false,
-            Err(source) => return Err(store_error("read", &key)(source)),
-        };
-        if exists && semantics.create_existing == ExistingPolicy::Fail {
-            return Err(store_error("create", &key)(StoreError::AlreadyExists(
-                key.clone(),
-            )));
-        }
-        batch.push((key, resource, exists));
-    }
-    initialize(store, mode).await;
-    let mut written = Vec::new();
-    for (key, resource, exists) in batch {
-        let kind = match (mode, exists, semantics.create_existing) {
-            (_, true, _) => WriteKind::Skipped,
-            (RunMode::DryRun, false, _) => WriteKind::Created,
-            (RunMode::Execute, false, policy) => match store.create(&resource).await {
-                Ok(created) => {
-                    written.push(Written {
-                        key: key.clone(),
-                        revision: created.metadata.resource_version,
-                        before: None,
-                    });
-                    WriteKind::Created
-                }
-                // Someone created it between the read and the write.
-                Err(StoreError::AlreadyExists(_)) if policy == ExistingPolicy::Skip => {
-                    WriteKind::Skipped
-                }
-                Err(source) => {
-                    let error = store_error("create", &key)(source);
-                    return Err(undo_on_failure(store, written, error).await);
-                }
-            },
-        };
-        record_write(
-            &mut outcome,
-            &mut counts,
-            kind,
-            &key,
-            &resource,
-            mode,
-            "create",
-        );
-    }
-    outcome.summary = format!(
-        "created {} resource(s), {} already existed",
-        counts.0, counts.1
-    );
-    Ok(outcome)
-}
-
-fn record_write(
-    outcome: &mut Outcome,
-    counts: &mut (usize, usize),
-    kind: WriteKind,
-    key: &ResourceKey,
-    resource: &Resource,
-    mode: RunMode,
-    verb: &str,
-) {
-    let would = if mode == RunMode::DryRun {
-        "would "
-    } else {
-        ""
-    };
-    match kind {
-        WriteKind::Created => {
-            counts.0 += 1;
-            outcome.transcript.push(format!("{would}create {key}:"));
-            outcome.transcript.extend(document_lines(resource));
-        }
-        WriteKind::Updated => {
-            counts.0 += 1;
-            outcome
-                .transcript
-                .push(format!("{would}update {key} ({verb}):"));
-            outcome.transcript.extend(document_lines(resource));
-        }
-        WriteKind::Skipped => {
-            counts.1 += 1;
-            outcome
-                .transcript
-                .push(format!("{key} already exists; skipped"));
-        }
-    }
-}
-
-/// Apply (`replace_only = false`) or replace (`true`) every document.
-pub async fn apply(
-    store: &dyn Datastore,
-    documents: &ResourceDocuments,
-    replace_only: bool,
-    mode: RunMode,
-    release: &ApiRelease,
-) -> Result<Outcome, ResourceActionError> {
-    let verb = if replace_only { "replace" } else { "apply" };
-    let mut outcome = Outcome::default();
-    let mut counts = (0, 0);
-    let prepared = prepare_all(documents, release)?;
-    store_rules::check_writes(store, &prepared).await?;
-    if replace_only {
-        // Every resource a replace names must exist, all checked before the first write.
-        for input in &prepared {
-            let key = input.key();
-            match store.get(&key).await {
-                Ok(_) => {}
-                Err(source) => return Err(store_error("replace", &key)(source)),
-            }
-        }
-    }
-    initialize(store, mode).await;
-    let mut written = Vec::new();
-    for input in prepared {
-        let key = input.key();
-        let mut attempt = 1;
-        loop {
-            let stored = match store.get(&key).await {
-                Ok(stored) => Some(stored),
-                Err(StoreError::NotFound(_)) => None,
-                Err(source) => {
-                    let error = store_error("read", &key)(source);
-                    return Err(undo_on_failure(store, written, error).await);
-                }
-            };
-            let before = stored.clone();
-            let result = match stored {
-                None if replace_only => Err(StoreError::NotFound(key.clone())),
-                None => {
-                    let mut created = input.clone();
-                    metadata_for_create(&mut created);
-                    if mode == RunMode::Execute {
-                        match store.create(&created).await {
-                            Ok(stored) => {
-                                created.metadata.resource_version =
-                                    stored.metadata.resource_version;
-                                Ok((WriteKind::Created, created))
-                            }
-                            Err(error) => Err(error),
-                        }
-                    } else {
-                        Ok((WriteKind::Created, created))
-                    }
-                }
-                Some(stored) => {
-                    let merged = match &input.metadata.resource_version {
-                        // The user named a revision: a conditional update of exactly that revision.
-                        Some(revision) => {
-                            let mut merged = merge_for_update(&input, &stored);
-                            merged.metadata.resource_version = Some(revision.clone());
-                            merged
-                        }
-                        None => merge_for_update(&input, &stored),
-                    };
-                    if mode == RunMode::Execute {
-                        store.update(&merged).await.map(|stored| {
-                            let mut merged = merged;
-                            merged.metadata.resource_version = stored.metadata.resource_version;
-                            (WriteKind::Updated, merged)
-                        })
-                    } else {
-                        Ok((WriteKind::Updated, merged))
-                    }
-                }
-            };
-            match result {
-                Ok((kind, document)) => {
-                    if mode == RunMode::Execute {
-                        written.push(Written {
-                            key: key.clone(),
-                            revision: document.metadata.resource_version.clone(),
-                            before,
-                        });
-                    }
-                    record_write(&mut outcome, &mut counts, kind, &key, &document, mode, verb);
-                    break;
-                }
-                Err(StoreError::Conflict { .. } | StoreError::AlreadyExists(_))
-                    if input.metadata.resource_version.is_none() && attempt < CONFLICT_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    tokio::time::sleep(CONFLICT_PAUSE).await;
-                }
-                Err(source @ StoreError::Conflict { .. })
-                    if input.metadata.resource_version.is_none() =>
-                {
-                    let error = ResourceActionError::GaveUp {
-                        key,
-                        source: Box::new(source),
-                    };
-                    return Err(undo_on_failure(store, written, error).await);
-                }
-                Err(source) => {
-                    let error = store_error(verb_static(verb), &key)(source);
-                    return Err(undo_on_failure(store, written, error).await);
-                }
-            }
-        }
-    }
-    let past = if replace_only { "replaced" } else { "applied" };
-    outcome.summary = format!("{past} {} resource(s)", counts.0);
-    Ok(outcome)
-}
-
-fn verb_static(verb: &str) -> &'static str {
-    match verb {
-        "replace" => "replace",
-        _ => "apply",
-    }
-}
-
-pub async fn delete(
-    store: &dyn Datastore,
-    target: &ResourceTarget,
-    semantics: WriteSemantics,
-    mode: RunMode,
-) -> Result<Outcome, ResourceActionError> {
-    let key = target_key(target.kind, target.namespace.as_deref(), &target.name);
-    let missing = |key: &ResourceKey| -> Result<Outcome, ResourceActionError> {
-        match semantics.delete_missing {
-            ExistingPolicy::Skip => Ok(Outcome {
-                summary: format!("{key} does not exist; nothing to delete"),
-                transcript: vec![format!("{key} does not exist; skipped")],
-                output: None,
-            }),
-            ExistingPolicy::Fail => Err(store_error("delete", key)(StoreError::NotFound(
-                key.clone(),
-            ))),
-        }
-    };
-    let stored = match store.get(&key).await {
-        Ok(stored) => stored,
-        Err(StoreError::NotFound(_)) => return missing(&key),
-        Err(source) => return Err(store_error("read", &key)(source)),
-    };
-    store_rules::check_delete(store, &key).await?;
-    // Only where netctl owns node deletion: on Kubernetes, Nodes belong to the cluster and the
-    // datastore refuses to delete them, so nothing may be deleted on their behalf first.
-    let dependents = if key.kind == Kind::Node && store.kind() == DatastoreType::EtcdV3 {
-        store_rules::node_dependents(store, &key.name)
-            .await
-            .map_err(store_error("list the dependents of", &key))?
-    } else {
-        Vec::new()
-    };
-    if mode == RunMode::DryRun {
-        let mut transcript: Vec<String> = dependents
-            .iter()
-            .map(|dependent| format!("would delete {dependent} (belongs to {key})"))
-            .collect();
-        transcript.push(format!(
-            "would delete {key} (revision {})",
-            stored.metadata.resource_version.as_deref().unwrap_or("?")
-        ));
-        return Ok(Outcome {
-            summary: format!("would delete {key}"),
-            transcript,
-            output: None,
-        });
-    }
-    let mut transcript = Vec::new();
-    for dependent in &dependents {
-        match store.delete(dependent, None).await {
-            // Gone already (someone else cleaned up): the goal holds.
-            Ok(_) | Err(StoreError::NotFound(_)) => {
-                transcript.push(format!("delete {dependent} (belongs to {key})"));
-            }
-            Err(source) => return Err(store_error("delete", dependent)(source)),
-        }
-    }
-    // Conditional on the revision read above: a node changed meanwhile is reported, not deleted.
-    match store
-        .delete(&key, stored.metadata.resource_version.as_deref())
-        .await
-    {
-        Ok(_) => {
-            transcript.push(format!("delete {key}"));
-            let summary = match dependents.len() {
-                0 => format!("deleted {key}"),
-                count => format!("deleted {key} and {count} resource(s) that belonged to it"),
-            };
-            Ok(Outcome {
-                summary,
-                transcript,
-                output: None,
-            })
-        }
-        Err(StoreError::NotFound(_)) => missing(&key),
-        Err(source) => Err(store_error("delete", &key)(source)),
     }
 }
 
@@ -847,15 +637,18 @@ mod tests {
         assert_eq!(stored.metadata.labels["upgrade"], "yes");
 
         let store = RacingStore::new(1);
+        let mut changed = host_endpoint();
+        changed.metadata.labels.insert("zone".into(), "b".into());
         let documents = ResourceDocuments {
-            documents: vec![host_endpoint()],
+            documents: vec![changed],
             file: None,
         };
-        apply(
+        super::super::resource_apply::write_documents(
             &store,
             &documents,
-            false,
+            super::super::resource_apply::DocumentWrite::Apply,
             RunMode::Execute,
+            None,
             &ApiRelease::newest(),
         )
         .await
@@ -986,13 +779,14 @@ mod tests {
             source: Box::new(StoreError::Other("permission denied".into())),
         };
         let error = ResourceActionError::RolledBack {
-            source: Box::new(failed),
+            stop: Stopped::Failed,
+            source: Some(Box::new(failed)),
             restored: 2,
         };
         let text = crate::errors::error_chain(&error);
         assert_eq!(
             text,
-            "a write failed, and the 2 resource(s) of this batch written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
+            "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
         );
     }
 }

@@ -13,7 +13,7 @@ use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
     CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, document_lines, prepare_for_write,
-    store_error, target_key,
+    store_error, target_key, writable,
 };
 use super::store_rules;
 use super::{Outcome, RunMode};
@@ -26,6 +26,7 @@ async fn read_modify_write(
     release: &ApiRelease,
     mut change: impl FnMut(&mut Resource) -> Result<Option<String>, ResourceActionError>,
 ) -> Result<(Resource, Option<String>), ResourceActionError> {
+    writable(key)?;
     let mut attempt = 1;
     loop {
         let mut resource = store.get(key).await.map_err(store_error("read", key))?;

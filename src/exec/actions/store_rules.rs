@@ -7,6 +7,8 @@
 //! The checks read current state, so they narrow but cannot close the window in which another writer
 //! changes it; the write itself stays conditional.
 
+use std::collections::{BTreeSet, HashMap};
+
 use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::resource::validate::syntax::Cidr;
 use crate::resource::{Kind, Resource, ResourceKey};
@@ -42,26 +44,40 @@ fn spec_text<'a>(resource: &'a Resource, field: &str) -> Option<&'a str> {
 
 /// Checks writes of `batch` (already validated and defaulted), as a whole: pools in the batch may not
 /// overlap each other either.
+///
+/// Each tier is looked up once however many policies name it (a file of ten thousand policies in
+/// one tier costs one read, not ten thousand).
 pub async fn check_writes(store: &dyn Datastore, batch: &[Resource]) -> Result<(), RuleViolation> {
+    let mut tiers: HashMap<String, bool> = HashMap::new();
     for resource in batch {
         let key = resource.key();
         match resource.kind {
             Kind::IpPool => check_pool(store, resource, batch).await?,
             Kind::NetworkPolicy | Kind::GlobalNetworkPolicy => {
                 let tier = spec_text(resource, "tier").unwrap_or("default");
-                if tier != "default" {
-                    match store.get(&ResourceKey::new(Kind::Tier, None, tier)).await {
-                        Ok(_) => {}
-                        Err(StoreError::NotFound(_)) => {
-                            return Err(invalid(
-                                &key,
-                                format!(
-                                    "spec.tier = '{tier}': tier `{tier}` does not exist; create it first"
-                                ),
-                            ));
-                        }
-                        Err(error) => return Err(unreadable(&key, error)),
+                if tier == "default" {
+                    continue;
+                }
+                let exists = match tiers.get(tier) {
+                    Some(exists) => *exists,
+                    None => {
+                        let exists =
+                            match store.get(&ResourceKey::new(Kind::Tier, None, tier)).await {
+                                Ok(_) => true,
+                                Err(StoreError::NotFound(_)) => false,
+                                Err(error) => return Err(unreadable(&key, error)),
+                            };
+                        tiers.insert(tier.to_string(), exists);
+                        exists
                     }
+                };
+                if !exists {
+                    return Err(invalid(
+                        &key,
+                        format!(
+                            "spec.tier = '{tier}': tier `{tier}` does not exist; create it first"
+                        ),
+                    ));
                 }
             }
             Kind::BgpPeer => check_filters(store, resource, batch).await?,
@@ -213,30 +229,46 @@ pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<()
     Ok(())
 }
 
-/// What deleting a Node takes with it, as upstream's node deletion does (`reference/calicoctl.md`
-/// §4.7): the node's workload endpoints, host endpoints and BGP peers, and its per-node
-/// FelixConfiguration and BGPConfiguration (`node.<name>`). IPAM blocks and handles are not modelled by
-/// netctl and are left to the node controller.
+/// What deleting Nodes takes with them, as upstream's node deletion does (`reference/calicoctl.md`
+/// §4.7): each node's workload endpoints, host endpoints and BGP peers, and its per-node
+/// FelixConfiguration and BGPConfiguration (`node.<name>`), with the node each belongs to. One pass
+/// over each list, whatever the number of nodes. IPAM blocks and handles are not modelled by netctl
+/// and are left to the node controller.
 pub async fn node_dependents(
     store: &dyn Datastore,
-    node: &str,
-) -> Result<Vec<ResourceKey>, StoreError> {
+    nodes: &BTreeSet<String>,
+) -> Result<Vec<(ResourceKey, String)>, StoreError> {
     let mut dependents = Vec::new();
+    if nodes.is_empty() {
+        return Ok(dependents);
+    }
     for kind in [Kind::WorkloadEndpoint, Kind::HostEndpoint, Kind::BgpPeer] {
         for_each(store, &ListOptions::new(kind), |resource: Resource| {
-            if spec_text(&resource, "node") == Some(node) {
-                dependents.push(resource.key());
+            if let Some(node) = spec_text(&resource, "node")
+                && nodes.contains(node)
+            {
+                dependents.push((resource.key(), node.to_string()));
             }
             Ok::<(), StoreError>(())
         })
         .await?;
     }
-    for kind in [Kind::FelixConfiguration, Kind::BgpConfiguration] {
-        let key = ResourceKey::new(kind, None, format!("node.{node}"));
-        match store.get(&key).await {
-            Ok(_) => dependents.push(key),
-            Err(StoreError::NotFound(_)) => {}
-            Err(error) => return Err(error),
+    let configurations: Vec<(ResourceKey, String)> = nodes
+        .iter()
+        .flat_map(|node| {
+            [Kind::FelixConfiguration, Kind::BgpConfiguration].map(|kind| {
+                (
+                    ResourceKey::new(kind, None, format!("node.{node}")),
+                    node.clone(),
+                )
+            })
+        })
+        .collect();
+    let keys: Vec<ResourceKey> = configurations.iter().map(|(key, _)| key.clone()).collect();
+    let found = store.read_many(&keys).await?;
+    for ((key, node), found) in configurations.into_iter().zip(found) {
+        if found.is_some() {
+            dependents.push((key, node));
         }
     }
     Ok(dependents)
