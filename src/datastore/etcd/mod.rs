@@ -260,10 +260,29 @@ impl Datastore for EtcdStore {
     }
 
     async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
+        // A default-tier policy may be under either of two keys (`policy_keys.rs`).
+        if keys.iter().any(conversion::has_two_layouts) {
+            let mut found = Vec::with_capacity(keys.len());
+            for key in keys {
+                found.push(match self.get(key).await {
+                    Ok(resource) => Some(resource),
+                    Err(StoreError::NotFound(_)) => None,
+                    Err(error) => return Err(error),
+                });
+            }
+            return Ok(found);
+        }
         self.read_keys(keys).await
     }
 
     async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
+        // Policies are written in the cluster's layout and moved off the other key one at a time.
+        if writes
+            .iter()
+            .any(|write| conversion::has_two_layouts(&write.key()))
+        {
+            return crate::datastore::batch::write_one_by_one(self, writes).await;
+        }
         self.write_transaction(writes).await
     }
 
