@@ -13,6 +13,7 @@ pub mod node;
 pub mod output;
 pub mod plan;
 pub mod redaction;
+pub mod release;
 pub mod resource;
 pub mod runbook;
 pub mod terminal;

@@ -369,6 +369,7 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
             DocumentWrite::Apply,
             RunMode::Execute,
             None,
+            &netctl::release::ApiRelease::newest(),
         )
         .await
         .unwrap();

@@ -354,7 +354,7 @@ fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
     let etcd = EtcdServer::start();
     etcd.put(
         &format!("{ROOT}/clusterinformations/default"),
-        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.31.2"}}"#,
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.33.2"}}"#,
     );
     let before = etcd.dump_prefix_bytes("/calico/");
     let stderr = failed(netctl_with_input(
@@ -364,7 +364,7 @@ fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
     ));
     assert!(
         stderr.contains(
-            "the cluster runs v3.31.2, newer than the newest release this netctl knows (v3.29)"
+            "the cluster runs v3.33.2, newer than the newest release this netctl knows (v3.32)"
         ),
         "{stderr}"
     );

@@ -392,7 +392,7 @@ fn shown(error: netctl::plan::PlanError) -> String {
 fn other_refusals_name_the_reason() {
     let unknown = plan(
         "v3.20.0",
-        "v3.31.0",
+        "v3.33.0",
         InstallMethod::Operator,
         DatastoreType::Kubernetes,
         &[],
@@ -617,5 +617,117 @@ fn facts_that_would_change_a_selector_or_a_path_are_refused() {
     assert!(
         netctl::errors::error_chain(&error).contains("value `x in (a)` of label `name`"),
         "{error}"
+    );
+}
+
+/// Every supported starting line plans to v3.32 with every install method that runs there; the
+/// steps of the edges to v3.32 come with their reasons.
+#[test]
+fn every_supported_line_plans_to_v3_32() {
+    let methods = [
+        (InstallMethod::Operator, DatastoreType::Kubernetes),
+        (InstallMethod::Helm, DatastoreType::Kubernetes),
+        (InstallMethod::Manifest, DatastoreType::Kubernetes),
+        (InstallMethod::Manifest, DatastoreType::EtcdV3),
+    ];
+    let etcd = [("etcd_endpoints", "https://10.0.0.1:2379")];
+    for from in [
+        "v3.15.0", "v3.23.0", "v3.27.5", "v3.28.5", "v3.29.4", "v3.30.7", "v3.31.7",
+    ] {
+        for (method, datastore) in methods {
+            let facts: &[(&str, &str)] = if datastore == DatastoreType::EtcdV3 {
+                &etcd
+            } else {
+                &[]
+            };
+            let plan = plan(from, "v3.32", method, datastore, facts).unwrap_or_else(|error| {
+                panic!("{from} {method:?} {datastore:?}: {}", shown(error))
+            });
+            assert_eq!(plan.to.to_string(), "v3.32.1");
+            let ids = step_ids(&plan);
+            for step in [
+                "admin-network-policies/confirm-no-admin-network-policies",
+                "policy-names-v3/confirm-policy-names-moved",
+            ] {
+                assert!(ids.contains(&step), "{from} {method:?}: {ids:?}");
+            }
+            let why = &plan
+                .steps
+                .iter()
+                .find(|s| s.id.starts_with("policy-names-v3/"))
+                .unwrap()
+                .reason;
+            assert!(why.contains("kube-controllers moves the old keys"), "{why}");
+        }
+    }
+}
+
+#[test]
+fn the_crds_come_first_from_v3_30_and_change_their_file_at_v3_32() {
+    let crds = |to: &str, method: InstallMethod| {
+        let plan = plan("v3.29.4", to, method, DatastoreType::Kubernetes, &[]).unwrap();
+        plan.steps
+            .iter()
+            .filter(|step| {
+                step.description.contains("Download") && step.description.contains(".yaml")
+            })
+            .map(|step| step.description.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        crds("v3.29", InstallMethod::Operator)
+            .iter()
+            .all(|step| !step.contains("crd")),
+        "no CRD step before v3.30"
+    );
+    assert!(
+        crds("v3.31", InstallMethod::Operator)
+            .iter()
+            .any(|step| step.contains("`operator-crds.yaml` of v3.31.7"))
+    );
+    assert!(
+        crds("v3.32", InstallMethod::Operator)
+            .iter()
+            .any(|step| step.contains("`v1_crd_projectcalico_org.yaml` of v3.32.1"))
+    );
+    assert!(
+        crds("v3.32", InstallMethod::Helm)
+            .iter()
+            .any(|step| step.contains("`v1_crd_projectcalico_org.yaml`"))
+    );
+    assert!(
+        crds("v3.30", InstallMethod::Helm)
+            .iter()
+            .any(|step| step.contains("`operator-crds.yaml`"))
+    );
+    // Within the v3.32 line there is no edge to cross.
+    let patch = plan(
+        "v3.32.0",
+        "v3.32",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap();
+    assert!(
+        !step_ids(&patch)
+            .iter()
+            .any(|id| id.starts_with("policy-names-v3/"))
+    );
+}
+
+#[test]
+fn v3_14_to_v3_32_is_refused_with_the_way_forward() {
+    let error = plan(
+        "v3.14.2",
+        "v3.32",
+        InstallMethod::Operator,
+        DatastoreType::Kubernetes,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        shown(error),
+        "upgrading from `v3.14.2` to `v3.32.1` is not supported: v3.32 may only be upgraded from versions matching `>=3.15.0`\nhint: upgrade to v3.27 first, then to v3.32"
     );
 }

@@ -17,7 +17,8 @@ use crate::exec::RunMode;
 use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
-use crate::resource::{Input, Kind, Resource, load_and_validate};
+use crate::release::{ApiRelease, ReleaseFlagError};
+use crate::resource::{Input, Kind, Resource, load_and_validate_for};
 use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -50,8 +51,8 @@ pub struct FileArgs {
 impl FileArgs {
     /// Loads and validates every document of every input for writing: as [`FileArgs::read`], and
     /// ClusterInformation is refused.
-    pub fn load(&self) -> anyhow::Result<Vec<Resource>> {
-        let resources = self.read()?;
+    pub fn load(&self, release: &ApiRelease) -> anyhow::Result<Vec<Resource>> {
+        let resources = self.read(release)?;
         if let Some(read_only) = resources
             .iter()
             .find(|r| r.kind == Kind::ClusterInformation)
@@ -64,8 +65,9 @@ impl FileArgs {
         Ok(resources)
     }
 
-    /// Loads and validates every document of every input; all problems are reported together.
-    pub fn read(&self) -> anyhow::Result<Vec<Resource>> {
+    /// Loads and validates (for `release`) every document of every input; all problems are
+    /// reported together.
+    pub fn read(&self, release: &ApiRelease) -> anyhow::Result<Vec<Resource>> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -84,7 +86,7 @@ impl FileArgs {
                 });
             }
         }
-        let loaded = load_and_validate(&inputs, self.namespace.as_deref())?;
+        let loaded = load_and_validate_for(&inputs, self.namespace.as_deref(), release)?;
         let resources: Vec<Resource> = loaded.into_iter().flat_map(|(_, items)| items).collect();
         if resources.is_empty() && !self.skip_empty {
             anyhow::bail!(
@@ -92,6 +94,25 @@ impl FileArgs {
             );
         }
         Ok(resources)
+    }
+}
+
+/// `--release v3.NN[.P]`: follow that release's API (kinds, fields, values, defaults) instead of
+/// the cluster's (or, offline, the newest netctl knows).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReleaseArg {
+    /// Validate for this release line (e.g. `v3.29`, `v3.30.1`) instead of the cluster's
+    #[arg(long, value_name = "v3.NN[.P]")]
+    release: Option<String>,
+}
+
+impl ReleaseArg {
+    /// The release the flag names, if given.
+    pub fn chosen(&self) -> Result<Option<ApiRelease>, ReleaseFlagError> {
+        self.release
+            .as_deref()
+            .map(ApiRelease::from_flag)
+            .transpose()
     }
 }
 

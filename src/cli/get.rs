@@ -12,13 +12,14 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Context;
-use super::args::{FileArgs, namespace_scope};
+use super::args::{FileArgs, ReleaseArg, namespace_scope};
 use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_output};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
     PrintOptions, Shape, TableColumns, sort_tiers_by_order,
 };
+use crate::plan::release::api_release;
 use crate::resource::selector::Selector;
 use crate::resource::spec::numorstring::{self, AsNumber};
 use crate::resource::{Kind, Resource, ResourceKey};
@@ -78,6 +79,9 @@ pub struct GetArgs {
     /// Only resources whose labels match this selector, e.g. `has(role) && zone == "a"`
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     selector: Option<String>,
+    /// A kind the release lacks is refused, and `-f` documents are read by its rules
+    #[command(flatten)]
+    release: ReleaseArg,
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
@@ -87,6 +91,17 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         return run_from_files(context, &args, format, &presentation).await;
     };
     let targets = parse_targets(first, &args.names)?;
+    if let Some(release) = args.release.chosen()? {
+        let kinds: Vec<Kind> = match &targets {
+            Targets::Kinds { kinds, .. } => kinds.clone(),
+            Targets::Named(pairs) => pairs.iter().map(|(kind, _)| *kind).collect(),
+        };
+        for kind in kinds {
+            if let Some(refused) = crate::resource::availability::check_kind(kind, &release) {
+                anyhow::bail!("{}", refused.reason);
+            }
+        }
+    }
     let keep = label_filter(&args)?;
     if let Some(empty) = args.names.iter().find(|name| name.is_empty()) {
         anyhow::bail!("resource name may not be empty{empty}");
@@ -244,11 +259,25 @@ async fn run_from_files(
         skip_empty: args.skip_empty,
         namespace: args.namespace.clone(),
     };
-    let keys: Vec<ResourceKey> = files.read()?.iter().map(Resource::key).collect();
+    // The documents are read by the rules of `--release`, else of the cluster's release.
+    let (keys, store) = match args.release.chosen()? {
+        Some(release) => {
+            let keys: Vec<ResourceKey> = files.read(&release)?.iter().map(Resource::key).collect();
+            if keys.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            (keys, context.datastore().await?)
+        }
+        None => {
+            let store = context.datastore().await?;
+            let release = api_release(store.as_ref(), None).await;
+            let keys: Vec<ResourceKey> = files.read(&release)?.iter().map(Resource::key).collect();
+            (keys, store)
+        }
+    };
     if keys.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let store = context.datastore().await?;
     let needs_as_number = keys
         .iter()
         .any(|key| format.needs_global_as_number(key.kind));

@@ -23,6 +23,7 @@ use crate::plan::request::RequestError;
 use crate::plan::{FactError, PlanError, PlanFileError};
 use crate::resource::UnknownKind;
 use crate::resource::selector::SelectorError;
+use crate::release::ReleaseFlagError;
 use crate::runbook::RunbookError;
 
 /// The message and the advice to print for an error that ends a command.
@@ -65,6 +66,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             SelectorError,
             JsonPathError,
             TargetError,
+            ReleaseFlagError,
         );
         None
     })

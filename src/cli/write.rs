@@ -15,7 +15,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Context;
-use super::args::{DryRunArg, FileArgs, namespace_scope};
+use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
 use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
@@ -23,8 +23,9 @@ use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
     DeletionTarget, PatchType, ResourceDeletion, ResourceDocuments, ResourceLabel, ResourcePatch,
 };
-use crate::plan::release::check_cluster_version;
+use crate::plan::release::{api_release, check_cluster_version};
 use crate::plan::{Action, Plan};
+use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 #[derive(Debug, clap::Args)]
@@ -39,6 +40,8 @@ pub struct CreateArgs {
     skip_exists: bool,
     #[command(flatten)]
     dry_run: DryRunArg,
+    #[command(flatten)]
+    release: ReleaseArg,
 }
 
 /// `apply` and `replace`: documents and `--dry-run` (their examples are on the commands).
@@ -48,9 +51,11 @@ pub struct DocumentArgs {
     files: FileArgs,
     #[command(flatten)]
     dry_run: DryRunArg,
+    #[command(flatten)]
+    release: ReleaseArg,
 }
 
-pub const APPLY_EXAMPLES: &str = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f - < hostendpoints.yaml";
+pub const APPLY_EXAMPLES: &str = "Examples:\n  netctl apply -f allow-all-upgrade.yaml\n  netctl apply -f policies/ --dry-run\n  netctl apply -f peers.yaml --dry-run --release v3.31\n  netctl apply -f - < hostendpoints.yaml\nDocuments are validated for the release the cluster runs (ClusterInformation); with `--dry-run`,\n`--release` names another.";
 
 pub const REPLACE_EXAMPLES: &str = "Examples:\n  netctl replace -f pool.yaml\n  netctl get ippool p1 -o yaml > p1.yaml && $EDITOR p1.yaml && netctl replace -f p1.yaml";
 
@@ -139,7 +144,7 @@ pub enum PatchTypeArg {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\nNo datastore is needed; the exit status is 1 when any document is invalid."
+    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\n  netctl validate -f peers.yaml --release v3.29\nNo datastore is needed; documents are validated for `--release`, else the newest release netctl\nknows. The exit status is 1 when any document is invalid."
 )]
 pub struct ValidateArgs {
     #[command(flatten)]
@@ -147,6 +152,8 @@ pub struct ValidateArgs {
     /// Print the documents as they would be stored (defaults applied), as YAML
     #[arg(long)]
     show_defaults: bool,
+    #[command(flatten)]
+    release: ReleaseArg,
 }
 
 /// Runs one action as a one-step plan and prints its result (the dry-run transcript, or the summary).
@@ -156,9 +163,10 @@ async fn run_step(
     plan: &Plan,
     dry_run: DryRunArg,
     semantics: WriteSemantics,
+    release: Option<ApiRelease>,
 ) -> anyhow::Result<()> {
     let mode = dry_run.mode();
-    let executor = Executor::new(store, None, Holder::current());
+    let executor = Executor::new(store, None, Holder::current()).with_release(release);
     let options = RunOneOptions {
         semantics,
         journal: None,
@@ -204,14 +212,37 @@ enum DocumentCommand {
     Replace,
 }
 
+/// The release a write's documents are validated for: `--release` (only with `--dry-run`: a real
+/// write follows the cluster), else the cluster's, else the newest netctl knows.
+fn chosen_release(release: &ReleaseArg, dry_run: DryRunArg) -> anyhow::Result<Option<ApiRelease>> {
+    let chosen = release.chosen()?;
+    if chosen.is_some() && dry_run.mode() == RunMode::Execute {
+        anyhow::bail!(
+            "`--release` needs `--dry-run`: a write is validated for the release the cluster runs"
+        );
+    }
+    Ok(chosen)
+}
+
 async fn write_documents(
     context: &Context,
     command: DocumentCommand,
     files: &FileArgs,
     dry_run: DryRunArg,
+    release: &ReleaseArg,
 ) -> anyhow::Result<ExitCode> {
-    let documents = files.load()?;
+    let chosen = chosen_release(release, dry_run)?;
+    // With `--release`, bad documents are refused before connecting; otherwise the cluster's
+    // release decides what is valid, so it is read first.
+    let documents = match &chosen {
+        Some(chosen) => Some(files.load(chosen)?),
+        None => None,
+    };
     let store = writable_datastore(context).await?;
+    let documents = match documents {
+        Some(documents) => documents,
+        None => files.load(&api_release(store.as_ref(), None).await)?,
+    };
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
         DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
         DocumentCommand::Apply => ("apply", Action::ResourceApply),
@@ -230,7 +261,7 @@ async fn write_documents(
         file: None,
     });
     let plan = Plan::single(verb, description, action);
-    run_step(context, store, &plan, dry_run, semantics).await?;
+    run_step(context, store, &plan, dry_run, semantics, chosen).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -240,15 +271,17 @@ pub async fn create(context: &Context, args: CreateArgs) -> anyhow::Result<ExitC
         false => ExistingPolicy::Fail,
     };
     let command = DocumentCommand::Create(existing);
-    write_documents(context, command, &args.files, args.dry_run).await
+    write_documents(context, command, &args.files, args.dry_run, &args.release).await
 }
 
 pub async fn apply(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
-    write_documents(context, DocumentCommand::Apply, &args.files, args.dry_run).await
+    let command = DocumentCommand::Apply;
+    write_documents(context, command, &args.files, args.dry_run, &args.release).await
 }
 
 pub async fn replace(context: &Context, args: DocumentArgs) -> anyhow::Result<ExitCode> {
-    write_documents(context, DocumentCommand::Replace, &args.files, args.dry_run).await
+    let command = DocumentCommand::Replace;
+    write_documents(context, command, &args.files, args.dry_run, &args.release).await
 }
 
 pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitCode> {
@@ -276,9 +309,12 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
                 skip_empty: args.skip_empty,
                 namespace: args.namespace.clone(),
             };
-            // A document's `resourceVersion` makes its delete conditional on it.
+            // Read by the rules of the cluster's release, as the documents were written; a
+            // document's `resourceVersion` makes its delete conditional on it.
+            let store = context.datastore().await?;
+            let release = api_release(store.as_ref(), None).await;
             files
-                .read()?
+                .read(&release)?
                 .into_iter()
                 .map(|resource| DeletionTarget {
                     kind: resource.kind,
@@ -307,14 +343,22 @@ pub async fn delete(context: &Context, args: DeleteArgs) -> anyhow::Result<ExitC
     };
     let action = Action::ResourceDelete(ResourceDeletion { targets });
     let plan = Plan::single("delete", description, action);
-    run_step(context, store, &plan, args.dry_run, semantics).await?;
+    run_step(context, store, &plan, args.dry_run, semantics, None).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs the one step of `label` or `patch`, which write with the default semantics.
 async fn change(context: &Context, plan: &Plan, dry_run: DryRunArg) -> anyhow::Result<ExitCode> {
     let store = writable_datastore(context).await?;
-    run_step(context, store, plan, dry_run, WriteSemantics::default()).await?;
+    run_step(
+        context,
+        store,
+        plan,
+        dry_run,
+        WriteSemantics::default(),
+        None,
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -382,7 +426,8 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
 }
 
 pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let resources = args.files.load()?;
+    let release = args.release.chosen()?.unwrap_or_else(ApiRelease::newest);
+    let resources = args.files.load(&release)?;
     let mut stdout = context.printer.stdout();
     if args.show_defaults {
         for resource in &resources {

@@ -43,6 +43,7 @@ use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
 use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
+use crate::release::ApiRelease;
 
 use actions::pause::Interaction;
 use actions::{ActionContext, Outcome, WriteSemantics};
@@ -145,6 +146,8 @@ pub struct Executor {
     holder: Holder,
     /// The Kubernetes API client for `kube.*` actions, when a cluster is configured.
     kubernetes: Option<kube::Client>,
+    /// The release resource documents are validated for (`--release`); else the cluster's.
+    release: Option<ApiRelease>,
 }
 
 impl Executor {
@@ -160,6 +163,7 @@ impl Executor {
             coordination,
             holder,
             kubernetes: None,
+            release: None,
         }
     }
 
@@ -170,12 +174,19 @@ impl Executor {
             coordination: None,
             holder,
             kubernetes: None,
+            release: None,
         }
     }
 
     /// Gives `kube.*` actions a Kubernetes API client; without one they are only described.
     pub fn with_kubernetes(mut self, client: Option<kube::Client>) -> Executor {
         self.kubernetes = client;
+        self
+    }
+
+    /// Validates resource documents for `release` instead of the cluster's (`--release`).
+    pub fn with_release(mut self, release: Option<ApiRelease>) -> Executor {
+        self.release = release;
         self
     }
 
@@ -200,6 +211,7 @@ impl Executor {
             child_tracking: None,
             kubernetes: self.kubernetes.clone(),
             run_started_at: None,
+            release: self.release.as_ref(),
             interrupt: None,
         }
     }

@@ -602,6 +602,29 @@ fn definition(kind: Kind) -> KindColumns {
             wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
             all: NAMESPACED_POLICY_COLUMNS,
         },
+        // As calicoctl's `resourcemgr/staged*.go`.
+        Kind::StagedGlobalNetworkPolicy => KindColumns {
+            ps: &["NAME", "TIER"],
+            wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
+            all: POLICY_COLUMNS,
+        },
+        Kind::StagedNetworkPolicy => KindColumns {
+            ps: &["NAME", "TIER"],
+            wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
+            all: NAMESPACED_POLICY_COLUMNS,
+        },
+        Kind::StagedKubernetesNetworkPolicy => KindColumns {
+            ps: &["NAME"],
+            wide: &["NAME", "PODSELECTOR"],
+            all: &[
+                NAME,
+                NAMESPACE,
+                Column {
+                    heading: "PODSELECTOR",
+                    cell: |resource, _| join_map(spec(resource, &["podSelector", "matchLabels"])),
+                },
+            ],
+        },
         Kind::IpPool => KindColumns {
             ps: &["NAME", "CIDR", "SELECTOR"],
             wide: &[

@@ -219,4 +219,26 @@ mod tests {
         assert!(catalog.crosses(uids, &release("v3.27.3"), &release("v3.29.0-rc1")));
         assert!(!catalog.crosses(uids, &release("v3.28.0"), &release("v3.29.0")));
     }
+
+    #[test]
+    fn the_catalog_reaches_the_newest_line_netctl_knows_with_its_latest_patches() {
+        let catalog = shipped();
+        let newest = crate::release::newest_known();
+        let last = catalog.spec.targets.last().unwrap();
+        assert_eq!(last.release, newest.line());
+        assert_eq!(last.latest.as_ref(), Some(&newest));
+        for (line, latest) in [
+            ("v3.30", "v3.30.7"),
+            ("v3.31", "v3.31.7"),
+            ("v3.32", "v3.32.1"),
+        ] {
+            let target = catalog.target(&release(&format!("{line}.0"))).unwrap();
+            assert_eq!(target.latest, Some(release(latest)));
+            assert!(catalog.accepts(target, &release("v3.15.0")));
+            assert!(!catalog.accepts(target, &release("v3.14.9")));
+        }
+        let names = catalog.edge("policy-names-v3").unwrap();
+        assert!(catalog.crosses(names, &release("v3.31.7"), &release("v3.32.1")));
+        assert!(!catalog.crosses(names, &release("v3.32.0"), &release("v3.32.1")));
+    }
 }

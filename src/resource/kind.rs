@@ -1,13 +1,17 @@
 //! The resource kinds of `projectcalico.org/v3` that netctl knows: their names, plurals, the aliases a
 //! user may type, and whether they are namespaced.
 //!
-//! Aliases follow upstream calicoctl v3.29 (`reference/calicoctl.md` §4.1) so existing scripts keep
-//! working. This module only names kinds; what a kind's spec may contain lives in `spec.rs`.
+//! Aliases follow upstream calicoctl (`reference/calicoctl.md` §4.1; the staged kinds as calicoctl
+//! v3.30's `resourcemgr/staged*.go`) so existing scripts keep working. Each kind also says from which
+//! release it exists ([`Kind::since`]). This module only names kinds; what a kind's spec may
+//! contain lives in `spec.rs`.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::release::Release;
 
 /// The API group and version of every resource netctl manages.
 pub const API_VERSION: &str = "projectcalico.org/v3";
@@ -31,13 +35,16 @@ pub enum Kind {
     NetworkSet,
     Node,
     Profile,
+    StagedGlobalNetworkPolicy,
+    StagedKubernetesNetworkPolicy,
+    StagedNetworkPolicy,
     Tier,
     WorkloadEndpoint,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 20] = [
         Kind::BgpConfiguration,
         Kind::BgpFilter,
         Kind::BgpPeer,
@@ -53,6 +60,9 @@ impl Kind {
         Kind::NetworkSet,
         Kind::Node,
         Kind::Profile,
+        Kind::StagedGlobalNetworkPolicy,
+        Kind::StagedKubernetesNetworkPolicy,
+        Kind::StagedNetworkPolicy,
         Kind::Tier,
         Kind::WorkloadEndpoint,
     ];
@@ -75,6 +85,9 @@ impl Kind {
             Kind::NetworkSet => "NetworkSet",
             Kind::Node => "Node",
             Kind::Profile => "Profile",
+            Kind::StagedGlobalNetworkPolicy => "StagedGlobalNetworkPolicy",
+            Kind::StagedKubernetesNetworkPolicy => "StagedKubernetesNetworkPolicy",
+            Kind::StagedNetworkPolicy => "StagedNetworkPolicy",
             Kind::Tier => "Tier",
             Kind::WorkloadEndpoint => "WorkloadEndpoint",
         }
@@ -98,6 +111,9 @@ impl Kind {
             Kind::NetworkSet => "networksets",
             Kind::Node => "nodes",
             Kind::Profile => "profiles",
+            Kind::StagedGlobalNetworkPolicy => "stagedglobalnetworkpolicies",
+            Kind::StagedKubernetesNetworkPolicy => "stagedkubernetesnetworkpolicies",
+            Kind::StagedNetworkPolicy => "stagednetworkpolicies",
             Kind::Tier => "tiers",
             Kind::WorkloadEndpoint => "workloadendpoints",
         }
@@ -159,6 +175,30 @@ impl Kind {
             Kind::NetworkSet => &["networkset", "networksets", "netsets"],
             Kind::Node => &["node", "nodes", "no", "nos"],
             Kind::Profile => &["profile", "profiles", "pro", "pros"],
+            Kind::StagedGlobalNetworkPolicy => &[
+                "stagedglobalnetworkpolicy",
+                "stagedglobalnetworkpolicies",
+                "sgnp",
+                "sgnps",
+            ],
+            Kind::StagedKubernetesNetworkPolicy => &[
+                "stagedkubernetesnetworkpolicy",
+                "stagedkubernetesnetworkpolicies",
+                "stagedkubernetespolicy",
+                "sknp",
+                "stagedkubernetespolicies",
+                "skpol",
+                "skpols",
+            ],
+            Kind::StagedNetworkPolicy => &[
+                "stagednetworkpolicy",
+                "stagednetworkpolicies",
+                "stagedpolicy",
+                "snp",
+                "stagedpolicies",
+                "spol",
+                "spols",
+            ],
             Kind::Tier => &["tier", "tiers"],
             Kind::WorkloadEndpoint => &["workloadendpoint", "workloadendpoints", "wep", "weps"],
         }
@@ -168,8 +208,37 @@ impl Kind {
     pub fn is_namespaced(self) -> bool {
         matches!(
             self,
-            Kind::NetworkPolicy | Kind::NetworkSet | Kind::WorkloadEndpoint
+            Kind::NetworkPolicy
+                | Kind::NetworkSet
+                | Kind::StagedKubernetesNetworkPolicy
+                | Kind::StagedNetworkPolicy
+                | Kind::WorkloadEndpoint
         )
+    }
+
+    /// The policy kinds whose storage name upstream ties to the tier (`default.<name>` in
+    /// v3.29–v3.31, the name itself from v3.32, the original name in the `projectcalico.org/metadata`
+    /// annotation): (Staged)(Global)NetworkPolicy. StagedKubernetesNetworkPolicy has no tier.
+    pub fn is_tiered_policy(self) -> bool {
+        matches!(
+            self,
+            Kind::NetworkPolicy
+                | Kind::GlobalNetworkPolicy
+                | Kind::StagedNetworkPolicy
+                | Kind::StagedGlobalNetworkPolicy
+        )
+    }
+
+    /// The first release that has this kind, for kinds added after v3.27.0 (the oldest release
+    /// whose API netctl knows): Tier from v3.29.0, the staged policies from v3.30.0.
+    pub fn since(self) -> Option<Release> {
+        match self {
+            Kind::Tier => Some(Release::new(3, 29, 0)),
+            Kind::StagedGlobalNetworkPolicy
+            | Kind::StagedKubernetesNetworkPolicy
+            | Kind::StagedNetworkPolicy => Some(Release::new(3, 30, 0)),
+            _ => None,
+        }
     }
 
     /// Looks a kind up by what a user typed: any alias, case-insensitively, or the exact `kind:` value.
@@ -299,6 +368,34 @@ mod tests {
         assert!(hint.contains("hostendpoint (hep),"), "{hint}");
         let hint = UnknownKind("routes".into()).hint();
         assert!(hint.starts_with("kinds: bgpconfiguration"), "{hint}");
+    }
+
+    #[test]
+    fn staged_kinds_take_upstreams_short_names_and_plurals() {
+        assert_eq!(
+            Kind::from_user_input("sgnp"),
+            Some(Kind::StagedGlobalNetworkPolicy)
+        );
+        assert_eq!(
+            Kind::from_user_input("SPOL"),
+            Some(Kind::StagedNetworkPolicy)
+        );
+        assert_eq!(
+            Kind::from_user_input("sknp"),
+            Some(Kind::StagedKubernetesNetworkPolicy)
+        );
+        assert_eq!(
+            Kind::from_plural("stagedkubernetesnetworkpolicies"),
+            Some(Kind::StagedKubernetesNetworkPolicy)
+        );
+        assert!(Kind::StagedNetworkPolicy.is_namespaced());
+        assert!(!Kind::StagedGlobalNetworkPolicy.is_namespaced());
+        assert!(Kind::StagedGlobalNetworkPolicy.is_tiered_policy());
+        assert!(!Kind::StagedKubernetesNetworkPolicy.is_tiered_policy());
+        assert_eq!(
+            Kind::StagedNetworkPolicy.since(),
+            Some(Release::new(3, 30, 0))
+        );
     }
 
     #[test]

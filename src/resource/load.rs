@@ -13,8 +13,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::validate::{ValidationError, validate_and_default};
+use super::validate::{ValidationError, validate_and_default_for};
 use super::{API_VERSION, Kind, Resource};
+use crate::release::ApiRelease;
 use crate::yaml::{self, FieldNames, Lines, Shapes};
 
 /// Where in the input a document (or list item) is.
@@ -241,6 +242,16 @@ pub fn load_and_validate(
     inputs: &[Input],
     namespace: Option<&str>,
 ) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    load_and_validate_for(inputs, namespace, &ApiRelease::newest())
+}
+
+/// As [`load_and_validate`], validating and defaulting for `release` (the cluster's line,
+/// `--release`): a field, value or kind the release lacks is a problem of its document.
+pub fn load_and_validate_for(
+    inputs: &[Input],
+    namespace: Option<&str>,
+    release: &ApiRelease,
+) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
     let mut problems = Vec::new();
     let mut loaded = Vec::new();
     for input in inputs {
@@ -282,7 +293,7 @@ pub fn load_and_validate(
                     _ => {}
                 }
             }
-            match validate_and_default(&mut resource) {
+            match validate_and_default_for(&mut resource, release) {
                 Ok(()) => resources.push(resource),
                 Err(mut error) => {
                     if let Some(lines) = &lines {

@@ -5,6 +5,7 @@
 //! knowing it; typed specs, validation and defaulting per kind live beside this module and are applied
 //! before anything is written. This module never imports `datastore/`.
 
+pub mod availability;
 mod kind;
 pub mod load;
 pub mod selector;
@@ -18,10 +19,10 @@ use serde::{Deserialize, Serialize};
 
 pub use kind::{API_VERSION, Kind, UnknownKind};
 pub use load::{
-    Input, LoadError, LocatedResource, Location, load_and_validate, load_path, parse_documents,
-    parse_located, resource_from_value,
+    Input, LoadError, LocatedResource, Location, load_and_validate, load_and_validate_for,
+    load_path, parse_documents, parse_located, resource_from_value,
 };
-pub use validate::{FieldError, ValidationError, validate_and_default};
+pub use validate::{FieldError, ValidationError, validate_and_default, validate_and_default_for};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.
 ///

@@ -1,9 +1,12 @@
-//! Client-side validation and defaulting of resources, as upstream v3.29 does before a write.
+//! Client-side validation and defaulting of resources, as upstream does before a write, for the
+//! release a command follows (the cluster's line; offline the newest netctl knows).
 //!
-//! [`validate_and_default`] decodes a resource's spec into its typed form (strictly: unknown fields
-//! are errors), applies upstream's defaults, checks every rule that needs nothing but the document
-//! itself, and writes the normalised spec back. All problems of a document are reported together,
-//! each with the path of its field, so an operator can fix a file in one pass.
+//! [`validate_and_default_for`] refuses what the release lacks (a kind, field or value of a later
+//! or an earlier line, `resource::availability`), decodes a resource's spec into its typed form
+//! (strictly: unknown fields are errors), applies upstream's defaults, checks every rule that needs
+//! nothing but the document itself — the rules that changed between lines as that release has them
+//! — and writes the normalised spec back. All problems of a document are reported together, each
+//! with the path of its field, so an operator can fix a file in one pass.
 //!
 //! Deliberately out of scope, because they need the datastore (the caller checks them where it has
 //! one):
@@ -28,9 +31,11 @@ pub mod syntax;
 
 use std::fmt;
 
+use super::availability;
 use super::selector::{GlobalUsage, Selector};
 use super::spec::TypedSpec;
 use super::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
+use crate::release::{ApiRelease, Release};
 use syntax::Cidr;
 
 /// One problem with one field of a document.
@@ -47,11 +52,15 @@ pub struct FieldError {
 }
 
 /// Renders as `path = 'value': reason`, or `path: reason` when there is no value, after
-/// `line N: ` when the line is known.
+/// `line N: ` when the line is known. A reason that names its own field first (`` `spec.x` needs
+/// v3.30.2; … ``) is printed alone.
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(line) = self.line {
             write!(f, "line {line}: ")?;
+        }
+        if self.value.is_none() && self.reason.starts_with(&format!("`{}`", self.path)) {
+            return f.write_str(&self.reason);
         }
         match &self.value {
             Some(value) => write!(f, "{} = '{}': {}", self.path, value, self.reason),
@@ -83,10 +92,32 @@ impl fmt::Display for ValidationError {
     }
 }
 
-/// Validates `resource` and, when it is valid, replaces its spec with the defaulted, normalised
-/// typed spec. On error the resource is left as it was and every problem found is returned.
+/// As [`validate_and_default_for`], for the newest release netctl knows (what offline commands
+/// follow).
 pub fn validate_and_default(resource: &mut Resource) -> Result<(), ValidationError> {
-    let mut checker = Checker::default();
+    validate_and_default_for(resource, &ApiRelease::newest())
+}
+
+/// Validates `resource` for `release` and, when it is valid, replaces its spec with the defaulted,
+/// normalised typed spec. On error the resource is left as it was and every problem found is
+/// returned.
+pub fn validate_and_default_for(
+    resource: &mut Resource,
+    release: &ApiRelease,
+) -> Result<(), ValidationError> {
+    let mut checker = Checker::new(release.release.clone(), resource.kind);
+    if let Some(refused) = availability::check_kind(resource.kind, release) {
+        return Err(ValidationError {
+            key: resource.key(),
+            errors: vec![refused],
+        });
+    }
+    let document = serde_json::json!({ "spec": resource.spec });
+    checker.refuse_absent(availability::check_document(
+        resource.kind,
+        &document,
+        release,
+    ));
     if resource.api_version != API_VERSION {
         checker.fail(
             "apiVersion",
@@ -120,6 +151,15 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         TypedSpec::GlobalNetworkPolicy(spec) => {
             policy::global_network_policy(checker, spec, metadata)
         }
+        TypedSpec::StagedNetworkPolicy(spec) => {
+            policy::staged_network_policy(checker, spec, metadata)
+        }
+        TypedSpec::StagedGlobalNetworkPolicy(spec) => {
+            policy::staged_global_network_policy(checker, spec, metadata)
+        }
+        TypedSpec::StagedKubernetesNetworkPolicy(spec) => {
+            policy::staged_kubernetes_network_policy(checker, spec)
+        }
         TypedSpec::Profile(spec) => policy::profile(checker, spec),
         TypedSpec::HostEndpoint(spec) => network::host_endpoint(checker, spec),
         TypedSpec::WorkloadEndpoint(spec) => network::workload_endpoint(checker, spec),
@@ -147,10 +187,7 @@ const ANNOTATIONS_SIZE_LIMIT: usize = 256 * 1024;
 fn check_metadata(checker: &mut Checker, kind: Kind, metadata: &ObjectMeta) {
     if metadata.name.is_empty() {
         checker.fail("metadata.name", None, "name is required");
-    } else if !matches!(
-        kind,
-        Kind::NetworkPolicy | Kind::GlobalNetworkPolicy | Kind::Tier
-    ) {
+    } else if !(kind.is_tiered_policy() || kind == Kind::Tier) {
         // Policies and tiers have their own name rules (see `policy.rs` and `config.rs`).
         checker.name("metadata.name", &metadata.name);
     }
@@ -274,13 +311,41 @@ impl Family {
     }
 }
 
-/// Collects field errors; the helpers check one field each.
-#[derive(Debug, Default)]
+/// Collects field errors; the helpers check one field each. `release` is the release whose rules
+/// apply where upstream changed a rule between lines.
+#[derive(Debug)]
 pub(crate) struct Checker {
     errors: Vec<FieldError>,
+    release: Release,
+    /// Fields and values already refused because the release lacks them: their other checks
+    /// would only repeat the point.
+    absent: Vec<String>,
+    /// The values of the kind's fields that only some releases have (from the schema).
+    value_rules: &'static [availability::ValueRule],
 }
 
 impl Checker {
+    pub(crate) fn new(release: Release, kind: Kind) -> Checker {
+        Checker {
+            errors: Vec::new(),
+            release: release.code_line(),
+            absent: Vec::new(),
+            value_rules: availability::value_rules(kind),
+        }
+    }
+
+    /// Records the refusals of what the release lacks.
+    fn refuse_absent(&mut self, refusals: Vec<FieldError>) {
+        self.absent
+            .extend(refusals.iter().map(|refusal| refusal.path.clone()));
+        self.errors.extend(refusals);
+    }
+
+    /// Whether the release the document is checked for is `since` or later.
+    pub(crate) fn has(&self, major: u64, minor: u64, patch: u64) -> bool {
+        self.release >= Release::new(major, minor, patch)
+    }
+
     pub(crate) fn fail(
         &mut self,
         path: impl Into<String>,
@@ -332,8 +397,20 @@ impl Checker {
         }
     }
 
-    /// One of a fixed set of values (case-sensitive).
+    /// One of a fixed set of values (case-sensitive). `allowed` is every line's set: a value the
+    /// release lacks was refused already, and the message lists the values the release has.
     pub(crate) fn one_of(&mut self, path: &str, value: Option<&String>, allowed: &[&str]) {
+        if self.absent.iter().any(|absent| absent == path) {
+            return;
+        }
+        let has = |candidate: &&str| {
+            self.value_rules
+                .iter()
+                .filter(|(value, _)| value == candidate)
+                .all(|(_, rule)| rule.at(&self.release).is_ok())
+        };
+        let allowed: Vec<&str> = allowed.iter().copied().filter(has).collect();
+        let allowed = allowed.as_slice();
         if let Some(value) = value {
             if !allowed.contains(&value.as_str()) {
                 self.fail(

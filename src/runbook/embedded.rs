@@ -6,6 +6,10 @@
 /// `(file name, contents)` of every file in `runbooks/`, sorted by name.
 pub const FILES: &[(&str, &str)] = &[
     (
+        "admin-network-policies.yaml",
+        include_str!("../../runbooks/admin-network-policies.yaml"),
+    ),
+    (
         "allow-all-upgrade.yaml",
         include_str!("../../runbooks/allow-all-upgrade.yaml"),
     ),
@@ -42,6 +46,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../runbooks/manifest-upgrade.yaml"),
     ),
     (
+        "operator-crds.yaml",
+        include_str!("../../runbooks/operator-crds.yaml"),
+    ),
+    (
         "operator-upgrade.yaml",
         include_str!("../../runbooks/operator-upgrade.yaml"),
     ),
@@ -52,6 +60,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "ownerreferences-restore.yaml",
         include_str!("../../runbooks/ownerreferences-restore.yaml"),
+    ),
+    (
+        "policy-names-v3.yaml",
+        include_str!("../../runbooks/policy-names-v3.yaml"),
     ),
     (
         "post-upgrade-version.yaml",

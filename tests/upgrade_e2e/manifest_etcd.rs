@@ -53,10 +53,9 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
         .get_json(&format!("{ROOT}/hostendpoints/node-a-eth0"))
         .unwrap();
     assert!(untouched["metadata"]["labels"].is_null(), "{untouched}");
+    // Written while the cluster runs v3.13: under its own name, as releases before v3.29 store it.
     let policy = etcd
-        .get_json(&format!(
-            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
-        ))
+        .get_json(&format!("{ROOT}/globalnetworkpolicies/allow-all-upgrade"))
         .expect("allow-all-upgrade exists after pre-upgrade");
     assert_eq!(
         policy["spec"]["selector"],
@@ -119,10 +118,8 @@ fn etcd_manifest_install_from_v3_13_to_v3_27_with_an_all_interfaces_host_endpoin
 
     // The finish phase removed the temporary policy and the label.
     assert!(
-        etcd.get(&format!(
-            "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
-        ))
-        .is_none()
+        etcd.get_prefix(&format!("{ROOT}/globalnetworkpolicies/"))
+            .is_empty()
     );
     let endpoint = etcd
         .get_json(&format!("{ROOT}/hostendpoints/node-a-all"))

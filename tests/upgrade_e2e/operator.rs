@@ -398,3 +398,70 @@ fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
         "nothing written (the lock was taken and released)"
     );
 }
+
+/// `v1_crd_projectcalico_org.yaml` of v3.32: the projectcalico.org CRDs (one stands for all).
+const PROJECTCALICO_CRDS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: tiers.crd.projectcalico.org
+spec:
+  group: crd.projectcalico.org
+  names:
+    kind: Tier
+    listKind: TierList
+    plural: tiers
+    singular: tier
+  scope: Cluster
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+
+/// A new target line: v3.31 → v3.32 applies the CRDs of v3.32 from their new file before the
+/// operator, gates on AdminNetworkPolicies first, and says what happens to policy keys after.
+#[test]
+fn operator_from_v3_31_to_v3_32_dry_run() {
+    let kube = operator_cluster();
+    set_kube_version(&kube, "v3.31.7");
+    let operator = kubernetes_operator(&kube);
+    mirror(
+        &operator,
+        "v3.32.1",
+        "v1_crd_projectcalico_org.yaml",
+        PROJECTCALICO_CRDS,
+    );
+    let mirror = mirror(
+        &operator,
+        "v3.32.1",
+        "tigera-operator.yaml",
+        &operator_manifest("quay.io/tigera/operator:v1.40.0"),
+    );
+    let (plan_file, plan) = plan(&operator, "v3.32", &[]);
+    assert_eq!(plan["to"], "v3.32.1");
+    let ids = step_ids(&plan);
+    let position = |id: &str| ids.iter().position(|known| known == id).unwrap();
+    assert!(
+        position("admin-network-policies/confirm-no-admin-network-policies")
+            < position("operator-crds/apply-crds")
+    );
+    assert!(
+        position("operator-crds/apply-crds") < position("operator-upgrade/apply-operator-manifest")
+    );
+    assert!(
+        position("operator-upgrade/wait-node-agents")
+            < position("policy-names-v3/confirm-policy-names-moved")
+    );
+    dry_run_snapshot(
+        &operator,
+        None,
+        Some(&kube),
+        &plan_file,
+        &mirror,
+        "operator_v3_31_to_v3_32_dry_run",
+    );
+}

@@ -2,11 +2,16 @@
 //!
 //! Keys are `/calico/resources/v3/projectcalico.org/<plural>[/<namespace>]/<name>` and values are the JSON
 //! of the whole resource without `resourceVersion`; on read, `resourceVersion` is the key's mod revision
-//! (`reference/calicoctl.md` §3.1–3.3). Policies are stored under their tiered name (`default.<name>`) with
-//! the name the user gave kept in the `projectcalico.org/metadata` annotation, as upstream v3.29 does
-//! (§3.5), so data written by either tool reads back in the other.
+//! (`reference/calicoctl.md` §3.1–3.3).
+//!
+//! Policies in the default tier ((Staged)(Global)NetworkPolicy) have had three layouts
+//! ([`PolicyLayout`]): the name itself up to v3.28; `default.<name>` with the name the user gave in
+//! the `projectcalico.org/metadata` annotation from v3.29 to v3.31 (§3.5); the name itself again,
+//! still with the annotation, from v3.32 (upstream's kube-controllers then moves the older keys).
+//! Reading accepts every layout; which one a write uses is the cluster's (`etcd/policy_keys.rs`).
 
 use crate::datastore::StoreError;
+use crate::release::Release;
 use crate::resource::{API_VERSION, Kind, Resource, ResourceKey};
 
 /// Every key netctl reads or writes lives under this prefix.
@@ -19,32 +24,91 @@ const METADATA_ANNOTATION: &str = "projectcalico.org/metadata";
 const UNTIERED_PREFIXES: [&str; 3] = ["knp.default.", "kanp.adminnetworkpolicy.", "ossg."];
 
 fn is_policy(kind: Kind) -> bool {
-    matches!(kind, Kind::NetworkPolicy | Kind::GlobalNetworkPolicy)
+    kind.is_tiered_policy()
 }
 
-/// The name a policy is stored under: `default.<name>` for a default-tier name without a tier prefix.
-pub fn stored_name(kind: Kind, name: &str) -> String {
-    if is_policy(kind)
+/// How a release stores policies of the default tier in etcd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyLayout {
+    /// Up to v3.28: the key and `metadata.name` are the name; no annotation.
+    Untiered,
+    /// v3.29 to v3.31: the key and `metadata.name` are `default.<name>`; the name is in the
+    /// `projectcalico.org/metadata` annotation. Also what netctl writes when the cluster's release
+    /// is not known: every release from v3.29.4 reads it, and v3.32 moves it.
+    Tiered,
+    /// From v3.32: the key and `metadata.name` are the name, with the annotation.
+    Named,
+}
+
+impl PolicyLayout {
+    /// The layout of a release; `None` (not known) is [`PolicyLayout::Tiered`].
+    pub fn of(release: Option<&Release>) -> PolicyLayout {
+        match release.map(Release::code_line) {
+            None => PolicyLayout::Tiered,
+            Some(release) if release < Release::new(3, 29, 0) => PolicyLayout::Untiered,
+            Some(release) if release < Release::new(3, 32, 0) => PolicyLayout::Tiered,
+            Some(_) => PolicyLayout::Named,
+        }
+    }
+}
+
+/// Whether a policy name is one upstream ties to the default tier: no dot, no untiered prefix.
+fn is_default_tier_name(kind: Kind, name: &str) -> bool {
+    is_policy(kind)
         && !name.contains('.')
         && !UNTIERED_PREFIXES
             .iter()
             .any(|prefix| name.starts_with(prefix))
-    {
+}
+
+/// The name a policy is stored under in the v3.29–v3.31 layout: `default.<name>` for a
+/// default-tier name without a tier prefix.
+pub fn stored_name(kind: Kind, name: &str) -> String {
+    stored_name_in(kind, name, PolicyLayout::Tiered)
+}
+
+/// The name a resource is stored under in `layout`.
+pub fn stored_name_in(kind: Kind, name: &str, layout: PolicyLayout) -> String {
+    if layout == PolicyLayout::Tiered && is_default_tier_name(kind, name) {
         format!("default.{name}")
     } else {
         name.to_string()
     }
 }
 
-/// The etcd key of one resource.
-pub fn key_path(key: &ResourceKey) -> String {
-    let name = stored_name(key.kind, &key.name);
+/// Whether a resource may be stored under either of two keys (a default-tier policy name): then
+/// reads look in both and writes keep only one.
+pub fn has_two_layouts(key: &ResourceKey) -> bool {
+    is_default_tier_name(key.kind, &key.name)
+}
+
+/// The keys a resource may be stored under, the one `layout` writes first: for a default-tier
+/// policy name both `default.<name>` and `<name>`, else the one key.
+pub fn key_paths(key: &ResourceKey, layout: PolicyLayout) -> Vec<String> {
+    let path = |name: &str| path_of(key, name);
+    if !has_two_layouts(key) {
+        return vec![path(&key.name)];
+    }
+    let tiered = path(&format!("default.{}", key.name));
+    let plain = path(&key.name);
+    match layout {
+        PolicyLayout::Tiered => vec![tiered, plain],
+        PolicyLayout::Untiered | PolicyLayout::Named => vec![plain, tiered],
+    }
+}
+
+fn path_of(key: &ResourceKey, name: &str) -> String {
     match (&key.namespace, key.kind.is_namespaced()) {
         (Some(namespace), true) => {
             format!("{RESOURCE_ROOT}{}/{namespace}/{name}", key.kind.plural())
         }
         _ => format!("{RESOURCE_ROOT}{}/{name}", key.kind.plural()),
     }
+}
+
+/// The etcd key of one resource in the v3.29–v3.31 layout.
+pub fn key_path(key: &ResourceKey) -> String {
+    path_of(key, &stored_name(key.kind, &key.name))
 }
 
 /// The key prefix of a list: one kind, optionally one namespace.
@@ -87,16 +151,21 @@ pub fn key_matches_kind(kind: Kind, key: &str) -> bool {
     }
 }
 
-/// Serializes a resource for storage: apiVersion and kind set, resourceVersion cleared, policy names
-/// tiered with the original kept in the metadata annotation.
+/// Serializes a resource for storage in the v3.29–v3.31 layout.
 pub fn encode(resource: &Resource) -> Vec<u8> {
+    encode_in(resource, PolicyLayout::Tiered)
+}
+
+/// Serializes a resource for storage: apiVersion and kind set, resourceVersion cleared, policy names
+/// as `layout` stores them, with the original kept in the metadata annotation from v3.29.
+pub fn encode_in(resource: &Resource, layout: PolicyLayout) -> Vec<u8> {
     let mut stored = resource.clone();
     stored.api_version = API_VERSION.to_string();
     stored.metadata.resource_version = None;
     stored.metadata.other.remove("selfLink");
-    if is_policy(stored.kind) {
+    if is_policy(stored.kind) && layout != PolicyLayout::Untiered {
         let original = stored.metadata.name.clone();
-        stored.metadata.name = stored_name(stored.kind, &original);
+        stored.metadata.name = stored_name_in(stored.kind, &original, layout);
         stored.metadata.annotations.insert(
             METADATA_ANNOTATION.to_string(),
             serde_json::json!({ "name": original }).to_string(),
@@ -593,6 +662,52 @@ mod tests {
     fn a_summary_refuses_what_a_whole_read_refuses() {
         assert!(decode_summary(Kind::Node, "k", b"{\"kind\": \"Node\"", 1, &[], false).is_err());
         assert!(decode_summary(Kind::Node, "k", b"{}", 1, &[], false).is_err());
+    }
+
+    #[test]
+    fn each_release_line_has_its_policy_layout() {
+        let layout = |text: &str| PolicyLayout::of(Some(&text.parse().unwrap()));
+        assert_eq!(layout("v3.28.5"), PolicyLayout::Untiered);
+        assert_eq!(layout("v3.29.0"), PolicyLayout::Tiered);
+        assert_eq!(layout("v3.31.7"), PolicyLayout::Tiered);
+        assert_eq!(layout("v3.32.0-0.dev"), PolicyLayout::Named);
+        assert_eq!(PolicyLayout::of(None), PolicyLayout::Tiered);
+        let key = ResourceKey::new(Kind::GlobalNetworkPolicy, None, "allow-dns");
+        let root = "/calico/resources/v3/projectcalico.org/globalnetworkpolicies/";
+        assert_eq!(
+            key_paths(&key, PolicyLayout::Named),
+            [
+                format!("{root}allow-dns"),
+                format!("{root}default.allow-dns")
+            ]
+        );
+        assert_eq!(
+            key_paths(&key, PolicyLayout::Tiered),
+            [
+                format!("{root}default.allow-dns"),
+                format!("{root}allow-dns")
+            ]
+        );
+        let tiered = ResourceKey::new(Kind::GlobalNetworkPolicy, None, "security.block");
+        assert_eq!(key_paths(&tiered, PolicyLayout::Named).len(), 1);
+        let staged = ResourceKey::new(Kind::StagedNetworkPolicy, Some("ns".into()), "p");
+        assert!(has_two_layouts(&staged));
+    }
+
+    #[test]
+    fn a_v3_32_value_keeps_the_name_and_the_annotation() {
+        let policy = Resource::new(Kind::GlobalNetworkPolicy, "allow-dns");
+        let stored: serde_json::Value =
+            serde_json::from_slice(&encode_in(&policy, PolicyLayout::Named)).unwrap();
+        assert_eq!(stored["metadata"]["name"], "allow-dns");
+        assert_eq!(
+            stored["metadata"]["annotations"][METADATA_ANNOTATION],
+            r#"{"name":"allow-dns"}"#
+        );
+        let old: serde_json::Value =
+            serde_json::from_slice(&encode_in(&policy, PolicyLayout::Untiered)).unwrap();
+        assert_eq!(old["metadata"]["name"], "allow-dns");
+        assert!(old["metadata"].get("annotations").is_none());
     }
 
     #[test]

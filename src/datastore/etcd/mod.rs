@@ -17,6 +17,7 @@ mod conversion;
 pub mod coordination;
 mod endpoints;
 mod errors;
+mod policy_keys;
 pub mod srv;
 
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use etcd_client::{
     TxnResponse, WatchOptions,
 };
 
-pub use conversion::{RESOURCE_ROOT, key_path, list_prefix, stored_name};
+pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
 pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::{
@@ -287,10 +288,29 @@ impl Datastore for EtcdStore {
     }
 
     async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
+        // A default-tier policy may be under either of two keys (`policy_keys.rs`).
+        if keys.iter().any(conversion::has_two_layouts) {
+            let mut found = Vec::with_capacity(keys.len());
+            for key in keys {
+                found.push(match self.get(key).await {
+                    Ok(resource) => Some(resource),
+                    Err(StoreError::NotFound(_)) => None,
+                    Err(error) => return Err(error),
+                });
+            }
+            return Ok(found);
+        }
         self.read_keys(keys).await
     }
 
     async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
+        // Policies are written in the cluster's layout and moved off the other key one at a time.
+        if writes
+            .iter()
+            .any(|write| conversion::has_two_layouts(&write.key()))
+        {
+            return crate::datastore::batch::write_one_by_one(self, writes).await;
+        }
         self.write_transaction(writes).await
     }
 
@@ -310,6 +330,9 @@ impl Datastore for EtcdStore {
     }
 
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
+        if conversion::has_two_layouts(key) {
+            return self.get_policy(key).await;
+        }
         let path = key_path(key);
         let response = self
             .request("get", |mut connection| {
@@ -407,6 +430,9 @@ impl Datastore for EtcdStore {
     /// exists, the value it was created with tells whose create it was: ours carries a fresh uid.
     async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
+        if conversion::has_two_layouts(&key) {
+            return self.create_policy(resource).await;
+        }
         let path = key_path(&key);
         let mut stored = resource.clone();
         if stored.metadata.uid.is_none() {
@@ -449,6 +475,9 @@ impl Datastore for EtcdStore {
     /// the revision moved on, etcd's history tells whether the next version was ours.
     async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
+        if conversion::has_two_layouts(&key) {
+            return self.update_policy(resource).await;
+        }
         let path = key_path(&key);
         let expected = resource
             .metadata
@@ -498,6 +527,9 @@ impl Datastore for EtcdStore {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError> {
+        if conversion::has_two_layouts(key) {
+            return self.delete_policy(key, resource_version).await;
+        }
         let path = key_path(key);
         let expected = resource_version.map(parse_revision).transpose()?;
         let compare = match expected {

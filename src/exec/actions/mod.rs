@@ -29,7 +29,9 @@ use std::path::PathBuf;
 
 use crate::datastore::Datastore;
 use crate::plan::action::PatchType;
+use crate::plan::release::api_release;
 use crate::plan::{Action, Facts};
+use crate::release::ApiRelease;
 
 pub use super::RunMode;
 pub use resource::{ExistingPolicy, WriteSemantics};
@@ -126,6 +128,9 @@ pub struct ActionContext<'a> {
     /// `kube.restart`, so a restart done before an interruption is not repeated. `None` outside an
     /// upgrade run (a dry-run), where the time now stands in.
     pub run_started_at: Option<String>,
+    /// The release resource documents are validated for when the command chose one (`--release`);
+    /// otherwise the cluster's (ClusterInformation), read by the action.
+    pub release: Option<&'a ApiRelease>,
     /// Ctrl-C and SIGTERM as the resource writes see them (one-step commands): they stop between
     /// two batches and undo. `None`: the run handles signals itself.
     pub interrupt: Option<crate::exec::interrupt::Interrupt>,
@@ -164,24 +169,34 @@ pub async fn perform(
         Action::ResourceList(list) => resource::list(store()?, list).await?,
         Action::ResourceCreate(documents) => {
             let command = DocumentWrite::Create(context.semantics.create_existing);
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
+            let release = api_release(store()?, context.release).await;
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
         Action::ResourceApply(documents) => {
             let command = DocumentWrite::Apply;
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
+            let release = api_release(store()?, context.release).await;
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
         Action::ResourceReplace(documents) => {
             let command = DocumentWrite::Replace;
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt).await?
+            let release = api_release(store()?, context.release).await;
+            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
+                .await?
         }
         Action::ResourceDelete(deletion) => {
             let semantics = context.semantics;
             resource_delete::delete(store()?, deletion, semantics, mode, interrupt).await?
         }
         Action::ResourceLabel(label) => {
-            resource_edit::label_with(store()?, label, context.semantics, mode).await?
+            let release = api_release(store()?, context.release).await;
+            resource_edit::label_with(store()?, label, context.semantics, mode, &release).await?
         }
-        Action::ResourcePatch(patch) => resource_edit::patch(store()?, patch, mode).await?,
+        Action::ResourcePatch(patch) => {
+            let release = api_release(store()?, context.release).await;
+            resource_edit::patch(store()?, patch, mode, &release).await?
+        }
         Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,

@@ -25,6 +25,7 @@ use std::time::Duration;
 use crate::datastore::{Datastore, ListOptions, StoreError};
 use crate::exec::interrupt::StopSignal;
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
+use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::resource_write::BatchName;
@@ -65,24 +66,30 @@ pub struct InvalidDocument {
 
 /// The one gate every document passes before it is written (create, apply, replace, label, patch):
 /// a namespaced kind without a namespace goes to `default` (as upstream), then the full client-side
-/// validation and defaulting of `resource::validate_and_default` runs. Every error of the document is
-/// reported at once, one field per line.
-pub fn prepare_for_write(resource: &mut Resource) -> Result<(), InvalidDocument> {
+/// validation and defaulting of `resource::validate_and_default_for` runs, for the release the
+/// command follows (the cluster's; `--release`). Every error of the document is reported at once,
+/// one field per line.
+pub fn prepare_for_write(
+    resource: &mut Resource,
+    release: &ApiRelease,
+) -> Result<(), InvalidDocument> {
     if resource.kind.is_namespaced() && resource.metadata.namespace.is_none() {
         resource.metadata.namespace = Some("default".to_string());
     }
-    crate::resource::validate_and_default(resource).map_err(|invalid| InvalidDocument {
-        key: resource.key().to_string(),
-        reason: format!(
-            "{} problem(s):\n  {}",
-            invalid.errors.len(),
-            invalid
-                .errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        ),
+    crate::resource::validate_and_default_for(resource, release).map_err(|invalid| {
+        InvalidDocument {
+            key: resource.key().to_string(),
+            reason: format!(
+                "{} problem(s):\n  {}",
+                invalid.errors.len(),
+                invalid
+                    .errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ),
+        }
     })
 }
 
@@ -101,12 +108,13 @@ pub fn writable(key: &ResourceKey) -> Result<(), ResourceActionError> {
 /// resource (one batch cannot write a key twice, and the second would silently win).
 pub(super) fn prepare_all(
     documents: &ResourceDocuments,
+    release: &ApiRelease,
 ) -> Result<Vec<Resource>, ResourceActionError> {
     let mut prepared = Vec::with_capacity(documents.documents.len());
     let mut seen = std::collections::HashMap::with_capacity(documents.documents.len());
     for (index, document) in documents.documents.iter().enumerate() {
         let mut resource = document.clone();
-        prepare_for_write(&mut resource)?;
+        prepare_for_write(&mut resource, release)?;
         let key = resource.key();
         writable(&key)?;
         if let Some(first) = seen.insert(key.clone(), index) {
@@ -616,9 +624,14 @@ mod tests {
     #[tokio::test]
     async fn a_conflicting_update_is_retried_after_reading_again() {
         let store = RacingStore::new(2);
-        label(&store, &label_request(), RunMode::Execute)
-            .await
-            .unwrap();
+        label(
+            &store,
+            &label_request(),
+            RunMode::Execute,
+            &ApiRelease::newest(),
+        )
+        .await
+        .unwrap();
         assert_eq!(*store.updates.lock().unwrap(), 3);
         let stored = store.resource.lock().unwrap().clone();
         assert_eq!(stored.metadata.labels["upgrade"], "yes");
@@ -636,6 +649,7 @@ mod tests {
             super::super::resource_apply::DocumentWrite::Apply,
             RunMode::Execute,
             None,
+            &ApiRelease::newest(),
         )
         .await
         .unwrap();
@@ -645,9 +659,14 @@ mod tests {
     #[tokio::test]
     async fn a_resource_that_keeps_changing_is_given_up_on() {
         let store = RacingStore::new(u32::MAX);
-        let error = label(&store, &label_request(), RunMode::Execute)
-            .await
-            .unwrap_err();
+        let error = label(
+            &store,
+            &label_request(),
+            RunMode::Execute,
+            &ApiRelease::newest(),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(error, ResourceActionError::GaveUp { .. }));
         assert_eq!(*store.updates.lock().unwrap(), CONFLICT_ATTEMPTS);
         assert_eq!(
@@ -690,7 +709,9 @@ mod tests {
         request.key = String::new();
         request.value = None;
         request.labels = Some([("a".to_string(), "1".to_string())].into());
-        label(&store, &request, RunMode::Execute).await.unwrap();
+        label(&store, &request, RunMode::Execute, &ApiRelease::newest())
+            .await
+            .unwrap();
         request.labels = Some(
             [
                 ("b".to_string(), "2".to_string()),
@@ -698,7 +719,9 @@ mod tests {
             ]
             .into(),
         );
-        let error = label(&store, &request, RunMode::Execute).await.unwrap_err();
+        let error = label(&store, &request, RunMode::Execute, &ApiRelease::newest())
+            .await
+            .unwrap_err();
         assert_eq!(
             error.to_string(),
             "hostendpoint h1 already has label `a` = `1`; not changing it to `other`"
@@ -729,7 +752,7 @@ mod tests {
     #[test]
     fn writes_are_validated_and_defaulted_with_every_problem_reported() {
         let mut resource = Resource::new(Kind::NetworkPolicy, "p");
-        prepare_for_write(&mut resource).unwrap();
+        prepare_for_write(&mut resource, &ApiRelease::newest()).unwrap();
         assert_eq!(resource.metadata.namespace.as_deref(), Some("default"));
         assert_eq!(
             resource.spec["types"],
@@ -737,11 +760,13 @@ mod tests {
             "types are defaulted"
         );
         let mut nameless = Resource::new(Kind::HostEndpoint, "");
-        assert!(prepare_for_write(&mut nameless).is_err());
+        assert!(prepare_for_write(&mut nameless, &ApiRelease::newest()).is_err());
         let mut foreign = Resource::new(Kind::HostEndpoint, "h");
         foreign.api_version = "v1".into();
         assert_eq!(
-            prepare_for_write(&mut foreign).unwrap_err().to_string(),
+            prepare_for_write(&mut foreign, &ApiRelease::newest())
+                .unwrap_err()
+                .to_string(),
             "invalid HostEndpoint(h): 3 problem(s):\n  apiVersion = 'v1': must be `projectcalico.org/v3`\n  spec.node: no node has been specified\n  spec: no interface or expected IPs have been specified (set `interfaceName`, `expectedIPs` or both)"
         );
     }

@@ -16,6 +16,7 @@
 use crate::datastore::{Datastore, StoreError, Write};
 use crate::exec::interrupt::Interrupt;
 use crate::plan::action::ResourceDocuments;
+use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
@@ -71,8 +72,9 @@ pub async fn write_documents(
     command: DocumentWrite,
     mode: RunMode,
     interrupt: Option<&Interrupt>,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
-    let prepared = prepare_all(documents)?;
+    let prepared = prepare_all(documents, release)?;
     store_rules::check_writes(store, &prepared).await?;
     let decided = decide_all(store, &prepared, command).await?;
     initialize(store, mode).await;
@@ -102,7 +104,7 @@ pub async fn write_documents(
             output: None,
         }),
         Err(stop) => {
-            let written = |index: usize| written_document(documents, index);
+            let written = |index: usize| written_document(documents, index, release);
             Err(undo(store, interrupt, writer.ledger, stop, &written).await)
         }
     }
@@ -290,9 +292,13 @@ fn summary(command: DocumentWrite, tally: &Tally, mode: RunMode) -> String {
 
 /// The document a create of document `index` wrote, for a recovery file (as prepared again: the
 /// command's own copy was consumed by the write).
-fn written_document(documents: &ResourceDocuments, index: usize) -> Option<Resource> {
+fn written_document(
+    documents: &ResourceDocuments,
+    index: usize,
+    release: &ApiRelease,
+) -> Option<Resource> {
     let mut resource = documents.documents.get(index)?.clone();
-    prepare_for_write(&mut resource).ok()?;
+    prepare_for_write(&mut resource, release).ok()?;
     metadata_for_create(&mut resource);
     Some(resource)
 }

@@ -8,6 +8,7 @@
 
 use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::{PatchType, ResourceLabel, ResourcePatch};
+use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
@@ -22,6 +23,7 @@ async fn read_modify_write(
     store: &dyn Datastore,
     key: &ResourceKey,
     mode: RunMode,
+    release: &ApiRelease,
     mut change: impl FnMut(&mut Resource) -> Result<Option<String>, ResourceActionError>,
 ) -> Result<(Resource, Option<String>), ResourceActionError> {
     writable(key)?;
@@ -29,7 +31,7 @@ async fn read_modify_write(
     loop {
         let mut resource = store.get(key).await.map_err(store_error("read", key))?;
         let note = change(&mut resource)?;
-        prepare_for_write(&mut resource)?;
+        prepare_for_write(&mut resource, release)?;
         store_rules::check_writes(store, std::slice::from_ref(&resource)).await?;
         if mode == RunMode::DryRun {
             return Ok((resource, note));
@@ -56,8 +58,9 @@ pub async fn label(
     store: &dyn Datastore,
     request: &ResourceLabel,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
-    label_with(store, request, WriteSemantics::default(), mode).await
+    label_with(store, request, WriteSemantics::default(), mode, release).await
 }
 
 /// Sets or removes a label. Removing a label that is not there fails, unless `semantics` says a
@@ -68,11 +71,12 @@ pub async fn label_with(
     request: &ResourceLabel,
     semantics: WriteSemantics,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
     let kind_text = request.kind.as_str().to_ascii_lowercase();
     if let Some(wanted) = &request.labels {
-        return label_all(store, request, wanted, &key, &kind_text, mode).await;
+        return label_all(store, request, wanted, &key, &kind_text, mode, release).await;
     }
     if request.remove && semantics.delete_missing == ExistingPolicy::Skip {
         let stored = store.get(&key).await.map_err(store_error("read", &key))?;
@@ -89,7 +93,7 @@ pub async fn label_with(
             }));
         }
     }
-    let (resource, message) = read_modify_write(store, &key, mode, |resource| {
+    let (resource, message) = read_modify_write(store, &key, mode, release, |resource| {
         let labels = &mut resource.metadata.labels;
         let existing = labels.get(&request.key).cloned();
         let message = if request.remove {
@@ -159,9 +163,10 @@ async fn label_all(
     key: &ResourceKey,
     kind_text: &str,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let mut unchanged = false;
-    let (resource, _) = read_modify_write(store, key, mode, |resource| {
+    let (resource, _) = read_modify_write(store, key, mode, release, |resource| {
         let labels = &mut resource.metadata.labels;
         for (label, value) in wanted {
             match labels.get(label) {
@@ -241,9 +246,10 @@ pub async fn patch(
     store: &dyn Datastore,
     request: &ResourcePatch,
     mode: RunMode,
+    release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
-    let (resource, _) = read_modify_write(store, &key, mode, |resource| {
+    let (resource, _) = read_modify_write(store, &key, mode, release, |resource| {
         let failed = |reason: String| ResourceActionError::Patch {
             key: key.clone(),
             patch_type: request.patch_type,

@@ -1,10 +1,10 @@
-//! Specs of HostEndpoint and WorkloadEndpoint (upstream v3.29 `HostEndpointSpec`,
-//! `WorkloadEndpointSpec`).
+//! Specs of HostEndpoint and WorkloadEndpoint (upstream `HostEndpointSpec`, `WorkloadEndpointSpec`
+//! through v3.32; the workload's QoS controls from v3.30).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::numorstring::Protocol;
+use super::numorstring::{NumberOrString, Protocol};
 
 /// An interface (or a set of expected addresses) of a host that policy applies to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -82,6 +82,53 @@ pub struct WorkloadEndpointSpec {
     pub ports: Vec<WorkloadEndpointPort>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_spoofed_source_prefixes: Vec<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_controls: Option<QosControls>,
+}
+
+/// Bandwidth, packet-rate and connection limits of a workload (upstream `QoSControls`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QosControls {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_bandwidth: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_burst: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_peakrate: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_minburst: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_bandwidth: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_burst: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_peakrate: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_minburst: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_packet_rate: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_packet_burst: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_packet_rate: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_packet_burst: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_max_connections: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_max_connections: Option<i64>,
+    /// A DSCP value: a number from 0 to 63 or a name such as `AF11` or `EF`.
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<NumberOrString>,
 }
 
 /// A one-to-one NAT mapping of a workload address.

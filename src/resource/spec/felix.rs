@@ -1,17 +1,18 @@
-//! The spec of FelixConfiguration (upstream v3.29 `FelixConfigurationSpec`): the dataplane agent's
-//! settings, cluster-wide (`default`) or per node (`node.<name>`).
+//! The spec of FelixConfiguration (upstream `FelixConfigurationSpec` through v3.32): the dataplane
+//! agent's settings, cluster-wide (`default`) or per node (`node.<name>`).
 //!
-//! Every field of upstream v3.29's spec is typed here, so that an unknown field is an error (a
-//! misspelt setting would otherwise be silently ignored by the agent).
-//! The field list is upstream v3.29's. Durations are kept as written (Go duration syntax) and checked
-//! in `validate.rs`.
+//! Every field of upstream's spec in any line v3.27 … v3.32 is typed here, so that an unknown field
+//! is an error (a misspelt setting would otherwise be silently ignored by the agent); each field added
+//! after v3.27.0 or removed since carries the releases that have it (`x-netctl-since`,
+//! `x-netctl-until`, `x-netctl-gaps`; see `resource::availability`), read from upstream's tags.
+//! Durations are kept as written (Go duration syntax) and checked in `validate.rs`.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::numorstring::Port;
+use super::numorstring::{NumberOrString, Port};
 
 /// Dataplane agent settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -38,9 +39,10 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_post_write_check_interval: Option<String>,
+    #[schemars(extend("x-netctl-until" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_lock_file_path: Option<String>,
-    #[schemars(extend("format" = "duration"))]
+    #[schemars(extend("format" = "duration", "x-netctl-until" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_lock_timeout: Option<String>,
     #[schemars(extend("format" = "duration"))]
@@ -93,10 +95,13 @@ pub struct FelixConfigurationSpec {
     pub log_prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file_path: Option<String>,
+    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_file: Option<String>,
+    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_screen: Option<String>,
+    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_sys: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +151,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_reporting_delay: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.28.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_status_path_prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,11 +194,13 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_simulate_dataplane_hang_after: Option<String>,
-    #[schemars(extend("format" = "duration"))]
+    #[schemars(extend("format" = "duration", "x-netctl-since" = "v3.28.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_simulate_dataplane_apply_delay: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.28.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_host: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.28.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_port: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,17 +233,22 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub external_nodes_cidr_list: Vec<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mode: Option<String>,
-    #[schemars(extend("format" = "duration"))]
+    #[schemars(extend("format" = "duration", "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_refresh_interval: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_filter_allow_action: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mangle_allow_action: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_filter_deny_action: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mark_mask: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,6 +294,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_kube_proxy_min_sync_period: Option<String>,
+    #[schemars(extend("x-netctl-until" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_kube_proxy_endpoint_slices_enabled: Option<bool>,
     #[serde(
@@ -337,12 +351,14 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub bpf_disable_gro_for_ifaces: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.27.1"))]
     #[serde(
         default,
         rename = "bpfExcludeCIDRsFromNAT",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub bpf_exclude_cidrs_from_nat: Vec<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0", "x-netctl-values" = {"L2Only": {"until": "v3.32.0"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_redirect_to_peer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,6 +406,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard_keep_alive: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.28.3", "x-netctl-gaps" = [["v3.29.0", "v3.29.1"]]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard_threading_enabled: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -410,26 +427,208 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub iptables_nat_outgoing_interface_filter: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_forwarding: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_sync_path_prefix: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(
         default,
         rename = "goGCThreshold",
         skip_serializing_if = "Option::is_none"
     )]
     pub go_gc_threshold: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(
         default,
         rename = "goMemoryLimitMB",
         skip_serializing_if = "Option::is_none"
     )]
     pub go_memory_limit_mb: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub go_max_procs: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows_manage_firewall_rules: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_conntrack_mode: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_conntrack_log_level: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_conntrack_timeouts: Option<BpfConntrackTimeouts>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(
+        default,
+        rename = "bpfExportBufferSizeMB",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_export_buffer_size_mb: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_conntrack_cleanup_queue: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_conntrack_scaling: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_map_size_per_cpu_conntrack: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_profiling: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_logs_collector_debug_trace: Option<bool>,
+    #[schemars(extend("format" = "duration", "x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_logs_flush_interval: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_logs_goldmane_server: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_logs_policy_evaluation_mode: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.1"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_logs_local_reporter: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.4"))]
+    #[serde(
+        default,
+        rename = "cgroupV2Path",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cgroup_v2_path: Option<String>,
+    /// The misspelt first name of `bpfKubeProxyHealthzPort`, in v3.30.4 only.
+    #[schemars(extend("x-netctl-since" = "v3.30.4", "x-netctl-until" = "v3.30.5"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_kube_proxy_healtz_port: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.30.5"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_kube_proxy_healthz_port: Option<i64>,
+    /// `N/second|minute|hour|day`, N from 1 to 9999 (v3.31.0 to v3.31.3 lack it).
+    #[schemars(extend("x-netctl-since" = "v3.30.6", "x-netctl-gaps" = [["v3.31.0", "v3.31.4"]]))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_action_rate_limit: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.30.6", "x-netctl-gaps" = [["v3.31.0", "v3.31.4"]]))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_action_rate_limit_burst: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_attach_type: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(
+        default,
+        rename = "bpfJITHardening",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bpf_jit_hardening: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nat_outgoing_exclusions: Option<String>,
+    /// `Enabled` or `Disabled` (the default): whether Felix programs the routes of `vxlanMode:
+    /// Never` pools.
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_cluster_routes: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(
+        default,
+        rename = "requireMTUFile",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub require_mtu_file: Option<bool>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_maglev_max_endpoints_per_service: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_maglev_max_services: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4_normal_route_priority: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4_elevated_route_priority: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6_normal_route_priority: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6_elevated_route_priority: Option<i64>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub istio_ambient_mode: Option<String>,
+    /// A DSCP value: a number from 0 to 63 or a name such as `AF11` or `EF`.
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(
+        default,
+        rename = "istioDSCPMark",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub istio_dscp_mark: Option<NumberOrString>,
+    #[schemars(extend("format" = "duration", "x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_migration_route_convergence_time: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(
+        default,
+        rename = "prometheusMetricsCAFile",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prometheus_metrics_ca_file: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_cert_file: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_key_file: Option<String>,
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_metrics_client_auth: Option<String>,
+}
+
+/// Conntrack timeouts of the BPF dataplane: a duration (`30s`, `1m30s`) or `Auto`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BpfConntrackTimeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_grace_period: Option<String>,
+    #[serde(
+        default,
+        rename = "tcpSynSent",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tcp_syn_sent: Option<String>,
+    #[serde(
+        default,
+        rename = "tcpEstablished",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tcp_established: Option<String>,
+    #[serde(
+        default,
+        rename = "tcpFinsSeen",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tcp_fins_seen: Option<String>,
+    #[serde(
+        default,
+        rename = "tcpResetSeen",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tcp_reset_seen: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic_timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icmp_timeout: Option<String>,
 }
 
 /// A protocol and port (optionally limited to a network) that is always allowed on host endpoints.

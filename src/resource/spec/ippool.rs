@@ -1,7 +1,8 @@
-//! Specs of IPPool and IPReservation (upstream v3.29 `IPPoolSpec`, `IPReservationSpec`).
+//! Specs of IPPool and IPReservation (upstream `IPPoolSpec`, `IPReservationSpec` through v3.32).
 //!
 //! The v1-era fields `ipip` and `nat-outgoing` are accepted by the decoder only so that validation can
-//! say they must not be used, as upstream does.
+//! say they must not be used, as upstream does up to v3.31; v3.32 removed them
+//! (`x-netctl-until`, see `resource::availability`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,13 +35,25 @@ pub struct IpPoolSpec {
     /// Defaults to `all()`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<String>,
-    /// `Workload` and/or `Tunnel`; defaults to both.
+    /// `Workload` and/or `Tunnel` (defaults to both), or `LoadBalancer` alone (from v3.30).
+    #[schemars(extend("x-netctl-values" = {"LoadBalancer": {"since": "v3.30.0"}}))]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_uses: Vec<String>,
+    /// Which namespaces' workloads may take addresses from this pool.
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<String>,
+    /// `Automatic` (the default from v3.30) or `Manual`: whether IPAM hands out addresses from this
+    /// pool without being asked for it by name.
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignment_mode: Option<String>,
     /// The v1 IPIP setting; must not be set.
+    #[schemars(extend("x-netctl-until" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipip: Option<serde_json::Value>,
     /// The v1 NAT setting; must not be true.
+    #[schemars(extend("x-netctl-until" = "v3.32.0"))]
     #[serde(
         default,
         rename = "nat-outgoing",

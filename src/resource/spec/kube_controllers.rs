@@ -1,6 +1,9 @@
-//! The spec of KubeControllersConfiguration (upstream v3.29 `KubeControllersConfigurationSpec`).
+//! The spec of KubeControllersConfiguration (upstream `KubeControllersConfigurationSpec` through
+//! v3.32; fields added after v3.27.0 carry `x-netctl-since`).
 //! Only the resource named `default` exists; defaulting of the metrics port and the node controller's
 //! leak grace period is in `validate.rs`.
+
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -9,6 +12,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KubeControllersConfigurationSpec {
+    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_screen: Option<String>,
     /// `Enabled` or `Disabled`.
@@ -44,6 +48,31 @@ pub struct ControllersConfiguration {
     pub service_account: Option<ReconcilerConfiguration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<ReconcilerConfiguration>,
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancer: Option<LoadBalancerControllerConfiguration>,
+    /// v3.32's move of default-tier policies from `default.<name>` keys to `<name>`.
+    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_migration: Option<PolicyMigrationConfiguration>,
+}
+
+/// The load balancer controller (addresses for Services of type LoadBalancer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoadBalancerControllerConfiguration {
+    /// `AllServices` (the controller's default) or `RequestedServicesOnly`.
+    #[serde(default, rename = "assignIPs", skip_serializing_if = "Option::is_none")]
+    pub assign_ips: Option<String>,
+}
+
+/// The policy name migrator of v3.32.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicyMigrationConfiguration {
+    /// `Enabled` (the default) or `Disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<String>,
 }
 
 /// The node controller.
@@ -71,6 +100,38 @@ pub struct AutoHostEndpointConfiguration {
     /// `Enabled` or `Disabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create: Option<String>,
+    /// `Enabled` or `Disabled`: the all-interfaces `<node>-auto-hep` besides the templates'.
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_default_host_endpoint: Option<String>,
+    /// Host endpoints to create per matching node, from its interfaces.
+    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<HostEndpointTemplate>,
+}
+
+/// A template of automatic host endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostEndpointTemplate {
+    /// The name suffix of the endpoints made from this template.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub generate_name: String,
+    /// Interfaces with an address in these CIDRs.
+    #[serde(
+        default,
+        rename = "interfaceCIDRs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub interface_cidrs: Vec<String>,
+    /// Interfaces whose name matches this regular expression.
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<String>,
 }
 
 /// A controller whose only setting is how often it reconciles.

@@ -1,5 +1,6 @@
-//! Typed specs of every kind netctl manages, as upstream v3.29 defines them, and the strict decoding
-//! of a resource's JSON spec into them.
+//! Typed specs of every kind netctl manages, as upstream defines them in the lines v3.27 … v3.32 (one
+//! set of types: each field added or removed after v3.27.0 carries the releases that have it, see
+//! `resource::availability`), and the strict decoding of a resource's JSON spec into them.
 //!
 //! Decoding is strict (unknown fields are errors, as upstream's `UnmarshalStrict`) and reports the
 //! path of the offending field, e.g. `spec.ingress[0].destination.prots`. Values that upstream
@@ -30,7 +31,10 @@ pub use ippool::{IpPoolSpec, IpReservationSpec};
 pub use kube_controllers::KubeControllersConfigurationSpec;
 pub use misc::{ClusterInformationSpec, NetworkSetSpec, ProfileSpec, TierSpec};
 pub use node::NodeSpec;
-pub use policy::{GlobalNetworkPolicySpec, NetworkPolicySpec};
+pub use policy::{
+    GlobalNetworkPolicySpec, NetworkPolicySpec, StagedGlobalNetworkPolicySpec,
+    StagedKubernetesNetworkPolicySpec, StagedNetworkPolicySpec,
+};
 pub use rule::{EntityRule, Rule};
 pub use schema::document_schema;
 
@@ -52,6 +56,9 @@ pub enum TypedSpec {
     NetworkSet(NetworkSetSpec),
     Node(NodeSpec),
     Profile(ProfileSpec),
+    StagedGlobalNetworkPolicy(StagedGlobalNetworkPolicySpec),
+    StagedKubernetesNetworkPolicy(StagedKubernetesNetworkPolicySpec),
+    StagedNetworkPolicy(StagedNetworkPolicySpec),
     Tier(TierSpec),
     WorkloadEndpoint(WorkloadEndpointSpec),
 }
@@ -88,6 +95,13 @@ impl TypedSpec {
             Kind::NetworkSet => TypedSpec::NetworkSet(decode_strict(spec)?),
             Kind::Node => TypedSpec::Node(decode_strict(spec)?),
             Kind::Profile => TypedSpec::Profile(decode_strict(spec)?),
+            Kind::StagedGlobalNetworkPolicy => {
+                TypedSpec::StagedGlobalNetworkPolicy(decode_strict(spec)?)
+            }
+            Kind::StagedKubernetesNetworkPolicy => {
+                TypedSpec::StagedKubernetesNetworkPolicy(decode_strict(spec)?)
+            }
+            Kind::StagedNetworkPolicy => TypedSpec::StagedNetworkPolicy(decode_strict(spec)?),
             Kind::Tier => TypedSpec::Tier(decode_strict(spec)?),
             Kind::WorkloadEndpoint => TypedSpec::WorkloadEndpoint(decode_strict(spec)?),
         })
@@ -112,6 +126,9 @@ impl TypedSpec {
             TypedSpec::NetworkPolicy(spec) => serde_json::to_value(spec),
             TypedSpec::Node(spec) => serde_json::to_value(spec),
             TypedSpec::Profile(spec) => serde_json::to_value(spec),
+            TypedSpec::StagedGlobalNetworkPolicy(spec) => serde_json::to_value(spec),
+            TypedSpec::StagedKubernetesNetworkPolicy(spec) => serde_json::to_value(spec),
+            TypedSpec::StagedNetworkPolicy(spec) => serde_json::to_value(spec),
             TypedSpec::Tier(spec) => serde_json::to_value(spec),
             TypedSpec::WorkloadEndpoint(spec) => serde_json::to_value(spec),
         };

@@ -1,4 +1,4 @@
-//! The spec of Node (upstream v3.29 `NodeSpec`). A Node's `status` is owned by the node agent and is
+//! The spec of Node (upstream `NodeSpec` through v3.32; `interfaces` from v3.31). A Node's `status` is owned by the node agent and is
 //! not part of what netctl validates.
 
 use schemars::JsonSchema;
@@ -42,6 +42,19 @@ pub struct NodeSpec {
     pub wireguard: Option<NodeWireguardSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<NodeAddress>,
+    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<NodeInterface>,
+}
+
+/// One network interface of a node and its addresses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeInterface {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
 }
 
 /// The BGP settings of one node.

@@ -215,6 +215,30 @@ pub fn parse_as_number_text(text: &str) -> Option<u32> {
     }
 }
 
+/// The DSCP names upstream accepts (`api/pkg/lib/numorstring/dscp.go`), matched ignoring case.
+const DSCP_NAMES: [&str; 21] = [
+    "DF", "EF", "AF11", "AF12", "AF13", "AF21", "AF22", "AF23", "AF31", "AF32", "AF33", "AF41",
+    "AF42", "AF43", "CS0", "CS1", "CS2", "CS3", "CS4", "CS5", "CS6",
+];
+
+/// Checks a DSCP value: a number from 0 to 63 or one of the DSCP names (any case).
+pub fn check_dscp(value: &NumberOrString) -> Result<(), String> {
+    match value {
+        NumberOrString::Number(number) if (0..=63).contains(number) => Ok(()),
+        NumberOrString::Number(number) => Err(format!("DSCP value {number} is out of range 0-63")),
+        NumberOrString::Text(name)
+            if DSCP_NAMES
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(name)) =>
+        {
+            Ok(())
+        }
+        NumberOrString::Text(name) => Err(format!(
+            "`{name}` is not a DSCP value (a number 0-63 or a name such as `EF`, `AF11`, `CS1`)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,11 @@
-//! JSON Schemas of whole resource documents, generated from the typed specs.
+//! JSON Schemas of whole resource documents, generated from the typed specs, with the releases that
+//! have each field (`x-netctl-since` and friends, see `resource::availability`).
 //!
-//! The files under `schemas/` (one per kind, `<plural>.schema.json`) are written from these and kept
-//! in sync by the test below; editors and CI linters can use them to check manifests before netctl
-//! sees them. The schemas describe shape only: rules that span fields (and defaulting) live in
-//! `validate.rs`.
+//! The files under `schemas/` are written from these and kept in sync by the test below: the newest
+//! line's in `schemas/<plural>.schema.json`, and each older line's in `schemas/v3.NN/` (as that
+//! line's newest patch has it: fields it lacks left out, kinds it lacks have no file). Editors and
+//! CI linters can use them to check manifests before netctl sees them. The schemas describe shape
+//! only: rules that span fields (and defaulting) live in `validate.rs`.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -30,6 +32,13 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
         Kind::NetworkPolicy => document_schema_for::<NetworkPolicySpec>(kind),
         Kind::Node => document_schema_for::<NodeSpec>(kind),
         Kind::Profile => document_schema_for::<ProfileSpec>(kind),
+        Kind::StagedGlobalNetworkPolicy => {
+            document_schema_for::<StagedGlobalNetworkPolicySpec>(kind)
+        }
+        Kind::StagedKubernetesNetworkPolicy => {
+            document_schema_for::<StagedKubernetesNetworkPolicySpec>(kind)
+        }
+        Kind::StagedNetworkPolicy => document_schema_for::<StagedNetworkPolicySpec>(kind),
         Kind::Tier => document_schema_for::<TierSpec>(kind),
         Kind::WorkloadEndpoint => document_schema_for::<WorkloadEndpointSpec>(kind),
     }
@@ -83,7 +92,7 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
     if !kind.is_namespaced() {
         metadata["not"] = serde_json::json!({ "required": ["namespace"] });
     }
-    serde_json::json!({
+    let mut document = serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": kind.as_str(),
         "description": format!("A `{}` resource of `{}`.", kind.as_str(), crate::resource::API_VERSION),
@@ -98,7 +107,37 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
         "required": ["apiVersion", "kind", "metadata"],
         "additionalProperties": false,
         "$defs": definitions
-    })
+    });
+    if let Some(since) = kind.since() {
+        document["x-netctl-since"] = serde_json::json!(since.to_string());
+    }
+    document
+}
+
+/// The schema files of every line: `(path under schemas/, content)`. The newest line's are at the
+/// top, each older line's under `v3.NN/`.
+pub fn schema_files() -> Vec<(String, String)> {
+    let newest = crate::release::newest_known();
+    let mut files = Vec::new();
+    for line in crate::release::known_lines() {
+        let directory = if line == newest {
+            String::new()
+        } else {
+            format!("{}/", line.line())
+        };
+        for kind in Kind::ALL {
+            if kind.since().is_some_and(|since| since > line) {
+                continue;
+            }
+            let schema =
+                crate::resource::availability::schema_for_release(&document_schema(kind), &line);
+            files.push((
+                format!("{directory}{}.schema.json", kind.plural()),
+                serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n",
+            ));
+        }
+    }
+    files
 }
 
 #[cfg(test)]
@@ -107,8 +146,9 @@ mod tests {
 
     use super::*;
 
-    /// Fails when the checked-in `schemas/*.schema.json` drift from the typed specs. After changing a
-    /// spec, regenerate them with:
+    /// Fails when the checked-in `schemas/*.schema.json` and `schemas/v3.NN/*.schema.json` drift from
+    /// the typed specs and their release annotations, or a line directory holds a schema of a kind
+    /// the line lacks. After changing a spec, regenerate them with:
     ///
     /// ```text
     /// NETCTL_UPDATE_SCHEMAS=1 cargo test --lib resource::spec::schema
@@ -118,14 +158,31 @@ mod tests {
         let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
         let update = std::env::var_os("NETCTL_UPDATE_SCHEMAS").is_some();
         let mut stale = Vec::new();
-        for kind in Kind::ALL {
-            let path = directory.join(format!("{}.schema.json", kind.plural()));
-            let generated = serde_json::to_string_pretty(&document_schema(kind)).unwrap() + "\n";
+        let files = schema_files();
+        for (name, generated) in &files {
+            let path = directory.join(name);
             if update {
-                std::fs::create_dir_all(&directory).unwrap();
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                 std::fs::write(&path, generated).unwrap();
             } else if std::fs::read_to_string(&path).ok().as_deref() != Some(generated.as_str()) {
                 stale.push(path.display().to_string());
+            }
+        }
+        // Nothing else in the line directories (a kind the line lacks, a kind renamed).
+        for line in crate::release::known_lines() {
+            let line_directory = directory.join(line.line());
+            let Ok(entries) = std::fs::read_dir(&line_directory) else {
+                continue;
+            };
+            for entry in entries {
+                let name = format!(
+                    "{}/{}",
+                    line.line(),
+                    entry.unwrap().file_name().to_string_lossy()
+                );
+                if !files.iter().any(|(known, _)| *known == name) {
+                    stale.push(format!("{name} (not a schema of this line)"));
+                }
             }
         }
         assert!(
@@ -143,5 +200,25 @@ mod tests {
         assert!(schema["$defs"]["Rule"].is_object());
         let namespaced = document_schema(Kind::NetworkPolicy);
         assert!(namespaced["properties"]["metadata"]["properties"]["namespace"].is_object());
+    }
+
+    #[test]
+    fn each_line_has_the_schemas_of_its_kinds_only() {
+        let files = schema_files();
+        let has = |name: &str| files.iter().any(|(known, _)| known == name);
+        assert!(has("stagednetworkpolicies.schema.json"));
+        assert!(has("v3.30/stagednetworkpolicies.schema.json"));
+        assert!(!has("v3.29/stagednetworkpolicies.schema.json"));
+        assert!(has("v3.29/tiers.schema.json"));
+        assert!(!has("v3.28/tiers.schema.json"));
+        let felix = |name: &str| {
+            files
+                .iter()
+                .find(|(known, _)| known == name)
+                .map(|(_, text)| text.clone())
+                .unwrap()
+        };
+        assert!(felix("v3.31/felixconfigurations.schema.json").contains("\"iptablesLockTimeout\""));
+        assert!(!felix("felixconfigurations.schema.json").contains("\"iptablesLockTimeout\""));
     }
 }

@@ -1,9 +1,9 @@
 //! Configuration kinds: FelixConfiguration, KubeControllersConfiguration, Tier and
-//! ClusterInformation (upstream v3.29 `validateFelixConfigSpec`, the clientv3 defaulting of
-//! FelixConfiguration, KubeControllersConfiguration and Tier).
+//! ClusterInformation (upstream `validateFelixConfigSpec`, the clientv3 defaulting of
+//! FelixConfiguration, KubeControllersConfiguration and Tier, through v3.32).
 //!
-//! FelixConfiguration's enum values and duration fields are checked here; the free-form
-//! `bpfConntrackTimeouts` map is passed through unchecked (its keys change between releases).
+//! FelixConfiguration's enum values and duration fields are checked here, over the union of every
+//! line's values; which line has a field or value is `resource::availability`'s business.
 
 use std::sync::LazyLock;
 
@@ -14,7 +14,8 @@ use crate::resource::ObjectMeta;
 use crate::resource::spec::numorstring::{NumberOrString, PortMeaning, parse_port};
 use crate::resource::spec::{FelixConfigurationSpec, KubeControllersConfigurationSpec, TierSpec};
 
-const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
+/// `Trace` exists from v3.30.1; older releases are refused it by `resource::availability`.
+const LOG_LEVELS: [&str; 6] = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"];
 const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
 
 /// Upstream's limit on `kubeNodePortRanges` (an iptables multiport match holds 15 ports; each range
@@ -27,7 +28,7 @@ const MAXIMUM_OPENSTACK_REGION_LENGTH: usize = 63 - "openstack-region-".len();
 
 pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigurationSpec) {
     default_felix(spec);
-    let enums: [(&str, Option<&String>, &[&str]); 24] = [
+    let enums: [(&str, Option<&String>, &[&str]); 37] = [
         ("floatingIPs", spec.floating_ips.as_ref(), &ENABLED_DISABLED),
         (
             "iptablesBackend",
@@ -144,6 +145,76 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             spec.windows_manage_firewall_rules.as_ref(),
             &ENABLED_DISABLED,
         ),
+        (
+            "bpfRedirectToPeer",
+            spec.bpf_redirect_to_peer.as_ref(),
+            &["Enabled", "Disabled", "L2Only"],
+        ),
+        (
+            "bpfConntrackMode",
+            spec.bpf_conntrack_mode.as_ref(),
+            &["Auto", "Userspace", "BPFProgram"],
+        ),
+        (
+            "bpfConntrackLogLevel",
+            spec.bpf_conntrack_log_level.as_ref(),
+            &["Off", "Debug"],
+        ),
+        (
+            "bpfMapSizeConntrackScaling",
+            spec.bpf_map_size_conntrack_scaling.as_ref(),
+            &["Disabled", "DoubleIfFull"],
+        ),
+        (
+            "bpfProfiling",
+            spec.bpf_profiling.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "flowLogsPolicyEvaluationMode",
+            spec.flow_logs_policy_evaluation_mode.as_ref(),
+            &["None", "Continuous"],
+        ),
+        (
+            "flowLogsLocalReporter",
+            spec.flow_logs_local_reporter.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "bpfAttachType",
+            spec.bpf_attach_type.as_ref(),
+            &["TC", "TCX"],
+        ),
+        (
+            "bpfJITHardening",
+            spec.bpf_jit_hardening.as_ref(),
+            &["Auto", "Strict"],
+        ),
+        (
+            "natOutgoingExclusions",
+            spec.nat_outgoing_exclusions.as_ref(),
+            &["IPPoolsOnly", "IPPoolsAndHostIPs"],
+        ),
+        (
+            "programClusterRoutes",
+            spec.program_cluster_routes.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "istioAmbientMode",
+            spec.istio_ambient_mode.as_ref(),
+            &ENABLED_DISABLED,
+        ),
+        (
+            "prometheusMetricsClientAuth",
+            spec.prometheus_metrics_client_auth.as_ref(),
+            &[
+                "RequireAndVerifyClientCert",
+                "RequireAnyClientCert",
+                "VerifyClientCertIfGiven",
+                "NoClientCert",
+            ],
+        ),
     ];
     for (field, value, allowed) in enums {
         // Upstream treats an empty string as unset for these.
@@ -196,10 +267,16 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
             &spec.bpf_kube_proxy_min_sync_period,
         ),
         ("wireguardKeepAlive", &spec.wireguard_keep_alive),
+        ("flowLogsFlushInterval", &spec.flow_logs_flush_interval),
+        (
+            "liveMigrationRouteConvergenceTime",
+            &spec.live_migration_route_convergence_time,
+        ),
     ];
     for (field, value) in durations {
         checker.duration(&format!("spec.{field}"), value.as_ref());
     }
+    later_felix_fields(checker, spec);
     for (field, value) in [
         ("featureDetectOverride", &spec.feature_detect_override),
         ("featureGates", &spec.feature_gates),
@@ -565,6 +642,119 @@ fn numeric_port_range(checker: &mut Checker, path: &str, range: &NumberOrString)
     }
 }
 
+/// A conntrack timeout of the BPF dataplane: a duration (microseconds allowed) or `Auto`.
+static CONNTRACK_TIMEOUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(([0-9]*(\.[0-9]*)?(ms|s|h|m|us)+)+|Auto)$")
+        .expect("the conntrack timeout pattern is a valid regex")
+});
+
+/// A log rate limit: `N/second`, `N/minute`, `N/hour` or `N/day` with N from 1 to 9999.
+static RATE_LIMIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[1-9]\d{0,3}/(?:second|minute|hour|day)$")
+        .expect("the rate limit pattern is a valid regex")
+});
+
+/// The FelixConfiguration fields of v3.30 to v3.32 that need more than an enum or a duration.
+fn later_felix_fields(checker: &mut Checker, spec: &FelixConfigurationSpec) {
+    let priority = (1, 2_147_483_646);
+    for (field, value, (minimum, maximum)) in [
+        (
+            "ipv4NormalRoutePriority",
+            spec.ipv4_normal_route_priority,
+            priority,
+        ),
+        (
+            "ipv4ElevatedRoutePriority",
+            spec.ipv4_elevated_route_priority,
+            priority,
+        ),
+        (
+            "ipv6NormalRoutePriority",
+            spec.ipv6_normal_route_priority,
+            priority,
+        ),
+        (
+            "ipv6ElevatedRoutePriority",
+            spec.ipv6_elevated_route_priority,
+            priority,
+        ),
+        (
+            "bpfMaglevMaxEndpointsPerService",
+            spec.bpf_maglev_max_endpoints_per_service,
+            (1, 3000),
+        ),
+        (
+            "bpfMaglevMaxServices",
+            spec.bpf_maglev_max_services,
+            (1, 3000),
+        ),
+        (
+            "bpfKubeProxyHealthzPort",
+            spec.bpf_kube_proxy_healthz_port,
+            (0, 65535),
+        ),
+        (
+            "bpfKubeProxyHealtzPort",
+            spec.bpf_kube_proxy_healtz_port,
+            (0, 65535),
+        ),
+        (
+            "logActionRateLimitBurst",
+            spec.log_action_rate_limit_burst,
+            (0, 9999),
+        ),
+        (
+            "bpfMapSizeConntrackCleanupQueue",
+            spec.bpf_map_size_conntrack_cleanup_queue,
+            (1, i64::MAX),
+        ),
+    ] {
+        checker.in_range(&format!("spec.{field}"), value, minimum, maximum);
+    }
+    if let Some(limit) = &spec.log_action_rate_limit {
+        if !RATE_LIMIT.is_match(limit) {
+            checker.fail(
+                "spec.logActionRateLimit",
+                Some(limit),
+                "must be `N/second`, `N/minute`, `N/hour` or `N/day` with N from 1 to 9999",
+            );
+        }
+    }
+    if let Some(timeouts) = &spec.bpf_conntrack_timeouts {
+        for (field, value) in [
+            ("creationGracePeriod", &timeouts.creation_grace_period),
+            ("tcpSynSent", &timeouts.tcp_syn_sent),
+            ("tcpEstablished", &timeouts.tcp_established),
+            ("tcpFinsSeen", &timeouts.tcp_fins_seen),
+            ("tcpResetSeen", &timeouts.tcp_reset_seen),
+            ("udpTimeout", &timeouts.udp_timeout),
+            ("genericTimeout", &timeouts.generic_timeout),
+            ("icmpTimeout", &timeouts.icmp_timeout),
+        ] {
+            if let Some(value) = value
+                .as_ref()
+                .filter(|value| !CONNTRACK_TIMEOUT.is_match(value))
+            {
+                checker.fail(
+                    format!("spec.bpfConntrackTimeouts.{field}"),
+                    Some(value),
+                    "must be a duration (e.g. `30s`, `1m30s`) or `Auto`",
+                );
+            }
+        }
+    }
+    checker.selector(
+        "spec.nodeSelector",
+        spec.node_selector.as_ref(),
+        super::SelectorContext::Plain,
+    );
+    if let Some(mark) = &spec.istio_dscp_mark {
+        if let Err(reason) = crate::resource::spec::numorstring::check_dscp(mark) {
+            checker.fail("spec.istioDSCPMark", Some(&mark.to_string()), reason);
+        }
+    }
+}
+
 /// The only name a KubeControllersConfiguration or ClusterInformation may have.
 const SINGLETON_NAME: &str = "default";
 
@@ -631,7 +821,33 @@ pub(super) fn kube_controllers_configuration(
                 host_endpoint.auto_create.as_ref(),
                 &ENABLED_DISABLED,
             );
+            checker.one_of(
+                "spec.controllers.node.hostEndpoint.createDefaultHostEndpoint",
+                host_endpoint.create_default_host_endpoint.as_ref(),
+                &ENABLED_DISABLED,
+            );
+            for (index, template) in host_endpoint.templates.iter().enumerate() {
+                host_endpoint_template(
+                    checker,
+                    &format!("spec.controllers.node.hostEndpoint.templates[{index}]"),
+                    template,
+                );
+            }
         }
+    }
+    if let Some(load_balancer) = &controllers.load_balancer {
+        checker.one_of(
+            "spec.controllers.loadBalancer.assignIPs",
+            load_balancer.assign_ips.as_ref(),
+            &["AllServices", "RequestedServicesOnly"],
+        );
+    }
+    if let Some(migration) = &controllers.policy_migration {
+        checker.one_of(
+            "spec.controllers.policyMigration.enabled",
+            migration.enabled.as_ref(),
+            &ENABLED_DISABLED,
+        );
     }
     for (name, reconciler) in [
         ("policy", &controllers.policy),
@@ -648,16 +864,63 @@ pub(super) fn kube_controllers_configuration(
     }
 }
 
+/// A template of automatic host endpoints (v3.30): a name, interfaces by CIDR (or by name pattern
+/// from v3.31), labels and a node selector.
+fn host_endpoint_template(
+    checker: &mut Checker,
+    path: &str,
+    template: &crate::resource::spec::kube_controllers::HostEndpointTemplate,
+) {
+    if !template.generate_name.is_empty() {
+        checker.name(&format!("{path}.generateName"), &template.generate_name);
+    }
+    for (index, cidr) in template.interface_cidrs.iter().enumerate() {
+        checker.address_or_cidr(
+            &format!("{path}.interfaceCIDRs[{index}]"),
+            cidr,
+            Family::Any,
+        );
+    }
+    if let Some(pattern) = &template.interface_pattern {
+        if Regex::new(pattern).is_err() {
+            checker.fail(
+                format!("{path}.interfacePattern"),
+                Some(pattern),
+                "must be a valid regular expression",
+            );
+        }
+    }
+    if template.interface_cidrs.is_empty() && template.interface_pattern.is_none() {
+        checker.fail(
+            path,
+            None,
+            "a template needs `interfaceCIDRs` or `interfacePattern`",
+        );
+    }
+    checker.labels(&format!("{path}.labels"), &template.labels);
+    checker.selector(
+        &format!("{path}.nodeSelector"),
+        template.node_selector.as_ref(),
+        super::SelectorContext::Plain,
+    );
+}
+
 /// The order of the `default` tier, which is also the default order of any tier.
 const DEFAULT_TIER_ORDER: f64 = 1_000_000.0;
 /// The fixed order of the tier that holds Kubernetes admin network policies.
 const ADMIN_NETWORK_POLICY_TIER_ORDER: f64 = 1_000.0;
 
+/// The fixed order of v3.32's `kube-baseline` tier.
+const KUBE_BASELINE_TIER_ORDER: f64 = 10_000_000.0;
+
 pub(super) fn tier(checker: &mut Checker, spec: &mut TierSpec, metadata: &ObjectMeta) {
     let name = metadata.name.as_str();
+    // v3.32 replaced the admin network policy tiers by `kube-admin` and `kube-baseline`.
     let fixed_order = match name {
         "default" => Some(DEFAULT_TIER_ORDER),
-        "adminnetworkpolicy" => Some(ADMIN_NETWORK_POLICY_TIER_ORDER),
+        "adminnetworkpolicy" if !checker.has(3, 32, 0) => Some(ADMIN_NETWORK_POLICY_TIER_ORDER),
+        "kube-admin" if checker.has(3, 32, 0) => Some(ADMIN_NETWORK_POLICY_TIER_ORDER),
+        "kube-baseline" if checker.has(3, 32, 0) => Some(KUBE_BASELINE_TIER_ORDER),
         _ => None,
     };
     if spec.order.is_none() {

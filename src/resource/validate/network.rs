@@ -220,6 +220,10 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
     if spec.allowed_uses.is_empty() {
         spec.allowed_uses = vec!["Workload".to_string(), "Tunnel".to_string()];
     }
+    // From v3.30 the client fills in the assignment mode (`libcalico-go/lib/clientv3/ippool.go`).
+    if spec.assignment_mode.is_none() && checker.has(3, 30, 0) {
+        spec.assignment_mode = Some("Automatic".to_string());
+    }
 
     // Messages show the CIDR as written; the normalised form is only stored.
     let written = spec.cidr.clone();
@@ -318,14 +322,41 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         checker.one_of(
             &format!("spec.allowedUses[{index}]"),
             Some(allowed_use),
-            &["Workload", "Tunnel"],
+            &["Workload", "Tunnel", "LoadBalancer"],
         );
     }
+    load_balancer_pool(checker, spec);
+    checker.one_of(
+        "spec.assignmentMode",
+        spec.assignment_mode.as_ref(),
+        &["Automatic", "Manual"],
+    );
     checker.selector(
         "spec.nodeSelector",
         spec.node_selector.as_ref(),
         SelectorContext::Plain,
     );
+    checker.selector(
+        "spec.namespaceSelector",
+        spec.namespace_selector.as_ref(),
+        SelectorContext::Plain,
+    );
+    if spec
+        .namespace_selector
+        .as_deref()
+        .is_some_and(|selector| !selector.is_empty())
+        && spec
+            .allowed_uses
+            .iter()
+            .any(|allowed_use| allowed_use == "Tunnel")
+    {
+        checker.fail(
+            "spec.namespaceSelector",
+            spec.namespace_selector.as_deref(),
+            "a pool used for `Tunnel` addresses cannot have a namespaceSelector (tunnel addresses \
+             belong to no namespace); set `allowedUses: [Workload]`",
+        );
+    }
     if spec.ipip.is_some() {
         checker.fail(
             "spec.ipip",
@@ -338,6 +369,55 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
             "spec.nat-outgoing",
             Some("true"),
             "the v1 field `nat-outgoing` must not be true (use `natOutgoing`)",
+        );
+    }
+}
+
+/// The rules of a pool for Service load balancer addresses (v3.30): that use alone, no
+/// encapsulation, every node, and exported over BGP (upstream refuses `disableBGPExport: true`).
+fn load_balancer_pool(checker: &mut Checker, spec: &IpPoolSpec) {
+    // Before v3.30 the value itself is refused; these rules are v3.30's.
+    if !checker.has(3, 30, 0)
+        || !spec
+            .allowed_uses
+            .iter()
+            .any(|allowed_use| allowed_use == "LoadBalancer")
+    {
+        return;
+    }
+    for (index, allowed_use) in spec.allowed_uses.iter().enumerate() {
+        if allowed_use != "LoadBalancer" {
+            checker.fail(
+                format!("spec.allowedUses[{index}]"),
+                Some(allowed_use),
+                "`LoadBalancer` cannot be combined with other uses",
+            );
+        }
+    }
+    for (path, mode) in [
+        ("spec.ipipMode", &spec.ipip_mode),
+        ("spec.vxlanMode", &spec.vxlan_mode),
+    ] {
+        if matches!(mode.as_deref(), Some("Always" | "CrossSubnet")) {
+            checker.fail(
+                path,
+                mode.as_deref(),
+                "encapsulation cannot be enabled on a `LoadBalancer` pool",
+            );
+        }
+    }
+    if spec.disable_bgp_export {
+        checker.fail(
+            "spec.disableBGPExport",
+            Some("true"),
+            "a `LoadBalancer` pool must be exported over BGP (leave `disableBGPExport` false)",
+        );
+    }
+    if spec.node_selector.as_deref() != Some("all()") {
+        checker.fail(
+            "spec.nodeSelector",
+            spec.node_selector.as_deref(),
+            "a `LoadBalancer` pool must have node selector `all()`",
         );
     }
 }

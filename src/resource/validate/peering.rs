@@ -1,5 +1,6 @@
-//! BGP kinds: Node, BGPPeer, BGPFilter and BGPConfiguration (upstream v3.29 `validateNodeSpec`,
-//! `validateBGPPeerSpec`, the BGPFilter field validators and the BGPConfiguration rules).
+//! BGP kinds: Node, BGPPeer, BGPFilter and BGPConfiguration (upstream `validateNodeSpec`,
+//! `validateBGPPeerSpec`, the BGPFilter field validators and the BGPConfiguration rules through
+//! v3.32; a rule that came with a later line applies from that line).
 //!
 //! Whether the BGPFilters a peer names exist needs the datastore and is left to the caller.
 
@@ -14,7 +15,11 @@ use crate::resource::spec::{
     BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec, NodeSpec,
 };
 
-const LOG_LEVELS: [&str; 5] = ["Debug", "Info", "Warning", "Error", "Fatal"];
+/// `Trace` exists from v3.30.1; older releases are refused it by `resource::availability`.
+const LOG_LEVELS: [&str; 6] = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"];
+const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
+/// The priorities of v3.32's route and filter priority fields.
+const PRIORITY_RANGE: (i64, i64) = (1, 2_147_483_646);
 
 /// An interface name with optional `*` wildcards, as upstream's `ignoredInterfaces` and BGPFilter
 /// `interface` validators.
@@ -215,6 +220,53 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
     for (index, filter) in spec.filters.iter().enumerate() {
         checker.name(&format!("spec.filters[{index}]"), filter);
     }
+    checker.selector(
+        "spec.localWorkloadSelector",
+        spec.local_workload_selector.as_ref(),
+        SelectorContext::Plain,
+    );
+    checker.one_of(
+        "spec.nextHopMode",
+        spec.next_hop_mode.as_ref(),
+        &["Auto", "Self", "Keep"],
+    );
+    checker.one_of(
+        "spec.reversePeering",
+        spec.reverse_peering.as_ref(),
+        &["Auto", "Manual"],
+    );
+    as_number(checker, "spec.localASNumber", spec.local_as_number.as_ref());
+    checker.duration("spec.keepaliveTime", spec.keepalive_time.as_ref());
+    if spec.next_hop_mode.is_some() && spec.keep_original_next_hop == Some(true) {
+        checker.fail(
+            "spec.keepOriginalNextHop",
+            Some("true"),
+            "keepOriginalNextHop is deprecated and must not be true when nextHopMode is set",
+        );
+    }
+    if spec.local_workload_selector.is_some() {
+        if spec.as_number.is_none() {
+            checker.fail(
+                "spec.asNumber",
+                None,
+                "asNumber is required when localWorkloadSelector is set",
+            );
+        }
+        if !spec.peer_ip.is_empty() {
+            checker.fail(
+                "spec.peerIP",
+                Some(&spec.peer_ip),
+                "peerIP must be empty when localWorkloadSelector is set",
+            );
+        }
+        if spec.peer_selector.is_some() {
+            checker.fail(
+                "spec.peerSelector",
+                spec.peer_selector.as_deref(),
+                "peerSelector must be empty when localWorkloadSelector is set",
+            );
+        }
+    }
 
     if !spec.node.is_empty() && spec.node_selector.is_some() {
         checker.fail(
@@ -230,7 +282,7 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
             "peerIP and peerSelector cannot both be set",
         );
     }
-    if spec.peer_selector.is_some() {
+    if spec.peer_selector.is_some() && spec.local_workload_selector.is_none() {
         if let Some(value) = &spec.as_number {
             checker.fail(
                 "spec.asNumber",
@@ -317,6 +369,117 @@ fn bgp_filter_rule(checker: &mut Checker, path: &str, rule: &BgpFilterRule, fami
             );
         }
     }
+    checker.one_of(
+        &format!("{path}.peerType"),
+        rule.peer_type.as_ref(),
+        &["eBGP", "iBGP"],
+    );
+    if let Some(communities) = &rule.communities {
+        if communities.values.len() != 1 {
+            checker.fail(
+                format!("{path}.communities.values"),
+                None,
+                "exactly one community value is matched",
+            );
+        }
+        for (index, value) in communities.values.iter().enumerate() {
+            if !is_community_value(value) {
+                checker.fail(
+                    format!("{path}.communities.values[{index}]"),
+                    Some(value),
+                    "community value must be `aa:nn` (16-bit numbers) or `aa:nn:mm` (32-bit numbers)",
+                );
+            }
+        }
+    }
+    for (index, number) in rule.as_path_prefix.iter().enumerate() {
+        as_number(
+            checker,
+            &format!("{path}.asPathPrefix[{index}]"),
+            Some(number),
+        );
+    }
+    let (minimum, maximum) = PRIORITY_RANGE;
+    checker.in_range(&format!("{path}.priority"), rule.priority, minimum, maximum);
+    if rule.operations.len() > 10 {
+        checker.fail(format!("{path}.operations"), None, "at most 10 operations");
+    }
+    if !rule.operations.is_empty() && rule.action != "Accept" {
+        checker.fail(
+            format!("{path}.operations"),
+            None,
+            "operations may only be used with action `Accept`",
+        );
+    }
+    for (index, operation) in rule.operations.iter().enumerate() {
+        let at = format!("{path}.operations[{index}]");
+        let set = [
+            operation.add_community.is_some(),
+            operation.prepend_as_path.is_some(),
+            operation.set_priority.is_some(),
+        ];
+        if set.iter().filter(|set| **set).count() != 1 {
+            checker.fail(
+                &at,
+                None,
+                "exactly one of `addCommunity`, `prependASPath` or `setPriority` must be set",
+            );
+        }
+        if let Some(value) = operation
+            .add_community
+            .as_ref()
+            .and_then(|add| add.value.as_ref())
+        {
+            if !is_community_value(value) {
+                checker.fail(
+                    format!("{at}.addCommunity.value"),
+                    Some(value),
+                    "community value must be `aa:nn` (16-bit numbers) or `aa:nn:mm` (32-bit numbers)",
+                );
+            }
+        }
+        if let Some(prepend) = &operation.prepend_as_path {
+            if prepend.prefix.is_empty() || prepend.prefix.len() > 10 {
+                checker.fail(
+                    format!("{at}.prependASPath.prefix"),
+                    None,
+                    "between 1 and 10 AS numbers",
+                );
+            }
+            for (position, number) in prepend.prefix.iter().enumerate() {
+                as_number(
+                    checker,
+                    &format!("{at}.prependASPath.prefix[{position}]"),
+                    Some(number),
+                );
+            }
+        }
+        if let Some(priority) = &operation.set_priority {
+            checker.in_range(
+                &format!("{at}.setPriority.value"),
+                Some(priority.value),
+                minimum,
+                maximum,
+            );
+        }
+    }
+    // v3.32 checks the BGPFilter CRD's own rules on etcd too (its validator runs the CRD schema).
+    if checker.has(3, 32, 0) {
+        if rule.cidr.is_empty() != rule.match_operator.is_none() {
+            checker.fail(
+                format!("{path}.cidr"),
+                None,
+                "cidr and matchOperator must both be set or both be empty",
+            );
+        }
+        if rule.prefix_length.is_some() && rule.cidr.is_empty() {
+            checker.fail(
+                format!("{path}.prefixLength"),
+                None,
+                "cidr is required when prefixLength is set",
+            );
+        }
+    }
 }
 
 /// Checks a BGP community value: `aa:nn` (16-bit parts) or `aa:nn:mm` (32-bit parts).
@@ -397,6 +560,35 @@ pub(super) fn bgp_configuration(
         "spec.bindMode",
         spec.bind_mode.as_ref(),
         &["None", "NodeIP"],
+    );
+    if let Some(address) = &spec.local_workload_peering_ipv4 {
+        checker.ip("spec.localWorkloadPeeringIPV4", address, Family::V4);
+    }
+    if let Some(address) = &spec.local_workload_peering_ipv6 {
+        checker.ip("spec.localWorkloadPeeringIPV6", address, Family::V6);
+    }
+    checker.one_of(
+        "spec.serviceLoadBalancerAggregation",
+        spec.service_load_balancer_aggregation.as_ref(),
+        &ENABLED_DISABLED,
+    );
+    checker.one_of(
+        "spec.programClusterRoutes",
+        spec.program_cluster_routes.as_ref(),
+        &ENABLED_DISABLED,
+    );
+    let (minimum, maximum) = PRIORITY_RANGE;
+    checker.in_range(
+        "spec.ipv4NormalRoutePriority",
+        spec.ipv4_normal_route_priority,
+        minimum,
+        maximum,
+    );
+    checker.in_range(
+        "spec.ipv6NormalRoutePriority",
+        spec.ipv6_normal_route_priority,
+        minimum,
+        maximum,
     );
     for (index, interface) in spec.ignored_interfaces.iter().enumerate() {
         if interface == "*" || !INTERFACE_PATTERN.is_match(interface) {

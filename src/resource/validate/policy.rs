@@ -1,8 +1,10 @@
-//! Policies and their rules: NetworkPolicy, GlobalNetworkPolicy and Profile (upstream v3.29
-//! `validateRule`, `validateEntityRule`, the policy spec validators and `defaultPolicyTypesField`).
+//! Policies and their rules: NetworkPolicy, GlobalNetworkPolicy, their staged forms, the staged
+//! Kubernetes policy and Profile (upstream `validateRule`, `validateEntityRule`, the policy spec
+//! validators and `defaultPolicyTypesField`).
 //!
-//! Covers name formats (including the v3.29 tier prefix rule), types defaulting, rule actions,
-//! protocols, ports, ICMP, nets, HTTP and service matches, and the GNP-only preDNAT/doNotTrack rules.
+//! Covers name formats (the tier prefix rule of v3.29–v3.31, which v3.32 dropped), types
+//! defaulting, rule actions, protocols, ports (named ports without a protocol from v3.32), ICMP,
+//! nets, HTTP and service matches, the GNP-only preDNAT/doNotTrack rules and staged actions.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -12,11 +14,19 @@ use regex::Regex;
 use super::syntax::{self, Cidr};
 use super::{Checker, Family, SelectorContext};
 use crate::resource::ObjectMeta;
+use crate::resource::spec::numorstring::PortMeaning;
 use crate::resource::spec::numorstring::{
     NumberOrString, Protocol, check_protocol, parse_port, protocol_supports_ports,
 };
+use crate::resource::spec::policy::{KubernetesPolicyPeer, KubernetesPolicyPort, LabelSelector};
 use crate::resource::spec::rule::{EntityRule, HttpMatch, IcmpFields, Rule};
-use crate::resource::spec::{GlobalNetworkPolicySpec, NetworkPolicySpec, ProfileSpec};
+use crate::resource::spec::{
+    GlobalNetworkPolicySpec, NetworkPolicySpec, ProfileSpec, StagedGlobalNetworkPolicySpec,
+    StagedKubernetesNetworkPolicySpec, StagedNetworkPolicySpec,
+};
+
+/// What a staged policy does: `Set` (the default) stages the policy, `Delete` stages its removal.
+const STAGED_ACTIONS: [&str; 4] = ["Set", "Delete", "Learn", "Ignore"];
 
 const LABEL: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const SUBDOMAIN: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
@@ -71,7 +81,8 @@ fn policy_name(
             "name must be a DNS label (lower case alphanumerics or `-`), optionally prefixed by its \
              tier and a dot",
         );
-    } else {
+    } else if checker.has(3, 29, 0) && !checker.has(3, 32, 0) {
+        // The tier prefix rule came with tiers (v3.29); v3.32 names policies freely.
         tiered_name(checker, name, tier);
     }
 }
@@ -182,6 +193,214 @@ pub(super) fn global_network_policy(
     );
 }
 
+/// A staged action, when one is written.
+fn staged_action(checker: &mut Checker, action: Option<&String>) -> bool {
+    checker.one_of("spec.stagedAction", action, &STAGED_ACTIONS);
+    action.is_some_and(|action| action == "Delete")
+}
+
+pub(super) fn staged_network_policy(
+    checker: &mut Checker,
+    spec: &mut StagedNetworkPolicySpec,
+    metadata: &ObjectMeta,
+) {
+    let (action, mut enforced) = std::mem::take(spec).split();
+    if staged_action(checker, action.as_ref()) {
+        // Staging a removal: the policy is named, nothing else but its tier.
+        let mut rest = enforced.clone();
+        rest.tier = None;
+        if rest != NetworkPolicySpec::default() {
+            checker.fail(
+                "spec",
+                None,
+                "with `stagedAction: Delete` every spec field except `tier` must be empty",
+            );
+        }
+        policy_name(
+            checker,
+            &metadata.name,
+            enforced.tier.as_deref(),
+            ("knp.default.", "Kubernetes network policies"),
+            &NETWORK_POLICY_NAME,
+        );
+    } else {
+        network_policy(checker, &mut enforced, metadata);
+    }
+    *spec = StagedNetworkPolicySpec::join(action, enforced);
+}
+
+pub(super) fn staged_global_network_policy(
+    checker: &mut Checker,
+    spec: &mut StagedGlobalNetworkPolicySpec,
+    metadata: &ObjectMeta,
+) {
+    let (action, mut enforced) = std::mem::take(spec).split();
+    if staged_action(checker, action.as_ref()) {
+        let mut rest = enforced.clone();
+        rest.tier = None;
+        if rest != GlobalNetworkPolicySpec::default() {
+            checker.fail(
+                "spec",
+                None,
+                "with `stagedAction: Delete` every spec field except `tier` must be empty",
+            );
+        }
+        policy_name(
+            checker,
+            &metadata.name,
+            enforced.tier.as_deref(),
+            (
+                "kanp.adminnetworkpolicy.",
+                "Kubernetes admin network policies",
+            ),
+            &GLOBAL_NETWORK_POLICY_NAME,
+        );
+    } else {
+        global_network_policy(checker, &mut enforced, metadata);
+    }
+    *spec = StagedGlobalNetworkPolicySpec::join(action, enforced);
+}
+
+/// A staged Kubernetes network policy: the Kubernetes NetworkPolicy rules (label selectors, ports,
+/// address blocks), or nothing at all when it stages a removal.
+pub(super) fn staged_kubernetes_network_policy(
+    checker: &mut Checker,
+    spec: &mut StagedKubernetesNetworkPolicySpec,
+) {
+    if staged_action(checker, spec.staged_action.as_ref()) {
+        let rest = StagedKubernetesNetworkPolicySpec {
+            staged_action: None,
+            ..spec.clone()
+        };
+        if rest != StagedKubernetesNetworkPolicySpec::default() {
+            checker.fail(
+                "spec",
+                None,
+                "with `stagedAction: Delete` every other spec field must be empty",
+            );
+        }
+        return;
+    }
+    if let Some(selector) = &spec.pod_selector {
+        label_selector(checker, "spec.podSelector", selector);
+    }
+    for (index, value) in spec.policy_types.iter().enumerate() {
+        if value != "Ingress" && value != "Egress" {
+            checker.fail(
+                format!("spec.policyTypes[{index}]"),
+                Some(value),
+                "policy type must be `Ingress` or `Egress`",
+            );
+        }
+    }
+    for (index, rule) in spec.ingress.iter().enumerate() {
+        let path = format!("spec.ingress[{index}]");
+        kubernetes_ports(checker, &path, &rule.ports);
+        kubernetes_peers(checker, &format!("{path}.from"), &rule.from);
+    }
+    for (index, rule) in spec.egress.iter().enumerate() {
+        let path = format!("spec.egress[{index}]");
+        kubernetes_ports(checker, &path, &rule.ports);
+        kubernetes_peers(checker, &format!("{path}.to"), &rule.to);
+    }
+}
+
+fn label_selector(checker: &mut Checker, path: &str, selector: &LabelSelector) {
+    checker.labels(&format!("{path}.matchLabels"), &selector.match_labels);
+    for (index, requirement) in selector.match_expressions.iter().enumerate() {
+        let at = format!("{path}.matchExpressions[{index}]");
+        if let Err(reason) = syntax::check_qualified_name(&requirement.key) {
+            checker.fail(format!("{at}.key"), Some(&requirement.key), reason);
+        }
+        match requirement.operator.as_str() {
+            "In" | "NotIn" if requirement.values.is_empty() => checker.fail(
+                format!("{at}.values"),
+                None,
+                format!(
+                    "operator `{}` needs at least one value",
+                    requirement.operator
+                ),
+            ),
+            "Exists" | "DoesNotExist" if !requirement.values.is_empty() => checker.fail(
+                format!("{at}.values"),
+                None,
+                format!("operator `{}` takes no values", requirement.operator),
+            ),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => checker.fail(
+                format!("{at}.operator"),
+                Some(other),
+                "must be one of `In`, `NotIn`, `Exists` or `DoesNotExist`",
+            ),
+        }
+    }
+}
+
+fn kubernetes_ports(checker: &mut Checker, path: &str, ports: &[KubernetesPolicyPort]) {
+    for (index, port) in ports.iter().enumerate() {
+        let at = format!("{path}.ports[{index}]");
+        checker.one_of(
+            &format!("{at}.protocol"),
+            port.protocol.as_ref(),
+            &["TCP", "UDP", "SCTP"],
+        );
+        if let Some(value) = &port.port {
+            if let Err(reason) = parse_port(value) {
+                checker.fail(format!("{at}.port"), Some(&value.to_string()), reason);
+            }
+        }
+        match (&port.port, port.end_port) {
+            (_, None) => {}
+            (Some(NumberOrString::Number(start)), Some(end)) if end >= *start && end <= 65535 => {}
+            (_, Some(end)) => checker.fail(
+                format!("{at}.endPort"),
+                Some(&end.to_string()),
+                "endPort needs a numeric `port` and must be between it and 65535",
+            ),
+        }
+    }
+}
+
+fn kubernetes_peers(checker: &mut Checker, path: &str, peers: &[KubernetesPolicyPeer]) {
+    for (index, peer) in peers.iter().enumerate() {
+        let at = format!("{path}[{index}]");
+        for (field, selector) in [
+            ("podSelector", &peer.pod_selector),
+            ("namespaceSelector", &peer.namespace_selector),
+        ] {
+            if let Some(selector) = selector {
+                label_selector(checker, &format!("{at}.{field}"), selector);
+            }
+        }
+        if let Some(block) = &peer.ip_block {
+            if peer.pod_selector.is_some() || peer.namespace_selector.is_some() {
+                checker.fail(
+                    format!("{at}.ipBlock"),
+                    None,
+                    "ipBlock cannot be combined with podSelector or namespaceSelector",
+                );
+            }
+            let network = Cidr::parse(&block.cidr);
+            if network.is_none() {
+                checker.fail(
+                    format!("{at}.ipBlock.cidr"),
+                    Some(&block.cidr),
+                    "must be a CIDR, e.g. `10.0.0.0/8`",
+                );
+            }
+            for (position, except) in block.except.iter().enumerate() {
+                if Cidr::parse(except).is_none() {
+                    checker.fail(
+                        format!("{at}.ipBlock.except[{position}]"),
+                        Some(except),
+                        "must be a CIDR, e.g. `10.1.0.0/16`",
+                    );
+                }
+            }
+        }
+    }
+}
+
 pub(super) fn profile(checker: &mut Checker, spec: &mut ProfileSpec) {
     rules(checker, &spec.ingress, &spec.egress, RuleOwner::Profile);
     checker.labels("spec.labelsToApply", &spec.labels_to_apply);
@@ -204,7 +423,7 @@ fn default_types(types: &mut Vec<String>, ingress: &[Rule], egress: &[Rule]) {
 /// The v3.29 rule that a policy's name carries its tier: `name` or `default.name` in the default
 /// tier, `<tier>.name` in any other.
 fn tiered_name(checker: &mut Checker, name: &str, tier: Option<&str>) {
-    if ["knp.", "ossg.", "kanp."]
+    if ["knp.", "ossg.", "kanp.", "kbanp."]
         .iter()
         .any(|prefix| name.starts_with(prefix))
     {
@@ -367,13 +586,28 @@ fn rule(checker: &mut Checker, path: &str, rule: &Rule, direction: Direction, ow
         let entity_path = format!("{path}.{side}");
         entity_rule(checker, &entity_path, entity, side, direction, owner);
         for (field, ports) in [("ports", &entity.ports), ("notPorts", &entity.not_ports)] {
-            if !ports.is_empty() && !protocol_has_ports {
-                checker.fail(
-                    format!("{entity_path}.{field}"),
-                    None,
-                    "rules that specify ports must set protocol to `TCP`, `UDP` or `SCTP`",
-                );
+            if ports.is_empty() || protocol_has_ports {
+                continue;
             }
+            // v3.32 lets named ports go without a protocol (each name says its own).
+            if rule.protocol.is_none() && checker.has(3, 32, 0) {
+                let all_named = ports
+                    .iter()
+                    .all(|port| matches!(parse_port(port), Ok(PortMeaning::Named(_))));
+                if !all_named {
+                    checker.fail(
+                        format!("{entity_path}.{field}"),
+                        None,
+                        "rules with a numeric port or port range must set protocol to `TCP`, `UDP` or `SCTP`",
+                    );
+                }
+                continue;
+            }
+            checker.fail(
+                format!("{entity_path}.{field}"),
+                None,
+                "rules that specify ports must set protocol to `TCP`, `UDP` or `SCTP`",
+            );
         }
         for (field, nets) in [("nets", &entity.nets), ("notNets", &entity.not_nets)] {
             for (index, net) in nets.iter().enumerate() {

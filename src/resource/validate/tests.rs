@@ -1,8 +1,18 @@
 //! The validation table: for every kind, documents that must pass and documents that must fail with
 //! exactly the listed field errors (rendered as users see them), plus defaulting snapshots.
+//!
+//! The table is v3.29's, the line these rules were first written for: documents are validated for
+//! v3.29.7. What later lines changed is tested line by line in `tests/release_lines.rs`.
 
+use crate::release::ApiRelease;
 use crate::resource::load::parse_documents;
-use crate::resource::{Resource, validate_and_default};
+use crate::resource::{Resource, validate_and_default_for};
+
+/// Validates and defaults as a v3.29.7 cluster would have it.
+fn validate_and_default(resource: &mut Resource) -> Result<(), crate::resource::ValidationError> {
+    let release = ApiRelease::from_flag("v3.29").expect("v3.29 is a known line");
+    validate_and_default_for(resource, &release)
+}
 
 fn resource(yaml: &str) -> Resource {
     let mut resources = parse_documents(yaml, "<test>").expect("test documents parse");
@@ -712,8 +722,8 @@ metadata: {name: pool}
 spec: {cidr: 10.0.0.0/16, ipipMode: Always, vxlanMode: CrossSubnet, allowedUses: [Workload, LoadBalancer]}
 "#,
             &[
+                "`spec.allowedUses[1]` value `LoadBalancer` needs v3.30.0; validating for v3.29.7 (`--release v3.29`)",
                 "spec.vxlanMode = 'CrossSubnet': IPIP and VXLAN cannot both be enabled on one pool",
-                "spec.allowedUses[1] = 'LoadBalancer': must be one of `Workload` or `Tunnel`",
             ],
         ),
         (
