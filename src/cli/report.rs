@@ -21,9 +21,9 @@ use crate::plan::overlay::OverlayError;
 use crate::plan::release::VersionCheckError;
 use crate::plan::request::RequestError;
 use crate::plan::{FactError, PlanError, PlanFileError};
+use crate::release::ReleaseFlagError;
 use crate::resource::UnknownKind;
 use crate::resource::selector::SelectorError;
-use crate::release::ReleaseFlagError;
 use crate::runbook::RunbookError;
 
 /// The message and the advice to print for an error that ends a command.
