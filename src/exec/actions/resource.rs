@@ -28,7 +28,6 @@ use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTa
 use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::resource_write::BatchName;
 use crate::resource::selector::Selector;
 
 use super::{Outcome, RunMode};
@@ -503,6 +502,29 @@ pub async fn exists(
         Ok(_) => Ok(true),
         Err(StoreError::NotFound(_)) => Ok(false),
         Err(source) => Err(store_error("read", &key)(source)),
+    }
+}
+
+/// The writes of a batch that failed, named for a message: the first and how many more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchName {
+    pub first: Option<ResourceKey>,
+    pub count: usize,
+}
+
+impl std::fmt::Display for BatchName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.first, self.count) {
+            (None, _) => f.write_str("a batch of resources"),
+            (Some(first), 1) => write!(f, "{first}"),
+            (Some(first), count) => {
+                write!(
+                    f,
+                    "{first} and {} other resource(s) of its batch",
+                    count - 1
+                )
+            }
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use crate::datastore::{Datastore, StoreError, Write, WriteOutcome};
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::resource::{CONFLICT_ATTEMPTS, ResourceActionError};
+use super::resource::{BatchName, CONFLICT_ATTEMPTS, ResourceActionError};
 
 /// What a write changes, for the summary and for its undo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,29 +327,6 @@ impl<'a> Writer<'a> {
                 key,
                 source: Box::new(source),
             }),
-        }
-    }
-}
-
-/// The writes of a batch that failed, named for a message: the first and how many more.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BatchName {
-    pub first: Option<ResourceKey>,
-    pub count: usize,
-}
-
-impl std::fmt::Display for BatchName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (&self.first, self.count) {
-            (None, _) => f.write_str("a batch of resources"),
-            (Some(first), 1) => write!(f, "{first}"),
-            (Some(first), count) => {
-                write!(
-                    f,
-                    "{first} and {} other resource(s) of its batch",
-                    count - 1
-                )
-            }
         }
     }
 }

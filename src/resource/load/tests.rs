@@ -269,10 +269,20 @@ mod properties {
         }
 
         /// Every resource of a generated stream comes back, in order, whatever empty documents
-        /// and comments sit between them.
+        /// and comments sit between them. Names that YAML 1.1 reads as another type when plain
+        /// (`on`, `no`, `null`: upstream stores `"true"`, `"false"`, `""`) are left out here;
+        /// `scalars_in_string_fields_are_stored_as_upstream_stores_them` covers them.
         #[test]
         fn generated_streams_load_every_document(
-            names in proptest::collection::vec("[a-z][a-z0-9-]{0,20}[a-z0-9]", 0..8),
+            names in proptest::collection::vec(
+                "[a-z][a-z0-9-]{0,20}[a-z0-9]".prop_filter("plain text in YAML 1.1", |name| {
+                    !matches!(
+                        name.as_str(),
+                        "y" | "yes" | "n" | "no" | "on" | "off" | "true" | "false" | "null"
+                    )
+                }),
+                0..8,
+            ),
             padding in proptest::collection::vec(0usize..3, 8),
         ) {
             let mut text = String::new();
