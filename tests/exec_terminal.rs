@@ -211,7 +211,7 @@ fn ctrl_c_at_a_question_ends_the_run_and_releases_the_lock() {
     );
     assert!(!success, "{transcript}");
     assert!(
-        transcript.contains("interrupted at a question; nothing more was changed"),
+        transcript.contains("interrupted by SIGINT at a question; nothing more was changed"),
         "{transcript}"
     );
     assert_eq!(etcd.get(LOCK_KEY), None, "the lock was released");

@@ -66,8 +66,10 @@ pub(super) fn decide(
     let revocation = lock.map(RunLock::revocation);
     // Set by the signal handler itself, so it is known before the interrupted read can return.
     let interrupted = Arc::new(AtomicBool::new(false));
-    let registration =
-        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted));
+    let registrations: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+        .into_iter()
+        .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&interrupted)).ok())
+        .collect();
     let watcher = tokio::spawn(async move {
         let signal = super::signal::stop_requested().await;
         if let Some(revocation) = revocation {
@@ -87,7 +89,7 @@ pub(super) fn decide(
         _ => ask(),
     }
     .map_err(ExecError::Prompt);
-    if let Ok(registration) = registration {
+    for registration in registrations {
         signal_hook::low_level::unregister(registration);
     }
     // The signal may also end the read (a closed terminal); then the watcher is releasing the lock

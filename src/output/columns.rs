@@ -224,9 +224,29 @@ fn spec_fields_read(kind: Kind, heading: &str) -> Option<&'static [&'static str]
         (Kind::HostEndpoint, "INTERFACE") => &["interfaceName"],
         (Kind::HostEndpoint, "IPS") => &["expectedIPs"],
         (Kind::HostEndpoint, "PROFILES") => &["profiles"],
-        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy, "TIER") => &["tier"],
-        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy | Kind::Tier, "ORDER") => &["order"],
-        (Kind::GlobalNetworkPolicy | Kind::NetworkPolicy, "SELECTOR") => &["selector"],
+        (
+            Kind::GlobalNetworkPolicy
+            | Kind::NetworkPolicy
+            | Kind::StagedGlobalNetworkPolicy
+            | Kind::StagedNetworkPolicy,
+            "TIER",
+        ) => &["tier"],
+        (
+            Kind::GlobalNetworkPolicy
+            | Kind::NetworkPolicy
+            | Kind::StagedGlobalNetworkPolicy
+            | Kind::StagedNetworkPolicy
+            | Kind::Tier,
+            "ORDER",
+        ) => &["order"],
+        (
+            Kind::GlobalNetworkPolicy
+            | Kind::NetworkPolicy
+            | Kind::StagedGlobalNetworkPolicy
+            | Kind::StagedNetworkPolicy,
+            "SELECTOR",
+        ) => &["selector"],
+        (Kind::StagedKubernetesNetworkPolicy, "PODSELECTOR") => &["podSelector"],
         (Kind::IpPool, "CIDR") => &["cidr"],
         (Kind::IpPool, "NAT") => &["natOutgoing"],
         (Kind::IpPool, "IPIPMODE") => &["ipipMode"],

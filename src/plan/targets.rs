@@ -310,12 +310,21 @@ mod tests {
         let catalog = shipped();
         let options =
             UpgradeOptions::survey(&catalog, &installed("v3.13.2", DatastoreType::EtcdV3));
+        let v3_29 = options
+            .lines
+            .iter()
+            .find(|line| line.line == "v3.29")
+            .unwrap();
+        assert_eq!(v3_29.runs, ["v3.27", "v3.29"]);
+        assert_eq!(
+            v3_29.path_text(&options.installed),
+            "v3.13 → v3.27 → v3.29: two runs"
+        );
         let newest = options.lines.last().unwrap();
-        assert_eq!(newest.line, "v3.29");
-        assert_eq!(newest.runs, ["v3.27", "v3.29"]);
+        assert_eq!(newest.line, "v3.32");
         assert_eq!(
             newest.path_text(&options.installed),
-            "v3.13 → v3.27 → v3.29: two runs"
+            "v3.13 → v3.27 → v3.32: two runs"
         );
         assert_eq!(
             options.lines[0].path_text(&options.installed),
@@ -329,11 +338,17 @@ mod tests {
         let catalog = shipped();
         let options =
             UpgradeOptions::survey(&catalog, &installed("v3.29.2", DatastoreType::Kubernetes));
-        assert_eq!(options.lines.len(), 1, "{options:?}");
+        let lines: Vec<&str> = options
+            .lines
+            .iter()
+            .map(|line| line.line.as_str())
+            .collect();
+        assert_eq!(lines, ["v3.29", "v3.30", "v3.31", "v3.32"], "{options:?}");
         assert_eq!(
             options.lines[0].path_text(&options.installed),
             "v3.29.2 → v3.29.7: one run"
         );
+        assert!(options.lines.iter().all(|line| line.runs.len() == 1));
         assert_eq!(options.advice.len(), 1, "manifest → operator only");
     }
 
@@ -341,7 +356,7 @@ mod tests {
     fn the_newest_patch_installed_has_nothing_newer() {
         let catalog = shipped();
         let options =
-            UpgradeOptions::survey(&catalog, &installed("v3.29.7", DatastoreType::Kubernetes));
+            UpgradeOptions::survey(&catalog, &installed("v3.32.1", DatastoreType::Kubernetes));
         assert!(options.lines.is_empty(), "{options:?}");
         assert!(text(&options).contains("nothing newer"));
     }
