@@ -194,7 +194,9 @@ spec: {selector: has(web)}
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "error: cannot apply HostEndpoint(node2-eth0) and 2 other resource(s) of its batch: permission denied by the datastore for a batch of 3 writes"
+            // Writes go in batches of one kind: the host endpoints' batch is written, the
+            // policy's is refused, and the host endpoints are put back.
+            "error: a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply GlobalNetworkPolicy(allow-web): permission denied by the datastore for create"
         ),
         "{stderr}"
     );

@@ -137,7 +137,7 @@ fn full_plan() -> netctl::plan::Plan {
             "Delete the old agent pods",
             action(
                 "kube.delete",
-                json!({"api_version": "v1", "kind": "Pod", "namespace": NAMESPACE, "selector": "k8s-app=old-agent"}),
+                json!({"api_version": "v1", "kind": "Pod", "namespace": NAMESPACE, "selector": {"k8s-app": "old-agent"}}),
             ),
         ),
         wait_step("30s"),
@@ -362,7 +362,7 @@ fn a_listing_reads_in_dry_run_and_shows_its_names_before_a_gate() {
         action(
             "kube.list",
             json!({"api_version": "v1", "kind": "Pod", "namespace": NAMESPACE,
-                   "selector": "k8s-app=old-agent"}),
+                   "selector": {"k8s-app": "old-agent"}}),
         ),
     );
     list.register = Some("old_agents".into());

@@ -22,7 +22,11 @@ fn seed(kube: &KubeApiServer) {
     kube.put(json!({"apiVersion": CALICO, "kind": "HostEndpoint",
         "metadata": {"name": "h1"},
         "spec": {"node": "n1", "interfaceName": "eth0", "expectedIPs": ["10.0.0.1"]}}));
-    kube.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}));
+    // A healthy node: the pre-flight checks that every node is Ready before anything is written.
+    kube.put(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    );
 }
 
 fn plan() -> Plan {
@@ -129,15 +133,25 @@ fn an_upgrade_runs_with_a_lease_lock_and_a_mirrored_checkpoint() {
             .any(|request| request.starts_with("POST /api/v1/namespaces/kube-system/configmaps")),
         "{requests:#?}"
     );
-    // The lock and its lease are gone; the checkpoint mirror stays.
+    // The lock and its lease are gone; the checkpoint mirror stays: its head, and beside it the plan
+    // and the run's log segment and snapshot it names.
     assert_eq!(
         kube.names("coordination.k8s.io/v1", "leases"),
         Vec::<String>::new()
     );
-    assert_eq!(
-        kube.names("v1", "configmaps"),
-        ["kube-system/netctl-upgrade-checkpoint"]
-    );
+    let config_maps = kube.names("v1", "configmaps");
+    assert_eq!(config_maps.len(), 4, "{config_maps:?}");
+    assert_eq!(config_maps[0], "kube-system/netctl-upgrade-checkpoint");
+    for (config_map, (prefix, suffix)) in config_maps[1..].iter().zip([
+        ("kube-system/netctl-upgrade-plans-", "-0"),
+        ("kube-system/netctl-upgrade-runs-", "-log-1-0"),
+        ("kube-system/netctl-upgrade-runs-", "-snapshots-1-0"),
+    ]) {
+        assert!(
+            config_map.starts_with(prefix) && config_map.ends_with(suffix),
+            "{config_maps:?}"
+        );
+    }
     let checkpoint = kube
         .get(
             "v1",
