@@ -42,7 +42,7 @@ fn apply_procedure_plans_and_runs_a_named_procedure_in_one_command() {
         ["node-a-auto-hep", "node-a-eth0", "node-b-auto-hep"]
     );
     assert_eq!(
-        status_json(&operator)["checkpoint"]["plan"]["procedure"],
+        status_json(&operator)["plan"]["procedure"],
         "auto-host-endpoints"
     );
 }
@@ -286,7 +286,7 @@ fn plan_without_a_target_on_a_kubernetes_operator_install_has_no_advice_to_move(
     let survey = text(&output.stdout);
     assert!(survey.contains("v3.29.2 → v3.29.7: one run"), "{survey}");
     assert!(
-        survey.contains("next: netctl upgrade plan --to v3.29.7"),
+        survey.contains("next: netctl upgrade plan --to v3.32.1"),
         "{survey}"
     );
     assert!(!survey.contains("advice:"), "{survey}");
