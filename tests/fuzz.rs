@@ -405,11 +405,14 @@ fn resource_documents() {
 
 fn config_seeds() -> Vec<String> {
     vec![
-        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata: {}\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: https://[::1]:2379,https://10.0.0.1:2379\n  etcdUsername: admin\n  etcdPassword: secret\n  etcdCACertFile: /etc/ca.pem\n  etcdCertFile: /etc/cert.pem\n  etcdKeyFile: /etc/key.pem\n".to_string(),
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata: {}\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: https://[::1]:2379,https://10.0.0.1:2379\n  etcdUsername: admin\n  etcdPassword: pw-7f3c9e\n  etcdCACertFile: /etc/ca.pem\n  etcdCertFile: /etc/cert.pem\n  etcdKeyFile: /etc/key.pem\n".to_string(),
         "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nmetadata:\nspec:\n  datastoreType: \"kubernetes\"\n  kubeconfig: ~/.kube/config\n  k8sAPIEndpoint: https://10.0.0.1:6443\n  k8sInsecureSkipTLSVerify: yes\n".to_string(),
         "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  etcdDiscoverySrv: example.com\n  etcdCACert: |\n    -----BEGIN CERTIFICATE-----\n    MIIB\n    -----END CERTIFICATE-----\n".to_string(),
     ]
 }
+
+/// The password in the seed configuration, distinctive so it is found wherever it leaks.
+const PASSWORD: &str = "pw-7f3c9e";
 
 fn check_config(input: &str) -> Result<(), String> {
     if let Err(error) = netctl::config::file::parse(input, Path::new("netctl.cfg")) {
@@ -417,8 +420,13 @@ fn check_config(input: &str) -> Result<(), String> {
         if message.trim().is_empty() {
             return Err("a refusal without a message".to_string());
         }
-        // The password of the seed must never be echoed back in a refusal.
-        if message.contains("secret") && !input.contains("secret:") {
+        // The seed's password must never be echoed back in a refusal, as long as it only stands
+        // as the password (a mutation may copy it into another field, which may be shown).
+        let only_as_password = input
+            .lines()
+            .filter(|line| line.contains(PASSWORD))
+            .all(|line| line.trim_start().starts_with("etcdPassword:"));
+        if only_as_password && message.contains(PASSWORD) {
             return Err(format!("a refusal shows the password: {message}"));
         }
     }
