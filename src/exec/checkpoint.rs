@@ -131,6 +131,11 @@ pub struct StepRecord {
     /// wrote, or that file as the operator edited it while the run was stopped at a gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied_digest: Option<String>,
+    /// For a step that repeats one action over many items (`resource.label-each`): how many of its
+    /// items, in plan order, are done. Recorded after each batch, so a resume goes on from there
+    /// and re-checks only the batch that was in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_done: Option<usize>,
 }
 
 /// The most characters a step's summary or error keeps: both are one-line accounts, and a
@@ -167,6 +172,7 @@ impl StepRecord {
             download_digest: None,
             file_digest: None,
             applied_digest: None,
+            items_done: None,
         }
     }
 }

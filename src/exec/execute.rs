@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::actions::{self, ActionContext, Outcome, StepError};
+use super::actions::{self, ActionContext, Outcome, StepError, resource_label_each};
 use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
@@ -27,6 +27,8 @@ use super::signal;
 use super::step::{self, Attempt, StepRun};
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
 use crate::errors::error_chain;
+use crate::plan::action::ResourceLabelEach;
+use crate::plan::release::api_release;
 use crate::plan::{Action, Plan, PlannedStep};
 
 impl Executor {
@@ -229,7 +231,10 @@ impl StepRun for UpgradeStep<'_, '_> {
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let crash_point = self.run.options.crash_point.as_ref();
         CrashPoint::fire_if(crash_point, &step.id, CrashWhen::Before);
-        let result = self.perform_action(step).await;
+        let result = match &step.action {
+            Action::ResourceLabelEach(each) => self.perform_batches(step, each).await,
+            _ => self.perform_action(step).await,
+        };
         CrashPoint::fire_if(crash_point, &step.id, CrashWhen::After);
         result
     }
@@ -307,6 +312,77 @@ impl StepRun for UpgradeStep<'_, '_> {
 }
 
 impl UpgradeStep<'_, '_> {
+    /// Labels the items of a `resource.label-each` step a batch at a time, from the first item not
+    /// yet done, recording after each batch how many are done: a crash loses at most the batch in
+    /// flight, and a resume re-reads that batch and writes only what is not labelled yet. The test
+    /// crash hook also fires around each batch (`<step-id>@<batch>`, batches counted from 1).
+    async fn perform_batches(
+        &mut self,
+        step: &PlannedStep,
+        each: &ResourceLabelEach,
+    ) -> Result<Outcome, StepError> {
+        let store = self
+            .executor
+            .datastore
+            .as_deref()
+            .ok_or(StepError::NoDatastore {
+                action: step.action.name(),
+            })?;
+        let release = api_release(store, self.executor.release.as_ref()).await;
+        let size = resource_label_each::batch_size(store);
+        let total = each.names.len();
+        let before = self
+            .run
+            .checkpoint
+            .step(self.index)
+            .items_done
+            .unwrap_or(0)
+            .min(total);
+        let crash_point = self.run.options.crash_point.clone();
+        let mut done = before;
+        let mut tally = resource_label_each::LabelTally::default();
+        while done < total {
+            let end = (done + size).min(total);
+            let point = format!("{}@{}", step.id, done / size + 1);
+            CrashPoint::fire_if(crash_point.as_ref(), &point, CrashWhen::Before);
+            let batch = resource_label_each::label_batch(
+                store,
+                each,
+                &each.names[done..end],
+                plan_semantics(),
+                RunMode::Execute,
+                &release,
+            )
+            .await?;
+            CrashPoint::fire_if(crash_point.as_ref(), &point, CrashWhen::After);
+            tally.add(batch.tally);
+            done = end;
+            let record = self.run.checkpoint.step_mut(self.index);
+            record.items_done = Some(done);
+            record.summary = Some(format!("{done} of {total} items done"));
+            self.run
+                .save(Change::step(self.index))
+                .await
+                .map_err(|source| StepError::Progress {
+                    source: Box::new(source),
+                })?;
+            self.run
+                .progress
+                .note(&format!("      {done} of {total} items done"));
+        }
+        let mut summary = tally.summary(each, RunMode::Execute);
+        if before > 0 {
+            summary.push_str(&format!(
+                "; {before} item(s) were done before the run was interrupted"
+            ));
+        }
+        Ok(Outcome {
+            summary: summary.clone(),
+            transcript: vec![summary],
+            output: None,
+        })
+    }
+
     async fn perform_action(&self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let plan = self.plan;
         // `check` sees the cluster as it is now (the installed version changes during an upgrade).

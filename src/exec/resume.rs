@@ -297,6 +297,9 @@ impl UndoneBy {
         let later = |found: Option<&usize>| found.is_some_and(|writer| *writer > index);
         match read(verify) {
             Some(Read::Object(object)) => later(self.objects.get(&object)),
+            Some(Read::Objects(objects)) => objects
+                .into_iter()
+                .any(|object| later(self.objects.get(&object))),
             Some(Read::Kind(kind)) => later(self.kinds.get(&kind)),
             None => false,
         }
@@ -306,6 +309,7 @@ impl UndoneBy {
 /// What a postcondition reads.
 enum Read {
     Object((Kind, Option<String>, String)),
+    Objects(Vec<(Kind, Option<String>, String)>),
     Kind(Kind),
 }
 
@@ -317,6 +321,7 @@ fn read(verify: &Action) -> Option<Read> {
         Action::ResourceLabel(label) => {
             Read::Object((label.kind, label.namespace.clone(), label.name.clone()))
         }
+        Action::ResourceLabelEach(each) => Read::Objects(each_object(each)),
         Action::ResourceList(list) => Read::Kind(list.kind),
         Action::ResourceWait(wait) => Read::Kind(wait.kind),
         _ => return None,
@@ -334,6 +339,7 @@ fn written(action: &Action) -> Vec<(Kind, Option<String>, String)> {
         Action::ResourceLabel(label) => {
             vec![(label.kind, label.namespace.clone(), label.name.clone())]
         }
+        Action::ResourceLabelEach(each) => each_object(each),
         Action::ResourcePatch(patch) => {
             vec![(patch.kind, patch.namespace.clone(), patch.name.clone())]
         }
@@ -349,4 +355,14 @@ fn written(action: &Action) -> Vec<(Kind, Option<String>, String)> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The resources a `resource.label-each` labels.
+fn each_object(
+    each: &crate::plan::action::ResourceLabelEach,
+) -> Vec<(Kind, Option<String>, String)> {
+    each.names
+        .iter()
+        .map(|name| (each.kind, each.namespace.clone(), name.clone()))
+        .collect()
 }

@@ -116,6 +116,8 @@ impl Run<'_> {
         let record = self.checkpoint.step_mut(index);
         record.state = StepState::Pending;
         record.finished_at = None;
+        // Which items drifted is not known: every item is checked again.
+        record.items_done = None;
         record.summary = Some(format!(
             "its postcondition ({what}) no longer held; run again by `--repair`"
         ));

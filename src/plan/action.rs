@@ -38,6 +38,12 @@ pub enum Action {
     ResourceDelete(ResourceDeletion),
     #[serde(rename = "resource.label")]
     ResourceLabel(ResourceLabel),
+    /// One label set on (or removed from) many resources of a kind: what the planner makes of a
+    /// `foreach` step of `resource.label` whose items differ only in the resource's name. Not
+    /// written in runbooks; the executor labels the resources in batched transactions and records
+    /// after each batch how many are done (per-item resume).
+    #[serde(rename = "resource.label-each")]
+    ResourceLabelEach(ResourceLabelEach),
     #[serde(rename = "resource.patch")]
     ResourcePatch(ResourcePatch),
     /// Wait until named resources exist (and match a selector), or until a selector matches any.
@@ -104,6 +110,7 @@ impl Action {
             Action::ResourceReplace(_) => "resource.replace",
             Action::ResourceDelete(_) => "resource.delete",
             Action::ResourceLabel(_) => "resource.label",
+            Action::ResourceLabelEach(_) => "resource.label-each",
             Action::ResourcePatch(_) => "resource.patch",
             Action::ResourceWait(_) => "resource.wait",
             Action::KubeApply(_) => "kube.apply",
@@ -273,6 +280,12 @@ impl Action {
             )),
             Action::ResourceLabel(label) if label.value.is_none() && !label.remove => {
                 Err(invalid("give a `value` (may be empty) or `remove: true`"))
+            }
+            Action::ResourceLabelEach(each) if each.names.is_empty() => {
+                Err(invalid("`names` must name at least one resource"))
+            }
+            Action::ResourceLabelEach(each) => {
+                Action::ResourceLabel(each.label(each.names.first())).validate()
             }
             Action::KubeWaitRollout(wait) if wait.name.is_none() && wait.selector.is_none() => {
                 Err(invalid("give a `name` or a `selector`"))
@@ -493,6 +506,80 @@ pub struct ResourceLabel {
     pub overwrite: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub remove: bool,
+}
+
+/// One label change on many resources of a kind (see [`Action::ResourceLabelEach`]): the same
+/// `key` and `value` (or `remove`) for every name, in the order of the `foreach` items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceLabelEach {
+    pub kind: Kind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub overwrite: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remove: bool,
+    pub names: Vec<String>,
+}
+
+impl ResourceLabelEach {
+    /// The one-resource label request for `name` (an empty name when `None`).
+    pub fn label(&self, name: Option<&String>) -> ResourceLabel {
+        ResourceLabel {
+            kind: self.kind,
+            name: name.cloned().unwrap_or_default(),
+            namespace: self.namespace.clone(),
+            key: self.key.clone(),
+            labels: None,
+            value: self.value.clone(),
+            overwrite: self.overwrite,
+            remove: self.remove,
+        }
+    }
+
+    /// The requests of `labels` as one, when they differ only in the resource's name and each sets
+    /// or removes one `key` (a `labels` map may differ per item: those stay one step each).
+    pub fn fold(labels: &[&ResourceLabel]) -> Option<ResourceLabelEach> {
+        let first = labels.first()?;
+        if first.labels.is_some() {
+            return None;
+        }
+        let each = ResourceLabelEach {
+            kind: first.kind,
+            namespace: first.namespace.clone(),
+            key: first.key.clone(),
+            value: first.value.clone(),
+            overwrite: first.overwrite,
+            remove: first.remove,
+            names: labels.iter().map(|label| label.name.clone()).collect(),
+        };
+        let alike = labels
+            .iter()
+            .all(|label| **label == each.label(Some(&label.name)));
+        alike.then_some(each)
+    }
+
+    /// The first [`NAMES_SHOWN`] names and how many more, e.g. `h1, h2, h3, h4, h5 and 9995 more`:
+    /// how plans show a long list of items in one line.
+    pub fn names_shown(&self) -> String {
+        compact_list(&self.names)
+    }
+}
+
+/// How many items a plan shows of a long list before `and N more`.
+pub const NAMES_SHOWN: usize = 5;
+
+/// The first [`NAMES_SHOWN`] of `items` and how many more.
+pub fn compact_list(items: &[String]) -> String {
+    let shown = items[..items.len().min(NAMES_SHOWN)].join(", ");
+    match items.len().saturating_sub(NAMES_SHOWN) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 /// The two patch formats: RFC 7386 merge patch and RFC 6902 JSON patch.

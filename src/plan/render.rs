@@ -478,6 +478,28 @@ pub fn describe(action: &Action) -> String {
                 None => target,
             }
         }
+        Action::ResourceLabelEach(each) => {
+            let change = match &each.value {
+                _ if each.remove => format!("{} --remove", each.key),
+                Some(value) => format!(
+                    "{}={}{}",
+                    each.key,
+                    shell_word(value),
+                    if each.overwrite { " --overwrite" } else { "" }
+                ),
+                None => each.key.clone(),
+            };
+            let namespace = match &each.namespace {
+                Some(namespace) => format!(" -n {namespace}"),
+                None => String::new(),
+            };
+            format!(
+                "{name} {} {change}{namespace} on {} resource(s), in batched transactions: {}",
+                each.kind,
+                each.names.len(),
+                each.names_shown()
+            )
+        }
         Action::ResourcePatch(patch) => format!(
             "{name} {} {} --type={} {}",
             patch.kind,

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value as Json, json};
 
+use super::action::{ResourceLabel, ResourceLabelEach, compact_list};
 use super::catalog::{self, Catalog, CatalogError};
 pub use super::error::PlanError;
 use super::facts::Facts;
@@ -417,6 +418,8 @@ fn instantiate(
                 }
             }
         };
+        let foreach = step.foreach.is_some();
+        let mut expanded = Vec::with_capacity(items.len());
         for (item_index, item) in items.into_iter().enumerate() {
             let mut id = format!("{name}/{}", step.id);
             let mut item_reason = step_reason.clone();
@@ -462,7 +465,7 @@ fn instantiate(
                 Json::String(text) => text,
                 other => other.to_string(),
             };
-            instances.push(Instance {
+            expanded.push(Instance {
                 key: (runbook.spec.phase, runbook_index, step_index, item_index),
                 runbook: name.clone(),
                 step_id: step.id.clone(),
@@ -482,8 +485,75 @@ fn instantiate(
                 },
             });
         }
+        match foreach
+            .then(|| fold_label_steps(&expanded, &format!("{name}/{}", step.id), &step_reason))
+        {
+            Some(Some(folded)) => instances.push(folded),
+            _ => instances.extend(expanded),
+        }
     }
     Ok(())
+}
+
+/// The instances of a `foreach` step of `resource.label` as one step of
+/// [`Action::ResourceLabelEach`], when every item sets or removes the same label and differs only
+/// in the resource's name (its `verify` likewise): the executor then labels them in batched
+/// transactions with per-item progress, instead of one step, one write and two checkpoint
+/// transitions per item. `None` when they do not fold (they stay one step each).
+fn fold_label_steps(expanded: &[Instance], id: &str, reason: &str) -> Option<Instance> {
+    let first = expanded.first()?;
+    let labels: Option<Vec<&ResourceLabel>> = expanded
+        .iter()
+        .map(|instance| match &instance.planned.action {
+            Action::ResourceLabel(label) => Some(label),
+            _ => None,
+        })
+        .collect();
+    let action = ResourceLabelEach::fold(&labels?)?;
+    let verify = match &first.planned.verify {
+        None => None,
+        Some(_) => {
+            let verifies: Option<Vec<&ResourceLabel>> = expanded
+                .iter()
+                .map(|instance| match &instance.planned.verify {
+                    Some(Action::ResourceLabel(label)) => Some(label),
+                    _ => None,
+                })
+                .collect();
+            Some(Action::ResourceLabelEach(ResourceLabelEach::fold(
+                &verifies?,
+            )?))
+        }
+    };
+    if expanded
+        .iter()
+        .any(|instance| instance.planned.verify.is_some() != verify.is_some())
+    {
+        return None;
+    }
+    let count = action.names.len();
+    let description = match count {
+        1 => first.planned.description.clone(),
+        _ => format!(
+            "{}; the same for {} more: {}",
+            first.planned.description,
+            count - 1,
+            compact_list(&action.names[1..])
+        ),
+    };
+    let mut planned = first.planned.clone();
+    planned.id = id.to_string();
+    planned.description = description;
+    planned.reason = format!("{reason}; {count} item(s): {}", action.names_shown());
+    planned.action = Action::ResourceLabelEach(action);
+    planned.verify = verify;
+    Some(Instance {
+        key: first.key,
+        runbook: first.runbook.clone(),
+        step_id: first.step_id.clone(),
+        needs: first.needs.clone(),
+        planned,
+    })
 }
 
 /// Renders `with` and builds the typed action; `file:` arguments of resource writes are loaded,

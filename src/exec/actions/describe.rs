@@ -53,6 +53,18 @@ pub fn describe_action(action: &Action) -> String {
                 label.value.as_deref().unwrap_or_default()
             ),
         },
+        Action::ResourceLabelEach(each) => {
+            let change = match each.remove {
+                true => format!("remove {}", each.key),
+                false => format!("{}={}", each.key, each.value.as_deref().unwrap_or_default()),
+            };
+            format!(
+                "label {} {} {change} ({} resources)",
+                each.kind,
+                each.names_shown(),
+                each.names.len()
+            )
+        }
         Action::ResourcePatch(patch) => {
             format!(
                 "{} patch of {} {}",

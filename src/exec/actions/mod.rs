@@ -18,6 +18,7 @@ pub mod resource;
 pub mod resource_apply;
 pub mod resource_delete;
 pub mod resource_edit;
+pub mod resource_label_each;
 mod resource_undo;
 pub mod resource_wait;
 mod resource_write;
@@ -81,6 +82,12 @@ pub enum StepError {
     NotAPostcondition { action: &'static str },
     #[error("`{action}` needs a datastore, and this run has none")]
     NoDatastore { action: &'static str },
+    /// A step that records its progress item by item could not record it (the checkpoint).
+    #[error("cannot record the progress of the step")]
+    Progress {
+        #[source]
+        source: Box<super::error::ExecError>,
+    },
 }
 
 impl StepError {
@@ -98,6 +105,7 @@ impl StepError {
             StepError::NotAPostcondition { .. } => Some(
                 "use `resource.get`, `resource.list`, `resource.label`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
+            StepError::Progress { source } => source.hint(),
             StepError::Check(_) | StepError::NoDatastore { .. } => None,
         }
     }
@@ -192,6 +200,11 @@ pub async fn perform(
         Action::ResourceLabel(label) => {
             let release = api_release(store()?, context.release).await;
             resource_edit::label_with(store()?, label, context.semantics, mode, &release).await?
+        }
+        Action::ResourceLabelEach(each) => {
+            let release = api_release(store()?, context.release).await;
+            resource_label_each::label_all(store()?, each, context.semantics, mode, &release)
+                .await?
         }
         Action::ResourcePatch(patch) => {
             let release = api_release(store()?, context.release).await;
@@ -308,6 +321,9 @@ pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool,
         }
         Action::ResourceWait(wait) => Ok(resource_wait::waited_for(store()?, wait).await?),
         Action::ResourceLabel(label) => Ok(resource_edit::label_holds(store()?, label).await?),
+        Action::ResourceLabelEach(each) => {
+            Ok(resource_label_each::label_all_hold(store()?, each).await?)
+        }
         Action::KubeList(list) => match &context.kubernetes {
             Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
             None => Err(StepError::KubernetesUnavailable {
@@ -342,6 +358,8 @@ pub fn is_idempotent(action: &Action) -> bool {
         | Action::ResourceReplace(_)
         | Action::ResourceDelete(_)
         | Action::ResourceLabel(_)
+        // Each batch re-reads its resources and writes only those not yet labelled.
+        | Action::ResourceLabelEach(_)
         | Action::KubeApply(_)
         | Action::KubeAnnotate(_)
         | Action::KubeLabel(_)
