@@ -38,7 +38,7 @@ fn seed_host_endpoints(operator: &Operator, count: usize) {
         .iter()
         .map(|name| {
             format!(
-                "---\napiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata:\n  name: {name}\n  labels:\n    role: edge\nspec:\n  node: n1\n  interfaceName: \"*\"\n"
+                "---\napiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata:\n  name: {name}\n  labels:\n    role: edge\nspec:\n  node: n1\n  interfaceName: eth0\n"
             )
         })
         .collect();

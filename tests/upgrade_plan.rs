@@ -64,7 +64,7 @@ fn helm_from_v3_13_with_all_interfaces_host_endpoints() {
     assert!(policy < chart);
     assert_eq!(
         ids.last(),
-        Some(&"hostendpoint-finish/unlabel-all-interfaces-heps[1]")
+        Some(&"hostendpoint-finish/unlabel-all-interfaces-heps")
     );
     insta::assert_snapshot!(render::text(&plan));
 }

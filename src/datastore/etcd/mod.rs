@@ -230,8 +230,15 @@ fn parse_revision(resource_version: &str) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::InvalidResourceVersion(resource_version.to_string()))
 }
 
-/// The stored bytes a list asks for per page after the first (see [`next_page_size`]).
+/// The stored bytes a list asks for per page after the first (see [`next_page_size`]), when it
+/// decodes only a few fields of each resource (tables).
 const PAGE_BYTES: usize = 4 << 20;
+
+/// The same when every resource is decoded whole (`-o json`, `-o yaml`, writes): a decoded
+/// resource takes several times its stored bytes (maps of strings), so a 4 MiB page of 500-byte
+/// host endpoints held twice was 160 MiB at 100,000. A quarter of the budget keeps memory flat
+/// (the pages are fewer than 100 even at 100,000 of them, so etcd's walk of the range stays small).
+const FULL_PAGE_BYTES: usize = 1 << 20;
 
 /// How many resources the next page of a list asks for.
 ///
@@ -241,8 +248,13 @@ const PAGE_BYTES: usize = 4 << 20;
 /// list asks for as many as fit in [`PAGE_BYTES`] at the average size seen so far, and for all
 /// that is left when that fits: 100,000 host endpoints of 500 bytes take 14 reads instead of 100.
 /// The budget bounds memory: a page is held twice at most (the one printed, the one in flight).
-fn next_page_size(first: usize, average_bytes: usize, remaining: usize) -> usize {
-    let budget = (PAGE_BYTES / average_bytes.max(1)).max(first);
+fn next_page_size(
+    page_bytes: usize,
+    first: usize,
+    average_bytes: usize,
+    remaining: usize,
+) -> usize {
+    let budget = (page_bytes / average_bytes.max(1)).max(first);
     if remaining <= budget {
         remaining.max(1)
     } else {
@@ -414,7 +426,11 @@ impl Datastore for EtcdStore {
                 next.push(0);
                 // `count` is how many keys the range held from this page's start.
                 let remaining = (response.count() as usize).saturating_sub(entries.len());
-                let size = next_page_size(first, bytes / entries.len(), remaining);
+                let page_bytes = match options.detail {
+                    Detail::Full => FULL_PAGE_BYTES,
+                    Detail::Summary { .. } => PAGE_BYTES,
+                };
+                let size = next_page_size(page_bytes, first, bytes / entries.len(), remaining);
                 Some(encode_token(revision, size, &next))
             }
             _ => None,
@@ -647,12 +663,19 @@ mod tests {
     #[test]
     fn pages_after_the_first_fill_the_byte_budget_or_take_the_rest() {
         // 500-byte values: 8388 fit in 4 MiB.
-        assert_eq!(next_page_size(1000, 500, 99_000), PAGE_BYTES / 500);
+        assert_eq!(
+            next_page_size(PAGE_BYTES, 1000, 500, 99_000),
+            PAGE_BYTES / 500
+        );
+        assert_eq!(
+            next_page_size(FULL_PAGE_BYTES, 1000, 500, 99_000),
+            FULL_PAGE_BYTES / 500
+        );
         // What is left fits: one more page takes it all.
-        assert_eq!(next_page_size(1000, 500, 5_000), 5_000);
+        assert_eq!(next_page_size(PAGE_BYTES, 1000, 500, 5_000), 5_000);
         // Values so large that fewer than the first page's count fit: never below that count.
-        assert_eq!(next_page_size(1000, 1 << 20, 50_000), 1000);
+        assert_eq!(next_page_size(PAGE_BYTES, 1000, 1 << 20, 50_000), 1000);
         // A caller's small first page (tests) still grows by the budget.
-        assert_eq!(next_page_size(10, 100, 15), 15);
+        assert_eq!(next_page_size(PAGE_BYTES, 10, 100, 15), 15);
     }
 }
