@@ -623,7 +623,7 @@ fn a_ten_thousand_host_endpoint_run_resumes_from_the_datastore_mirror() {
         .position(|step| step["id"] == LABEL_STEP)
         .expect("one label step");
     assert_eq!(
-        steps[label_index]["action"]["with"]["names"]
+        steps[label_index]["with"]["names"]
             .as_array()
             .unwrap()
             .len(),
