@@ -78,14 +78,15 @@ fn facts_are_discovered_from_the_datastore() {
             .any(|id| id.starts_with("hostendpoint-preparation/")),
         "the 9.2 preparation is planned: {ids:?}"
     );
-    let labelled: Vec<&str> = plan["steps"]
+    // One batched label step over every discovered all-interfaces host endpoint.
+    let labelled: Vec<&serde_json::Value> = plan["steps"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|step| step["action"] == "resource.label" && step["phase"] == "pre-upgrade")
-        .filter_map(|step| step["with"]["name"].as_str())
+        .filter(|step| step["action"] == "resource.label-each" && step["phase"] == "pre-upgrade")
+        .map(|step| &step["with"]["names"])
         .collect();
-    assert_eq!(labelled, ["node-a-all", "node-b-all"]);
+    assert_eq!(labelled, [&serde_json::json!(["node-a-all", "node-b-all"])]);
 }
 
 #[test]

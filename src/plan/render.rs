@@ -494,7 +494,7 @@ pub fn describe(action: &Action) -> String {
                 None => String::new(),
             };
             format!(
-                "{name} {} {change}{namespace} on {} resource(s), in batched transactions: {}",
+                "{name} {} {change}{namespace} on {} resource(s): {}",
                 each.kind,
                 each.names.len(),
                 each.names_shown()

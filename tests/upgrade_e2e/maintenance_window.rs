@@ -86,12 +86,15 @@ fn plan_run_lines_are_label_commands_netctl_accepts() {
         .lines()
         .filter_map(|line| line.split("run:").nth(1))
         .map(str::trim)
-        .find(|command| command.starts_with("resource.label") && command.ends_with("--remove"))
+        .find(|command| command.starts_with("resource.label") && command.contains("--remove"))
         .unwrap_or_else(|| panic!("no label removal shown as `KEY --remove`:\n{plan}"));
+    // One batched step: the label command for each of the names it lists.
     assert_eq!(
         removal,
-        "resource.label HostEndpoint node-a-all host-endpoint-upgrade --remove"
+        "resource.label-each HostEndpoint host-endpoint-upgrade --remove on 1 resource(s): node-a-all"
     );
+    let (command, names) = removal.split_once(" on ").unwrap();
+    let name = names.split(": ").nth(1).unwrap();
 
     // The line, given to `netctl label`, does what the step does.
     let labelled = operator.run(
@@ -104,7 +107,8 @@ fn plan_run_lines_are_label_commands_netctl_accepts() {
         &[],
     );
     assert_success(&labelled, "label");
-    let arguments: Vec<&str> = removal.split_whitespace().skip(1).collect();
+    let mut arguments: Vec<&str> = command.split_whitespace().skip(1).collect();
+    arguments.insert(1, name);
     let removed = operator.run(&[&["label"], arguments.as_slice()].concat(), &[]);
     assert_success(&removed, "the plan's label command");
     let endpoint = etcd

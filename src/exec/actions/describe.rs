@@ -59,10 +59,10 @@ pub fn describe_action(action: &Action) -> String {
                 false => format!("{}={}", each.key, each.value.as_deref().unwrap_or_default()),
             };
             format!(
-                "label {} {} {change} ({} resources)",
+                "label {} {change} on {} resource(s): {}",
                 each.kind,
-                each.names_shown(),
-                each.names.len()
+                each.names.len(),
+                each.names_shown()
             )
         }
         Action::ResourcePatch(patch) => {

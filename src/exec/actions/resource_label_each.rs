@@ -50,10 +50,15 @@ impl LabelTally {
             false => ("set label", "already had it"),
         };
         let preposition = if each.remove { "from" } else { "on" };
-        format!(
+        let mut summary = format!(
             "{would}{verb} {} {preposition} {} {}(s); {} {already}",
             each.key, self.changed, each.kind, self.unchanged
-        )
+        );
+        if mode == RunMode::DryRun {
+            // Each step of a dry run sees the datastore as it is, not as earlier steps leave it.
+            summary.push_str(" (as stored now; an earlier step may change that)");
+        }
+        summary
     }
 }
 
