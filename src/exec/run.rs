@@ -93,6 +93,10 @@ impl Run<'_> {
         record.state = StepState::Succeeded;
         record.finished_at = Some(now_rfc3339());
         record.summary = Some("interrupted; its postcondition holds, so not run again".to_string());
+        // Every item of a batched step holds: all of them are done.
+        if let crate::plan::Action::ResourceLabelEach(each) = &step.action {
+            record.items_done = Some(each.names.len());
+        }
         self.save(Change::step(index)).await?;
         self.record(JournalEvent::Recovered, Some(step), |entry| {
             entry.action = Some(step.action.name().to_string());
