@@ -179,7 +179,10 @@ fn a_run_killed_inside_a_batched_label_step_resumes_without_doubling_or_losing_a
             let record = &status["checkpoint"]["steps"][0];
             assert_eq!(record["state"], "running", "{kill_point}: {record}");
             assert_eq!(record["items_done"], done_before, "{kill_point}: {record}");
-            assert_eq!(record["summary"], format!("{done_before} of 300 items done"));
+            assert_eq!(
+                record["summary"],
+                format!("{done_before} of 300 items done")
+            );
         }
         let labelled = stored(&etcd).iter().filter(|hep| hep.1).count();
         let expected = match when {
