@@ -990,6 +990,9 @@ fn upgrade(options: &Options, tools: &Tools, work: &Path, size: usize, report: &
             state.to_str().expect("UTF-8 path"),
             "--mirror-dir",
             mirror.to_str().expect("UTF-8 path"),
+            // No cluster here: the run ends at the first Kubernetes step, after the preparation.
+            "--skip-preflight",
+            "cluster",
         ],
     );
     let raw_label = tools.raw(&["raw-label", &endpoint]);
