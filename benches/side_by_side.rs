@@ -703,7 +703,10 @@ fn raw_load(endpoint: &str, file: &Path) {
 fn raw_label(endpoint: &str) {
     runtime().block_on(async {
         let mut client = connect(endpoint).await;
+        // 10,000 host endpoints are more than gRPC's default 4 MiB answer.
         let response = client
+            .kv_client()
+            .max_decoding_message_size(64 << 20)
             .get(HOST_ENDPOINTS, Some(GetOptions::new().with_prefix()))
             .await
             .expect("read the host endpoints");
@@ -1016,8 +1019,10 @@ fn upgrade(options: &Options, tools: &Tools, work: &Path, size: usize, report: &
     };
     let check_labelled = |_| {
         runtime.block_on(async {
-            let mut client = connect(&endpoint).await;
+            let client = connect(&endpoint).await;
             let response = client
+                .kv_client()
+                .max_decoding_message_size(64 << 20)
                 .get(HOST_ENDPOINTS, Some(GetOptions::new().with_prefix()))
                 .await
                 .expect("read the host endpoints");
