@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use clap::{ArgMatches, CommandFactory};
 use clap_complete::engine::CompletionCandidate;
-use clap_complete::env::{CompleteEnv, EnvCompleter as _, Shells};
+use clap_complete::env::{
+    Bash, CompleteEnv, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh,
+};
 use clap_complete::Shell;
 
 use crate::config::Environment;
@@ -113,6 +115,13 @@ else
 fi
 "#;
 
+/// Appended to the zsh script; see `run`.
+const ZSH_AUTOLOADED: &str = r#"
+if [ "$funcstack[1]" = "_netctl" ]; then
+    _clap_dynamic_completer_netctl "$@"
+fi
+"#;
+
 pub fn run(context: &super::Context, args: CompletionArgs) -> anyhow::Result<ExitCode> {
     let completer = completer_program();
     // Written into memory first, so a closed pipe (`netctl completion bash | head`) ends as
@@ -123,10 +132,16 @@ pub fn run(context: &super::Context, args: CompletionArgs) -> anyhow::Result<Exi
         script.extend(BASH_SCRIPT.replace("COMPLETER", &quoted).into_bytes());
     } else {
         let name = args.shell.to_string();
-        let Some(shell) = Shells::builtins().completer(&name) else {
+        let shells = Shells::builtins();
+        let Some(shell) = shells.completer(&name) else {
             anyhow::bail!("no completion script for `{name}`");
         };
         shell.write_registration(COMPLETE_VARIABLE, "netctl", "netctl", &completer, &mut script)?;
+        if args.shell == Shell::Zsh {
+            // Installed as `_netctl` in `$fpath`, zsh autoloads the file on the first TAB: complete
+            // then too, not only from the second on.
+            script.extend_from_slice(ZSH_AUTOLOADED.as_bytes());
+        }
     }
     context.printer.data(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
@@ -165,7 +180,114 @@ pub fn complete_if_asked() {
     let _ = COMMAND_LINE.set(std::env::args_os().collect());
     CompleteEnv::with_factory(super::Cli::command)
         .var(COMPLETE_VARIABLE)
+        .shells(Shells(&[
+            &FlagsAfterDash(ShellKind::Bash),
+            &FlagsAfterDash(ShellKind::Zsh),
+            &FlagsAfterDash(ShellKind::Fish),
+            &Elvish,
+            &Powershell,
+        ]))
         .complete();
+}
+
+/// The shells whose answers [`FlagsAfterDash`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellKind {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// clap_complete's bash, zsh and fish answers (the same format, see `clap_complete::env`), except
+/// that flags are offered only once a `-` is typed, as kubectl does: `get <TAB>` lists the kinds,
+/// not the kinds and twenty flags, and `get hep <TAB>` lists names or nothing.
+struct FlagsAfterDash(ShellKind);
+
+impl EnvCompleter for FlagsAfterDash {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            ShellKind::Bash => Bash.name(),
+            ShellKind::Zsh => Zsh.name(),
+            ShellKind::Fish => Fish.name(),
+        }
+    }
+
+    fn is(&self, name: &str) -> bool {
+        name == self.name()
+    }
+
+    fn write_registration(
+        &self,
+        var: &str,
+        name: &str,
+        bin: &str,
+        completer: &str,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        match self.0 {
+            ShellKind::Bash => Bash.write_registration(var, name, bin, completer, buf),
+            ShellKind::Zsh => Zsh.write_registration(var, name, bin, completer, buf),
+            ShellKind::Fish => Fish.write_registration(var, name, bin, completer, buf),
+        }
+    }
+
+    fn write_complete(
+        &self,
+        command: &mut clap::Command,
+        mut args: Vec<OsString>,
+        current_dir: Option<&std::path::Path>,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let index = match self.0 {
+            ShellKind::Fish => args.len().saturating_sub(1),
+            ShellKind::Bash | ShellKind::Zsh => std::env::var("_CLAP_COMPLETE_INDEX")
+                .ok()
+                .and_then(|index| index.parse().ok())
+                .unwrap_or_default(),
+        };
+        if args.len() == index {
+            args.push(OsString::new());
+        }
+        let typing_a_flag = args
+            .get(index)
+            .is_some_and(|word| word.to_string_lossy().starts_with('-'));
+        let mut candidates = clap_complete::engine::complete(command, args, index, current_dir)?;
+        if !typing_a_flag {
+            candidates.retain(|candidate| !candidate.get_value().to_string_lossy().starts_with('-'));
+        }
+        let separator = std::env::var("_CLAP_IFS").unwrap_or_else(|_| "\n".to_string());
+        for (position, candidate) in candidates.iter().enumerate() {
+            let value = candidate.get_value().to_string_lossy();
+            let help = candidate
+                .get_help()
+                .map(|help| help.to_string().lines().next().unwrap_or_default().to_string());
+            match self.0 {
+                ShellKind::Bash => {
+                    if position > 0 {
+                        write!(buf, "{separator}")?;
+                    }
+                    write!(buf, "{value}")?;
+                }
+                ShellKind::Zsh => {
+                    if position > 0 {
+                        write!(buf, "{separator}")?;
+                    }
+                    write!(buf, "{}", value.replace('\\', "\\\\").replace(':', "\\:"))?;
+                    if let Some(help) = help {
+                        write!(buf, ":{}", help.replace('\\', "\\\\"))?;
+                    }
+                }
+                ShellKind::Fish => {
+                    write!(buf, "{value}")?;
+                    if let Some(help) = help {
+                        write!(buf, "\t{help}")?;
+                    }
+                    writeln!(buf)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the words before the one being completed say, parsed by clap leniently (missing arguments
