@@ -630,7 +630,7 @@ fn get_writes_a_schema_modeline_when_asked() {
     );
     // By the rules of `--release`: that line's schema; `KIND/NAME` and `-f` name one resource too.
     let output = against(&etcd)
-        .args(["get", "gnetset/set-a", "-o", "yaml", "--release", "v3.29"])
+        .args(["get", "gnetsets/set-a", "-o", "yaml", "--release", "v3.29"])
         .arg("--schema-modeline=/srv/schemas")
         .output();
     assert_eq!(output.status.code(), Some(0));
@@ -646,12 +646,15 @@ fn get_writes_a_schema_modeline_when_asked() {
         .args(["get", "hep", "node1-all", "-o", "yaml", "--export"])
         .output();
     assert!(String::from_utf8_lossy(&plain.stdout).starts_with("apiVersion: "));
-    // A resource that does not exist prints nothing, not a lone modeline.
+    // A resource that does not exist: what `get` prints for it (`[]`), after the line, and exit 1.
     let missing = against(&etcd)
         .args(["get", "hep", "nowhere", "-o", "yaml", "--schema-modeline=x"])
         .output();
     assert_eq!(missing.status.code(), Some(1));
-    assert!(missing.stdout.is_empty(), "{:?}", String::from_utf8_lossy(&missing.stdout));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stdout),
+        "# yaml-language-server: $schema=x/hostendpoints.schema.json\n[]\n"
+    );
 }
 
 #[test]

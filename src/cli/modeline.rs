@@ -81,8 +81,7 @@ fn installed_schemas() -> Result<String, ModelineError> {
     }
 }
 
-/// Writes `line` before the first byte written through it, and nothing when nothing is written
-/// (a resource that does not exist leaves the output empty, as without the flag).
+/// Writes `line` before the first byte written through it, and nothing when nothing is written.
 pub struct ModelineWriter<W: Write> {
     out: W,
     line: Option<String>,
