@@ -568,7 +568,9 @@ fn install_script_puts_binary_completions_man_pages_and_schemas_in_place() {
     )
     .unwrap();
     assert_eq!(schema["$id"], "urn:netctl:schema:hostendpoints.schema.json");
-    let line = prefix.path().join("share/netctl/schemas/v3.29/hostendpoints.schema.json");
+    let line = prefix
+        .path()
+        .join("share/netctl/schemas/v3.29/hostendpoints.schema.json");
     assert!(line.is_file(), "the older lines' schemas are installed too");
     // The completion scripts call the installed binary back.
     let installed = prefix.path().join("bin/netctl");
@@ -598,7 +600,9 @@ fn install_script_puts_binary_completions_man_pages_and_schemas_in_place() {
     let output = get.output();
     let yaml = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{yaml}");
-    let schema = prefix.path().join("share/netctl/schemas/hostendpoints.schema.json");
+    let schema = prefix
+        .path()
+        .join("share/netctl/schemas/hostendpoints.schema.json");
     assert!(
         yaml.starts_with(&format!(
             "# yaml-language-server: $schema={}\napiVersion: projectcalico.org/v3\n",
@@ -714,7 +718,11 @@ fn committed_schemas_are_what_netctl_schema_prints() {
         found
     };
     let paths = files(&committed);
-    assert_eq!(paths, files(written.path()), "schema --all writes the committed files");
+    assert_eq!(
+        paths,
+        files(written.path()),
+        "schema --all writes the committed files"
+    );
     assert!(paths.len() > 60, "{paths:?}");
     for path in &paths {
         let text = std::fs::read_to_string(committed.join(path)).unwrap();

@@ -77,7 +77,11 @@ fn bash_words(line: &str) -> (Vec<String>, String, String) {
     } else {
         last
     };
-    let previous = words.len().checked_sub(2).map(|i| words[i].clone()).unwrap_or_default();
+    let previous = words
+        .len()
+        .checked_sub(2)
+        .map(|i| words[i].clone())
+        .unwrap_or_default();
     (words, current, previous)
 }
 
@@ -235,7 +239,10 @@ fn install_methods_procedures_and_facts_complete() {
         complete("netctl upgrade plan --set install_method="),
         ["operator", "helm", "manifest"]
     );
-    assert_eq!(complete("netctl upgrade plan --set alp_enabled=t"), ["true"]);
+    assert_eq!(
+        complete("netctl upgrade plan --set alp_enabled=t"),
+        ["true"]
+    );
 }
 
 #[test]
@@ -279,7 +286,11 @@ fn names_follow_the_configuration_the_command_would_use() {
     assert_eq!(completion.stderr, "");
     // No configuration at all: nothing, silently.
     let completion = complete_with(&mut bash(), "netctl get hep ");
-    assert!(completion.candidates.is_empty(), "{:?}", completion.candidates);
+    assert!(
+        completion.candidates.is_empty(),
+        "{:?}",
+        completion.candidates
+    );
     assert_eq!(completion.stderr, "");
 }
 
@@ -289,7 +300,11 @@ fn a_hung_datastore_gives_no_names_no_message_and_no_long_wait() {
     etcd.pause();
     let completion = complete_with(&mut against(&etcd), "netctl get hep ");
     etcd.resume();
-    assert!(completion.candidates.is_empty(), "{:?}", completion.candidates);
+    assert!(
+        completion.candidates.is_empty(),
+        "{:?}",
+        completion.candidates
+    );
     assert_eq!(completion.stderr, "");
     // The lookup's budget is 1.5 s; the rest is bash and two netctl starts on a loaded machine.
     assert!(

@@ -14,11 +14,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use clap::{ArgMatches, CommandFactory};
-use clap_complete::engine::CompletionCandidate;
-use clap_complete::env::{
-    Bash, CompleteEnv, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh,
-};
 use clap_complete::Shell;
+use clap_complete::engine::CompletionCandidate;
+use clap_complete::env::{Bash, CompleteEnv, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh};
 
 use crate::config::Environment;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
@@ -136,7 +134,13 @@ pub fn run(context: &super::Context, args: CompletionArgs) -> anyhow::Result<Exi
         let Some(shell) = shells.completer(&name) else {
             anyhow::bail!("no completion script for `{name}`");
         };
-        shell.write_registration(COMPLETE_VARIABLE, "netctl", "netctl", &completer, &mut script)?;
+        shell.write_registration(
+            COMPLETE_VARIABLE,
+            "netctl",
+            "netctl",
+            &completer,
+            &mut script,
+        )?;
         if args.shell == Shell::Zsh {
             // Installed as `_netctl` in `$fpath`, zsh autoloads the file on the first TAB: complete
             // then too, not only from the second on.
@@ -253,14 +257,19 @@ impl EnvCompleter for FlagsAfterDash {
             .is_some_and(|word| word.to_string_lossy().starts_with('-'));
         let mut candidates = clap_complete::engine::complete(command, args, index, current_dir)?;
         if !typing_a_flag {
-            candidates.retain(|candidate| !candidate.get_value().to_string_lossy().starts_with('-'));
+            candidates
+                .retain(|candidate| !candidate.get_value().to_string_lossy().starts_with('-'));
         }
         let separator = std::env::var("_CLAP_IFS").unwrap_or_else(|_| "\n".to_string());
         for (position, candidate) in candidates.iter().enumerate() {
             let value = candidate.get_value().to_string_lossy();
-            let help = candidate
-                .get_help()
-                .map(|help| help.to_string().lines().next().unwrap_or_default().to_string());
+            let help = candidate.get_help().map(|help| {
+                help.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
             match self.0 {
                 ShellKind::Bash => {
                     if position > 0 {
@@ -473,7 +482,9 @@ fn resource_names(kind: Kind, prefix: &str, line: Option<&LineSoFar>) -> Vec<Str
     };
     let request_timeout = line
         .and_then(|line| line.value::<Duration>("request_timeout"))
-        .map_or(NAME_LOOKUP_BUDGET, |timeout| timeout.min(NAME_LOOKUP_BUDGET));
+        .map_or(NAME_LOOKUP_BUDGET, |timeout| {
+            timeout.min(NAME_LOOKUP_BUDGET)
+        });
     let options = ConnectOptions {
         request_timeout,
         kube_context: value("context"),

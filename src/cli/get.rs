@@ -14,9 +14,9 @@ use anyhow::Context as _;
 use clap_complete::engine::ArgValueCompleter;
 
 use super::args::{FileArgs, ReleaseArg, namespace_scope};
-use super::{Context, completion};
-use super::modeline::{ModelineError, ModelineWriter, modeline};
 use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_output};
+use super::modeline::{ModelineError, ModelineWriter, modeline};
+use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
@@ -363,10 +363,10 @@ fn check_schema_modeline(
         return Ok(());
     }
     if *format != OutputFormat::Yaml || presentation.json_path.is_some() {
-        return Err(ModelineError::NotYaml);
+        return Err(ModelineError::YamlOnly);
     }
     if single.is_none() {
-        return Err(ModelineError::NotOneResource);
+        return Err(ModelineError::SeveralDocuments);
     }
     Ok(())
 }

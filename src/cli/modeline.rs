@@ -21,21 +21,23 @@ const INSTALLED_SCHEMAS: &str = "share/netctl/schemas";
 #[derive(Debug, thiserror::Error)]
 pub enum ModelineError {
     #[error("`--schema-modeline` needs `-o yaml`")]
-    NotYaml,
-    #[error("`--schema-modeline` needs exactly one resource: a list or several results are not one document of a kind")]
-    NotOneResource,
+    YamlOnly,
+    #[error(
+        "`--schema-modeline` needs exactly one resource: a list or several results are not one document of a kind"
+    )]
+    SeveralDocuments,
     #[error("no schemas are installed beside netctl (looked in `{}`)", .path.display())]
-    NotInstalled { path: PathBuf },
+    NoInstalledSchemas { path: PathBuf },
 }
 
 impl ModelineError {
     pub fn hint(&self) -> &'static str {
         match self {
-            ModelineError::NotYaml => "add `-o yaml`",
-            ModelineError::NotOneResource => {
+            ModelineError::YamlOnly => "add `-o yaml`",
+            ModelineError::SeveralDocuments => {
                 "name one resource: `get KIND NAME`, `get KIND/NAME` or `-f` with one document"
             }
-            ModelineError::NotInstalled { .. } => {
+            ModelineError::NoInstalledSchemas { .. } => {
                 "write them with `netctl schema --all DIR` and pass `--schema-modeline=DIR` (a directory or a URL)"
             }
         }
@@ -77,7 +79,7 @@ fn installed_schemas() -> Result<String, ModelineError> {
     if path.is_dir() {
         Ok(path.to_string_lossy().into_owned())
     } else {
-        Err(ModelineError::NotInstalled { path })
+        Err(ModelineError::NoInstalledSchemas { path })
     }
 }
 

@@ -75,9 +75,7 @@ pub fn run(context: &Context, args: SchemaArgs) -> anyhow::Result<ExitCode> {
     let release = args.release.chosen()?;
     let path = match name.to_ascii_lowercase().as_str() {
         "netapiconfig" | "runbook" if release.is_some() => {
-            anyhow::bail!(
-                "`{name}` has one schema for every release line: leave out `--release`"
-            )
+            anyhow::bail!("`{name}` has one schema for every release line: leave out `--release`")
         }
         "netapiconfig" => "netapiconfig.schema.json".to_string(),
         "runbook" => "runbook.schema.json".to_string(),
@@ -157,7 +155,12 @@ mod tests {
             let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(schema["$id"], format!("urn:netctl:schema:{path}"), "{path}");
             assert_eq!(
-                schema.as_object().unwrap().keys().nth(1).map(String::as_str),
+                schema
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .nth(1)
+                    .map(String::as_str),
                 Some("$id"),
                 "{path}: `$id` follows `$schema`"
             );

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap_complete::engine::ArgValueCompleter;
 
-use super::{Context, completion};
 use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
+use super::{Context, completion};
 use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
