@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-
 use clap_complete::engine::ArgValueCompleter;
 
 use super::args::{FileArgs, ReleaseArg, namespace_scope};
