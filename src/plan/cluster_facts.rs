@@ -93,12 +93,14 @@ pub async fn read_live_objects(
                 source: Box::new(source),
             })?;
         live.push(match found {
-            Some(found) => Some(serde_json::to_value(found).map_err(|error| {
-                FactError::ClusterDiscovery {
-                    what: what(),
-                    source: Box::new(kube::Error::SerdeError(error)),
-                }
-            })?),
+            Some(found) => {
+                Some(
+                    serde_json::to_value(found).map_err(|error| FactError::ClusterDiscovery {
+                        what: what(),
+                        source: Box::new(kube::Error::SerdeError(error)),
+                    })?,
+                )
+            }
             None => None,
         });
     }

@@ -722,8 +722,10 @@ mod tests {
                             "metadata": {"name": "calico-etcd-secrets", "namespace": "kube-system"}});
         let released = vec![secret.clone(), config(json!({"a": "1"}))];
         let live = vec![
-            Some(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "calico-etcd-secrets"},
-                        "data": {"etcd-key": "c2VjcmV0"}})),
+            Some(
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "calico-etcd-secrets"},
+                        "data": {"etcd-key": "c2VjcmV0"}}),
+            ),
             None,
         ];
         let discovery = discover(&released, &live, &[secret, config(json!({"a": "1"}))]);

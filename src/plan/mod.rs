@@ -10,8 +10,8 @@
 pub mod action;
 pub mod catalog;
 mod cluster_facts;
-mod error;
 pub mod edit_discovery;
+mod error;
 pub mod facts;
 pub mod lint;
 pub mod overlay;

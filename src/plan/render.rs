@@ -160,7 +160,10 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan).into_iter().chain(overlay_sections(plan)) {
+    for (heading, body) in discovery_sections(plan)
+        .into_iter()
+        .chain(overlay_sections(plan))
+    {
         let _ = writeln!(out, "\n{heading}");
         for line in body.lines() {
             let _ = writeln!(out, "  {line}");
@@ -310,7 +313,10 @@ pub fn markdown(plan: &Plan) -> String {
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan).into_iter().chain(overlay_sections(plan)) {
+    for (heading, body) in discovery_sections(plan)
+        .into_iter()
+        .chain(overlay_sections(plan))
+    {
         let fence = if body.starts_with("---") || body.starts_with('@') {
             "diff"
         } else {

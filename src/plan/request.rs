@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use super::InstallMethod;
 use super::catalog::{Catalog, CatalogError};
+use super::cluster_facts::read_live_objects;
+use super::edit_discovery;
 use super::facts::{DiscoveredFacts, FactError, FactOrigin, FactOverrides, Facts};
 use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
 use super::targets::{Installed, UpgradeOptions};
-use super::cluster_facts::read_live_objects;
-use super::edit_discovery;
 use super::{ManifestDiscovery, Plan, Release, discover_cluster_facts, discover_facts};
 use crate::config::DatastoreType;
 use crate::datastore::Datastore;
@@ -220,7 +220,8 @@ impl UpgradeRequest {
         // goes ahead of the user's own overlay (whose documents apply last, so they win), and the
         // plan is resolved again so the runbooks see it.
         if edits != ManifestEdits::None {
-            let found = discover_edits(&plan, sources.cluster, manifests, self.manifest_reading).await;
+            let found =
+                discover_edits(&plan, sources.cluster, manifests, self.manifest_reading).await;
             if !found.is_empty() {
                 let complete = found
                     .iter()
@@ -257,7 +258,9 @@ async fn read_manifest(
     reading: ManifestReading,
 ) -> Result<Vec<u8>, String> {
     if reading == ManifestReading::LocalOnly && !manifests.is_local(url) {
-        return Err("not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string());
+        return Err(
+            "not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string(),
+        );
     }
     match tokio::time::timeout(REVIEW_READ_TIMEOUT, manifests.read(url)).await {
         Ok(read) => read,
@@ -320,7 +323,9 @@ async fn discover_one(
     };
     let installed = read_manifest(installed_url, manifests, reading)
         .await
-        .map_err(|reason| format!("the installed release's manifest `{installed_url}`: {reason}"))?;
+        .map_err(|reason| {
+            format!("the installed release's manifest `{installed_url}`: {reason}")
+        })?;
     let released = objects("the installed release's manifest", installed)?;
     let new = read_manifest(url, manifests, reading)
         .await
