@@ -191,14 +191,14 @@ fn discovery_sections(plan: &Plan) -> Vec<(String, String)> {
         .iter()
         .map(|record| {
             let heading = format!(
-                "hand edits found in the cluster for `{}` (installed manifest {}, live objects, new manifest):",
+                "hand edits of the installed manifest, for `{}` (compares {} with the live objects and the new manifest):",
                 record.step, record.installed_url
             );
             let mut body = String::new();
             if let Some(reason) = &record.unavailable {
                 let _ = writeln!(
                     body,
-                    "not looked for: {reason}; the edits gate stays (or pass `--manifest-overlay FILE` / `--no-manifest-edits`)"
+                    "not looked for: {reason}"
                 );
             }
             if record.unavailable.is_none() && !record.found_anything() {
