@@ -17,7 +17,7 @@ pub mod process;
 pub mod resource;
 pub mod resource_apply;
 pub mod resource_delete;
-mod resource_diff;
+pub mod resource_diff;
 pub mod resource_edit;
 mod resource_undo;
 pub mod resource_wait;

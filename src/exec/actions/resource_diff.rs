@@ -8,11 +8,12 @@ use serde_json::Value;
 
 use crate::resource::Resource;
 
-/// The mark of a resource line: created, changed, deleted, unchanged.
-pub(super) const CREATE: &str = "+";
-pub(super) const CHANGE: &str = "~";
-pub(super) const DELETE: &str = "-";
-pub(super) const UNCHANGED: &str = "=";
+/// The mark of a resource line: created, changed, deleted, unchanged. Field lines under a resource
+/// are indented, so only resource lines start with a mark.
+pub const CREATE: &str = "+";
+pub const CHANGE: &str = "~";
+pub const DELETE: &str = "-";
+pub const UNCHANGED: &str = "=";
 
 /// A resource as compared: its JSON without the revision it was read at (that changes on every
 /// write and is no change of the user's).
@@ -103,6 +104,45 @@ pub(super) fn create_lines(header: &str, created: &Resource) -> Vec<String> {
     lines
 }
 
+/// How many resources a run's datastore writes would create, change, leave unchanged and delete,
+/// counted from the marked lines of its transcripts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteCounts {
+    pub created: usize,
+    pub changed: usize,
+    pub unchanged: usize,
+    pub deleted: usize,
+}
+
+impl WriteCounts {
+    /// Adds the resource lines (unindented, marked) of one step's transcript.
+    pub fn add(&mut self, transcript: &[String]) {
+        for line in transcript {
+            match line.split_once(' ').map(|(mark, _)| mark) {
+                Some(CREATE) => self.created += 1,
+                Some(CHANGE) => self.changed += 1,
+                Some(UNCHANGED) => self.unchanged += 1,
+                Some(DELETE) => self.deleted += 1,
+                _ => {}
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == WriteCounts::default()
+    }
+}
+
+impl std::fmt::Display for WriteCounts {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{} to create, {} to change, {} unchanged, {} to delete",
+            self.created, self.changed, self.unchanged, self.deleted
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +171,27 @@ mod tests {
         assert_eq!(
             update_lines("would update HostEndpoint(h1)", &stored, &stored),
             vec!["= HostEndpoint(h1) unchanged: it already says this"]
+        );
+    }
+
+    #[test]
+    fn counts_come_from_resource_lines_only() {
+        let transcript: Vec<String> = [
+            "+ would create HostEndpoint(h2):",
+            "    + kind: HostEndpoint",
+            "~ would update HostEndpoint(h1) (apply):",
+            "    - metadata.labels.old: \"x\"",
+            "= HostEndpoint(h3) unchanged; would not be written",
+            "- would delete HostEndpoint(h4) (revision 3)",
+            "would apply 3 resource(s)",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut counts = WriteCounts::default();
+        counts.add(&transcript);
+        assert_eq!(
+            counts.to_string(),
+            "1 to create, 1 to change, 1 unchanged, 1 to delete"
         );
     }
 }
