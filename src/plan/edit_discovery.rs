@@ -208,12 +208,14 @@ pub fn discover(released: &[Value], live: &[Option<Value>], new: &[Value]) -> Di
                 });
                 continue;
             }
-            discovery.edits.push(format!(
-                "{label} {}: {} → {}",
-                path_text(&difference.path),
-                shown(released_value),
-                shown(difference.live.as_ref())
-            ));
+            let change = match (released_value, difference.live.as_ref()) {
+                (None, live) => format!("added {}", shown(live)),
+                (released, None) => format!("removed (was {})", shown(released)),
+                (released, live) => format!("{} → {}", shown(released), shown(live)),
+            };
+            discovery
+                .edits
+                .push(format!("{label} {}: {change}", path_text(&difference.path)));
             insert(&mut document, &difference.path, difference.live);
             carried = true;
         }
@@ -463,6 +465,20 @@ fn is_server_default(key: &str, value: &Value, parent: &Map<String, Value>) -> b
         "strategy" => {
             json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
         }
+        // The deprecated copy of `serviceAccountName` the server keeps beside it.
+        "serviceAccount" => match parent.get("serviceAccountName") {
+            Some(name) => name.clone(),
+            None => return false,
+        },
+        // Set from the priority class by admission.
+        "priority" => return parent.contains_key("priorityClassName") && value.is_number(),
+        "preemptionPolicy" => json!("PreemptLowerPriority"),
+        "scheme" => json!("HTTP"),
+        // A Service's addresses are assigned by the server; a ServiceAccount's token secrets (before
+        // Kubernetes 1.24) are made by its controller.
+        "clusterIP" | "clusterIPs" | "ipFamilies" => return true,
+        "ipFamilyPolicy" => json!("SingleStack"),
+        "secrets" => return parent.get("kind").and_then(Value::as_str) == Some("ServiceAccount"),
         "maxSurge" if parent.get("maxUnavailable").is_some_and(Value::is_number) => json!(0),
         "maxSurge" => json!("25%"),
         "maxUnavailable" => json!("25%"),
@@ -588,7 +604,8 @@ mod tests {
                "metadata": {"name": "calico-node", "namespace": "kube-system"},
                "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                         "template": {"metadata": {"labels": {"k8s-app": "calico-node"}},
-                                     "spec": {"containers": [{"name": "calico-node", "image": image, "env": env}]}}}})
+                                     "spec": {"serviceAccountName": "calico-node",
+                                              "containers": [{"name": "calico-node", "image": image, "env": env}]}}}})
     }
 
     /// What a real API server adds to an object made from `object`.
@@ -611,6 +628,7 @@ mod tests {
             spec["securityContext"] = json!({});
             spec["restartPolicy"] = json!("Always");
             spec["terminationGracePeriodSeconds"] = json!(30);
+            spec["serviceAccount"] = json!("calico-node");
             object["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
             for container in object["spec"]["template"]["spec"]["containers"]
                 .as_array_mut()

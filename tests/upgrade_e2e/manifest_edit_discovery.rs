@@ -47,6 +47,9 @@ fn as_served(mut object: Value) -> Value {
         pod["securityContext"] = json!({});
         pod["restartPolicy"] = json!("Always");
         pod["terminationGracePeriodSeconds"] = json!(30);
+        if let Some(account) = pod.get("serviceAccountName").cloned() {
+            pod["serviceAccount"] = account;
+        }
         for container in pod["containers"].as_array_mut().unwrap() {
             container["terminationMessagePath"] = json!("/dev/termination-log");
             container["terminationMessagePolicy"] = json!("File");
