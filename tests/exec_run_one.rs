@@ -229,7 +229,7 @@ fn delete_skips_a_missing_resource_only_when_asked() {
 }
 
 #[test]
-fn a_one_step_dry_run_changes_nothing_and_shows_the_document() {
+fn a_one_step_dry_run_changes_nothing_and_shows_the_change() {
     let etcd = EtcdServer::start();
     seed(&etcd);
     let before = etcd.dump_prefix_bytes("");
@@ -262,7 +262,7 @@ fn a_one_step_dry_run_changes_nothing_and_shows_the_document() {
     assert_eq!(before, etcd.dump_prefix_bytes(""));
     assert!(
         transcript.starts_with(
-            "would update HostEndpoint(h1) (set label tier on hostendpoint h1):\n    apiVersion: projectcalico.org/v3\n"
+            "~ would update HostEndpoint(h1) (set label tier on hostendpoint h1):\n    + metadata.labels.tier: \"web\"\n+ would create HostEndpoint(h2):\n    + apiVersion: projectcalico.org/v3\n"
         ),
         "{transcript}"
     );

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::actions::describe::describe_action;
+use super::actions::resource_diff::WriteCounts;
 use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
@@ -109,6 +110,7 @@ impl Executor {
             None,
         ));
         let mut problems = 0;
+        let mut writes = WriteCounts::default();
         for (index, step) in plan.steps.iter().enumerate() {
             write(String::new())?;
             write(format!(
@@ -136,6 +138,7 @@ impl Executor {
             }
             match result {
                 Ok(outcome) => {
+                    writes.add(&outcome.transcript);
                     for line in outcome.transcript {
                         write(format!("  {line}"))?;
                     }
@@ -155,6 +158,12 @@ impl Executor {
                     retry.attempts, retry.delay
                 ))?;
             }
+        }
+        if !writes.is_empty() {
+            write(String::new())?;
+            write(format!(
+                "datastore writes, each against the datastore as it is now: {writes}"
+            ))?;
         }
         if problems > 0 {
             crate::terminal::warn(format!(

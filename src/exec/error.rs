@@ -26,6 +26,14 @@ pub enum ExecError {
         planned: String,
         now: String,
     },
+    #[error(
+        "the saved plan is stale: {object} changed in the cluster since the plan found the manifest's hand edits in it (`{planned}` then, `{now}` now)"
+    )]
+    EditedSincePlan {
+        object: String,
+        planned: String,
+        now: String,
+    },
     #[error("cannot re-read the cluster's facts to check the plan")]
     Facts(#[source] FactError),
     #[error("cannot re-read {what} from the Kubernetes API to check the plan's facts")]
@@ -131,7 +139,7 @@ impl ExecError {
             ExecError::InvalidPlanDigest { .. } => {
                 "the plan file was edited or damaged; make a new one with `netctl upgrade plan --out FILE`".to_string()
             }
-            ExecError::StalePlan { .. } => {
+            ExecError::StalePlan { .. } | ExecError::EditedSincePlan { .. } => {
                 "the cluster changed since the plan was made; make a new plan with `netctl upgrade plan` and review it".to_string()
             }
             ExecError::ClusterUnreadable { .. } => {

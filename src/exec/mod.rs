@@ -261,14 +261,61 @@ impl Executor {
                         })?,
                 );
         }
-        match stale::first_stale_fact(&plan.facts, &discovered) {
-            Some(stale) => Err(ExecError::StalePlan {
+        if let Some(stale) = stale::first_stale_fact(&plan.facts, &discovered) {
+            return Err(ExecError::StalePlan {
                 fact: stale.fact,
                 planned: stale.planned,
                 now: stale.now,
-            }),
-            None => Ok(()),
+            });
         }
+        self.check_discovered_edits(plan).await
+    }
+
+    /// The objects the plan found the manifest's hand edits in are read again: one changed since
+    /// (edited again, deleted, made) makes the discovered overlay wrong, so the plan is stale.
+    async fn check_discovered_edits(&self, plan: &Plan) -> Result<(), ExecError> {
+        let compared: Vec<&crate::plan::edit_discovery::LiveObject> = plan
+            .manifest_discovery
+            .iter()
+            .flat_map(|record| &record.live)
+            .collect();
+        if compared.is_empty() {
+            return Ok(());
+        }
+        let Some(client) = &self.kubernetes else {
+            return Err(ExecError::ClusterFactsUnchecked {
+                fact: "manifest_edits",
+            });
+        };
+        let objects: Vec<serde_json::Value> = compared
+            .iter()
+            .map(|object| {
+                serde_json::json!({"apiVersion": object.api_version, "kind": object.kind,
+                    "metadata": {"name": object.name, "namespace": object.namespace}})
+            })
+            .collect();
+        let live = crate::plan::read_live_objects(client, &objects)
+            .await
+            .map_err(|error| match error {
+                FactError::ClusterDiscovery { what, source } => {
+                    ExecError::ClusterUnreadable { what, source }
+                }
+                other => ExecError::Facts(other),
+            })?;
+        for (planned, now) in compared.iter().zip(&live) {
+            let now = now.as_ref().map_or_else(
+                || "absent".to_string(),
+                crate::plan::edit_discovery::live_digest,
+            );
+            if now != planned.digest {
+                return Err(ExecError::EditedSincePlan {
+                    object: planned.label(),
+                    planned: planned.digest.clone(),
+                    now,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Runs (or dry-runs) an upgrade plan. `plan` may be `None` only with [`StartMode::Resume`], which

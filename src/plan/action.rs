@@ -878,6 +878,11 @@ pub struct Fetch {
     /// changed at its URL since the review is refused instead of applied. `None`: not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The same manifest of the installed release. `upgrade plan` compares it with the objects it
+    /// created in the cluster and the new manifest to find the operator's hand edits (see
+    /// [`super::edit_discovery`]); the run itself never reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits_from: Option<String>,
 }
 
 /// Whether `digest` is written as netctl writes digests: `sha256:` and 64 lowercase hex digits.

@@ -34,6 +34,79 @@ const PAGE_SIZE: u32 = 250;
 /// The node-agent DaemonSets of the single manifests, by the names upstream gives them.
 const MANIFEST_NODE_AGENTS: [&str; 3] = ["calico-node", "canal", "canal-node"];
 
+/// Reads each object of a manifest as it is live (`None`: not there, or its type is unknown to the
+/// server, as a CustomResourceDefinition's kind before it is installed). Secrets are never read:
+/// their values must not reach a plan. An object without a namespace of a namespaced type is read
+/// from the kubeconfig's namespace, where `kubectl apply` made it.
+pub async fn read_live_objects(
+    client: &kube::Client,
+    objects: &[serde_json::Value],
+) -> Result<Vec<Option<serde_json::Value>>, FactError> {
+    let mut live = Vec::with_capacity(objects.len());
+    for object in objects {
+        let field = |pointer: &str| object.pointer(pointer).and_then(serde_json::Value::as_str);
+        let (Some(api_version), Some(kind), Some(name)) = (
+            field("/apiVersion"),
+            field("/kind"),
+            field("/metadata/name"),
+        ) else {
+            live.push(None);
+            continue;
+        };
+        if kind == "Secret" {
+            live.push(None);
+            continue;
+        }
+        let what = || format!("{kind} `{name}` ({api_version})");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, capabilities) = match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok(found) => found,
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                live.push(None);
+                continue;
+            }
+            Err(kube::Error::Discovery(_)) => {
+                live.push(None);
+                continue;
+            }
+            Err(source) => {
+                return Err(FactError::ClusterDiscovery {
+                    what: what(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let api: Api<DynamicObject> = match (
+            capabilities.scope == kube::discovery::Scope::Namespaced,
+            field("/metadata/namespace"),
+        ) {
+            (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &resource),
+            (true, None) => Api::default_namespaced_with(client.clone(), &resource),
+            (false, _) => Api::all_with(client.clone(), &resource),
+        };
+        let found = api
+            .get_opt(name)
+            .await
+            .map_err(|source| FactError::ClusterDiscovery {
+                what: what(),
+                source: Box::new(source),
+            })?;
+        live.push(match found {
+            Some(found) => {
+                Some(
+                    serde_json::to_value(found).map_err(|error| FactError::ClusterDiscovery {
+                        what: what(),
+                        source: Box::new(kube::Error::SerdeError(error)),
+                    })?,
+                )
+            }
+            None => None,
+        });
+    }
+    Ok(live)
+}
+
 /// Reads the install from the Kubernetes objects that make it up:
 ///
 /// - the install method: a `tigera-operator` Deployment installed by a Helm release (its

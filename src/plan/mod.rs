@@ -10,6 +10,7 @@
 pub mod action;
 pub mod catalog;
 mod cluster_facts;
+pub mod edit_discovery;
 mod error;
 pub mod facts;
 pub mod lint;
@@ -27,7 +28,7 @@ use sha2::{Digest, Sha256};
 pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
-pub use cluster_facts::discover_cluster_facts;
+pub use cluster_facts::{discover_cluster_facts, read_live_objects};
 pub use facts::{
     DiscoveredFacts, Fact, FactError, FactOrigin, FactOverrides, Facts, discover_facts,
 };
@@ -112,6 +113,9 @@ pub struct Plan {
     /// What each manifest overlay changes, computed at plan time for review (see [`ManifestPreview`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manifest_previews: Vec<ManifestPreview>,
+    /// The hand edits of the installed manifest found in the cluster (see [`ManifestDiscovery`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest_discovery: Vec<ManifestDiscovery>,
     /// `sha256:<hex>` over the canonical JSON of steps, facts and versions; see [`Plan::compute_digest`].
     pub digest: String,
 }
@@ -135,6 +139,46 @@ pub struct ManifestPreview {
     /// Why the manifest could not be read at plan time (then the plan shows the overlay itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+}
+
+/// What `upgrade plan` found of the operator's hand edits for one `fetch` step with `edits_from`
+/// (see [`edit_discovery`]): the installed release's manifest, the objects it made as they are
+/// live, and the new manifest, compared three-way. Under the digest, and the live objects' digests
+/// are checked again before a saved plan runs, so a cluster changed since the review makes the
+/// plan stale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestDiscovery {
+    /// The id of the `fetch` step the edits are carried by.
+    pub step: String,
+    /// The installed release's manifest that was compared.
+    pub installed_url: String,
+    /// The carried edits, one line each (`object field: released → live`); the overlay documents
+    /// themselves are in the step's `overlay`, ahead of any `--manifest-overlay`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<String>,
+    /// The overlay documents discovery made (also in the step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlay: Vec<serde_json::Value>,
+    /// Fields both the operator and upstream changed: not carried, for the operator to decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<edit_discovery::Undecided>,
+    /// What was not compared, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The live objects that were compared, with their digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<edit_discovery::LiveObject>,
+    /// Why discovery could not run (then nothing was discovered and the edits gate stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl ManifestDiscovery {
+    /// Whether the operator has something to review: edits carried, or fields left undecided.
+    pub fn found_anything(&self) -> bool {
+        !self.edits.is_empty() || !self.undecided.is_empty()
+    }
 }
 
 impl Plan {
@@ -161,6 +205,7 @@ impl Plan {
             facts,
             steps,
             manifest_previews: Vec::new(),
+            manifest_discovery: Vec::new(),
             digest: String::new(),
         };
         plan.digest = plan.compute_digest();
@@ -182,6 +227,9 @@ impl Plan {
         // Only when there are previews, so plans without an overlay keep the digest they had.
         if !self.manifest_previews.is_empty() {
             content["manifest_previews"] = serde_json::json!(self.manifest_previews);
+        }
+        if !self.manifest_discovery.is_empty() {
+            content["manifest_discovery"] = serde_json::json!(self.manifest_discovery);
         }
         let bytes = serde_json::to_vec(&content).unwrap_or_default();
         let hash = Sha256::digest(&bytes);
@@ -240,6 +288,23 @@ impl Plan {
         }
         self.manifest_previews = previews;
         self.digest = self.compute_digest();
+    }
+
+    /// Records what edit discovery found and seals the plan again.
+    pub fn set_manifest_discovery(&mut self, discovery: Vec<ManifestDiscovery>) {
+        self.manifest_discovery = discovery;
+        self.digest = self.compute_digest();
+    }
+
+    /// The `fetch` steps that name the installed release's manifest: `(step id, url, edits_from)`.
+    pub fn edit_sources(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.steps.iter().filter_map(|step| match &step.action {
+            Action::Fetch(fetch) => fetch
+                .edits_from
+                .as_deref()
+                .map(|from| (step.id.as_str(), fetch.url.as_str(), from)),
+            _ => None,
+        })
     }
 
     /// Steps in a phase, in plan order.

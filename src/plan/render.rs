@@ -160,7 +160,10 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
-    for (heading, body) in overlay_sections(plan) {
+    for (heading, body) in discovery_sections(plan)
+        .into_iter()
+        .chain(overlay_sections(plan))
+    {
         let _ = writeln!(out, "\n{heading}");
         for line in body.lines() {
             let _ = writeln!(out, "  {line}");
@@ -178,6 +181,58 @@ pub fn text(plan: &Plan) -> String {
         plan.steps.len()
     );
     out
+}
+
+/// One `(heading, body)` per `fetch` step whose hand edits were looked for in the cluster: the
+/// edits carried (as the overlay documents made of them), the fields left undecided, what was not
+/// compared, or why discovery could not run. Bodies end with a newline.
+fn discovery_sections(plan: &Plan) -> Vec<(String, String)> {
+    plan.manifest_discovery
+        .iter()
+        .map(|record| {
+            let heading = format!(
+                "hand edits of the installed manifest, for `{}` (compares {} with the live objects and the new manifest):",
+                record.step, record.installed_url
+            );
+            let mut body = String::new();
+            if let Some(reason) = &record.unavailable {
+                let _ = writeln!(
+                    body,
+                    "not looked for: {reason}"
+                );
+            }
+            if record.unavailable.is_none() && !record.found_anything() {
+                let _ = writeln!(
+                    body,
+                    "none: the {} live object(s) match the installed release's manifest",
+                    record.live.len()
+                );
+            }
+            for edit in &record.edits {
+                let _ = writeln!(body, "~ {edit}");
+            }
+            if !record.overlay.is_empty() {
+                let _ = writeln!(
+                    body,
+                    "carried into `upgrade.yaml` as this overlay (ahead of any `--manifest-overlay`; the diff follows):"
+                );
+                for line in super::overlay::overlay_yaml(&record.overlay).lines() {
+                    let _ = writeln!(body, "  {line}");
+                }
+            }
+            for field in &record.undecided {
+                let _ = writeln!(
+                    body,
+                    "? {} {}: undecided, not carried: {} as released, {} live, {} in the new manifest; make the edit you want in `upgrade.yaml` at the gate",
+                    field.object, field.field, field.released, field.live, field.new
+                );
+            }
+            for note in &record.notes {
+                let _ = writeln!(body, "note: {note}");
+            }
+            (heading, body)
+        })
+        .collect()
 }
 
 /// One `(heading, body)` per `fetch` step with a manifest overlay: the plan-time diff when the
@@ -258,7 +313,10 @@ pub fn markdown(plan: &Plan) -> String {
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
     }
-    for (heading, body) in overlay_sections(plan) {
+    for (heading, body) in discovery_sections(plan)
+        .into_iter()
+        .chain(overlay_sections(plan))
+    {
         let fence = if body.starts_with("---") || body.starts_with('@') {
             "diff"
         } else {

@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use super::InstallMethod;
 use super::catalog::{Catalog, CatalogError};
+use super::cluster_facts::read_live_objects;
+use super::edit_discovery;
 use super::facts::{DiscoveredFacts, FactError, FactOrigin, FactOverrides, Facts};
 use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
 use super::targets::{Installed, UpgradeOptions};
-use super::{Plan, Release, discover_cluster_facts, discover_facts};
+use super::{ManifestDiscovery, Plan, Release, discover_cluster_facts, discover_facts};
 use crate::config::DatastoreType;
 use crate::datastore::Datastore;
 use crate::runbook::{RunbookError, RunbookSet};
@@ -214,9 +216,125 @@ impl UpgradeRequest {
             facts,
         };
         let mut plan = plan_upgrade_with(&runbooks, &request, &edits)?;
+        // Unless told there are none, the hand edits are looked for in the cluster; what is found
+        // goes ahead of the user's own overlay (whose documents apply last, so they win), and the
+        // plan is resolved again so the runbooks see it.
+        if edits != ManifestEdits::None {
+            let found =
+                discover_edits(&plan, sources.cluster, manifests, self.manifest_reading).await;
+            if !found.is_empty() {
+                let complete = found
+                    .iter()
+                    .all(|record| record.unavailable.is_none() && record.notes.is_empty());
+                let combined = if found.iter().any(ManifestDiscovery::found_anything) {
+                    let mut documents: Vec<serde_json::Value> = found
+                        .iter()
+                        .flat_map(|record| record.overlay.iter().cloned())
+                        .collect();
+                    documents.extend(edits.documents().iter().cloned());
+                    Some(ManifestEdits::Discovered(documents))
+                } else if complete && edits == ManifestEdits::Unstated {
+                    // Every object compared and none edited: nothing to carry, no gate.
+                    Some(ManifestEdits::None)
+                } else {
+                    None
+                };
+                if let Some(combined) = combined {
+                    plan = plan_upgrade_with(&runbooks, &request, &combined)?;
+                }
+                plan.set_manifest_discovery(found);
+            }
+        }
         review_overlays(&mut plan, manifests, self.manifest_reading).await?;
         Ok(plan)
     }
+}
+
+/// Reads a manifest for the plan: local sources only with `--offline`, and never waiting on an
+/// unreachable server for long.
+async fn read_manifest(
+    url: &str,
+    manifests: &dyn ManifestReader,
+    reading: ManifestReading,
+) -> Result<Vec<u8>, String> {
+    if reading == ManifestReading::LocalOnly && !manifests.is_local(url) {
+        return Err(
+            "not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string(),
+        );
+    }
+    match tokio::time::timeout(REVIEW_READ_TIMEOUT, manifests.read(url)).await {
+        Ok(read) => read,
+        Err(_) => Err(format!(
+            "no answer within {}s",
+            REVIEW_READ_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// Edit discovery for every `fetch` step that names the installed release's manifest
+/// (`edits_from`). One that cannot run says why in its record; it never refuses the plan (the
+/// edits gate stays).
+async fn discover_edits(
+    plan: &Plan,
+    cluster: Option<&kube::Client>,
+    manifests: &dyn ManifestReader,
+    reading: ManifestReading,
+) -> Vec<ManifestDiscovery> {
+    let mut records = Vec::new();
+    for (step, url, installed_url) in plan.edit_sources() {
+        let mut record = ManifestDiscovery {
+            step: step.to_string(),
+            installed_url: installed_url.to_string(),
+            edits: Vec::new(),
+            overlay: Vec::new(),
+            undecided: Vec::new(),
+            notes: Vec::new(),
+            live: Vec::new(),
+            unavailable: None,
+        };
+        match discover_one(url, installed_url, cluster, manifests, reading).await {
+            Ok(found) => {
+                record.edits = found.edits;
+                record.overlay = found.overlay;
+                record.undecided = found.undecided;
+                record.notes = found.notes;
+                record.live = found.live;
+            }
+            Err(reason) => record.unavailable = Some(reason),
+        }
+        records.push(record);
+    }
+    records
+}
+
+async fn discover_one(
+    url: &str,
+    installed_url: &str,
+    cluster: Option<&kube::Client>,
+    manifests: &dyn ManifestReader,
+    reading: ManifestReading,
+) -> Result<edit_discovery::Discovery, String> {
+    let Some(client) = cluster else {
+        return Err("no Kubernetes cluster to read the live objects from".to_string());
+    };
+    let objects = |what: &str, bytes: Vec<u8>| {
+        let text = String::from_utf8(bytes).map_err(|error| format!("{what}: {error}"))?;
+        edit_discovery::manifest_objects(&text).map_err(|error| format!("{what}: {error}"))
+    };
+    let installed = read_manifest(installed_url, manifests, reading)
+        .await
+        .map_err(|reason| {
+            format!("the installed release's manifest `{installed_url}`: {reason}")
+        })?;
+    let released = objects("the installed release's manifest", installed)?;
+    let new = read_manifest(url, manifests, reading)
+        .await
+        .map_err(|reason| format!("the new manifest `{url}`: {reason}"))?;
+    let new = objects("the new manifest", new)?;
+    let live = read_live_objects(client, &released)
+        .await
+        .map_err(|error| crate::errors::error_chain(&error))?;
+    Ok(edit_discovery::discover(&released, &live, &new))
 }
 
 /// Reads the overlay files; any that cannot be read or parsed refuses the plan.
@@ -251,18 +369,7 @@ async fn review_overlays(
 ) -> Result<(), RequestError> {
     let mut previews = Vec::new();
     for (step, url, overlay) in plan.overlay_downloads() {
-        let bytes = if reading == ManifestReading::LocalOnly && !manifests.is_local(url) {
-            Err("not read with `--offline`; pass `--mirror-dir` to read a local copy".to_string())
-        } else {
-            // A review must not hang a plan on an unreachable server.
-            match tokio::time::timeout(REVIEW_READ_TIMEOUT, manifests.read(url)).await {
-                Ok(read) => read,
-                Err(_) => Err(format!(
-                    "no answer within {}s",
-                    REVIEW_READ_TIMEOUT.as_secs()
-                )),
-            }
-        };
+        let bytes = read_manifest(url, manifests, reading).await;
         let preview = overlay::preview(step, url, overlay, bytes.as_deref().map_err(Clone::clone))
             .map_err(|source| RequestError::Review {
                 step: step.to_string(),

@@ -44,6 +44,9 @@ pub enum ManifestEdits {
     None,
     /// Overlay documents ([`super::overlay`]) to apply to the new manifest.
     Overlay(Vec<Json>),
+    /// Hand edits found in the cluster ([`super::edit_discovery`]), then any overlay documents the
+    /// user gave; manifest runbooks keep the edits gate for the review.
+    Discovered(Vec<Json>),
 }
 
 impl ManifestEdits {
@@ -53,12 +56,14 @@ impl ManifestEdits {
             ManifestEdits::Unstated => "unstated",
             ManifestEdits::None => "none",
             ManifestEdits::Overlay(_) => "overlay",
+            ManifestEdits::Discovered(_) => "discovered",
         }
     }
 
-    fn documents(&self) -> &[Json] {
+    /// The overlay documents runbooks take up as `manifest_overlay`.
+    pub fn documents(&self) -> &[Json] {
         match self {
-            ManifestEdits::Overlay(documents) => documents,
+            ManifestEdits::Overlay(documents) | ManifestEdits::Discovered(documents) => documents,
             _ => &[],
         }
     }

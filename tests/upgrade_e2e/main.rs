@@ -34,6 +34,7 @@ mod auto_host_endpoints;
 mod common;
 mod helm;
 mod maintenance_window;
+mod manifest_edit_discovery;
 mod manifest_etcd;
 mod manifest_kubernetes;
 mod operator;

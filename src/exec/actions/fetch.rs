@@ -526,6 +526,7 @@ mod tests {
             overlay: vec![serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "calico-config", "namespace": "kube-system"}, "data": data})],
             sha256: None,
+            edits_from: None,
         }
     }
 
@@ -639,6 +640,7 @@ mod tests {
             file: "upgrade.yaml".into(),
             overlay: vec![],
             sha256: None,
+            edits_from: None,
         };
         let done = fetch(&request, files.path(), None, None, RunMode::Execute)
             .await

@@ -17,6 +17,7 @@ pub mod process;
 pub mod resource;
 pub mod resource_apply;
 pub mod resource_delete;
+pub mod resource_diff;
 pub mod resource_edit;
 pub mod resource_label_each;
 mod resource_undo;

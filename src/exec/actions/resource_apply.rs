@@ -20,12 +20,12 @@ use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
-    ExistingPolicy, ResourceActionError, document_lines, initialize, merge_for_update,
-    metadata_for_create, prepare_all, prepare_for_write, store_error,
+    ExistingPolicy, ResourceActionError, initialize, merge_for_update, metadata_for_create,
+    prepare_all, prepare_for_write, store_error,
 };
 use super::resource_undo::undo;
 use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
-use super::{Outcome, RunMode, store_rules};
+use super::{Outcome, RunMode, resource_diff, store_rules};
 
 /// Documents read per range read: what is stored for them is held until they are written.
 const READ_CHUNK: usize = 1024;
@@ -250,20 +250,30 @@ fn rehearse(command: DocumentWrite, prepared: Vec<Resource>, decided: Vec<Decide
                 let mut created = resource;
                 metadata_for_create(&mut created);
                 tally.changed(key.kind, Change::Created);
-                transcript.push(format!("would create {key}:"));
-                transcript.extend(document_lines(&created));
+                transcript.extend(resource_diff::create_lines(
+                    &format!("would create {key}"),
+                    &created,
+                ));
             }
             Decided::Update(stored) => {
                 let merged = merge_for_update(&resource, &stored);
                 tally.changed(key.kind, Change::Configured);
-                transcript.push(format!("would update {key} ({}):", command.verb()));
-                transcript.extend(document_lines(&merged));
+                transcript.extend(resource_diff::update_lines(
+                    &format!("would update {key} ({})", command.verb()),
+                    &stored,
+                    &merged,
+                ));
             }
             Decided::Settle(settled) => {
                 tally.settled(key.kind, settled);
                 transcript.push(match settled {
-                    Settled::AlreadyExisted => format!("{key} already exists; skipped"),
-                    _ => format!("{key} unchanged; would not be written"),
+                    Settled::AlreadyExisted => {
+                        format!("{} {key} already exists; skipped", resource_diff::UNCHANGED)
+                    }
+                    _ => format!(
+                        "{} {key} unchanged; would not be written",
+                        resource_diff::UNCHANGED
+                    ),
                 });
             }
         }

@@ -211,8 +211,8 @@ fn rehearse(targets: &[Target], found: &[Option<Resource>], mut tally: Tally) ->
         tally.changed(key.kind, Change::Deleted);
         let revision = stored.metadata.resource_version.as_deref().unwrap_or("?");
         transcript.push(match &target.belongs_to {
-            Some(node) => format!("would delete {key} (belongs to Node({node}))"),
-            None => format!("would delete {key} (revision {revision})"),
+            Some(node) => format!("- would delete {key} (belongs to Node({node}))"),
+            None => format!("- would delete {key} (revision {revision})"),
         });
     }
     let summary = summary(targets, &tally, true);

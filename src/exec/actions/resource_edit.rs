@@ -12,11 +12,11 @@ use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
-    CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, document_lines, prepare_for_write,
-    store_error, target_key, writable,
+    CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, prepare_for_write, store_error,
+    target_key, writable,
 };
-use super::store_rules;
 use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics};
+use super::{resource_diff, store_rules};
 
 /// Reads, changes and conditionally updates one resource, re-reading on conflict.
 async fn read_modify_write(
@@ -25,19 +25,20 @@ async fn read_modify_write(
     mode: RunMode,
     release: &ApiRelease,
     mut change: impl FnMut(&mut Resource) -> Result<Option<String>, ResourceActionError>,
-) -> Result<(Resource, Option<String>), ResourceActionError> {
+) -> Result<(Resource, Resource, Option<String>), ResourceActionError> {
     writable(key)?;
     let mut attempt = 1;
     loop {
-        let mut resource = store.get(key).await.map_err(store_error("read", key))?;
+        let stored = store.get(key).await.map_err(store_error("read", key))?;
+        let mut resource = stored.clone();
         let note = change(&mut resource)?;
         prepare_for_write(&mut resource, release)?;
         store_rules::check_writes(store, std::slice::from_ref(&resource)).await?;
         if mode == RunMode::DryRun {
-            return Ok((resource, note));
+            return Ok((stored, resource, note));
         }
         match store.update(&resource).await {
-            Ok(written) => return Ok((written, note)),
+            Ok(written) => return Ok((stored, written, note)),
             Err(StoreError::Conflict { .. }) if attempt < CONFLICT_ATTEMPTS => {
                 attempt += 1;
                 tokio::time::sleep(CONFLICT_PAUSE).await;
@@ -93,7 +94,7 @@ pub async fn label_with(
             }));
         }
     }
-    let (resource, message) = read_modify_write(store, &key, mode, release, |resource| {
+    let (stored, resource, message) = read_modify_write(store, &key, mode, release, |resource| {
         let labels = &mut resource.metadata.labels;
         let existing = labels.get(&request.key).cloned();
         let message = if request.remove {
@@ -146,10 +147,11 @@ pub async fn label_with(
     } else {
         ""
     };
-    outcome
-        .transcript
-        .push(format!("{would}update {key} ({message}):"));
-    outcome.transcript.extend(document_lines(&resource));
+    outcome.transcript.extend(resource_diff::update_lines(
+        &format!("{would}update {key} ({message})"),
+        &stored,
+        &resource,
+    ));
     outcome.summary = format!("Successfully {message}");
     Ok(outcome)
 }
@@ -166,7 +168,7 @@ async fn label_all(
     release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let mut unchanged = false;
-    let (resource, _) = read_modify_write(store, key, mode, release, |resource| {
+    let (stored, resource, _) = read_modify_write(store, key, mode, release, |resource| {
         let labels = &mut resource.metadata.labels;
         for (label, value) in wanted {
             match labels.get(label) {
@@ -211,10 +213,11 @@ async fn label_all(
         summary: summary.clone(),
         ..Outcome::default()
     };
-    outcome
-        .transcript
-        .push(format!("{would}update {key} ({summary}):"));
-    outcome.transcript.extend(document_lines(&resource));
+    outcome.transcript.extend(resource_diff::update_lines(
+        &format!("{would}update {key} ({summary})"),
+        &stored,
+        &resource,
+    ));
     Ok(outcome)
 }
 
@@ -249,7 +252,7 @@ pub async fn patch(
     release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
     let key = target_key(request.kind, request.namespace.as_deref(), &request.name);
-    let (resource, _) = read_modify_write(store, &key, mode, release, |resource| {
+    let (stored, resource, _) = read_modify_write(store, &key, mode, release, |resource| {
         let failed = |reason: String| ResourceActionError::Patch {
             key: key.clone(),
             patch_type: request.patch_type,
@@ -288,10 +291,10 @@ pub async fn patch(
         summary: format!("Successfully patched 1 '{}' resource", request.kind),
         ..Outcome::default()
     };
-    outcome.transcript.push(format!(
-        "{would}update {key} ({} patch):",
-        request.patch_type
+    outcome.transcript.extend(resource_diff::update_lines(
+        &format!("{would}update {key} ({} patch)", request.patch_type),
+        &stored,
+        &resource,
     ));
-    outcome.transcript.extend(document_lines(&resource));
     Ok(outcome)
 }
