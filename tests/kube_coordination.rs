@@ -52,6 +52,7 @@ fn plan() -> Plan {
         action,
         verify: None,
         irreversible: false,
+        requires: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

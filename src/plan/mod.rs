@@ -58,6 +58,9 @@ pub struct PlannedStep {
     /// A point of no return.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub irreversible: bool,
+    /// What must hold before the step runs (`nodeAgents`: the version every node agent runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<crate::runbook::Requirement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
     /// The name under which the executor keeps this step's output.
@@ -278,6 +281,7 @@ mod tests {
             action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
             verify: None,
             irreversible: true,
+            requires: None,
             retry: Some(RetryPolicy {
                 attempts: 3,
                 delay: HumanDuration(std::time::Duration::from_secs(10)),

@@ -462,6 +462,20 @@ fn instantiate(
                 Json::String(text) => text,
                 other => other.to_string(),
             };
+            let requires = match &step.requires {
+                Some(requirement) => {
+                    let rendered = templates
+                        .render_string(&requirement.node_agents, &item_context)
+                        .map_err(|source| template_error(loaded, Some(&step.id), source))?;
+                    Some(crate::runbook::Requirement {
+                        node_agents: match rendered {
+                            Json::String(text) => text,
+                            other => other.to_string(),
+                        },
+                    })
+                }
+                None => None,
+            };
             instances.push(Instance {
                 key: (runbook.spec.phase, runbook_index, step_index, item_index),
                 runbook: name.clone(),
@@ -476,6 +490,7 @@ fn instantiate(
                     action,
                     verify,
                     irreversible: step.irreversible,
+                    requires,
                     retry: step.retry.clone(),
                     register: step.register.clone(),
                     reason: item_reason,

@@ -22,6 +22,7 @@ impl Plan {
             action,
             verify: None,
             irreversible: false,
+            requires: None,
             retry: None,
             register: None,
             reason: format!("`netctl {procedure}`"),

@@ -153,6 +153,19 @@ pub struct Step {
     /// A point of no return; it must come after a `pause` step (a human gate).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub irreversible: bool,
+    /// What must hold before the step runs; checked by the pre-flight and again when the step
+    /// starts, never assumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Requirement>,
+}
+
+/// A step's precondition on the cluster (a template, rendered into the plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Requirement {
+    /// Every node agent (calico-node) runs this version, e.g. `{{ release_tag }}`: upstream's
+    /// caution for automatic host endpoints, which cut off traffic to nodes whose agents are older.
+    pub node_agents: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
