@@ -37,4 +37,5 @@ mod maintenance_window;
 mod manifest_etcd;
 mod manifest_kubernetes;
 mod operator;
+mod preflight;
 mod readme_walkthrough;

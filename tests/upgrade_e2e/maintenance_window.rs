@@ -25,6 +25,9 @@ fn apply_procedure_plans_and_runs_a_named_procedure_in_one_command() {
                 "--procedure",
                 "auto-host-endpoints",
                 "--yes",
+                // No cluster: the node agents run outside Kubernetes, checked by the operator.
+                "--skip-preflight",
+                "node-agents",
             ],
             &[],
         );
