@@ -126,12 +126,7 @@ fn preflight_refuses_a_run_while_an_etcd_member_is_stopped_or_killed() {
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         output
     });
-    let stderr = text(&output.stderr);
     assert_success(&output, "apply with every member healthy");
-    assert!(
-        stderr.contains("pre-flight etcd-members: ok (3 member(s) answered"),
-        "{stderr}"
-    );
 }
 
 /// etcd's status answer for the one member of `etcd`: its database size.
@@ -289,10 +284,25 @@ fn auto_create_waits_for_every_node_agent_at_the_target_version() {
         output
     });
     assert_success(&output, "apply with every node agent current");
+    // `upgrade plan` reports what the run found.
+    let planned = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--procedure",
+            "auto-host-endpoints",
+            "--install-method",
+            "manifest",
+            "--set",
+            r#"all_interfaces_host_endpoints=[{"name": "node-a-all", "node": "node-a", "labels": {}}]"#,
+        ],
+        &[],
+    );
+    assert_success(&planned, "upgrade plan");
     assert!(
-        text(&output.stderr).contains("pre-flight node-agents: ok (step `auto-host-endpoints/enable-auto-host-endpoints` requires `v3.29.2`: all 2 node agent pod(s) run it)"),
+        text(&planned.stderr).contains("pre-flight node-agents: ok (step `auto-host-endpoints/enable-auto-host-endpoints` requires `v3.29.2`: all 2 node agent pod(s) run it)"),
         "{}",
-        text(&output.stderr)
+        text(&planned.stderr)
     );
 }
 
@@ -349,7 +359,7 @@ fn preflight_refuses_a_run_whose_identity_may_not_delete_the_old_release_secrets
     assert_eq!(writes(&kube), written, "nothing was written");
     assert!(
         kube.requests().iter().any(|request| request
-            == "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"),
+            .starts_with("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews")),
         "the pre-flight asked the API server"
     );
 }

@@ -231,13 +231,16 @@ impl Pool {
                 ));
             }
         };
+        let silent = format!(
+            "no answer within {}",
+            humantime::format_duration(self.timeouts.request)
+        );
         match tokio::time::timeout(self.timeouts.request, client.status()).await {
             Ok(Ok(status)) => Ok(status),
+            // The client's own request timeout (the same limit) fired first.
+            Ok(Err(error)) if errors::chain_text(&error).contains("Timeout expired") => Err(silent),
             Ok(Err(error)) => Err(errors::chain_text(&error)),
-            Err(_) => Err(format!(
-                "no answer within {}",
-                humantime::format_duration(self.timeouts.request)
-            )),
+            Err(_) => Err(silent),
         }
     }
 

@@ -317,7 +317,14 @@ impl Datastore for EtcdStore {
                         database_bytes: status.db_size(),
                         quota_bytes: Some(status.db_size_quota()).filter(|quota| *quota > 0),
                         has_leader: status.leader() != 0,
-                        errors: status.errors().to_vec(),
+                        // An alarm shows here too (`memberID:… alarm:NOSPACE`); alarms are
+                        // read from the alarm list, and judged as such.
+                        errors: status
+                            .errors()
+                            .iter()
+                            .filter(|error| !error.contains("alarm:"))
+                            .cloned()
+                            .collect(),
                     }),
                 };
                 MemberHealth {
@@ -332,7 +339,13 @@ impl Datastore for EtcdStore {
             .alarms()
             .iter()
             .filter(|alarm| alarm.alarm() != AlarmType::None)
-            .map(|alarm| format!("{:?} on member {:x}", alarm.alarm(), alarm.member_id()))
+            .map(|alarm| {
+                format!(
+                    "{} on member {:x}",
+                    alarm.alarm().as_str_name(),
+                    alarm.member_id()
+                )
+            })
             .collect();
         Ok(Some(DatastoreHealth { members, alarms }))
     }
