@@ -53,6 +53,7 @@ fn plan() -> Plan {
         verify: None,
         irreversible: false,
         requires: None,
+        rollback: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

@@ -476,6 +476,22 @@ fn instantiate(
                 }
                 None => None,
             };
+            let render_text = |template: &str| {
+                templates
+                    .render_string(template, &item_context)
+                    .map_err(|source| template_error(loaded, Some(&step.id), source))
+                    .map(|rendered| match rendered {
+                        Json::String(text) => text,
+                        other => other.to_string(),
+                    })
+            };
+            let rollback = match &step.rollback {
+                Some(advice) => Some(crate::runbook::RollbackAdvice {
+                    before: render_text(&advice.before)?,
+                    after: render_text(&advice.after)?,
+                }),
+                None => None,
+            };
             instances.push(Instance {
                 key: (runbook.spec.phase, runbook_index, step_index, item_index),
                 runbook: name.clone(),
@@ -491,6 +507,7 @@ fn instantiate(
                     verify,
                     irreversible: step.irreversible,
                     requires,
+                    rollback,
                     retry: step.retry.clone(),
                     register: step.register.clone(),
                     reason: item_reason,

@@ -23,6 +23,7 @@ impl Plan {
             verify: None,
             irreversible: false,
             requires: None,
+            rollback: None,
             retry: None,
             register: None,
             reason: format!("`netctl {procedure}`"),

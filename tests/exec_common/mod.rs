@@ -101,6 +101,7 @@ pub fn step(id: &str, description: &str, action: Action) -> PlannedStep {
         verify: None,
         irreversible: false,
         requires: None,
+        rollback: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

@@ -39,6 +39,7 @@ fn plan(steps: usize) -> Plan {
             verify: None,
             irreversible: false,
             requires: None,
+            rollback: None,
             retry: None,
             register: None,
             reason: "test".into(),
