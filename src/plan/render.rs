@@ -157,6 +157,13 @@ pub fn text(plan: &Plan) -> String {
             if !step.needs.is_empty() {
                 let _ = writeln!(out, "{rail}     needs:  {}", step.needs.join(", "));
             }
+            if let Some(requirement) = &step.requires {
+                let _ = writeln!(
+                    out,
+                    "{rail}     requires: every node agent at {} (checked before the run and when the step starts)",
+                    requirement.node_agents
+                );
+            }
             if let Some(advice) = &step.rollback {
                 let _ = writeln!(out, "{rail}     rollback before: {}", advice.before);
                 let _ = writeln!(out, "{rail}     rollback after:  {}", advice.after);

@@ -279,10 +279,24 @@ fn auto_create_waits_for_every_node_agent_at_the_target_version() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let output = std::thread::scope(|scope| {
         scope.spawn(|| play_kube_controllers(&etcd, &stop));
-        let output = operator.apply(&Apply::plan(&plan_file).yes());
+        let output = operator.apply(
+            &Apply::plan(&plan_file)
+                .approve("auto-host-endpoints/confirm-delete-old-host-endpoints"),
+        );
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         output
     });
+    // Unattended, the run stops at the first irreversible deletion, and its gate says how to go
+    // back before and after it (item 6).
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("`auto-host-endpoints/delete-old-host-endpoint[0]` is irreversible")
+            && stderr.contains("to go back now instead: The old host endpoint still protects the node. Keep a copy (`netctl get hostendpoint node-a-all -o yaml > node-a-all.yaml`)")
+            && stderr.contains("once it has run: The node is protected by `node-a-auto-hep` alone."),
+        "{stderr}"
+    );
+    let output = operator.apply(&Apply::resume().yes());
     assert_success(&output, "apply with every node agent current");
     // `upgrade plan` reports what the run found.
     let planned = operator.run(
