@@ -100,6 +100,9 @@ pub struct ApplyArgs {
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
+    /// Without a terminal, print a line at least this often while a step waits
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    progress_interval: Duration,
 }
 
 /// The pre-flight checks, as `--skip-preflight` names them.
@@ -254,6 +257,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         environment: context.environment.clone(),
         skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
         etcd_quota_bytes: args.etcd_quota_bytes,
+        progress_interval: args.progress_interval,
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;

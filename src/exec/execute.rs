@@ -64,7 +64,12 @@ impl Executor {
             &checkpoint.plan_digest,
             &self.holder,
         )?;
-        let progress = Progress::new(options.progress, plan.steps.len(), checkpoint.done_count());
+        let progress = Progress::with_interval(
+            options.progress,
+            plan.steps.len(),
+            checkpoint.done_count(),
+            options.progress_interval,
+        );
         let mut run = Run {
             options,
             store,

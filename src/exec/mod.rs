@@ -110,6 +110,8 @@ pub struct ApplyOptions {
     pub skip_preflight: BTreeSet<preflight::Check>,
     /// `--etcd-quota-bytes`: the etcd members' quota, for etcd that does not report it.
     pub etcd_quota_bytes: Option<u64>,
+    /// Without a terminal, a wait prints a line at least this often (`--progress-interval`).
+    pub progress_interval: Duration,
 }
 
 impl ApplyOptions {
