@@ -10,7 +10,7 @@
 //! never changes anything on the server.
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -294,23 +294,33 @@ async fn probe(
 }
 
 fn connect_tcp(endpoint: &EtcdEndpoint, timeout: Duration) -> Result<TcpStream, EndpointProblem> {
-    let address = (endpoint.host.as_str(), endpoint.port)
+    let addresses = (endpoint.host.as_str(), endpoint.port)
         .to_socket_addrs()
-        .map_err(EndpointProblem::Unreachable)?
-        .next()
-        .ok_or_else(|| {
-            EndpointProblem::Unreachable(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the host name has no address",
-            ))
-        })?;
-    let stream =
-        TcpStream::connect_timeout(&address, timeout).map_err(EndpointProblem::Unreachable)?;
+        .map_err(EndpointProblem::Unreachable)?;
+    let stream = connect_first(addresses, timeout).map_err(EndpointProblem::Unreachable)?;
     stream
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(EndpointProblem::Unreachable)?;
     Ok(stream)
+}
+
+/// Tries each address a name resolved to, in order, as the datastore client does: `localhost` is
+/// often `::1` first while etcd listens on 127.0.0.1 only. The last address's error is the answer.
+fn connect_first(
+    addresses: impl Iterator<Item = SocketAddr>,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let mut last_error = None;
+    for address in addresses {
+        match TcpStream::connect_timeout(&address, timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "the host name has no address")
+    }))
 }
 
 fn version_request(endpoint: &EtcdEndpoint) -> String {
@@ -553,5 +563,21 @@ mod tests {
         assert!(
             matches!(classify_http(other), RawAnswer::Other(line) if line == "HTTP/1.1 404 Not Found")
         );
+    }
+
+    #[test]
+    fn every_resolved_address_is_tried_before_giving_up() {
+        // `localhost` as `::1` first, where nothing listens, then 127.0.0.1, where something does.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed_address = closed.local_addr().unwrap();
+        drop(closed);
+        let addresses = [closed_address, listener.local_addr().unwrap()];
+        let timeout = Duration::from_secs(5);
+        assert!(connect_first(addresses.into_iter(), timeout).is_ok());
+        let refused = connect_first([closed_address].into_iter(), timeout).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        let none = connect_first(std::iter::empty(), timeout).unwrap_err();
+        assert_eq!(none.kind(), std::io::ErrorKind::NotFound);
     }
 }
