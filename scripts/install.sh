@@ -22,10 +22,12 @@ install -d "$prefix/bin" \
     "$prefix/share/netctl/schemas"
 install -m 0755 "$binary" "$prefix/bin/netctl"
 netctl="$prefix/bin/netctl"
+# The completion scripts call "$netctl" back on each TAB (kinds, formats, names in the datastore).
 "$netctl" completion bash > "$prefix/share/bash-completion/completions/netctl"
 "$netctl" completion zsh > "$prefix/share/zsh/site-functions/_netctl"
 "$netctl" completion fish > "$prefix/share/fish/vendor_completions.d/netctl.fish"
 "$netctl" man --dir "$prefix/share/man/man1"
+# Every kind for each release line; `get --schema-modeline` points editors here.
 "$netctl" schema --all "$prefix/share/netctl/schemas"
 
 echo "installed $("$netctl" --version) to $prefix/bin/netctl"

@@ -11,6 +11,8 @@ use netctl::config::Environment;
 use netctl::terminal;
 
 fn main() -> ExitCode {
+    // Before anything else: the completion script calling back (it exits when it did).
+    cli::completion::complete_if_asked();
     // One rustls crypto provider for every TLS client (reference/etcd-and-crates.md G1). It can only
     // fail if one is already installed, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -568,6 +568,109 @@ fn install_script_puts_binary_completions_man_pages_and_schemas_in_place() {
     )
     .unwrap();
     assert_eq!(schema["$id"], "urn:netctl:schema:hostendpoints.schema.json");
+    let line = prefix
+        .path()
+        .join("share/netctl/schemas/v3.29/hostendpoints.schema.json");
+    assert!(line.is_file(), "the older lines' schemas are installed too");
+    // The completion scripts call the installed binary back.
+    let installed = prefix.path().join("bin/netctl");
+    for file in [
+        "share/bash-completion/completions/netctl",
+        "share/zsh/site-functions/_netctl",
+        "share/fish/vendor_completions.d/netctl.fish",
+    ] {
+        let script = std::fs::read_to_string(prefix.path().join(file)).unwrap();
+        assert!(
+            script.contains(&*installed.to_string_lossy()),
+            "{file} calls `{}`:\n{script}",
+            installed.display()
+        );
+    }
+    // Without a BASE, the modeline names the schemas installed beside the binary.
+    let etcd = EtcdServer::start();
+    against(&etcd)
+        .stdin(RESOURCES)
+        .args(["apply", "-f", "-"])
+        .assert()
+        .success();
+    let mut get = Netctl::with_program(&installed);
+    get.env("DATASTORE_TYPE", "etcdv3")
+        .env("ETCD_ENDPOINTS", etcd.endpoint())
+        .args(["get", "hep", "node1-all", "-o", "yaml", "--schema-modeline"]);
+    let output = get.output();
+    let yaml = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{yaml}");
+    let schema = prefix
+        .path()
+        .join("share/netctl/schemas/hostendpoints.schema.json");
+    assert!(
+        yaml.starts_with(&format!(
+            "# yaml-language-server: $schema={}\napiVersion: projectcalico.org/v3\n",
+            schema.display()
+        )),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn get_writes_a_schema_modeline_when_asked() {
+    let etcd = EtcdServer::start();
+    against(&etcd)
+        .stdin(RESOURCES)
+        .args(["apply", "-f", "-"])
+        .assert()
+        .success();
+    netctl_snapshot!(
+        "schema_modeline_export",
+        against(&etcd).args([
+            "get",
+            "hep",
+            "node1-all",
+            "-o",
+            "yaml",
+            "--export",
+            "--schema-modeline=https://schemas.example.test/netctl/"
+        ])
+    );
+    // By the rules of `--release`: that line's schema; `KIND/NAME` and `-f` name one resource too.
+    let output = against(&etcd)
+        .args(["get", "gnetsets/set-a", "-o", "yaml", "--release", "v3.29"])
+        .arg("--schema-modeline=/srv/schemas")
+        .output();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with(
+            "# yaml-language-server: $schema=/srv/schemas/v3.29/globalnetworksets.schema.json\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // Without the flag, the output is what it always was: no modeline.
+    let plain = against(&etcd)
+        .args(["get", "hep", "node1-all", "-o", "yaml", "--export"])
+        .output();
+    assert!(String::from_utf8_lossy(&plain.stdout).starts_with("apiVersion: "));
+    // A resource that does not exist: what `get` prints for it (`[]`), after the line, and exit 1.
+    let missing = against(&etcd)
+        .args(["get", "hep", "nowhere", "-o", "yaml", "--schema-modeline=x"])
+        .output();
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stdout),
+        "# yaml-language-server: $schema=x/hostendpoints.schema.json\n[]\n"
+    );
+}
+
+#[test]
+fn a_schema_modeline_needs_one_yaml_document() {
+    netctl_snapshot!(
+        "schema_modeline_of_a_list",
+        Netctl::new().args(["get", "hep", "-o", "yaml", "--schema-modeline=x"])
+    );
+    netctl_snapshot!(
+        "schema_modeline_as_json",
+        Netctl::new().args(["get", "hep", "a", "-o", "json", "--schema-modeline=x"])
+    );
 }
 
 #[test]
@@ -584,4 +687,67 @@ fn schema_prints_one_kind_with_its_id() {
         "schema_unknown_kind",
         Netctl::new().args(["schema", "hostendpiont"])
     );
+}
+
+/// Every committed schema has an `$id` and is exactly what `netctl schema` prints for its kind and
+/// release line, and `schema --all` writes exactly the committed tree: they cannot drift apart.
+#[test]
+fn committed_schemas_are_what_netctl_schema_prints() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let written = tempfile::tempdir().unwrap();
+    Netctl::new()
+        .args(["schema", "--all"])
+        .arg(written.path())
+        .assert()
+        .success();
+    let files = |root: &std::path::Path| -> Vec<String> {
+        let mut found = Vec::new();
+        let mut directories = vec![root.to_path_buf()];
+        while let Some(directory) = directories.pop() {
+            for entry in std::fs::read_dir(&directory).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    directories.push(path);
+                } else {
+                    let relative = path.strip_prefix(root).unwrap();
+                    found.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+        found.sort();
+        found
+    };
+    let paths = files(&committed);
+    assert_eq!(
+        paths,
+        files(written.path()),
+        "schema --all writes the committed files"
+    );
+    assert!(paths.len() > 60, "{paths:?}");
+    for path in &paths {
+        let text = std::fs::read_to_string(committed.join(path)).unwrap();
+        assert_eq!(
+            text,
+            std::fs::read_to_string(written.path().join(path)).unwrap(),
+            "schemas/{path} is what `netctl schema --all` writes"
+        );
+        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(schema["$id"], format!("urn:netctl:schema:{path}"), "{path}");
+        let (line, file) = match path.split_once('/') {
+            Some((line, file)) => (Some(line), file),
+            None => (None, path.as_str()),
+        };
+        let mut command = Netctl::new();
+        command.args(["schema", file.trim_end_matches(".schema.json")]);
+        if let Some(line) = line {
+            command.args(["--release", line]);
+        }
+        let output = command.output();
+        assert_eq!(output.status.code(), Some(0), "netctl schema for {path}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            text,
+            "`netctl schema` prints schemas/{path}"
+        );
+    }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use clap_complete::engine::ArgValueCompleter;
 
 use crate::config::DatastoreType;
 use crate::exec::RunMode;
@@ -203,7 +204,7 @@ pub struct FactArgs {
     #[arg(long, value_enum)]
     pub install_method: Option<InstallMethodArg>,
     /// Set any fact, e.g. `--set alp_enabled=true`, `--set all_interfaces_host_endpoints=h1,h2`.
-    #[arg(long = "set", value_name = "FACT=VALUE")]
+    #[arg(long = "set", value_name = "FACT=VALUE", add = ArgValueCompleter::new(super::completion::complete_fact_setting))]
     pub set: Vec<String>,
     /// Use the runbooks of this directory instead of the built-in ones.
     #[arg(long, value_name = "DIR")]
@@ -260,7 +261,7 @@ pub struct TargetArgs {
     #[arg(long, value_name = "VERSION")]
     pub to: Option<String>,
     /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
-    #[arg(long, default_value = UPGRADE_PROCEDURE)]
+    #[arg(long, default_value = UPGRADE_PROCEDURE, add = ArgValueCompleter::new(super::completion::complete_procedure))]
     pub procedure: String,
     #[command(flatten)]
     pub facts: FactArgs,

@@ -10,10 +10,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use clap_complete::engine::ArgValueCompleter;
 
-use super::Context;
 use super::args::{FileArgs, ReleaseArg, namespace_scope};
 use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_output};
+use super::modeline::{ModelineError, ModelineWriter, modeline};
+use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
@@ -43,9 +45,14 @@ Examples:
 pub struct GetArgs {
     /// Resource kind: a name, plural or short name (e.g. `nodes`, `hep`, `gnp`); several as
     /// `hep,gnp`; or KIND/NAME arguments (`hep/node1-eth0 gnp/allow-all`)
-    #[arg(required_unless_present = "files", conflicts_with = "files")]
+    #[arg(
+        required_unless_present = "files",
+        conflicts_with = "files",
+        add = ArgValueCompleter::new(completion::complete_kind)
+    )]
     kind: Option<String>,
     /// Names to get; all resources of the kind when none is given
+    #[arg(add = ArgValueCompleter::new(completion::complete_resource_name))]
     names: Vec<String>,
     /// Get the resources named in these files (a file, a directory of `.yaml`/`.yml`/`.json` files,
     /// or `-` for standard input) instead of KIND and NAMEs; repeatable
@@ -62,8 +69,19 @@ pub struct GetArgs {
     #[arg(long)]
     export: bool,
     /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,..., jsonpath=TEMPLATE
-    #[arg(short, long, default_value = "ps")]
+    #[arg(short, long, default_value = "ps", add = ArgValueCompleter::new(completion::complete_output_format))]
     output: String,
+    /// With `-o yaml` and one resource: start with a `# yaml-language-server: $schema=` line naming
+    /// the kind's JSON Schema under BASE (a directory or URL; without one, the schemas installed
+    /// beside netctl), for editors
+    #[arg(
+        long,
+        value_name = "BASE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    schema_modeline: Option<String>,
     /// Tables without their heading line
     #[arg(long)]
     no_headers: bool,
@@ -127,7 +145,15 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         )?);
     }
 
+    let single = match &targets {
+        Targets::Named(pairs) if pairs.len() == 1 => Some(pairs[0].0),
+        Targets::Kinds { kinds, names } if kinds.len() == 1 && names.len() == 1 => Some(kinds[0]),
+        _ => None,
+    };
+    check_schema_modeline(&args, &format, &presentation, single)?;
+
     let store = context.datastore().await?;
+    let modeline = schema_modeline(&args, single, store.as_ref()).await?;
     let needs_as_number = kinds
         .iter()
         .any(|kind| format.needs_global_as_number(*kind));
@@ -150,6 +176,9 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
         None => table_output(context.printer.stdout(), &presentation),
     };
+    if modeline.is_some() {
+        out = Box::new(ModelineWriter::new(out, modeline));
+    }
 
     let code = if by_name {
         let keys: Vec<ResourceKey> = match &targets {
@@ -278,6 +307,12 @@ async fn run_from_files(
     if keys.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
+    let single = match keys.as_slice() {
+        [key] => Some(key.kind),
+        _ => None,
+    };
+    check_schema_modeline(args, &format, presentation, single)?;
+    let modeline = schema_modeline(args, single, store.as_ref()).await?;
     let needs_as_number = keys
         .iter()
         .any(|key| format.needs_global_as_number(key.kind));
@@ -298,6 +333,9 @@ async fn run_from_files(
         Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
         None => table_output(context.printer.stdout(), presentation),
     };
+    if modeline.is_some() {
+        out = Box::new(ModelineWriter::new(out, modeline));
+    }
     let named = Named {
         keep: &keep,
         export: args.export,
@@ -310,6 +348,40 @@ async fn run_from_files(
         render_json_path(context, template, &buffer)?;
     }
     code
+}
+
+/// Refuses `--schema-modeline` where no one document of a kind is printed (checked before
+/// connecting where the arguments tell).
+fn check_schema_modeline(
+    args: &GetArgs,
+    format: &OutputFormat,
+    presentation: &Presentation,
+    single: Option<Kind>,
+) -> Result<(), ModelineError> {
+    if args.schema_modeline.is_none() {
+        return Ok(());
+    }
+    if *format != OutputFormat::Yaml || presentation.json_path.is_some() {
+        return Err(ModelineError::YamlOnly);
+    }
+    if single.is_none() {
+        return Err(ModelineError::SeveralDocuments);
+    }
+    Ok(())
+}
+
+/// `--schema-modeline`: the line for the one resource of kind `single`, by the rules of `--release`
+/// or else of the cluster's release.
+async fn schema_modeline(
+    args: &GetArgs,
+    single: Option<Kind>,
+    store: &dyn Datastore,
+) -> anyhow::Result<Option<String>> {
+    let (Some(base), Some(kind)) = (&args.schema_modeline, single) else {
+        return Ok(None);
+    };
+    let release = api_release(store, args.release.chosen()?.as_ref()).await;
+    Ok(Some(modeline(base, kind, &release.release)?))
 }
 
 /// `-l`: which resources a get keeps (every one without a selector).

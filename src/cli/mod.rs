@@ -4,11 +4,12 @@
 //! (`STYLE.md` habit 2). Settings are resolved once, in [`Context`], before any connection is opened.
 
 mod args;
-mod completion;
+pub mod completion;
 mod config;
 mod get;
 mod get_forms;
 mod manual;
+mod modeline;
 mod node;
 mod report;
 mod runbook;

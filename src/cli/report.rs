@@ -6,6 +6,7 @@
 
 use super::UpgradeApplyError;
 use super::get_forms::{JsonPathError, TargetError};
+use super::modeline::ModelineError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
@@ -67,6 +68,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             JsonPathError,
             TargetError,
             ReleaseFlagError,
+            ModelineError,
         );
         None
     })

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use clap_complete::engine::ArgValueCompleter;
 
 use super::Context;
 use super::args::{FactArgs, ManifestEditArgs, parse_duration};
@@ -49,7 +50,7 @@ pub struct ApplyArgs {
     to: Option<String>,
     /// Plan this procedure of the runbooks and run it, e.g. `auto-host-endpoints` (as `upgrade plan
     /// --procedure`; the `upgrade` procedure needs `--to`)
-    #[arg(long, value_name = "NAME", conflicts_with = "plan")]
+    #[arg(long, value_name = "NAME", conflicts_with = "plan", add = ArgValueCompleter::new(super::completion::complete_procedure))]
     procedure: Option<String>,
     #[command(flatten)]
     facts: FactArgs,

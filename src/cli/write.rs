@@ -13,9 +13,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use clap_complete::engine::ArgValueCompleter;
 
-use super::Context;
 use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
+use super::{Context, completion};
 use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, WriteSemantics};
 use crate::exec::lock::Holder;
@@ -65,9 +66,14 @@ pub const REPLACE_EXAMPLES: &str = "Examples:\n  netctl replace -f pool.yaml\n  
 )]
 pub struct DeleteArgs {
     /// Resource kind (with NAMEs), e.g. `hostendpoint`, `gnp`
-    #[arg(required_unless_present = "files", conflicts_with = "files")]
+    #[arg(
+        required_unless_present = "files",
+        conflicts_with = "files",
+        add = ArgValueCompleter::new(completion::complete_kind)
+    )]
     kind: Option<String>,
     /// Names to delete
+    #[arg(add = ArgValueCompleter::new(completion::complete_resource_name))]
     names: Vec<String>,
     /// Delete the resources named in these files instead (a file, a directory of
     /// `.yaml`/`.yml`/`.json` files, or `-` for standard input); repeatable
@@ -95,8 +101,10 @@ pub struct DeleteArgs {
 )]
 pub struct LabelArgs {
     /// Resource kind, e.g. `hostendpoint`, `node`
+    #[arg(add = ArgValueCompleter::new(completion::complete_kind))]
     kind: String,
     /// Resource name
+    #[arg(add = ArgValueCompleter::new(completion::complete_resource_name))]
     name: String,
     /// `key=value` to set (the value may be empty), or `key` with `--remove`
     label: String,
@@ -120,8 +128,10 @@ pub struct LabelArgs {
 The patched resource is validated before it is written."#)]
 pub struct PatchArgs {
     /// Resource kind, e.g. `ippool`
+    #[arg(add = ArgValueCompleter::new(completion::complete_kind))]
     kind: String,
     /// Resource name
+    #[arg(add = ArgValueCompleter::new(completion::complete_resource_name))]
     name: String,
     /// The patch, as JSON
     #[arg(short = 'p', long = "patch", value_name = "JSON")]

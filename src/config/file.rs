@@ -174,25 +174,3 @@ pub fn json_schema() -> String {
     text.push('\n');
     text
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Fails when the checked-in schema no longer matches the types. To update it after a deliberate
-    /// change: `NETCTL_UPDATE_SCHEMAS=1 cargo test --lib schema_is_up_to_date`.
-    #[test]
-    fn schema_is_up_to_date() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/netapiconfig.schema.json");
-        let generated = json_schema();
-        if std::env::var_os("NETCTL_UPDATE_SCHEMAS").is_some() {
-            std::fs::write(&path, &generated).unwrap();
-        }
-        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            checked_in == generated,
-            "`{}` is out of date: run `NETCTL_UPDATE_SCHEMAS=1 cargo test --lib schema_is_up_to_date`",
-            path.display()
-        );
-    }
-}

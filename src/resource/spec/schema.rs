@@ -1,9 +1,10 @@
 //! JSON Schemas of whole resource documents, generated from the typed specs, with the releases that
 //! have each field (`x-netctl-since` and friends, see `resource::availability`).
 //!
-//! The files under `schemas/` are written from these and kept in sync by the test below: the newest
-//! line's in `schemas/<plural>.schema.json`, and each older line's in `schemas/v3.NN/` (as that
-//! line's newest patch has it: fields it lacks left out, kinds it lacks have no file). Editors and
+//! The files under `schemas/` are written from these (each with an `$id`) and kept in sync by the
+//! test in `cli::schema`: the newest line's in `schemas/<plural>.schema.json`, and each older
+//! line's in `schemas/v3.NN/` (as that line's newest patch has it: fields it lacks left out, kinds
+//! it lacks have no file). Editors and
 //! CI linters can use them to check manifests before netctl sees them. The schemas describe shape
 //! only: rules that span fields (and defaulting) live in `validate.rs`.
 
@@ -114,27 +115,55 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
     document
 }
 
-/// The schema files of every line: `(path under schemas/, content)`. The newest line's are at the
-/// top, each older line's under `v3.NN/`.
+/// What every `$id` starts with; the rest is the file's path under `schemas/`
+/// (`urn:netctl:schema:v3.29/hostendpoints.schema.json`).
+pub const SCHEMA_ID_PREFIX: &str = "urn:netctl:schema:";
+
+/// `schema` with an `$id` (after `$schema`) naming the file at `path` under `schemas/`.
+pub fn with_id(path: &str, schema: serde_json::Value) -> serde_json::Value {
+    let serde_json::Value::Object(fields) = schema else {
+        return schema;
+    };
+    let mut identified = serde_json::Map::new();
+    let mut fields = fields.into_iter().peekable();
+    if let Some((key, value)) = fields.next_if(|(key, _)| key == "$schema") {
+        identified.insert(key, value);
+    }
+    identified.insert(
+        "$id".to_string(),
+        serde_json::Value::String(format!("{SCHEMA_ID_PREFIX}{path}")),
+    );
+    identified.extend(fields.filter(|(key, _)| key != "$id"));
+    serde_json::Value::Object(identified)
+}
+
+/// The text of a schema file: pretty JSON and a final newline.
+pub fn schema_text(schema: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(schema).unwrap_or_default() + "\n"
+}
+
+/// The path under `schemas/` of `kind`'s schema for `line` (the newest line's at the top).
+pub fn kind_schema_path(kind: Kind, line: &crate::release::Release) -> String {
+    if line.line() == crate::release::newest_known().line() {
+        format!("{}.schema.json", kind.plural())
+    } else {
+        format!("{}/{}.schema.json", line.line(), kind.plural())
+    }
+}
+
+/// The schema files of every line: `(path under schemas/, content)`, each with its `$id`. The
+/// newest line's are at the top, each older line's under `v3.NN/`.
 pub fn schema_files() -> Vec<(String, String)> {
-    let newest = crate::release::newest_known();
     let mut files = Vec::new();
     for line in crate::release::known_lines() {
-        let directory = if line == newest {
-            String::new()
-        } else {
-            format!("{}/", line.line())
-        };
         for kind in Kind::ALL {
             if kind.since().is_some_and(|since| since > line) {
                 continue;
             }
             let schema =
                 crate::resource::availability::schema_for_release(&document_schema(kind), &line);
-            files.push((
-                format!("{directory}{}.schema.json", kind.plural()),
-                serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n",
-            ));
+            let path = kind_schema_path(kind, &line);
+            files.push((path.clone(), schema_text(&with_id(&path, schema))));
         }
     }
     files
@@ -142,55 +171,7 @@ pub fn schema_files() -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-
-    /// Fails when the checked-in `schemas/*.schema.json` and `schemas/v3.NN/*.schema.json` drift from
-    /// the typed specs and their release annotations, or a line directory holds a schema of a kind
-    /// the line lacks. After changing a spec, regenerate them with:
-    ///
-    /// ```text
-    /// NETCTL_UPDATE_SCHEMAS=1 cargo test --lib resource::spec::schema
-    /// ```
-    #[test]
-    fn checked_in_schemas_match_the_typed_specs() {
-        let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
-        let update = std::env::var_os("NETCTL_UPDATE_SCHEMAS").is_some();
-        let mut stale = Vec::new();
-        let files = schema_files();
-        for (name, generated) in &files {
-            let path = directory.join(name);
-            if update {
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(&path, generated).unwrap();
-            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(generated.as_str()) {
-                stale.push(path.display().to_string());
-            }
-        }
-        // Nothing else in the line directories (a kind the line lacks, a kind renamed).
-        for line in crate::release::known_lines() {
-            let line_directory = directory.join(line.line());
-            let Ok(entries) = std::fs::read_dir(&line_directory) else {
-                continue;
-            };
-            for entry in entries {
-                let name = format!(
-                    "{}/{}",
-                    line.line(),
-                    entry.unwrap().file_name().to_string_lossy()
-                );
-                if !files.iter().any(|(known, _)| *known == name) {
-                    stale.push(format!("{name} (not a schema of this line)"));
-                }
-            }
-        }
-        assert!(
-            stale.is_empty(),
-            "schemas are missing or out of date: {stale:?}\nregenerate with \
-             `NETCTL_UPDATE_SCHEMAS=1 cargo test --lib resource::spec::schema`"
-        );
-    }
 
     #[test]
     fn schemas_describe_the_envelope_and_the_spec() {
