@@ -52,6 +52,8 @@ fn plan() -> Plan {
         action,
         verify: None,
         irreversible: false,
+        requires: None,
+        rollback: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

@@ -80,6 +80,11 @@ fixture!(
     "ungated-irreversible",
     "ungated-irreversible"
 );
+fixture!(
+    irreversible_steps_need_rollback_advice,
+    "irreversible-without-rollback",
+    "irreversible-without-rollback"
+);
 fixture!(command_hygiene, "command-hygiene", "command-hygiene");
 
 #[test]

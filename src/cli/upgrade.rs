@@ -112,6 +112,9 @@ pub struct PlanArgs {
     /// Read manifests for the overlay diff from this directory (`<host>/<path>`), as `upgrade apply`
     #[arg(long, value_name = "DIR")]
     pub mirror_dir: Option<PathBuf>,
+    /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
+    #[arg(long, value_name = "BYTES")]
+    pub etcd_quota_bytes: Option<u64>,
 }
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
@@ -149,13 +152,11 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     // What `upgrade apply` would check before its first write, as things stand now (stderr: talk).
     if let Some(store) = &store {
         let steps: Vec<_> = plan.steps.iter().collect();
-        let report = preflight::preflight(
-            store.as_ref(),
-            cluster.as_ref(),
-            &steps,
-            &Default::default(),
-        )
-        .await;
+        let options = preflight::PreflightOptions {
+            etcd_quota_bytes: args.etcd_quota_bytes,
+            ..Default::default()
+        };
+        let report = preflight::preflight(store.as_ref(), cluster.as_ref(), &steps, &options).await;
         for line in report.lines() {
             match line.contains(": FAILED: ") {
                 true => context.printer.warn(format!(

@@ -92,28 +92,44 @@ pub struct ApplyArgs {
     /// How long the lock outlives a crashed run
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     lock_ttl: Duration,
-    /// Run although this pre-flight check fails (repeatable; journaled): datastore, cluster, nodes-ready
+    /// Run although this pre-flight check fails (repeatable; journaled)
     #[arg(long, value_name = "CHECK", value_enum)]
     skip_preflight: Vec<PreflightCheckArg>,
+    /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
+    #[arg(long, value_name = "BYTES")]
+    etcd_quota_bytes: Option<u64>,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
+    /// Without a terminal, print a line at least this often while a step waits
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    progress_interval: Duration,
 }
 
 /// The pre-flight checks, as `--skip-preflight` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PreflightCheckArg {
     Datastore,
+    EtcdMembers,
+    EtcdQuota,
     Cluster,
     NodesReady,
+    Apis,
+    Permissions,
+    NodeAgents,
 }
 
 impl From<PreflightCheckArg> for Check {
     fn from(arg: PreflightCheckArg) -> Check {
         match arg {
             PreflightCheckArg::Datastore => Check::Datastore,
+            PreflightCheckArg::EtcdMembers => Check::EtcdMembers,
+            PreflightCheckArg::EtcdQuota => Check::EtcdQuota,
             PreflightCheckArg::Cluster => Check::Cluster,
             PreflightCheckArg::NodesReady => Check::NodesReady,
+            PreflightCheckArg::Apis => Check::Apis,
+            PreflightCheckArg::Permissions => Check::Permissions,
+            PreflightCheckArg::NodeAgents => Check::NodeAgents,
         }
     }
 }
@@ -241,6 +257,8 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         repair: args.repair,
         environment: context.environment.clone(),
         skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
+        etcd_quota_bytes: args.etcd_quota_bytes,
+        progress_interval: args.progress_interval,
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;

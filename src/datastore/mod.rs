@@ -13,6 +13,7 @@ pub mod batch;
 pub mod connect;
 pub mod coordination;
 pub mod etcd;
+pub mod health;
 pub mod initialize;
 pub mod kube;
 
@@ -347,6 +348,12 @@ pub trait Datastore: Send + Sync {
         key: &ResourceKey,
         resource_version: Option<&str>,
     ) -> Result<Resource, StoreError>;
+
+    /// What the members of a replicated datastore say about themselves (etcd: every member's
+    /// status and the active alarms); `None` for a datastore without members to ask.
+    async fn health(&self) -> Result<Option<health::DatastoreHealth>, StoreError> {
+        Ok(None)
+    }
 
     /// How long one request may take (`--request-timeout`); callers that must finish within a
     /// bound (the undo of a half-written file) plan with it.

@@ -68,6 +68,14 @@ pub enum ExecError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Preflight(#[from] super::preflight::PreflightFailed),
+    #[error(
+        "step `{step}` did not start: it requires every node agent to run `{version}`: {problem}"
+    )]
+    NodeAgentsBehind {
+        step: String,
+        version: String,
+        problem: String,
+    },
     #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
     #[error("step `{step}` was not confirmed; the run stopped before it")]
@@ -190,6 +198,9 @@ impl ExecError {
                 "export `{variable}` in the shell that runs `netctl upgrade apply`; the program inherits it"
             ),
             ExecError::Preflight(failed) => failed.hint(),
+            ExecError::NodeAgentsBehind { version, .. } => format!(
+                "finish rolling the node agents to `{version}` (`kubectl -n NAMESPACE rollout status daemonset/calico-node`), then `netctl upgrade apply --resume`; nothing of this step was written"
+            ),
             ExecError::Drift { .. } => "find out who changed it and why; then `netctl upgrade apply --resume --repair` runs those steps again (journaled), or restore it by hand and resume".to_string(),
             ExecError::Checkpoint(error) => return error.hint(),
             _ => return None,

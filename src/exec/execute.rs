@@ -40,6 +40,7 @@ impl Executor {
         options: &ApplyOptions,
         mut store: CheckpointStore,
         lock: Option<&RunLock>,
+        skipped_steps: Vec<super::preflight::SkippedStep>,
     ) -> Result<RunReport, ExecError> {
         store.ensure_directory()?;
         let resuming = resume_from.is_some();
@@ -65,7 +66,12 @@ impl Executor {
             &checkpoint.plan_digest,
             &self.holder,
         )?;
-        let progress = Progress::new(options.progress, plan.steps.len(), checkpoint.done_count());
+        let progress = Progress::with_interval(
+            options.progress,
+            plan.steps.len(),
+            checkpoint.done_count(),
+            options.progress_interval,
+        );
         let mut run = Run {
             options,
             store,
@@ -73,6 +79,7 @@ impl Executor {
             journal,
             lock,
             progress,
+            skipped_steps,
         };
         let event = match resuming {
             true => JournalEvent::RunResumed,
@@ -132,8 +139,25 @@ impl Executor {
                 lock.ensure_held()?;
             }
             if run.options.skip.contains(&step.id) {
-                run.skip(index, step).await?;
+                run.skip(index, step, "skipped by `--skip`").await?;
                 continue;
+            }
+            if let Some(skipped) = run
+                .skipped_steps
+                .iter()
+                .find(|skipped| skipped.id == step.id)
+            {
+                let summary = format!("skipped by the pre-flight: {}", skipped.reason);
+                run.skip(index, step, &summary).await?;
+                continue;
+            }
+            if let Some(requirement) = &step.requires
+                && !run
+                    .options
+                    .skip_preflight
+                    .contains(&super::preflight::Check::NodeAgents)
+            {
+                self.check_requirement(step, requirement).await?;
             }
             self.pass_gate(step, run).await?;
             run.progress
@@ -179,6 +203,29 @@ impl Executor {
     }
 
     /// Runs the one step of a one-step plan for real.
+    /// Checks a step's `requires` right before it starts (the pre-flight could not when an
+    /// earlier step of the run rolls the node agents).
+    async fn check_requirement(
+        &self,
+        step: &PlannedStep,
+        requirement: &crate::runbook::Requirement,
+    ) -> Result<(), ExecError> {
+        let behind = |problem: String| ExecError::NodeAgentsBehind {
+            step: step.id.clone(),
+            version: requirement.node_agents.clone(),
+            problem,
+        };
+        let Some(client) = &self.kubernetes else {
+            return Err(behind(
+                "no cluster is configured to read the calico-node pods from (`--skip-preflight node-agents` if they run outside Kubernetes and you checked them)".to_string(),
+            ));
+        };
+        super::preflight::node_agents::check_version(client, &requirement.node_agents)
+            .await
+            .map(|_| ())
+            .map_err(behind)
+    }
+
     pub(super) async fn execute_one(
         &self,
         plan: &Plan,

@@ -47,9 +47,13 @@ pub(super) fn decide(
                 .join(super::checkpoint::FILES_DIR)
                 .display()
         ),
-        _ if step.irreversible => {
-            format!("`{}` is irreversible ({})", step.id, step.description)
-        }
+        _ if step.irreversible => match &step.rollback {
+            Some(advice) => format!(
+                "`{}` is irreversible ({})\nto go back now instead: {}\nonce it has run: {}",
+                step.id, step.description, advice.before, advice.after
+            ),
+            None => format!("`{}` is irreversible ({})", step.id, step.description),
+        },
         _ => return Ok(Gate::Open),
     };
     if options.confirmation == Confirmation::AssumeYes || options.approved.contains(&step.id) {

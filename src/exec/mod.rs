@@ -108,6 +108,20 @@ pub struct ApplyOptions {
     pub environment: Environment,
     /// `--skip-preflight CHECK`: pre-flight checks the operator passes (journaled).
     pub skip_preflight: BTreeSet<preflight::Check>,
+    /// `--etcd-quota-bytes`: the etcd members' quota, for etcd that does not report it.
+    pub etcd_quota_bytes: Option<u64>,
+    /// Without a terminal, a wait prints a line at least this often (`--progress-interval`).
+    pub progress_interval: Duration,
+}
+
+impl ApplyOptions {
+    /// What the pre-flight is told.
+    pub fn preflight_options(&self) -> preflight::PreflightOptions {
+        preflight::PreflightOptions {
+            skip: self.skip_preflight.clone(),
+            etcd_quota_bytes: self.etcd_quota_bytes,
+        }
+    }
 }
 
 /// How a one-step plan runs.
@@ -328,11 +342,13 @@ impl Executor {
     ) -> Result<RunReport, ExecError> {
         // A new run's pre-flight comes before anything is written, the lock included; a resume's
         // runs once the checkpoint (and so the plan) is read, under the lock.
+        let mut skipped_steps = Vec::new();
         if options.mode == RunMode::Execute
             && options.start != StartMode::Resume
             && let Some(plan) = &plan
         {
-            self.preflight(plan.steps.iter().collect(), &options.skip_preflight)
+            skipped_steps = self
+                .preflight(plan.steps.iter().collect(), &options.preflight_options())
                 .await?;
         }
         // The lock comes first: while another run is under way, who runs it is the answer that
@@ -350,7 +366,7 @@ impl Executor {
             _ => None,
         };
         let result = self
-            .apply_locked(plan, options, transcript, lock.as_ref())
+            .apply_locked(plan, options, transcript, lock.as_ref(), skipped_steps)
             .await;
         if let Some(lock) = lock {
             let released = lock.release().await;
@@ -369,6 +385,7 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
         lock: Option<&RunLock>,
+        mut skipped_steps: Vec<preflight::SkippedStep>,
     ) -> Result<RunReport, ExecError> {
         let store = CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
         let existing = match options.start {
@@ -395,35 +412,41 @@ impl Executor {
                 .filter(|(_, record)| !record.state.is_done())
                 .map(|(step, _)| step)
                 .collect();
-            self.preflight(remaining, &options.skip_preflight).await?;
+            skipped_steps = self
+                .preflight(remaining, &options.preflight_options())
+                .await?;
         }
         match options.mode {
             RunMode::DryRun => {
                 self.dry_run(&plan, resume_from.as_ref(), options, transcript)
                     .await
             }
-            RunMode::Execute => self.execute(plan, resume_from, options, store, lock).await,
+            RunMode::Execute => {
+                self.execute(plan, resume_from, options, store, lock, skipped_steps)
+                    .await
+            }
         }
     }
 
-    /// The pre-flight of the steps a run is about to take; prints every finding, refuses on a failure.
+    /// The pre-flight of the steps a run is about to take; prints every finding, refuses on a
+    /// failure, and returns the steps the run is to skip (their type is gone from the cluster).
     async fn preflight(
         &self,
         steps: Vec<&crate::plan::PlannedStep>,
-        skip: &BTreeSet<preflight::Check>,
-    ) -> Result<(), ExecError> {
+        options: &preflight::PreflightOptions,
+    ) -> Result<Vec<preflight::SkippedStep>, ExecError> {
         let Some(store) = &self.datastore else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let report =
-            preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, skip).await;
+            preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, options).await;
         for line in report.lines() {
             crate::terminal::info(line);
         }
         if report.failures().next().is_some() {
             return Err(preflight::PreflightFailed { report }.into());
         }
-        Ok(())
+        Ok(report.skipped_steps)
     }
 
     /// Runs a one-step plan (see `Plan::single`). In dry-run the transcript goes to `transcript`.

@@ -27,6 +27,8 @@ pub(super) struct Run<'a> {
     pub journal: Journal,
     pub lock: Option<&'a RunLock>,
     pub progress: Progress,
+    /// Steps the pre-flight found do not apply to this cluster, with why.
+    pub skipped_steps: Vec<super::preflight::SkippedStep>,
 }
 
 impl Run<'_> {
@@ -60,9 +62,14 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Records step `index` as done by hand (`--skip`).
-    pub async fn skip(&mut self, index: usize, step: &PlannedStep) -> Result<(), ExecError> {
-        let summary = "skipped by `--skip`";
+    /// Records step `index` as skipped: done by hand (`--skip`), or not applying to this cluster
+    /// (the pre-flight's reason); `summary` says which.
+    pub async fn skip(
+        &mut self,
+        index: usize,
+        step: &PlannedStep,
+        summary: &str,
+    ) -> Result<(), ExecError> {
         let record = self.checkpoint.step_mut(index);
         record.state = StepState::Skipped;
         record.finished_at = Some(now_rfc3339());
@@ -71,8 +78,12 @@ impl Run<'_> {
         self.record(JournalEvent::Succeeded, Some(step), |entry| {
             entry.summary = Some(summary.to_string());
         })?;
+        let shown = match summary.strip_prefix("skipped by the pre-flight: ") {
+            Some(reason) => format!("skipped ({reason})"),
+            None => "skipped (--skip)".to_string(),
+        };
         self.progress
-            .step_finished(index + 1, &step.id, "skipped (--skip)", Duration::ZERO);
+            .step_finished(index + 1, &step.id, &shown, Duration::ZERO);
         Ok(())
     }
 

@@ -59,6 +59,12 @@ pub struct PlannedStep {
     /// A point of no return.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub irreversible: bool,
+    /// What must hold before the step runs (`nodeAgents`: the version every node agent runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<crate::runbook::Requirement>,
+    /// How to go back before and after this step (required on irreversible steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<crate::runbook::RollbackAdvice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
     /// The name under which the executor keeps this step's output.
@@ -343,6 +349,8 @@ mod tests {
             action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
             verify: None,
             irreversible: true,
+            requires: None,
+            rollback: None,
             retry: Some(RetryPolicy {
                 attempts: 3,
                 delay: HumanDuration(std::time::Duration::from_secs(10)),

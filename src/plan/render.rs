@@ -157,6 +157,17 @@ pub fn text(plan: &Plan) -> String {
             if !step.needs.is_empty() {
                 let _ = writeln!(out, "{rail}     needs:  {}", step.needs.join(", "));
             }
+            if let Some(requirement) = &step.requires {
+                let _ = writeln!(
+                    out,
+                    "{rail}     requires: every node agent at {} (checked before the run and when the step starts)",
+                    requirement.node_agents
+                );
+            }
+            if let Some(advice) = &step.rollback {
+                let _ = writeln!(out, "{rail}     rollback before: {}", advice.before);
+                let _ = writeln!(out, "{rail}     rollback after:  {}", advice.after);
+            }
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
@@ -309,6 +320,10 @@ pub fn markdown(plan: &Plan) -> String {
             );
             if let Some(verify) = &step.verify {
                 let _ = writeln!(out, "  Verify: `{}`  ", describe(verify).replace('`', "'"));
+            }
+            if let Some(advice) = &step.rollback {
+                let _ = writeln!(out, "  Rollback before: {}  ", advice.before);
+                let _ = writeln!(out, "  Rollback after: {}  ", advice.after);
             }
             let _ = writeln!(out, "  Why: {}", step.reason);
         }

@@ -470,6 +470,36 @@ fn instantiate(
                 Json::String(text) => text,
                 other => other.to_string(),
             };
+            let requires = match &step.requires {
+                Some(requirement) => {
+                    let rendered = templates
+                        .render_string(&requirement.node_agents, &item_context)
+                        .map_err(|source| template_error(loaded, Some(&step.id), source))?;
+                    Some(crate::runbook::Requirement {
+                        node_agents: match rendered {
+                            Json::String(text) => text,
+                            other => other.to_string(),
+                        },
+                    })
+                }
+                None => None,
+            };
+            let render_text = |template: &str| {
+                templates
+                    .render_string(template, &item_context)
+                    .map_err(|source| template_error(loaded, Some(&step.id), source))
+                    .map(|rendered| match rendered {
+                        Json::String(text) => text,
+                        other => other.to_string(),
+                    })
+            };
+            let rollback = match &step.rollback {
+                Some(advice) => Some(crate::runbook::RollbackAdvice {
+                    before: render_text(&advice.before)?,
+                    after: render_text(&advice.after)?,
+                }),
+                None => None,
+            };
             expanded.push(Instance {
                 key: (runbook.spec.phase, runbook_index, step_index, item_index),
                 runbook: name.clone(),
@@ -484,6 +514,8 @@ fn instantiate(
                     action,
                     verify,
                     irreversible: step.irreversible,
+                    requires,
+                    rollback,
                     retry: step.retry.clone(),
                     register: step.register.clone(),
                     reason: item_reason,

@@ -22,6 +22,8 @@ impl Plan {
             action,
             verify: None,
             irreversible: false,
+            requires: None,
+            rollback: None,
             retry: None,
             register: None,
             reason: format!("`netctl {procedure}`"),

@@ -153,6 +153,33 @@ pub struct Step {
     /// A point of no return; it must come after a `pause` step (a human gate).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub irreversible: bool,
+    /// What must hold before the step runs; checked by the pre-flight and again when the step
+    /// starts, never assumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Requirement>,
+    /// What to do if the operator regrets the change, before and after this step runs (templates).
+    /// Required on irreversible steps (lint `irreversible-without-rollback`); shown in the plan and
+    /// at the step's gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackAdvice>,
+}
+
+/// How to go back, in words for the operator: `before` the step (everything up to here can still be
+/// undone, and how) and `after` it (what is left once the point of no return is passed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RollbackAdvice {
+    pub before: String,
+    pub after: String,
+}
+
+/// A step's precondition on the cluster (a template, rendered into the plan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Requirement {
+    /// Every node agent (calico-node) runs this version, e.g. `{{ release_tag }}`: upstream's
+    /// caution for automatic host endpoints, which cut off traffic to nodes whose agents are older.
+    pub node_agents: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -100,6 +100,8 @@ pub fn step(id: &str, description: &str, action: Action) -> PlannedStep {
         action,
         verify: None,
         irreversible: false,
+        requires: None,
+        rollback: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

@@ -7,7 +7,9 @@
 //! `Status` body), delete (with preconditions) and delete-collection; JSON merge, JSON and strategic
 //! patches (the last applied as a merge patch, which is what metadata changes need); server-side apply
 //! (`application/apply-patch+yaml`) with per-field ownership by field manager and `force`; `dryRun=All`
-//! on every write; and 403 for configurable paths. Tests drive `status` (pods, daemonsets, deployments)
+//! on every write; 403 for configurable paths; SelfSubjectAccessReviews (decoded strictly, answered
+//! allowed unless a test denies a verb on a resource, [`KubeApiServer::deny_access`]); and types a
+//! test withdraws, as a newer Kubernetes removed them ([`KubeApiServer::withdraw`]). Tests drive `status` (pods, daemonsets, deployments)
 //! through [`KubeApiServer::set_status`], as the kubelet and controllers would.
 //!
 //! Request bodies of the core kinds are decoded strictly into their `k8s-openapi` types as a real
@@ -197,6 +199,11 @@ struct State {
     forbidden: Vec<(Option<Method>, String)>,
     /// Every request as `METHOD path?query` (for tests that check what was sent).
     requests: Vec<String>,
+    /// `(group, version, plural)` of types this server does not serve (as a cluster that removed
+    /// them): absent from discovery, 404 on every path.
+    withdrawn: BTreeSet<(String, String, String)>,
+    /// `(verb, group, plural, namespace or None for all)` a SelfSubjectAccessReview denies.
+    denied: Vec<(String, String, String, Option<String>)>,
 }
 
 /// A running API server; stops when dropped.
@@ -285,6 +292,28 @@ impl KubeApiServer {
     pub fn forbid(&self, method: Option<&str>, prefix: &str) {
         let method = method.map(|text| Method::from_bytes(text.as_bytes()).expect("method"));
         self.lock().forbidden.push((method, prefix.to_string()));
+    }
+
+    /// Stops serving the type of `api_version` and `plural`, as a cluster that removed it (e.g.
+    /// `policy/v1beta1` `podsecuritypolicies` from Kubernetes 1.25 on).
+    pub fn withdraw(&self, api_version: &str, plural: &str) {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.lock()
+            .withdrawn
+            .insert((group.to_string(), version.to_string(), plural.to_string()));
+    }
+
+    /// Makes SelfSubjectAccessReviews of `verb` on `resource` (`plural` or `plural.group`) deny it,
+    /// in `namespace` or (`None`) everywhere. Only the review answers so: the requests themselves
+    /// are served (this server has no RBAC), so a test sees what the pre-flight decided.
+    pub fn deny_access(&self, verb: &str, resource: &str, namespace: Option<&str>) {
+        let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
+        self.lock().denied.push((
+            verb.to_string(),
+            group.to_string(),
+            plural.to_string(),
+            namespace.map(str::to_string),
+        ));
     }
 
     /// Every request received so far, as `METHOD path?query`.
@@ -846,6 +875,28 @@ fn handle(
             json!({}),
         );
     }
+    if path.trim_end_matches('/') == ACCESS_REVIEWS_PATH {
+        return match method {
+            Method::POST => access_review(&state, &body),
+            _ => status_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource".to_string(),
+                json!({}),
+            ),
+        };
+    }
+    let withdrawn = |resource: &ResourceType| {
+        state.withdrawn.contains(&(
+            resource.group.to_string(),
+            resource.version.to_string(),
+            resource.plural.to_string(),
+        ))
+    };
+    match route(&path) {
+        Some(Route::Object(target)) if withdrawn(&target.resource) => return not_found_path(),
+        _ => {}
+    }
     let Some(route) = route(&path) else {
         return status_error(
             StatusCode::NOT_FOUND,
@@ -874,22 +925,38 @@ fn handle(
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:0"}]}),
         ),
         (Route::Groups, Method::GET) => {
-            let groups: Vec<Value> = groups().into_iter().map(group_json).collect();
+            let groups: Vec<Value> = groups(&state.withdrawn)
+                .into_iter()
+                .map(|group| group_json(group, &state.withdrawn))
+                .collect();
             json_response(
                 StatusCode::OK,
                 json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
             )
         }
-        (Route::Group(group), Method::GET) if groups().contains(&group.as_str()) => {
-            let mut body = group_json(&group);
+        (Route::Group(group), Method::GET)
+            if groups(&state.withdrawn).contains(&group.as_str()) =>
+        {
+            let mut body = group_json(&group, &state.withdrawn);
             body["kind"] = json!("APIGroup");
             body["apiVersion"] = json!("v1");
             json_response(StatusCode::OK, body)
+        }
+        (Route::ResourceList(group, version), Method::GET)
+            if group == "authorization.k8s.io" && version == "v1" =>
+        {
+            json_response(
+                StatusCode::OK,
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
+                       "resources": [{"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview",
+                                      "namespaced": false, "kind": "SelfSubjectAccessReview", "verbs": ["create"]}]}),
+            )
         }
         (Route::ResourceList(group, version), Method::GET) => {
             let resources: Vec<Value> = RESOURCE_TYPES
                 .iter()
                 .filter(|resource| resource.group == group && resource.version == version)
+                .filter(|resource| !withdrawn(resource))
                 .map(|resource| {
                     json!({
                         "name": resource.plural,
@@ -939,9 +1006,24 @@ fn not_found_path() -> Response {
     )
 }
 
-fn groups() -> Vec<&'static str> {
-    let mut groups: Vec<&'static str> = Vec::new();
-    for resource in RESOURCE_TYPES {
+/// The path of SelfSubjectAccessReviews (a question, never stored).
+const ACCESS_REVIEWS_PATH: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+
+type Withdrawn = BTreeSet<(String, String, String)>;
+
+fn served(withdrawn: &Withdrawn) -> impl Iterator<Item = &'static ResourceType> + '_ {
+    RESOURCE_TYPES.iter().filter(|resource| {
+        !withdrawn.contains(&(
+            resource.group.to_string(),
+            resource.version.to_string(),
+            resource.plural.to_string(),
+        ))
+    })
+}
+
+fn groups(withdrawn: &Withdrawn) -> Vec<&'static str> {
+    let mut groups: Vec<&'static str> = vec!["authorization.k8s.io"];
+    for resource in served(withdrawn) {
         if !resource.group.is_empty() && !groups.contains(&resource.group) {
             groups.push(resource.group);
         }
@@ -949,12 +1031,12 @@ fn groups() -> Vec<&'static str> {
     groups
 }
 
-fn group_json(group: &str) -> Value {
+fn group_json(group: &str, withdrawn: &Withdrawn) -> Value {
     let mut versions: Vec<&str> = Vec::new();
-    for resource in RESOURCE_TYPES
-        .iter()
-        .filter(|resource| resource.group == group)
-    {
+    if group == "authorization.k8s.io" {
+        versions.push("v1");
+    }
+    for resource in served(withdrawn).filter(|resource| resource.group == group) {
         if !versions.contains(&resource.version) {
             versions.push(resource.version);
         }
@@ -968,6 +1050,87 @@ fn group_json(group: &str) -> Value {
         .cloned()
         .unwrap_or_else(|| json!({"groupVersion": format!("{group}/v1"), "version": "v1"}));
     json!({"name": group, "versions": listed, "preferredVersion": preferred})
+}
+
+/// `POST .../selfsubjectaccessreviews`: decodes the review strictly (a wrong type or an unknown
+/// field is a 400, as with `fieldValidation=Strict`), requires `spec.resourceAttributes` or
+/// `spec.nonResourceAttributes`, and answers the review with `status.allowed` — false for what
+/// [`KubeApiServer::deny_access`] denies, with a reason in RBAC's words.
+fn access_review(state: &State, body: &[u8]) -> Response {
+    let review = match parse_body("application/json", body) {
+        Ok(review) => review,
+        Err(response) => return response,
+    };
+    if review["apiVersion"] != "authorization.k8s.io/v1"
+        || review["kind"] != "SelfSubjectAccessReview"
+    {
+        return bad_request(format!(
+            "the body is not an authorization.k8s.io/v1 SelfSubjectAccessReview: apiVersion {}, kind {}",
+            review["apiVersion"], review["kind"]
+        ));
+    }
+    match super::kube_strict::check(
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        &review,
+    ) {
+        Ok(()) => {}
+        Err(super::kube_strict::Refusal::WrongType {
+            path,
+            found,
+            expected,
+        }) => {
+            return bad_request(format!(
+                "SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: json: cannot unmarshal {found} into Go struct field SelfSubjectAccessReview.{path} of type {expected}"
+            ));
+        }
+        Err(super::kube_strict::Refusal::Unknown { paths }) => {
+            let listed: Vec<String> = paths
+                .iter()
+                .map(|path| format!("unknown field \"{path}\""))
+                .collect();
+            return bad_request(format!("strict decoding error: {}", listed.join(", ")));
+        }
+    }
+    let attributes = &review["spec"]["resourceAttributes"];
+    if !attributes.is_object() && !review["spec"]["nonResourceAttributes"].is_object() {
+        return status_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified".to_string(),
+            json!({}),
+        );
+    }
+    let field = |name: &str| attributes[name].as_str().unwrap_or("").to_string();
+    let (verb, group, resource, namespace) = (
+        field("verb"),
+        field("group"),
+        field("resource"),
+        field("namespace"),
+    );
+    let denied = state
+        .denied
+        .iter()
+        .any(|(d_verb, d_group, d_plural, d_namespace)| {
+            *d_verb == verb
+                && *d_group == group
+                && *d_plural == resource
+                && d_namespace
+                    .as_ref()
+                    .is_none_or(|wanted| *wanted == namespace)
+        });
+    let mut answer = review.clone();
+    answer["metadata"] = json!({"creationTimestamp": null});
+    answer["status"] = match denied {
+        true => json!({"allowed": false, "reason": format!(
+            "RBAC: user \"tester\" cannot {verb} resource \"{resource}\" in API group \"{group}\"{}",
+            match namespace.as_str() { "" => String::new(), ns => format!(" in the namespace \"{ns}\"") }
+        )}),
+        false => {
+            json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"tester\""})
+        }
+    };
+    json_response(StatusCode::CREATED, answer)
 }
 
 // A test server answers one request at a time; the size of an error response does not matter.

@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
@@ -76,6 +77,7 @@ fn decoder(api_version: &str, kind: &str) -> Option<Decoder> {
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => typed::<ClusterRoleBinding>,
         ("rbac.authorization.k8s.io/v1", "Role") => typed::<Role>,
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => typed::<RoleBinding>,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => typed::<SelfSubjectAccessReview>,
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             typed::<CustomResourceDefinition>
         }

@@ -26,15 +26,22 @@ fn calico_json(kind: &str, name: &str, labels: Value, spec: Value) -> String {
 pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
     let etcd = EtcdServer::start();
     set_etcd_version(&etcd, "v3.29.2");
-    etcd.put(
+    auto_host_endpoint_data(node_b_zone, &|key, value| etcd.put(key, value));
+    etcd
+}
+
+/// The resources of [`auto_host_endpoint_datastore`], given to `put` (key, stored JSON), so an
+/// etcd cluster can hold them too.
+pub(crate) fn auto_host_endpoint_data(node_b_zone: &str, put: &dyn Fn(&str, String)) {
+    put(
         &format!("{ROOT}/nodes/node-a"),
         calico_json("Node", "node-a", json!({}), json!({})),
     );
-    etcd.put(
+    put(
         &format!("{ROOT}/nodes/node-b"),
         calico_json("Node", "node-b", json!({"zone": node_b_zone}), json!({})),
     );
-    etcd.put(
+    put(
         &format!("{ROOT}/hostendpoints/node-a-all"),
         calico_json(
             "HostEndpoint",
@@ -43,7 +50,7 @@ pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
             json!({"node": "node-a", "interfaceName": "*"}),
         ),
     );
-    etcd.put(
+    put(
         &format!("{ROOT}/hostendpoints/node-b-all"),
         calico_json(
             "HostEndpoint",
@@ -52,7 +59,7 @@ pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
             json!({"node": "node-b", "interfaceName": "*"}),
         ),
     );
-    etcd.put(
+    put(
         &format!("{ROOT}/hostendpoints/node-a-eth0"),
         calico_json(
             "HostEndpoint",
@@ -61,7 +68,7 @@ pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
             json!({"node": "node-a", "interfaceName": "eth0", "expectedIPs": ["10.0.0.1"]}),
         ),
     );
-    etcd.put(
+    put(
         &format!("{ROOT}/kubecontrollersconfigurations/default"),
         calico_json(
             "KubeControllersConfiguration",
@@ -72,11 +79,10 @@ pub(crate) fn auto_host_endpoint_datastore(node_b_zone: &str) -> EtcdServer {
                    "healthChecks": "Enabled", "logSeverityScreen": "Info"}),
         ),
     );
-    etcd
 }
 
 /// `upgrade plan --procedure auto-host-endpoints` against etcd; returns the plan file and its JSON.
-fn auto_host_endpoint_plan(operator: &Operator) -> (PathBuf, Value) {
+pub(crate) fn auto_host_endpoint_plan(operator: &Operator) -> (PathBuf, Value) {
     let file = operator.home().join("plan.json");
     let output = operator.run(
         &[
@@ -169,7 +175,11 @@ fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes(
         "auto_host_endpoints_etcd_dry_run",
     );
 
-    let apply = Apply::plan(&plan_file).yes();
+    // The node agents run outside Kubernetes here (no cluster is configured): the operator checked
+    // their version and says so.
+    let apply = Apply::plan(&plan_file)
+        .yes()
+        .with(&["--skip-preflight", "node-agents"]);
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| play_kube_controllers(&etcd, &stop));
@@ -192,7 +202,11 @@ fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes(
             host_endpoint_names(&etcd)
         );
 
-        let resumed = operator.apply(&Apply::resume().yes());
+        let resumed = operator.apply(
+            &Apply::resume()
+                .yes()
+                .with(&["--skip-preflight", "node-agents"]),
+        );
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         assert_success(&resumed, "resume");
         let stderr = text(&resumed.stderr);
@@ -241,7 +255,11 @@ fn auto_host_endpoints_migration_refuses_to_overwrite_a_node_label() {
     let etcd = auto_host_endpoint_datastore("west");
     let operator = Operator::with_config(&etcd.netctl_config_yaml());
     let (plan_file, _) = auto_host_endpoint_plan(&operator);
-    let output = operator.apply(&Apply::plan(&plan_file).yes());
+    let output = operator.apply(
+        &Apply::plan(&plan_file)
+            .yes()
+            .with(&["--skip-preflight", "node-agents"]),
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(
@@ -305,6 +323,11 @@ fn auto_host_endpoint_cluster() -> KubeApiServer {
                         "metadata": {"name": name, "labels": labels}, "spec": spec}),
         );
     }
+    node_agent_pods(
+        &kube,
+        "kube-system",
+        &[("node-a", "v3.29.2"), ("node-b", "v3.29.2")],
+    );
     kube.put(json!({
         "apiVersion": "crd.projectcalico.org/v1", "kind": "KubeControllersConfiguration",
         "metadata": {"name": "default"},

@@ -511,3 +511,19 @@ pub(crate) fn etcd_manifest_cluster() -> (EtcdServer, KubeApiServer) {
     install(&kube, &manifest_workloads("v3.13.2"));
     (etcd, kube)
 }
+
+/// Puts one calico-node pod per `(node, version)` into `namespace`, as the DaemonSet controller
+/// would (label `k8s-app=calico-node`, container `calico-node` of image `calico/node:<version>`):
+/// what the `node-agents` pre-flight reads. Replaces pods of the same node.
+pub(crate) fn node_agent_pods(kube: &KubeApiServer, namespace: &str, agents: &[(&str, &str)]) {
+    for (node, version) in agents {
+        kube.put(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("calico-node-{node}"), "namespace": namespace,
+                         "labels": {"k8s-app": "calico-node"}},
+            "spec": {"nodeName": node,
+                     "containers": [{"name": "calico-node", "image": format!("docker.io/calico/node:{version}")}]},
+            "status": {"phase": "Running"}
+        }));
+    }
+}

@@ -15,7 +15,7 @@ use crate::support::KubeApiServer;
 /// `status=deployed`) in the `--namespace` it was given, through the API server. There is no real
 /// Helm here: the test proves netctl runs exactly the command the plan shows, not what Helm does
 /// with it.
-fn install_helm_stand_in(operator: &Operator, kube: &KubeApiServer) -> PathBuf {
+pub(crate) fn install_helm_stand_in(operator: &Operator, kube: &KubeApiServer) -> PathBuf {
     let curl = crate::support::find_program("curl", "apt-get install curl");
     let script = operator.home().join("bin").join("helm");
     std::fs::write(
@@ -46,7 +46,7 @@ exec {curl} --silent --show-error --fail --output /dev/null -X POST \
 /// A Helm install of v3.20: the release `calico` in `release_namespace` (two revisions), the
 /// operator and its objects in `tigera-operator`, and secrets beside the release that must survive
 /// the migration.
-fn helm_cluster(release_namespace: &str) -> KubeApiServer {
+pub(crate) fn helm_cluster(release_namespace: &str) -> KubeApiServer {
     let kube = KubeApiServer::start();
     set_kube_version(&kube, "v3.20.1");
     let helm = json!({"meta.helm.sh/release-name": "calico",
@@ -102,7 +102,7 @@ fn helm_cluster(release_namespace: &str) -> KubeApiServer {
     kube
 }
 
-const OPERATOR_CRDS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+pub(crate) const OPERATOR_CRDS: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: installations.operator.tigera.io

@@ -38,4 +38,5 @@ mod manifest_edit_discovery;
 mod manifest_etcd;
 mod manifest_kubernetes;
 mod operator;
+mod preflight;
 mod readme_walkthrough;

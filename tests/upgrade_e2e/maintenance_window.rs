@@ -25,6 +25,9 @@ fn apply_procedure_plans_and_runs_a_named_procedure_in_one_command() {
                 "--procedure",
                 "auto-host-endpoints",
                 "--yes",
+                // No cluster: the node agents run outside Kubernetes, checked by the operator.
+                "--skip-preflight",
+                "node-agents",
             ],
             &[],
         );
@@ -410,4 +413,60 @@ fn preflight_refuses_a_run_while_a_node_is_not_ready() {
         "the cluster answered: {stderr}"
     );
     assert_eq!(etcd.revision(), before, "nothing was written");
+}
+
+/// Runs the `auto-host-endpoints` procedure without a terminal (kube-controllers played, taking
+/// 1.5 s to create the endpoints) and returns stderr's lines about the wait for `node-a-auto-hep`.
+fn wait_lines(extra: &[&str]) -> Vec<String> {
+    let etcd = auto_host_endpoint_datastore("b");
+    let operator = Operator::with_config(&etcd.netctl_config_yaml());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let output = std::thread::scope(|scope| {
+        scope.spawn(|| play_kube_controllers(&etcd, &stop));
+        let mut args = vec![
+            "upgrade",
+            "apply",
+            "--procedure",
+            "auto-host-endpoints",
+            "--yes",
+            "--skip-preflight",
+            "node-agents",
+        ];
+        args.extend(extra);
+        let output = operator.run(&args, &[]);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        output
+    });
+    assert_success(&output, "upgrade apply --procedure");
+    let stderr = text(&output.stderr);
+    assert!(
+        !stderr.contains("warning: waiting for"),
+        "a wait's count is progress, not a warning: {stderr}"
+    );
+    stderr
+        .lines()
+        .filter(|line| line.contains("waiting for hostendpoints `node-a-auto-hep`"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn without_a_terminal_a_wait_prints_a_progress_line_at_least_every_interval() {
+    // The default interval (30 s) is longer than the wait: one line, when the count is first seen.
+    let lines = wait_lines(&[]);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "[4/8] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for hostendpoints `node-a-auto-hep` matching `projectcalico.org/created-by == 'calico-kube-controllers'`: 0/1 present; missing node-a-auto-hep ("
+        ),
+        "{lines:#?}"
+    );
+    // A short interval (injected): the same count again on every look while the wait lasts.
+    let lines = wait_lines(&["--progress-interval", "100ms"]);
+    assert!(lines.len() >= 2, "{lines:#?}");
+    assert!(
+        lines.iter().all(|line| line
+            .starts_with("[4/8] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for")),
+        "{lines:#?}"
+    );
 }

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Certificate, Client, ConnectOptions, GetOptions, Identity, KvClient, TlsOptions,
+    Certificate, Client, ConnectOptions, GetOptions, Identity, KvClient, StatusResponse, TlsOptions,
 };
 use tokio::sync::OnceCell;
 
@@ -98,6 +98,9 @@ pub struct Pool {
     members: Vec<Member>,
     state: Mutex<State>,
     timeouts: Timeouts,
+    /// How a member is dialled (without a TLS server name), for members found in the member list.
+    base: ConnectOptions,
+    tls: Option<TlsOptions>,
 }
 
 impl Pool {
@@ -130,6 +133,7 @@ impl Pool {
                 .with_user(credentials.username.clone(), credentials.password.expose())
                 .with_auto_token_refresh(true);
         }
+        let dial = (base.clone(), tls.clone());
         let members: Vec<Member> = endpoints
             .iter()
             .map(|endpoint| {
@@ -155,6 +159,8 @@ impl Pool {
             }),
             members,
             timeouts,
+            base: dial.0,
+            tls: dial.1,
         });
 
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -195,6 +201,47 @@ impl Pool {
             return Ok(pool);
         }
         Err(pool.exhausted().await)
+    }
+
+    /// Asks the member serving clients at `url` (any member of the cluster, configured or not) for
+    /// its status on a connection of its own, within the connect and request time limits. The
+    /// error says what went wrong in words for a message.
+    pub async fn status_at(&self, url: &str) -> Result<StatusResponse, String> {
+        let endpoint = EtcdEndpoint::parse(url).map_err(|reason| format!("`{url}`: {reason}"))?;
+        let mut options = self.base.clone();
+        match (endpoint.scheme, &self.tls) {
+            (Scheme::Https, Some(tls)) => {
+                options = options.with_tls(tls.clone().domain_name(endpoint.host.clone()));
+            }
+            (Scheme::Https, None) => {
+                return Err("it serves TLS and no TLS settings are configured".to_string());
+            }
+            (Scheme::Http, _) => {}
+        }
+        let connect = Client::connect([url], Some(options));
+        let mut client = match tokio::time::timeout(self.timeouts.connect, connect).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(error)) => {
+                return Err(format!("cannot connect: {}", errors::chain_text(&error)));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "no connection within {}",
+                    humantime::format_duration(self.timeouts.connect)
+                ));
+            }
+        };
+        let silent = format!(
+            "no answer within {}",
+            humantime::format_duration(self.timeouts.request)
+        );
+        match tokio::time::timeout(self.timeouts.request, client.status()).await {
+            Ok(Ok(status)) => Ok(status),
+            // The client's own request timeout (the same limit) fired first.
+            Ok(Err(error)) if errors::chain_text(&error).contains("Timeout expired") => Err(silent),
+            Ok(Err(error)) => Err(errors::chain_text(&error)),
+            Err(_) => Err(silent),
+        }
     }
 
     /// The time limits requests are sent with.

@@ -25,13 +25,14 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use etcd_client::{
-    Compare, CompareOp, DeleteOptions, EventType, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse,
-    TxnResponse, WatchOptions,
+    AlarmAction, AlarmType, Compare, CompareOp, DeleteOptions, EventType, GetOptions, KeyValue,
+    Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
 };
 
 pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
 pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
+use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
     BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, Detail, ListOptions, Page,
     StoreError, Write,
@@ -297,6 +298,68 @@ impl Datastore for EtcdStore {
 
     fn request_timeout(&self) -> Duration {
         self.pool.timeouts().request
+    }
+
+    /// The member list (from any member that answers), then every member's own status, asked at
+    /// its first client URL all at once, and the active alarms.
+    async fn health(&self) -> Result<Option<DatastoreHealth>, StoreError> {
+        let listed = self
+            .request("a list of the etcd members", |connection| {
+                let mut client = connection.client.clone();
+                async move { client.member_list().await }
+            })
+            .await?;
+        let alarms = self
+            .request("a list of the etcd alarms", |connection| {
+                let mut client = connection.client.clone();
+                async move { client.alarm(AlarmAction::Get, AlarmType::None, None).await }
+            })
+            .await?;
+        let members = futures_util::future::join_all(listed.members().iter().map(|member| {
+            let name = match member.name() {
+                "" => format!("{:x}", member.id()),
+                name => name.to_string(),
+            };
+            let endpoint = member.client_urls().first().cloned().unwrap_or_default();
+            async move {
+                let status = match endpoint.as_str() {
+                    "" => Err("it has no client URL: it was added and has not started".to_string()),
+                    url => self.pool.status_at(url).await.map(|status| MemberStatus {
+                        version: status.version().to_string(),
+                        database_bytes: status.db_size(),
+                        quota_bytes: Some(status.db_size_quota()).filter(|quota| *quota > 0),
+                        has_leader: status.leader() != 0,
+                        // An alarm shows here too (`memberID:… alarm:NOSPACE`); alarms are
+                        // read from the alarm list, and judged as such.
+                        errors: status
+                            .errors()
+                            .iter()
+                            .filter(|error| !error.contains("alarm:"))
+                            .cloned()
+                            .collect(),
+                    }),
+                };
+                MemberHealth {
+                    name,
+                    endpoint,
+                    status,
+                }
+            }
+        }))
+        .await;
+        let alarms = alarms
+            .alarms()
+            .iter()
+            .filter(|alarm| alarm.alarm() != AlarmType::None)
+            .map(|alarm| {
+                format!(
+                    "{} on member {:x}",
+                    alarm.alarm().as_str_name(),
+                    alarm.member_id()
+                )
+            })
+            .collect();
+        Ok(Some(DatastoreHealth { members, alarms }))
     }
 
     async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {

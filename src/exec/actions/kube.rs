@@ -137,7 +137,7 @@ pub(super) fn request_error(what: String, error: kube::Error) -> KubeActionError
 }
 
 /// The API resource (plural, scope) of `apiVersion`/`kind`, from the API server's discovery.
-async fn resolve(
+pub(crate) async fn resolve(
     client: &kube::Client,
     api_version: &str,
     kind: &str,

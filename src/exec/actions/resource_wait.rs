@@ -107,7 +107,7 @@ pub async fn wait(
         });
     }
     let started = std::time::Instant::now();
-    let mut last = String::new();
+    let mut reporter = crate::exec::progress::WaitReporter::new(what.clone());
     loop {
         let (done, report) = wait_state(store, request).await?;
         if done {
@@ -118,10 +118,7 @@ pub async fn wait(
                 output: Some(serde_json::json!(request.names)),
             });
         }
-        if report != last {
-            crate::terminal::warn(format!("waiting for {what}: {report}"));
-            last = report.clone();
-        }
+        reporter.report(&report);
         if started.elapsed() >= request.timeout.0 {
             return Err(ResourceActionError::WaitTimeout {
                 what,

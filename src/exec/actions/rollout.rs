@@ -18,7 +18,6 @@ use super::kube::{
 };
 use super::{Outcome, RunMode};
 use crate::plan::action::{KubeObject, KubeRestart, KubeWaitRollout};
-use crate::terminal;
 
 /// How often a rollout wait reads the cluster again.
 const ROLLOUT_POLL: Duration = Duration::from_millis(500);
@@ -326,12 +325,11 @@ pub async fn wait_rollout(
         ));
     }
     let started = Instant::now();
-    let mut last_report = String::new();
+    let mut reporter = crate::exec::progress::WaitReporter::new(target.clone());
     loop {
         let state = rollout_state(client, wait, expected).await?;
-        if state.report != last_report {
-            terminal::warn(format!("waiting for {target}: {}", state.report));
-            last_report = state.report.clone();
+        if !state.done {
+            reporter.report(&state.report);
         }
         if state.done {
             return Ok(done(

@@ -38,6 +38,8 @@ fn plan(steps: usize) -> Plan {
             action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
             verify: None,
             irreversible: false,
+            requires: None,
+            rollback: None,
             retry: None,
             register: None,
             reason: "test".into(),

@@ -108,6 +108,22 @@ pub(super) fn check_graph(set: &RunbookSet, findings: &mut Vec<Finding>) {
         if !step.irreversible {
             continue;
         }
+        let advised = step.rollback.as_ref().is_some_and(|advice| {
+            !advice.before.trim().is_empty() && !advice.after.trim().is_empty()
+        });
+        if !advised {
+            findings.push(Finding {
+                file: loaded.source.clone(),
+                line: loaded.line_of_step(&step.id).max(1),
+                column: 1,
+                severity: Severity::Error,
+                code: "irreversible-without-rollback",
+                message: format!(
+                    "irreversible step `{}` has no rollback advice; add `rollback: {{before: ..., after: ...}}` saying how to go back before and after it",
+                    step.id
+                ),
+            });
+        }
         let mut stack: Vec<NodeIndex> = graph
             .neighbors_directed(node, petgraph::Direction::Incoming)
             .collect();
