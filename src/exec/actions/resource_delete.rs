@@ -88,7 +88,7 @@ pub async fn delete(
 
     let (found, tally) = read_targets(store, &targets, semantics).await?;
     if mode == RunMode::DryRun {
-        return Ok(rehearse(&targets, &found, tally));
+        return Ok(rehearse(&targets, &found, tally, semantics));
     }
     let mut writer = Writer::new(store, interrupt, "delete");
     writer.tally = tally;
@@ -200,12 +200,23 @@ fn decide_again(
 }
 
 /// The dry run: what each target would come to.
-fn rehearse(targets: &[Target], found: &[Option<Resource>], mut tally: Tally) -> Outcome {
+fn rehearse(
+    targets: &[Target],
+    found: &[Option<Resource>],
+    mut tally: Tally,
+    semantics: WriteSemantics,
+) -> Outcome {
     let mut transcript = Vec::new();
     for (target, stored) in targets.iter().zip(found) {
         let key = &target.key;
         let Some(stored) = stored else {
-            transcript.push(format!("{key} does not exist; skipped"));
+            transcript.push(match semantics.delete_missing {
+                // In an upgrade plan a rehearsed earlier step may create it; the real run deletes it then.
+                ExistingPolicy::Skip => format!(
+                    "{key} does not exist now: nothing to delete unless an earlier step creates it"
+                ),
+                _ => format!("{key} does not exist; skipped"),
+            });
             continue;
         };
         tally.changed(key.kind, Change::Deleted);

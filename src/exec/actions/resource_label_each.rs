@@ -18,10 +18,10 @@ use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
-    CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, document_lines, prepare_for_write,
-    store_error, target_key, writable,
+    CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, prepare_for_write, store_error,
+    target_key, writable,
 };
-use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics, store_rules};
+use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics, resource_diff, store_rules};
 
 /// What the batches of a label step did so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,23 +132,26 @@ pub async fn label_batch(
         .await
         .map_err(|error| batch_read_error(&keys, error))?;
     let mut pending: Vec<Resource> = Vec::new();
+    // A dry run shows each write as a diff against what is stored, so it keeps what it read.
+    let mut before: Vec<Resource> = Vec::new();
     for ((key, name), stored) in keys.iter().zip(names).zip(stored) {
         let stored =
             stored.ok_or_else(|| store_error("read", key)(StoreError::NotFound(key.clone())))?;
+        let kept = (mode == RunMode::DryRun).then(|| stored.clone());
         match decide(each, name, stored, semantics, release)? {
             Decision::Unchanged => done.tally.unchanged += 1,
-            Decision::Write(resource) => pending.push(*resource),
+            Decision::Write(resource) => {
+                pending.push(*resource);
+                before.extend(kept);
+            }
         }
     }
     store_rules::check_writes(store, &pending).await?;
     if mode == RunMode::DryRun {
-        for resource in &pending {
-            done.transcript.push(format!(
-                "would update {} (label {}):",
-                resource.key(),
-                each.key
-            ));
-            done.transcript.extend(document_lines(resource));
+        for (stored, resource) in before.iter().zip(&pending) {
+            let header = format!("would update {} (label {})", resource.key(), each.key);
+            done.transcript
+                .extend(resource_diff::update_lines(&header, stored, resource));
         }
         done.tally.changed = pending.len();
         return Ok(done);
