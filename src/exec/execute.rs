@@ -411,6 +411,7 @@ impl UpgradeStep<'_, '_> {
                 .save(Change::step(self.index))
                 .await
                 .map_err(|source| StepError::Progress {
+                    hint: source.hint(),
                     source: Box::new(source),
                 })?;
             self.run

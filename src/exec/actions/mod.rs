@@ -83,11 +83,13 @@ pub enum StepError {
     NotAPostcondition { action: &'static str },
     #[error("`{action}` needs a datastore, and this run has none")]
     NoDatastore { action: &'static str },
-    /// A step that records its progress item by item could not record it (the checkpoint).
+    /// A step that records its progress item by item could not record it (the checkpoint). The
+    /// executor's error comes boxed with its advice, so actions do not depend on the executor.
     #[error("cannot record the progress of the step")]
     Progress {
         #[source]
-        source: Box<super::error::ExecError>,
+        source: Box<dyn std::error::Error + Send + Sync>,
+        hint: Option<String>,
     },
 }
 
@@ -106,7 +108,7 @@ impl StepError {
             StepError::NotAPostcondition { .. } => Some(
                 "use `resource.get`, `resource.list`, `resource.label`, `resource.wait`, `check`, `exec`, `kube.list`, `kube.wait-rollout` or `kube.restore-owner-reference` as `verify`".to_string(),
             ),
-            StepError::Progress { source } => source.hint(),
+            StepError::Progress { hint, .. } => hint.clone(),
             StepError::Check(_) | StepError::NoDatastore { .. } => None,
         }
     }
