@@ -143,3 +143,62 @@ fn a_long_list_prints_every_resource_in_every_format() {
         assert!(yaml.contains(&entry), "{name}: {entry}");
     }
 }
+
+/// Stored values a decoded value would normalize (escapes, numbers at the edges, a repeated key,
+/// keys out of order, YAML 1.1 words, empty collections), a status, and a policy in the tiered
+/// layout without its name annotation: every list entry, in JSON and YAML, is still the document
+/// a get by name prints (which decodes the value whole), though a list prints from the stored text.
+#[test]
+fn list_entries_printed_from_stored_text_are_the_documents_gets_print() {
+    let etcd = EtcdServer::start();
+    let stored = [
+        (
+            "hostendpoints/tricky-1",
+            r#"{"kind":"HostEndpoint","apiVersion":"projectcalico.org/v3","metadata":{"name":"tricky-1","uid":"u1","labels":{"on":"yes"},"selfLink":"/x","generation":3},"spec":{"node":"n1","text":"\u00fc\ud83d\ude00 q\"\\\/\n\t\u0001","numbers":[0,-0,1.0,-1.5e-7,1e300,18446744073709551615,123456789012345678901234567890],"node":"n2","words":["yes","no","on","0400","~","","- x","a: b","multi\nline\n"],"empty":{},"none":[],"nested":[[[]],[1,[2,{}]]]}}"#,
+        ),
+        (
+            "hostendpoints/tricky-2",
+            "{\n  \"apiVersion\" : \"projectcalico.org/v3\",\n  \"kind\" : \"HostEndpoint\",\n  \"metadata\" : { \"name\" : \"tricky-2\" },\n  \"spec\" : null,\n  \"status\" : { \"zeta\" : 1, \"alpha\" : [ \"off\" ] }\n}\n",
+        ),
+        (
+            "hostendpoints/tricky-3",
+            r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"tricky-3"}}"#,
+        ),
+        (
+            "globalnetworkpolicies/default.tiered",
+            r#"{"apiVersion":"projectcalico.org/v3","kind":"GlobalNetworkPolicy","metadata":{"name":"default.tiered"},"spec":{"tier":"default","order":10,"selector":"all()","types":["Ingress"]}}"#,
+        ),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = Client::connect([etcd.endpoint()], None).await.unwrap();
+        for (key, value) in stored {
+            client
+                .put(format!("{ROOT}/{key}"), value, None)
+                .await
+                .unwrap();
+        }
+    });
+    for (kind, names) in [
+        ("hep", &["tricky-1", "tricky-2", "tricky-3"][..]),
+        ("gnp", &["tiered"][..]),
+    ] {
+        let json = netctl(&etcd, &["get", kind, "-o", "json"]);
+        let yaml = netctl(&etcd, &["get", kind, "-o", "yaml"]);
+        for name in names {
+            let alone = netctl(&etcd, &["get", kind, name, "-o", "json"]);
+            let entry: Vec<String> = alone.lines().map(|line| format!("    {line}")).collect();
+            assert!(json.contains(&entry.join("\n")), "{name}: {json}");
+            let alone = netctl(&etcd, &["get", kind, name, "-o", "yaml"]);
+            let entry: String = alone
+                .lines()
+                .enumerate()
+                .map(|(line, text)| format!("{}{text}\n", if line == 0 { "- " } else { "  " }))
+                .collect();
+            assert!(yaml.contains(&entry), "{name}: {yaml}");
+        }
+    }
+}

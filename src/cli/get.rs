@@ -473,14 +473,17 @@ fn strip_for_export(resource: &mut Resource) {
 }
 
 /// How much of each listed resource the output reads: a table its columns' fields (and the labels
-/// for `-l`), `-o name` only names, documents everything.
+/// for `-l`), `-o name` only names, documents everything (the spec and status as stored text, which
+/// they are printed from without being decoded).
 fn list_detail(kind: Kind, format: &OutputFormat, selector: bool) -> Detail {
     let set = match format {
         OutputFormat::Ps => ColumnSet::Ps,
         OutputFormat::Wide => ColumnSet::Wide,
         OutputFormat::CustomColumns(headings) => ColumnSet::Custom(headings),
         OutputFormat::Name => ColumnSet::Custom(&[]),
-        OutputFormat::Yaml | OutputFormat::Json => return Detail::Full,
+        // Tiers are collected and sorted before printing, so they are decoded whole.
+        OutputFormat::Yaml | OutputFormat::Json if kind == Kind::Tier => return Detail::Full,
+        OutputFormat::Yaml | OutputFormat::Json => return Detail::Document,
     };
     let Ok(columns) = TableColumns::new(kind, set, NamespaceColumn::Show) else {
         return Detail::Full;
@@ -535,8 +538,15 @@ async fn list<W: Write>(
         printed = tiers.len();
     } else {
         while let Some(current) = page {
-            for resource in current.items.iter().filter(|resource| keep(resource)) {
-                printer.print(resource)?;
+            let stored = current.bodies.len() == current.items.len();
+            for (index, resource) in current.items.iter().enumerate() {
+                if !keep(resource) {
+                    continue;
+                }
+                match current.bodies.get(index) {
+                    Some(body) if stored => printer.print_stored(resource, body)?,
+                    _ => printer.print(resource)?,
+                }
                 printed += 1;
             }
             page = pages.next().await?;

@@ -216,6 +216,22 @@ impl<W: Write> GetPrinter<W> {
         }
     }
 
+    /// [`print`](Self::print) for a listed resource whose spec and status come as their stored
+    /// JSON text ([`crate::datastore::Detail::Document`]).
+    pub fn print_stored(
+        &mut self,
+        resource: &Resource,
+        body: &crate::datastore::StoredBody,
+    ) -> Result<(), OutputError> {
+        let (spec, status) = (body.spec.as_deref(), body.status.as_deref());
+        match self {
+            GetPrinter::Standard(printer) => printer.print_stored(resource, spec, status),
+            GetPrinter::Labelled(table) => {
+                table.print(&crate::output::decoded_stored(resource, spec, status)?)
+            }
+        }
+    }
+
     pub fn finish(self) -> Result<W, OutputError> {
         match self {
             GetPrinter::Standard(printer) => printer.finish(),

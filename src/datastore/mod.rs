@@ -84,6 +84,11 @@ pub enum Detail {
         spec_fields: Vec<&'static str>,
         labels: bool,
     },
+    /// The whole resource, to be printed as a document and nothing else: a backend may leave the
+    /// spec and status out of the items and hand over their stored JSON text in
+    /// [`Page::bodies`] instead, so they are written out without being decoded into values (etcd
+    /// does). The metadata is decoded as for [`Detail::Full`].
+    Document,
 }
 
 /// The pages of a list, each one requested while the caller works on the one before it: printing
@@ -146,9 +151,20 @@ impl Drop for Pages {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
     pub items: Vec<Resource>,
+    /// With [`Detail::Document`], where the backend gives them: the stored spec and status of each
+    /// item, in the same order, the items then holding neither. Empty otherwise.
+    pub bodies: Vec<StoredBody>,
     pub continue_token: Option<String>,
     /// The datastore revision the whole list is pinned to (a consistent snapshot across pages).
     pub revision: String,
+}
+
+/// A listed resource's spec and status as the datastore stored them: JSON text, `None` where the
+/// resource has none (or `null`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoredBody {
+    pub spec: Option<Box<str>>,
+    pub status: Option<Box<str>>,
 }
 
 /// Why a datastore operation failed, in terms a caller can act on.

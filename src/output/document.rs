@@ -27,6 +27,7 @@ use crate::resource::{API_VERSION, Kind, Resource};
 use crate::yaml::emit::{self, KeyOrder};
 
 use super::OutputError;
+use super::stored::StoredTree;
 
 /// The two document formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,23 +45,68 @@ impl DocumentFormat {
     }
 }
 
-/// A resource in upstream's JSON key order: `kind`, `apiVersion`, `metadata`, `spec`, `status`.
-struct JsonDocument<'a>(&'a Resource);
+/// A resource in upstream's JSON key order: `kind`, `apiVersion`, `metadata`, `spec`, `status`;
+/// the spec and status from the resource's values or, for a listed document, from the stored
+/// text ([`StoredTree`]).
+struct JsonDocument<'a, Body: Serialize> {
+    resource: &'a Resource,
+    spec: Option<Body>,
+    status: Option<Body>,
+}
 
-impl Serialize for JsonDocument<'_> {
+impl<'a> JsonDocument<'a, &'a Value> {
+    fn of(resource: &'a Resource) -> JsonDocument<'a, &'a Value> {
+        JsonDocument {
+            resource,
+            spec: (!resource.spec.is_null()).then_some(&resource.spec),
+            status: (!resource.status.is_null()).then_some(&resource.status),
+        }
+    }
+}
+
+impl<Body: Serialize> Serialize for JsonDocument<'_, Body> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let resource = self.0;
+        let resource = self.resource;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("kind", &resource.kind)?;
         map.serialize_entry("apiVersion", &resource.api_version)?;
         map.serialize_entry("metadata", &resource.metadata)?;
-        if !resource.spec.is_null() {
-            map.serialize_entry("spec", &resource.spec)?;
+        if let Some(spec) = &self.spec {
+            map.serialize_entry("spec", spec)?;
         }
-        if !resource.status.is_null() {
-            map.serialize_entry("status", &resource.status)?;
+        if let Some(status) = &self.status {
+            map.serialize_entry("status", status)?;
         }
         map.end()
+    }
+}
+
+/// A listed resource's spec and status parsed from their stored text.
+struct StoredParts<'text> {
+    spec: Option<StoredTree<'text>>,
+    status: Option<StoredTree<'text>>,
+}
+
+impl<'text> StoredParts<'text> {
+    fn parse(
+        resource: &Resource,
+        spec: Option<&'text str>,
+        status: Option<&'text str>,
+        format: DocumentFormat,
+    ) -> Result<StoredParts<'text>, OutputError> {
+        let parse = |text: Option<&'text str>| {
+            text.map(StoredTree::parse)
+                .transpose()
+                .map_err(|source| OutputError::Encode {
+                    what: resource.key().to_string(),
+                    format: format.name(),
+                    source: Box::new(source),
+                })
+        };
+        Ok(StoredParts {
+            spec: parse(spec)?,
+            status: parse(status)?,
+        })
     }
 }
 
@@ -141,18 +187,22 @@ impl Formatter for IndentedFormatter {
 
 /// Writes a resource as pretty JSON, the lines after the first indented by `level` two-space
 /// steps (the first line's indentation, and the line break after the last, are the caller's).
-fn write_json<W: Write>(out: &mut W, resource: &Resource, level: usize) -> Result<(), OutputError> {
+fn write_json<W: Write, Body: Serialize>(
+    out: &mut W,
+    document: &JsonDocument<'_, Body>,
+    level: usize,
+) -> Result<(), OutputError> {
     let formatter = IndentedFormatter {
         level,
         has_value: false,
     };
     let mut serializer = serde_json::Serializer::with_formatter(out, formatter);
-    JsonDocument(resource)
+    document
         .serialize(&mut serializer)
         .map_err(|error| match error.is_io() {
             true => OutputError::Write(error.into()),
             false => OutputError::Encode {
-                what: resource.key().to_string(),
+                what: document.resource.key().to_string(),
                 format: DocumentFormat::Json.name(),
                 source: Box::new(error),
             },
@@ -162,6 +212,34 @@ fn write_json<W: Write>(out: &mut W, resource: &Resource, level: usize) -> Resul
 /// Appends a resource as a YAML document with every mapping's keys sorted (`apiVersion`, `kind`,
 /// `metadata`, `spec`, `status` at the top), as go-yaml writes it.
 fn write_yaml(out: &mut String, resource: &Resource) -> Result<(), OutputError> {
+    write_yaml_head(out, resource)?;
+    if !resource.spec.is_null() {
+        emit::write_entry(out, "spec", &resource.spec, 0, KeyOrder::Sorted);
+    }
+    if !resource.status.is_null() {
+        emit::write_entry(out, "status", &resource.status, 0, KeyOrder::Sorted);
+    }
+    Ok(())
+}
+
+/// [`write_yaml`] for a listed resource whose spec and status come as stored text.
+fn write_stored_yaml(
+    out: &mut String,
+    resource: &Resource,
+    parts: &StoredParts<'_>,
+) -> Result<(), OutputError> {
+    write_yaml_head(out, resource)?;
+    if let Some(spec) = &parts.spec {
+        spec.write_yaml_entry(out, "spec", 0);
+    }
+    if let Some(status) = &parts.status {
+        status.write_yaml_entry(out, "status", 0);
+    }
+    Ok(())
+}
+
+/// A YAML document's `apiVersion`, `kind` and `metadata` entries.
+fn write_yaml_head(out: &mut String, resource: &Resource) -> Result<(), OutputError> {
     let metadata =
         serde_json::to_value(&resource.metadata).map_err(|source| OutputError::Encode {
             what: resource.key().to_string(),
@@ -171,12 +249,6 @@ fn write_yaml(out: &mut String, resource: &Resource) -> Result<(), OutputError> 
     emit::write_string_entry(out, "apiVersion", &resource.api_version, 0);
     emit::write_string_entry(out, "kind", resource.kind.as_str(), 0);
     emit::write_entry(out, "metadata", &metadata, 0, KeyOrder::Sorted);
-    if !resource.spec.is_null() {
-        emit::write_entry(out, "spec", &resource.spec, 0, KeyOrder::Sorted);
-    }
-    if !resource.status.is_null() {
-        emit::write_entry(out, "status", &resource.status, 0, KeyOrder::Sorted);
-    }
     Ok(())
 }
 
@@ -203,7 +275,7 @@ fn encode(resource: &Resource, format: DocumentFormat) -> Result<String, OutputE
     match format {
         DocumentFormat::Json => {
             let mut bytes = Vec::new();
-            write_json(&mut bytes, resource, 0)?;
+            write_json(&mut bytes, &JsonDocument::of(resource), 0)?;
             // serde_json writes UTF-8.
             Ok(String::from_utf8_lossy(&bytes).into_owned())
         }
@@ -306,26 +378,65 @@ impl<W: Write> ListDocumentWriter<W> {
     pub fn push(&mut self, resource: &Resource) -> Result<(), OutputError> {
         match self.format {
             DocumentFormat::Json => {
-                self.out.write_all(if self.items == 0 {
-                    b"\n    "
-                } else {
-                    b",\n    "
-                })?;
-                write_json(&mut self.out, resource, 2)?;
+                self.begin_json_item()?;
+                write_json(&mut self.out, &JsonDocument::of(resource), 2)?;
             }
             DocumentFormat::Yaml => {
-                if self.items == 0 {
-                    self.out.write_all(b"items:\n")?;
-                }
                 self.document.clear();
                 write_yaml(&mut self.document, resource)?;
-                self.entry.clear();
-                push_yaml_sequence_entry(&mut self.entry, &self.document);
-                self.out.write_all(self.entry.as_bytes())?;
+                self.write_yaml_item()?;
             }
         }
         self.items += 1;
         Ok(())
+    }
+
+    /// [`push`](Self::push) for a resource whose spec and status come as their stored JSON text
+    /// (the resource's own are not read): the same output, without decoding them into values.
+    pub fn push_stored(
+        &mut self,
+        resource: &Resource,
+        spec: Option<&str>,
+        status: Option<&str>,
+    ) -> Result<(), OutputError> {
+        let parts = StoredParts::parse(resource, spec, status, self.format)?;
+        match self.format {
+            DocumentFormat::Json => {
+                self.begin_json_item()?;
+                let document = JsonDocument {
+                    resource,
+                    spec: parts.spec.as_ref(),
+                    status: parts.status.as_ref(),
+                };
+                write_json(&mut self.out, &document, 2)?;
+            }
+            DocumentFormat::Yaml => {
+                self.document.clear();
+                write_stored_yaml(&mut self.document, resource, &parts)?;
+                self.write_yaml_item()?;
+            }
+        }
+        self.items += 1;
+        Ok(())
+    }
+
+    /// What separates a JSON item from the envelope or the item before it.
+    fn begin_json_item(&mut self) -> io::Result<()> {
+        self.out.write_all(if self.items == 0 {
+            b"\n    "
+        } else {
+            b",\n    "
+        })
+    }
+
+    /// Writes the YAML document in `self.document` as the next entry of `items`.
+    fn write_yaml_item(&mut self) -> io::Result<()> {
+        if self.items == 0 {
+            self.out.write_all(b"items:\n")?;
+        }
+        self.entry.clear();
+        push_yaml_sequence_entry(&mut self.entry, &self.document);
+        self.out.write_all(self.entry.as_bytes())
     }
 
     pub fn finish(mut self) -> Result<W, OutputError> {

@@ -15,6 +15,7 @@
 mod columns;
 mod document;
 mod printer;
+mod stored;
 mod table;
 
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use columns::{
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
 pub use printer::Printer;
+pub use stored::{StoredTree, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 
 /// What `-o/--output` selects.
@@ -301,6 +303,22 @@ impl<W: Write> ResourcePrinter<W> {
             State::NamedDocuments(writer) => writer.push(resource)?,
         }
         Ok(())
+    }
+
+    /// [`print`](Self::print) for a listed resource whose spec and status come as their stored
+    /// JSON text (`resource`'s own are not read). A list document writes them from the text; any
+    /// other output decodes them into a copy of the resource first.
+    pub fn print_stored(
+        &mut self,
+        resource: &Resource,
+        spec: Option<&str>,
+        status: Option<&str>,
+    ) -> Result<(), OutputError> {
+        if let State::ListDocument(writer) = &mut self.state {
+            return writer.push_stored(resource, spec, status);
+        }
+        let whole = stored::decoded(resource, spec, status)?;
+        self.print(&whole)
     }
 
     /// Writes whatever is still pending (buffered rows, closing brackets) and hands the writer back.

@@ -938,3 +938,165 @@ fn documents_of_three_hundred_varied_resources_are_byte_for_byte_what_they_were(
         format!("[\n{several}\n]\n")
     );
 }
+
+// ----- listed documents printed from the stored text against the same through a value -----
+
+/// A list printed from each resource's spec and status as `texts` gives their stored text.
+fn list_from_stored_text(
+    resources: &[Resource],
+    format: OutputFormat,
+    texts: impl Fn(&serde_json::Value) -> String,
+) -> String {
+    let options = PrintOptions {
+        format,
+        ..PrintOptions::default()
+    };
+    let shape = Shape::List {
+        revision: "42".to_string(),
+    };
+    let mut printer =
+        ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).expect("printer");
+    for resource in resources {
+        let text = |value: &serde_json::Value| (!value.is_null()).then(|| texts(value));
+        let (spec, status) = (text(&resource.spec), text(&resource.status));
+        let mut bare = resource.clone();
+        bare.spec = json!({"ignored": "the stored text is what prints"});
+        bare.status = serde_json::Value::Null;
+        printer
+            .print_stored(&bare, spec.as_deref(), status.as_deref())
+            .expect("prints");
+    }
+    String::from_utf8(printer.finish().expect("finishes")).expect("utf-8")
+}
+
+#[test]
+fn listed_documents_from_stored_text_are_byte_for_byte_the_decoded_ones() {
+    let mut generator = Generator(20);
+    let resources: Vec<Resource> = (0..300).map(|index| generator.resource(index)).collect();
+    for format in [OutputFormat::Json, OutputFormat::Yaml] {
+        let decoded = list(&resources, format.clone());
+        let compact = |value: &serde_json::Value| value.to_string();
+        let pretty = |value: &serde_json::Value| serde_json::to_string_pretty(value).unwrap();
+        assert_eq!(
+            list_from_stored_text(&resources, format.clone(), compact),
+            decoded,
+            "{format}"
+        );
+        assert_eq!(
+            list_from_stored_text(&resources, format.clone(), pretty),
+            decoded,
+            "{format}, stored with whitespace"
+        );
+    }
+}
+
+/// Stored text a `Value` would normalize: escapes, numbers at the edges, repeated keys, keys out
+/// of order, strings YAML 1.1 readers would retype, empty and nested collections.
+const TRICKY_SPECS: &[&str] = &[
+    r##"{"text":"\u00fc\u6f22\ud83d\ude00 ü漢😀","escapes":"q\"b\\s\/n\nt\tc\u0001l\u2028x\u0085","plain":"host-000001-eth0"}"##,
+    r##"{"numbers":[0,-0,1.0,-1.5e-7,1e300,0.1,18446744073709551615,-9223372036854775808,123456789012345678901234567890,2.5E+3]}"##,
+    r##"{"a":1,"b":{"x":1,"x":2},"a":3,"c":[{"k":"v","k":null}]}"##,
+    r##"{"zeta":{},"alpha":[],"Mixed":[[[]],[1,[2,[3,{}]]],[[],{}]],"nothing":null,"yes":true,"no":false}"##,
+    r##"{"words":["yes","no","on","off","y","n","~","null","0400","0x1F","1_000","190:20:30","2024-01-01","","=","<<",".inf","1e3","-"," lead","trail ","- x","a: b","#c","multi\nline\n","multi\n\n","\nlead","tab\there"]}"##,
+    r##"{"yes":1,"":2,"a b":3,"multi\nkey":4,"0400":5,"on":{"off":[]},"\u0007":6,"#hash":7}"##,
+    "  {\n  \"spaced\" :  [ 1 , 2 ] ,\n  \"out\" : { \"z\" : 1 , \"a\" : 2 }\n}  ",
+    r##"[]"##,
+    r##""a spec that is a string""##,
+    r##"{"many":{"k20":20,"k19":19,"k18":18,"k17":17,"k16":16,"k15":15,"k14":14,"k13":13,"k12":12,"k11":11,"k10":10,"k09":9,"k08":8,"k07":7,"k06":6,"k05":5,"k04":4,"k03":3,"k02":2,"k01":1,"k05":"again"}}"##,
+];
+
+#[test]
+fn tricky_stored_text_prints_as_its_value_would() {
+    for text in TRICKY_SPECS {
+        let mut resource = Resource::new(Kind::HostEndpoint, "tricky");
+        resource.metadata.resource_version = Some("7".to_string());
+        resource.spec = serde_json::from_str(text).expect("valid JSON");
+        let status = r#"{"podCIDRs":["10.0.0.0/24"],"wireguardPublicKey":"n0/+="}"#;
+        resource.status = serde_json::from_str(status).unwrap();
+        let resources = [resource.clone()];
+        for format in [OutputFormat::Json, OutputFormat::Yaml] {
+            let options = PrintOptions {
+                format: format.clone(),
+                ..PrintOptions::default()
+            };
+            let shape = Shape::List {
+                revision: "42".to_string(),
+            };
+            let mut printer =
+                ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+            let mut bare = resource.clone();
+            bare.spec = serde_json::Value::Null;
+            bare.status = serde_json::Value::Null;
+            printer
+                .print_stored(&bare, Some(text), Some(status))
+                .unwrap();
+            let stored = String::from_utf8(printer.finish().unwrap()).unwrap();
+            assert_eq!(
+                stored,
+                list(&resources, format.clone()),
+                "{format} of {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn repeated_keys_keep_the_first_place_and_the_last_value() {
+    let tree = StoredTree::parse(r#"{"b":1,"a":2,"b":3}"#).unwrap();
+    assert_eq!(serde_json::to_string(&tree).unwrap(), r#"{"b":3,"a":2}"#);
+    let mut yaml = String::new();
+    tree.write_yaml_entry(&mut yaml, "spec", 0);
+    assert_eq!(yaml, "spec:\n  a: 2\n  b: 3\n");
+}
+
+#[test]
+fn stored_text_that_is_not_json_is_an_encoding_error() {
+    assert!(StoredTree::parse(r#"{"a":"#).is_err());
+    assert!(StoredTree::parse(r#"{"a":1} trailing"#).is_err());
+    let options = PrintOptions {
+        format: OutputFormat::Json,
+        ..PrintOptions::default()
+    };
+    let shape = Shape::List {
+        revision: "1".to_string(),
+    };
+    let mut printer =
+        ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+    let resource = Resource::new(Kind::HostEndpoint, "broken");
+    let error = printer
+        .print_stored(&resource, Some("{"), None)
+        .unwrap_err();
+    assert!(matches!(error, OutputError::Encode { .. }), "{error:?}");
+}
+
+#[test]
+fn outputs_other_than_list_documents_decode_the_stored_text() {
+    let mut resource = Resource::new(Kind::HostEndpoint, "h1");
+    resource.spec = json!({"node": "n1", "interfaceName": "eth0", "expectedIPs": ["10.0.0.1"]});
+    let text = resource.spec.to_string();
+    let mut bare = resource.clone();
+    bare.spec = serde_json::Value::Null;
+    for format in [OutputFormat::Wide, OutputFormat::Name] {
+        let options = PrintOptions {
+            format: format.clone(),
+            ..PrintOptions::default()
+        };
+        let shape = Shape::List {
+            revision: "1".to_string(),
+        };
+        let mut printer =
+            ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+        printer.print_stored(&bare, Some(&text), None).unwrap();
+        let printed = String::from_utf8(printer.finish().unwrap()).unwrap();
+        assert_eq!(printed, list(std::slice::from_ref(&resource), format));
+    }
+    let named = PrintOptions {
+        format: OutputFormat::Yaml,
+        ..PrintOptions::default()
+    };
+    let mut printer =
+        ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, Shape::Named, &named).unwrap();
+    printer.print_stored(&bare, Some(&text), None).unwrap();
+    let printed = String::from_utf8(printer.finish().unwrap()).unwrap();
+    assert!(printed.contains("  node: n1\n"), "{printed}");
+}

@@ -1108,6 +1108,7 @@ mod discovery_tests {
             let end = (start + self.page_size).min(all.len());
             Ok(Page {
                 items: all[start..end].to_vec(),
+                bodies: Vec::new(),
                 continue_token: (end < all.len()).then(|| end.to_string()),
                 revision: "1".into(),
             })

@@ -189,7 +189,8 @@ fn is_simple_plain(text: &str) -> bool {
         })
 }
 
-fn write_key(out: &mut String, key: &str) {
+/// Writes a mapping key, quoted where a plain one would be read as another type or not at all.
+pub fn write_key(out: &mut String, key: &str) {
     if is_simple_plain(key) && !reads_as_other_type(key) {
         out.push_str(key);
     } else {
@@ -208,7 +209,9 @@ fn key_text(key: &str) -> String {
     }
 }
 
-fn write_string(out: &mut String, text: &str, block: usize) {
+/// Writes a string scalar after `key: ` or `- `, quoted where needed; `block` is the indentation
+/// of a literal block's lines.
+pub fn write_string(out: &mut String, text: &str, block: usize) {
     if is_simple_plain(text) {
         if reads_as_other_type(text) {
             out.push('\'');

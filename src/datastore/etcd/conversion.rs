@@ -10,7 +10,7 @@
 //! still with the annotation, from v3.32 (upstream's kube-controllers then moves the older keys).
 //! Reading accepts every layout; which one a write uses is the cluster's (`etcd/policy_keys.rs`).
 
-use crate::datastore::StoreError;
+use crate::datastore::{StoreError, StoredBody};
 use crate::release::Release;
 use crate::resource::{API_VERSION, Kind, Resource, ResourceKey};
 
@@ -183,6 +183,59 @@ pub fn decode(key: &str, value: &[u8], mod_revision: i64) -> Result<Resource, St
             source,
         })?;
     Ok(as_read(resource, mod_revision))
+}
+
+/// Parses a stored value for [`Detail::Document`](crate::datastore::Detail): the resource
+/// without its spec and status, which are handed back as their stored JSON text to be printed
+/// without being decoded. A policy is decoded whole first (its name may come from `spec.tier`)
+/// and its spec written back to text: the same output, at the old cost, for a kind that is
+/// seldom listed by the thousand.
+pub fn decode_document(
+    key: &str,
+    value: &[u8],
+    mod_revision: i64,
+) -> Result<(Resource, StoredBody), StoreError> {
+    let invalid = |source| StoreError::InvalidData {
+        location: key.to_string(),
+        source,
+    };
+    let envelope: DocumentEnvelope<'_> = serde_json::from_slice(value).map_err(invalid)?;
+    let text = |raw: Option<&serde_json::value::RawValue>| raw.map(|raw| Box::from(raw.get()));
+    let body = StoredBody {
+        spec: text(envelope.spec),
+        status: text(envelope.status),
+    };
+    let mut resource = Resource {
+        api_version: envelope.api_version,
+        kind: envelope.kind,
+        metadata: envelope.metadata,
+        spec: serde_json::Value::Null,
+        status: serde_json::Value::Null,
+    };
+    if !is_policy(resource.kind) {
+        return Ok((as_read(resource, mod_revision), body));
+    }
+    let parse = |text: &Option<Box<str>>| match text {
+        Some(text) => serde_json::from_str(text).map_err(invalid),
+        None => Ok(serde_json::Value::Null),
+    };
+    resource.spec = parse(&body.spec)?;
+    resource = as_read(resource, mod_revision);
+    Ok((resource, body))
+}
+
+/// What [`decode_document`] reads: [`Resource`]'s fields, the spec and status left as text.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentEnvelope<'a> {
+    api_version: String,
+    kind: Kind,
+    #[serde(default)]
+    metadata: crate::resource::ObjectMeta,
+    #[serde(default, borrow)]
+    spec: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow)]
+    status: Option<&'a serde_json::value::RawValue>,
 }
 
 /// Parses only what [`Detail::Summary`](crate::datastore::Detail) asks for: kind, name, namespace,

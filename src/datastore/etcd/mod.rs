@@ -241,6 +241,10 @@ const PAGE_BYTES: usize = 4 << 20;
 /// (the pages are fewer than 100 even at 100,000 of them, so etcd's walk of the range stays small).
 const FULL_PAGE_BYTES: usize = 1 << 20;
 
+/// The same for documents printed from their stored text ([`Detail::Document`]): only the
+/// metadata is decoded, so a resource takes little more than its stored bytes.
+const DOCUMENT_PAGE_BYTES: usize = 1 << 20;
+
 /// How many resources the next page of a list asks for.
 ///
 /// etcd 3.4 walks every key left in the range on each limited read (to count them), whatever the
@@ -460,6 +464,7 @@ impl Datastore for EtcdStore {
         });
         let entries = response.kvs();
         let mut items = Vec::with_capacity(entries.len());
+        let mut bodies = Vec::new();
         let mut bytes = 0;
         for entry in entries {
             bytes += entry.value().len();
@@ -469,6 +474,14 @@ impl Datastore for EtcdStore {
             }
             let resource = match &options.detail {
                 Detail::Full => conversion::decode(&key, entry.value(), entry.mod_revision()),
+                Detail::Document => {
+                    conversion::decode_document(&key, entry.value(), entry.mod_revision()).map(
+                        |(resource, body)| {
+                            bodies.push(body);
+                            resource
+                        },
+                    )
+                }
                 Detail::Summary {
                     spec_fields,
                     labels,
@@ -491,6 +504,7 @@ impl Datastore for EtcdStore {
                 let remaining = (response.count() as usize).saturating_sub(entries.len());
                 let page_bytes = match options.detail {
                     Detail::Full => FULL_PAGE_BYTES,
+                    Detail::Document => DOCUMENT_PAGE_BYTES,
                     Detail::Summary { .. } => PAGE_BYTES,
                 };
                 let size = next_page_size(page_bytes, first, bytes / entries.len(), remaining);
@@ -500,6 +514,7 @@ impl Datastore for EtcdStore {
         };
         Ok(Page {
             items,
+            bodies,
             continue_token,
             revision: revision.to_string(),
         })

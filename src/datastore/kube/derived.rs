@@ -269,6 +269,7 @@ pub async fn list_nodes(
         .await?;
     Ok(Page {
         items: list.items.iter().map(node_to_resource).collect(),
+        bodies: Vec::new(),
         continue_token: list.metadata.continue_.filter(|token| !token.is_empty()),
         revision: list.metadata.resource_version.unwrap_or_default(),
     })
@@ -476,6 +477,7 @@ pub async fn list_profiles(
     };
     Ok(Page {
         items,
+        bodies: Vec::new(),
         continue_token: next,
         revision: revision.unwrap_or_default(),
     })

@@ -231,6 +231,7 @@ impl Datastore for KubeStore {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Page {
             items,
+            bodies: Vec::new(),
             continue_token: list.metadata.continue_.filter(|token| !token.is_empty()),
             revision: list.metadata.resource_version.unwrap_or_default(),
         })

@@ -447,6 +447,7 @@ pub async fn list(
     }
     Ok(Page {
         items,
+        bodies: Vec::new(),
         continue_token: list.metadata.continue_.filter(|token| !token.is_empty()),
         revision: list.metadata.resource_version.unwrap_or_default(),
     })
