@@ -718,6 +718,36 @@ mod tests {
     }
 
     #[test]
+    fn a_document_read_is_the_whole_read_with_its_spec_and_status_as_text() {
+        let stored = [
+            r#"{"apiVersion":"projectcalico.org/v3","kind":"Node","metadata":{"name":"n1","selfLink":"/x","labels":{"a":"b"}},"spec":{"bgp":{"ipv4Address":"10.0.0.1/24"}},"status":{"podCIDRs":["10.1.0.0/24"]}}"#,
+            r#"{"apiVersion":"projectcalico.org/v3","kind":"Node","metadata":{"name":"n2"},"spec":null}"#,
+            r#"{"kind":"GlobalNetworkPolicy","apiVersion":"projectcalico.org/v3","metadata":{"name":"default.p"},"spec":{"tier":"default","order":1}}"#,
+        ];
+        for value in stored {
+            let whole = decode("k", value.as_bytes(), 9).unwrap();
+            let (resource, body) = decode_document("k", value.as_bytes(), 9).unwrap();
+            assert_eq!(resource.metadata, whole.metadata, "{value}");
+            assert_eq!(
+                (resource.kind, &resource.api_version),
+                (whole.kind, &whole.api_version)
+            );
+            let parse = |text: &Option<Box<str>>| {
+                text.as_deref().map_or(serde_json::Value::Null, |text| {
+                    serde_json::from_str(text).unwrap()
+                })
+            };
+            assert_eq!(parse(&body.spec), whole.spec, "{value}");
+            assert_eq!(parse(&body.status), whole.status, "{value}");
+        }
+        // The policy's own name came back from its tiered one.
+        let (policy, _) = decode_document("k", stored[2].as_bytes(), 9).unwrap();
+        assert_eq!(policy.metadata.name, "p");
+        assert!(decode_document("k", b"{\"kind\": \"Node\"}", 1).is_err());
+        assert!(decode_document("k", b"{\"apiVersion\": \"v\", \"kind\": \"Node\"", 1).is_err());
+    }
+
+    #[test]
     fn each_release_line_has_its_policy_layout() {
         let layout = |text: &str| PolicyLayout::of(Some(&text.parse().unwrap()));
         assert_eq!(layout("v3.28.5"), PolicyLayout::Untiered);
