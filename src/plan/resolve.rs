@@ -370,6 +370,10 @@ struct Instance {
     runbook: String,
     step_id: String,
     needs: Vec<String>,
+    /// The `foreach` text and this instance's item, for `serial` steps and the steps going with them.
+    foreach: Option<String>,
+    item: Option<usize>,
+    serial: bool,
     planned: PlannedStep,
 }
 
@@ -505,6 +509,9 @@ fn instantiate(
                 runbook: name.clone(),
                 step_id: step.id.clone(),
                 needs: step.needs.clone(),
+                foreach: step.foreach.clone(),
+                item: item.is_some().then_some(item_index),
+                serial: step.serial,
                 planned: PlannedStep {
                     id,
                     runbook: name.clone(),
@@ -522,7 +529,8 @@ fn instantiate(
                 },
             });
         }
-        match foreach
+        // A serial step's items stay steps of their own: the order is the point.
+        match (foreach && !step.serial)
             .then(|| fold_label_steps(&expanded, &format!("{name}/{}", step.id), &step_reason))
         {
             Some(Some(folded)) => instances.push(folded),
@@ -589,6 +597,9 @@ fn fold_label_steps(expanded: &[Instance], id: &str, reason: &str) -> Option<Ins
         runbook: first.runbook.clone(),
         step_id: first.step_id.clone(),
         needs: first.needs.clone(),
+        foreach: None,
+        item: None,
+        serial: false,
         planned,
     })
 }
@@ -741,11 +752,15 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
                 });
             }
             // A need on a step that is not in this plan (skipped runbook or condition) is satisfied.
-            for &target in by_step
+            let targets = by_step
                 .get(&(runbook, step))
                 .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
+                .unwrap_or(&[]);
+            let targets: Vec<usize> = match goes_with_serial(&instances, index, targets) {
+                Some(same_item) => same_item.into_iter().collect(),
+                None => targets.to_vec(),
+            };
+            for target in targets {
                 let target_phase = instances[target].key.0;
                 if target_phase > instance.key.0 {
                     return Err(PlanError::NeedsLaterPhase {
@@ -760,6 +775,12 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
                     graph.add_edge(nodes[target], nodes[index], ());
                 }
             }
+        }
+    }
+    for (index, need) in serial_needs(&instances, &by_step) {
+        if seen[index].insert(need) {
+            needs[index].push(need);
+            graph.add_edge(nodes[need], nodes[index], ());
         }
     }
     if let Some(cycle) = find_cycle(&graph) {
@@ -811,6 +832,77 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
             Some(instance.planned)
         })
         .collect())
+}
+
+/// When instance `index` needs a `serial` step (`targets`, its items) of its own runbook over the
+/// same `foreach` list, it goes with that step item by item: `Some` of the one item it needs (none
+/// when the lists differ in length, which they cannot for the same text). `None` otherwise: it needs
+/// every item, as any step needing a `foreach` step.
+fn goes_with_serial(
+    instances: &[Instance],
+    index: usize,
+    targets: &[usize],
+) -> Option<Option<usize>> {
+    let instance = &instances[index];
+    let first = &instances[*targets.first()?];
+    let pairs = first.serial
+        && first.runbook == instance.runbook
+        && instance.item.is_some()
+        && instance.foreach.is_some()
+        && first.foreach == instance.foreach;
+    pairs.then(|| {
+        targets
+            .iter()
+            .copied()
+            .find(|&target| instances[target].item == instance.item)
+    })
+}
+
+/// The order `serial` steps add, as (instance, the instance it needs): item n+1 of a serial step
+/// needs item n, and needs item n of each step going with it (see [`goes_with_serial`]), so one
+/// item's action and the steps after it finish before the next item starts.
+fn serial_needs(
+    instances: &[Instance],
+    by_step: &HashMap<(String, String), Vec<usize>>,
+) -> Vec<(usize, usize)> {
+    let mut extra = Vec::new();
+    for items in by_step.values() {
+        let serial = items
+            .iter()
+            .all(|&item| instances[item].serial && instances[item].item.is_some());
+        if !serial {
+            continue;
+        }
+        let mut items = items.clone();
+        items.sort_by_key(|&item| instances[item].item);
+        let first = &instances[items[0]];
+        // The steps going with this one: they need it and repeat over the same list.
+        let followers: Vec<usize> = instances
+            .iter()
+            .enumerate()
+            .filter(|(_, other)| {
+                other.runbook == first.runbook
+                    && other.foreach == first.foreach
+                    && other.item.is_some()
+                    && other.needs.iter().any(|need| {
+                        need == &first.step_id
+                            || need == &format!("{}/{}", first.runbook, first.step_id)
+                    })
+            })
+            .map(|(index, _)| index)
+            .collect();
+        for pair in items.windows(2) {
+            let (previous, next) = (pair[0], pair[1]);
+            extra.push((next, previous));
+            let previous_item = instances[previous].item;
+            for &follower in &followers {
+                if instances[follower].item == previous_item {
+                    extra.push((next, follower));
+                }
+            }
+        }
+    }
+    extra
 }
 
 /// One cycle of the graph as a closed path (first node repeated at the end), or `None`.
