@@ -264,6 +264,7 @@ mod tests {
             server_side: true,
             force_conflicts: true,
             field_manager: "netctl".into(),
+            save_previous: None,
         });
         let files = tempfile::tempdir().unwrap();
         let url = "https://example.org/calico.yaml".to_string();

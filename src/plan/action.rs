@@ -665,6 +665,11 @@ pub struct KubeApply {
     pub force_conflicts: bool,
     #[serde(default = "default_field_manager")]
     pub field_manager: String,
+    /// Before the first write, save the manifest's objects as they are live (without what the API
+    /// server sets; never a Secret) to this file of the run's state directory, to go back with. A
+    /// file already there is kept: it was saved before an earlier attempt changed anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_previous: Option<String>,
 }
 
 /// One Kubernetes object: `apiVersion`/`kind` as in its manifest, e.g. `apps/v1` `Deployment`.
