@@ -37,7 +37,8 @@ const LIST_PAGE_SIZE: u32 = 250;
 /// Saves the objects of `documents` as they are live to `path` (the `save_previous` of
 /// `kube.apply`), unless an earlier attempt did: what `kubectl apply` of that file needs to go back.
 /// Secrets are never written (their data must not land in the state directory); objects not live
-/// yet are listed in the header, to be deleted when going back. Returns the transcript line.
+/// yet are listed in the header, to be deleted when going back. Returns what the step's summary
+/// says of it.
 async fn save_previous(
     client: &kube::Client,
     documents: &[Value],
@@ -51,7 +52,7 @@ async fn save_previous(
     );
     if path.exists() {
         return Ok(format!(
-            "  kept `{}` saved before an earlier attempt (to go back: `{command}`)",
+            "kept `{}` saved before an earlier attempt (to go back: `{command}`)",
             path.display()
         ));
     }
@@ -87,7 +88,9 @@ async fn save_previous(
         }
     }
     if !secrets.is_empty() {
-        text.push_str("# Secrets are not saved here (their data stays out of the state directory):\n");
+        text.push_str(
+            "# Secrets are not saved here (their data stays out of the state directory):\n",
+        );
         for object in &secrets {
             text.push_str(&format!("#   {object}\n"));
         }
@@ -105,7 +108,7 @@ async fn save_previous(
     }
     crate::exec::checkpoint::write_atomically(path, text.as_bytes()).map_err(error)?;
     Ok(format!(
-        "  saved {} live object(s) to `{}` (to go back: `{command}`)",
+        "saved the {} object(s) as they were live to `{}` first (to go back: `{command}`)",
         saved.len(),
         path.display()
     ))
@@ -391,10 +394,13 @@ pub async fn apply(
     let (text, origin) = manifest_text(&apply.source, files_dir, mirror_dir).await?;
     let documents = manifest_documents(&text, &origin)?;
     let dry_run = mode == RunMode::DryRun;
+    let lines_before = match (&apply.save_previous, dry_run) {
+        (Some(file), false) => {
+            Some(save_previous(client, &documents, &files_dir.join(file), apply).await?)
+        }
+        _ => None,
+    };
     let mut lines = Vec::new();
-    if let (Some(file), false) = (&apply.save_previous, dry_run) {
-        lines.push(save_previous(client, &documents, &files_dir.join(file), apply).await?);
-    }
     let mut applied = Vec::new();
     for document in &documents {
         let object = document_object(document);
@@ -438,10 +444,11 @@ pub async fn apply(
     if let ManifestSource::File(_) = &apply.source {
         output["source_sha256"] = json!(super::fetch::sha256(text.as_bytes()));
     }
-    let mut outcome = done(
-        format!("applied {} object(s) of {origin}", documents.len()),
-        output,
-    );
+    let mut summary = format!("applied {} object(s) of {origin}", documents.len());
+    if let Some(saved) = lines_before {
+        summary = format!("{summary}; {saved}");
+    }
+    let mut outcome = done(summary, output);
     outcome.transcript.extend(lines);
     Ok(outcome)
 }
