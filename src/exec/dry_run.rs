@@ -100,6 +100,36 @@ impl Executor {
             "each step is shown against the datastore as it is now, without the effects of the steps before it".to_string(),
         )?;
         let facts = self.facts_now(plan).await?;
+        // The run's pre-flight (reads only) over the steps it would take: a failed check is what
+        // the run would stop at, and a step whose type the cluster no longer serves is skipped, as
+        // the run skips it.
+        let remaining = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| checkpoint.is_none_or(|c| !c.step(*index).state.is_done()))
+            .map(|(_, step)| step)
+            .collect();
+        let preflight = self
+            .preflight_report(remaining, &options.preflight_options())
+            .await
+            .unwrap_or_default();
+        if !preflight.findings.is_empty() {
+            write(String::new())?;
+            write(
+                "the checks the run makes before its first write, as things stand now:".to_string(),
+            )?;
+            for line in preflight.lines() {
+                write(format!("  {line}"))?;
+            }
+        }
+        let refused = super::preflight::PreflightFailed { report: preflight };
+        if refused.report.failures().next().is_some() {
+            write(format!("the run would stop here: {refused}"))?;
+            write(format!("  to fix: {}", refused.hint()))?;
+            crate::terminal::warn(format!("the run's pre-flight would refuse it: {refused}"));
+        }
+        let skipped = refused.report.skipped_steps;
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
         let mut rehearsal = Rehearsal::new(self.context(
             &facts,
@@ -126,6 +156,13 @@ impl Executor {
                 write(format!(
                     "  already {} in the checkpoint; would not run again",
                     state.as_str()
+                ))?;
+                continue;
+            }
+            if let Some(skip) = skipped.iter().find(|skip| skip.id == step.id) {
+                write(format!(
+                    "  would be skipped by the pre-flight: {}",
+                    skip.reason
                 ))?;
                 continue;
             }
