@@ -1,5 +1,6 @@
 //! Runs on a terminal (a pseudo-terminal from util-linux `script`): a human gate asks on the terminal
-//! and goes on after `y`, stops after anything else; the progress bar is drawn only there, counting the running step (`[3/5]`) and showing a wait's count inside itself.
+//! and goes on after `y`, stops after anything else; the progress bar is drawn only there, counting
+//! the running step (`[3/5]`) and showing a wait's count inside itself.
 
 mod exec_common;
 mod support;
