@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::actions::describe::describe_action;
-use super::actions::resource_diff::WriteCounts;
+use super::actions::resource_diff::{self, WriteCounts};
 use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
@@ -81,7 +81,127 @@ impl<'a> Rehearsal<'a> {
     }
 }
 
+/// What a plan's datastore writes would do to what is stored now (`upgrade plan` shows it): per
+/// resource step, the dry run's own marked lines, and a note when an earlier step of the plan
+/// writes the same resource, so the lines show it before that step ran.
+#[derive(Debug, Clone, Default)]
+pub struct WritePreview {
+    pub steps: Vec<StepPreview>,
+    pub counts: WriteCounts,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepPreview {
+    pub number: usize,
+    pub id: String,
+    pub lines: Vec<String>,
+    /// The earlier step this one's resources depend on, when there is one.
+    pub depends_on: Option<String>,
+}
+
+impl WritePreview {
+    /// The preview as text, after a plan: not part of the plan (nor its digest).
+    pub fn text(&self) -> String {
+        if self.steps.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from(
+            "\ndatastore writes, each against what is stored now (a preview, not part of the plan or its digest):\n",
+        );
+        for step in &self.steps {
+            text.push_str(&format!("{}. {}\n", step.number, step.id));
+            if let Some(earlier) = &step.depends_on {
+                text.push_str(&format!(
+                    "  depends on step `{earlier}`, which writes the same resource first: shown as stored before it runs\n"
+                ));
+            }
+            for line in &step.lines {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        text.push_str(&format!("{}\n", self.counts));
+        text
+    }
+}
+
+/// The `Kind(name)` a marked resource line of a dry run is about.
+fn resource_of(line: &str) -> Option<&str> {
+    let (mark, rest) = line.split_once(' ')?;
+    if ![
+        resource_diff::CREATE,
+        resource_diff::CHANGE,
+        resource_diff::DELETE,
+        resource_diff::UNCHANGED,
+    ]
+    .contains(&mark)
+    {
+        return None;
+    }
+    let end = rest.find(')')?;
+    let start = rest[..end].rfind(|c: char| c == ' ')? + 1;
+    Some(&rest[start..=end])
+}
+
 impl Executor {
+    /// The preview of `plan`'s datastore writes: the dry run's rehearsal of its `resource.*` write
+    /// steps alone, each against what is stored now, with the counts. Reads only.
+    pub async fn preview_writes(&self, plan: &Plan) -> Result<WritePreview, ExecError> {
+        let outputs = BTreeMap::new();
+        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
+        let mut rehearsal = Rehearsal::new(self.context(
+            &plan.facts,
+            files,
+            None,
+            plan_semantics(),
+            &outputs,
+            None,
+        ));
+        let mut preview = WritePreview::default();
+        let mut written: BTreeMap<String, String> = BTreeMap::new();
+        for (index, step) in plan.steps.iter().enumerate() {
+            let writes = matches!(
+                step.action,
+                Action::ResourceCreate(_)
+                    | Action::ResourceApply(_)
+                    | Action::ResourceReplace(_)
+                    | Action::ResourceDelete(_)
+                    | Action::ResourceLabel(_)
+                    | Action::ResourceLabelEach(_)
+                    | Action::ResourcePatch(_)
+            );
+            if !writes {
+                continue;
+            }
+            let (_, result) = rehearsal.step(step).await;
+            let lines = match result {
+                Ok(outcome) => outcome.transcript,
+                Err(error) => vec![format!("would fail as things stand now: {error}")],
+            };
+            preview.counts.add(&lines);
+            let depends_on = lines
+                .iter()
+                .filter_map(|line| resource_of(line))
+                .find_map(|resource| written.get(resource).cloned());
+            // What this step changes (an unchanged resource is not written).
+            for line in &lines {
+                if let Some(resource) = resource_of(line)
+                    && !line.starts_with(resource_diff::UNCHANGED)
+                {
+                    written
+                        .entry(resource.to_string())
+                        .or_insert_with(|| step.id.clone());
+                }
+            }
+            preview.steps.push(StepPreview {
+                number: index + 1,
+                id: step.id.clone(),
+                lines,
+                depends_on,
+            });
+        }
+        Ok(preview)
+    }
+
     /// The dry run of an upgrade plan, from the checkpoint's state when one is resumed.
     pub(super) async fn dry_run(
         &self,

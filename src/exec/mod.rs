@@ -54,6 +54,7 @@ use resume::Begin;
 
 pub use actions::describe::describe_action;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
+pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
 
 /// Whether to change anything.
