@@ -6,14 +6,15 @@
 //! heads and numbers each step, rehearses a `kube.apply` of a file an earlier `fetch` would download
 //! with that download's source, and goes on past a step that would fail (an earlier step may change
 //! that); a one-step command's transcript is the step's own account, and its failure is the
-//! command's.
+//! command's. `upgrade plan`'s preview of a plan's datastore writes ([`WritePreview`]) is the same
+//! rehearsal of the write steps alone; it is printed after the plan and never part of it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::actions::describe::describe_action;
-use super::actions::resource_diff::{self, WriteCounts};
+use super::actions::resource_diff::WriteCounts;
 use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
@@ -124,22 +125,38 @@ impl WritePreview {
     }
 }
 
-/// The `Kind(name)` a marked resource line of a dry run is about.
-fn resource_of(line: &str) -> Option<&str> {
-    let (mark, rest) = line.split_once(' ')?;
-    if ![
-        resource_diff::CREATE,
-        resource_diff::CHANGE,
-        resource_diff::DELETE,
-        resource_diff::UNCHANGED,
-    ]
-    .contains(&mark)
-    {
-        return None;
-    }
-    let end = rest.find(')')?;
-    let start = rest[..end].rfind(|c: char| c == ' ')? + 1;
-    Some(&rest[start..=end])
+/// The resources a datastore write step writes, as `ResourceKey` text; `None` for other steps.
+fn written_resources(action: &Action) -> Option<Vec<String>> {
+    let key = |kind, namespace: &Option<String>, name: &str| {
+        crate::resource::ResourceKey {
+            kind,
+            namespace: namespace.clone(),
+            name: name.to_string(),
+        }
+        .to_string()
+    };
+    Some(match action {
+        Action::ResourceCreate(write)
+        | Action::ResourceApply(write)
+        | Action::ResourceReplace(write) => write
+            .documents
+            .iter()
+            .map(|document| document.key().to_string())
+            .collect(),
+        Action::ResourceDelete(deletion) => deletion
+            .targets
+            .iter()
+            .map(|target| key(target.kind, &target.namespace, &target.name))
+            .collect(),
+        Action::ResourceLabel(label) => vec![key(label.kind, &label.namespace, &label.name)],
+        Action::ResourceLabelEach(each) => each
+            .names
+            .iter()
+            .map(|name| key(each.kind, &each.namespace, name))
+            .collect(),
+        Action::ResourcePatch(patch) => vec![key(patch.kind, &patch.namespace, &patch.name)],
+        _ => return None,
+    })
 }
 
 impl Executor {
@@ -159,38 +176,20 @@ impl Executor {
         let mut preview = WritePreview::default();
         let mut written: BTreeMap<String, String> = BTreeMap::new();
         for (index, step) in plan.steps.iter().enumerate() {
-            let writes = matches!(
-                step.action,
-                Action::ResourceCreate(_)
-                    | Action::ResourceApply(_)
-                    | Action::ResourceReplace(_)
-                    | Action::ResourceDelete(_)
-                    | Action::ResourceLabel(_)
-                    | Action::ResourceLabelEach(_)
-                    | Action::ResourcePatch(_)
-            );
-            if !writes {
+            let Some(resources) = written_resources(&step.action) else {
                 continue;
-            }
+            };
             let (_, result) = rehearsal.step(step).await;
             let lines = match result {
                 Ok(outcome) => outcome.transcript,
                 Err(error) => vec![format!("would fail as things stand now: {error}")],
             };
             preview.counts.add(&lines);
-            let depends_on = lines
+            let depends_on = resources
                 .iter()
-                .filter_map(|line| resource_of(line))
                 .find_map(|resource| written.get(resource).cloned());
-            // What this step changes (an unchanged resource is not written).
-            for line in &lines {
-                if let Some(resource) = resource_of(line)
-                    && !line.starts_with(resource_diff::UNCHANGED)
-                {
-                    written
-                        .entry(resource.to_string())
-                        .or_insert_with(|| step.id.clone());
-                }
+            for resource in resources {
+                written.entry(resource).or_insert_with(|| step.id.clone());
             }
             preview.steps.push(StepPreview {
                 number: index + 1,
