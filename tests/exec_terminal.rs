@@ -253,7 +253,7 @@ fn the_bar_counts_the_running_step_and_shows_the_count_of_a_wait() {
     let endpoint = |name: &str| {
         etcd.put(
             &format!("{HOST_ENDPOINTS}{name}"),
-            &format!(
+            format!(
                 r#"{{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{{"name":"{name}","uid":"u-{name}","creationTimestamp":"2026-01-01T00:00:00Z"}},"spec":{{"node":"n1","interfaceName":"eth0"}}}}"#
             ),
         )
