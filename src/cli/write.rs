@@ -437,19 +437,29 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
 
 pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let release = args.release.chosen()?.unwrap_or_else(ApiRelease::newest);
-    let resources = args.files.load(&release)?;
+    // One document at a time: only the problems (and, with `--show-defaults`, the text to print)
+    // are kept, so a file of any length is validated in the memory of one document.
+    let mut shown = String::new();
+    let mut failure = None;
+    let count = args.files.read_each(&release, |resource| {
+        if args.show_defaults && failure.is_none() {
+            match crate::yaml::to_string(&resource) {
+                Ok(text) => {
+                    shown.push_str("---\n");
+                    shown.push_str(&text);
+                }
+                Err(error) => failure = Some(error),
+            }
+        }
+    })?;
+    if let Some(error) = failure {
+        return Err(error.into());
+    }
     let mut stdout = context.printer.stdout();
     if args.show_defaults {
-        for resource in &resources {
-            writeln!(stdout, "---")?;
-            write!(stdout, "{}", crate::yaml::to_string(resource)?)?;
-        }
+        write!(stdout, "{shown}")?;
     } else {
-        writeln!(
-            stdout,
-            "Successfully validated {} resource(s)",
-            resources.len()
-        )?;
+        writeln!(stdout, "Successfully validated {count} resource(s)")?;
     }
     Ok(ExitCode::SUCCESS)
 }
