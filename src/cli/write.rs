@@ -245,13 +245,16 @@ async fn write_documents(
     // With `--release`, bad documents are refused before connecting; otherwise the cluster's
     // release decides what is valid, so it is read first.
     let documents = match &chosen {
-        Some(chosen) => Some(files.load(chosen)?),
+        Some(chosen) => Some((files.load(chosen)?, chosen.release.clone())),
         None => None,
     };
     let store = writable_datastore(context).await?;
-    let documents = match documents {
-        Some(documents) => documents,
-        None => files.load(&api_release(store.as_ref(), None).await)?,
+    let (documents, validated_for) = match documents {
+        Some(loaded) => loaded,
+        None => {
+            let release = api_release(store.as_ref(), None).await;
+            (files.load(&release)?, release.release)
+        }
     };
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
         DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
@@ -266,9 +269,11 @@ async fn write_documents(
         DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
     let description = describe(verb, &documents);
+    // The step does not validate the documents again for the release they were loaded for.
     let action = build(ResourceDocuments {
         documents,
         file: None,
+        validated_for: Some(validated_for),
     });
     let plan = Plan::single(verb, description, action);
     run_step(context, store, &plan, dry_run, semantics, chosen).await?;
