@@ -483,6 +483,10 @@ pub struct ResourceDocuments {
     pub documents: Vec<Resource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The release the command that loaded the documents already validated and defaulted them
+    /// for: the write does not do it again for the same release. Never part of a stored plan.
+    #[serde(skip)]
+    pub validated_for: Option<crate::release::Release>,
 }
 
 /// Set (`value`, which may be empty) or remove (`remove: true`) one label, or set several at once

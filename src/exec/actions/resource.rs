@@ -111,9 +111,13 @@ pub(super) fn prepare_all(
 ) -> Result<Vec<Resource>, ResourceActionError> {
     let mut prepared = Vec::with_capacity(documents.documents.len());
     let mut seen = std::collections::HashMap::with_capacity(documents.documents.len());
+    // Documents a command has loaded were validated and defaulted for this release already.
+    let validated = documents.validated_for.as_ref() == Some(&release.release);
     for (index, document) in documents.documents.iter().enumerate() {
         let mut resource = document.clone();
-        prepare_for_write(&mut resource, release)?;
+        if !validated {
+            prepare_for_write(&mut resource, release)?;
+        }
         let key = resource.key();
         writable(&key)?;
         if let Some(first) = seen.insert(key.clone(), index) {
@@ -664,6 +668,7 @@ mod tests {
         let documents = ResourceDocuments {
             documents: vec![changed],
             file: None,
+            validated_for: None,
         };
         super::super::resource_apply::write_documents(
             &store,
