@@ -622,8 +622,7 @@ fn names_if_only_the_name_varies(
     step: &Step,
     items: &[Option<Json>],
 ) -> Option<Vec<String>> {
-    if step.action != "resource.label"
-        || !label_varies_only_by_name(templates, step.with.as_ref())
+    if step.action != "resource.label" || !label_varies_only_by_name(templates, step.with.as_ref())
     {
         return None;
     }
