@@ -739,10 +739,16 @@ fn host_endpoint_plan(endpoints: &str, edit: impl Fn(&mut RunbookSet)) -> Plan {
         from: Some("v3.13.2".parse::<Release>().unwrap()),
         datastore_type: Some(DatastoreType::EtcdV3),
         install_method: Some(InstallMethod::Manifest),
-        set: vec![(
-            "all_interfaces_host_endpoints".to_string(),
-            endpoints.to_string(),
-        )],
+        set: vec![
+            (
+                "all_interfaces_host_endpoints".to_string(),
+                endpoints.to_string(),
+            ),
+            (
+                "etcd_endpoints".to_string(),
+                "https://10.0.0.1:2379".to_string(),
+            ),
+        ],
     };
     let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
     let mut runbooks = RunbookSet::embedded().unwrap();
