@@ -362,6 +362,7 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
         let documents = ResourceDocuments {
             documents: documents.clone(),
             file: None,
+            validated_for: None,
         };
         let outcome = write_documents(
             &store,

@@ -1,5 +1,6 @@
 //! Runs on a terminal (a pseudo-terminal from util-linux `script`): a human gate asks on the terminal
-//! and goes on after `y`, stops after anything else; the progress bar is drawn only there.
+//! and goes on after `y`, stops after anything else; the progress bar is drawn only there, counting
+//! the running step (`[3/5]`) and showing a wait's count inside itself.
 
 mod exec_common;
 mod support;
@@ -38,7 +39,22 @@ fn on_terminal_answering(
     term: &str,
     wait_for: Option<&str>,
 ) -> (bool, String) {
+    on_terminal_acting(operator, args, answer, term, wait_for, &|| {})
+}
+
+/// Like [`on_terminal_answering`], on a terminal 160 columns wide, and running `act` (the rest of
+/// the world) once the terminal shows `wait_for`, before typing `answer`.
+fn on_terminal_acting(
+    operator: &Operator,
+    args: &[&str],
+    answer: &str,
+    term: &str,
+    wait_for: Option<&str>,
+    act: &dyn Fn(),
+) -> (bool, String) {
+    // `script` gives the pseudo-terminal no size; the bar shortens its message to the width.
     let mut command_line = vec![
+        "stty cols 160 rows 40;".to_string(),
         quote(&Netctl::program().display().to_string()),
         "-c".to_string(),
         quote(&operator.home().join("netctl.cfg").display().to_string()),
@@ -84,6 +100,7 @@ fn on_terminal_answering(
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        act();
     }
     // Otherwise typed ahead: the terminal holds the line until netctl reads its answer.
     let mut stdin = child.stdin.take().unwrap();
@@ -224,5 +241,97 @@ fn ctrl_c_at_a_question_ends_the_run_and_releases_the_lock() {
     assert_eq!(
         std::fs::read_to_string(operator.home().join("log.txt")).unwrap(),
         "a\nb\n"
+    );
+}
+
+/// The bar counts the step that runs (`[3/5]` while step 3 runs, not the steps done) and shows a
+/// wait's count inside itself, not as `warning:` lines.
+#[test]
+fn the_bar_counts_the_running_step_and_shows_the_count_of_a_wait() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let endpoint = |name: &str| {
+        etcd.put(
+            &format!("{HOST_ENDPOINTS}{name}"),
+            format!(
+                r#"{{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{{"name":"{name}","uid":"u-{name}","creationTimestamp":"2026-01-01T00:00:00Z"}},"spec":{{"node":"n1","interfaceName":"eth0"}}}}"#
+            ),
+        )
+    };
+    for name in ["h2", "h3", "h4", "h5", "h6", "h7"] {
+        endpoint(name);
+    }
+    let operator = Operator::new(&etcd);
+    let log = operator.home().join("log.txt");
+    let names: Vec<String> = (1..=9).map(|index| format!("h{index}")).collect();
+    let plan_file = operator.write_plan(&plan(vec![
+        append_step("pre/append-a", &log, "a"),
+        append_step("pre/append-b", &log, "b"),
+        step(
+            "pre/endpoints",
+            "Wait for the host endpoints",
+            action(
+                "resource.wait",
+                serde_json::json!({"kind": "HostEndpoint", "names": names, "timeout": "2m"}),
+            ),
+        ),
+        append_step("post/append-c", &log, "c"),
+        append_step("post/append-d", &log, "d"),
+    ]));
+    // The test plays whoever creates the last two endpoints, once the bar showed the count.
+    let (success, transcript) = on_terminal_acting(
+        &operator,
+        &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
+        "",
+        "xterm",
+        Some("7/9 present"),
+        &|| {
+            endpoint("h8");
+            endpoint("h9");
+        },
+    );
+    assert!(success, "{transcript}");
+    // The frames the bar drew, without terminal controls, its spinner and the elapsed time.
+    let controls = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    let frames: Vec<String> = controls
+        .replace_all(&transcript, "")
+        .split(['\r', '\n'])
+        .map(|frame| frame.trim())
+        .filter(|frame| frame.contains("] pre/") || frame.contains("] post/"))
+        .map(|frame| {
+            let frame = frame
+                .trim_start_matches(|c: char| !c.is_ascii() || c == ' ' || "|/-\\".contains(c));
+            regex::Regex::new(r" +\d+s$")
+                .unwrap()
+                .replace(frame, "")
+                .to_string()
+        })
+        .collect();
+    let bar_of = |needle: &str| {
+        frames
+            .iter()
+            .find(|frame| frame.contains(needle) && !frame.contains("succeeded"))
+            .unwrap_or_else(|| panic!("no frame with {needle:?} in {frames:#?}"))
+            .clone()
+    };
+    // Frames between two redraws may be skipped, but the wait's is drawn (it was waited for), and
+    // every frame of the step counts it as the third.
+    insta::assert_snapshot!(
+        "progress_bar_counts",
+        bar_of("[3/5] pre/endpoints: waiting for")
+    );
+    for frame in frames
+        .iter()
+        .filter(|frame| frame.contains(" pre/endpoints: "))
+    {
+        assert!(frame.starts_with("[3/5] "), "{frame} in {frames:#?}");
+    }
+    assert!(
+        !transcript.contains("warning: waiting for"),
+        "the wait's count is in the bar: {transcript}"
+    );
+    assert!(
+        transcript.contains("[3/5] pre/endpoints: succeeded"),
+        "{transcript}"
     );
 }

@@ -349,6 +349,50 @@ fn validate_needs_no_datastore() {
     assert!(stderr.contains("spec.cidr"), "{stderr}");
 }
 
+/// `validate` reads one document at a time and keeps only the problems: a long file with bad
+/// documents spread through it still reports every one, each with its document and line, in order,
+/// and prints nothing of the good ones.
+#[test]
+fn validate_reports_every_bad_document_of_a_long_file() {
+    let mut text = String::new();
+    let mut bad = Vec::new();
+    for index in 1..=300 {
+        let cidr = match index % 50 {
+            7 => {
+                bad.push(index);
+                "10.0.0.1/24"
+            }
+            _ => "10.0.0.0/24",
+        };
+        text.push_str(&format!(
+            "---\napiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata:\n  name: pool-{index}\nspec:\n  cidr: {cidr}\n"
+        ));
+    }
+    let mut command = Netctl::new();
+    let file = command.write_file("pools.yaml", &text);
+    command.args(["validate", "-f"]).arg(&file);
+    let output = command.output();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("found {} problems in the input:", bad.len())),
+        "{stderr}"
+    );
+    let mut from = 0;
+    for index in &bad {
+        // Each document is 7 lines; its `cidr` is on the last of them.
+        let needle = format!("document {index} (from line {})", (index - 1) * 7 + 1);
+        let at = stderr[from..]
+            .find(&needle)
+            .unwrap_or_else(|| panic!("`{needle}` missing or out of order in {stderr}"));
+        from += at + needle.len();
+        let cidr_line = format!("line {}", index * 7);
+        assert!(stderr[from..].contains(&cidr_line), "{stderr}");
+    }
+    assert_eq!(stderr.matches("spec.cidr").count(), bad.len(), "{stderr}");
+}
+
 #[test]
 fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
     let etcd = EtcdServer::start();

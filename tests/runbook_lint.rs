@@ -52,6 +52,11 @@ fixture!(
     "invalid-arguments",
     "invalid-arguments"
 );
+fixture!(
+    serial_needs_foreach,
+    "serial-without-foreach",
+    "invalid-arguments"
+);
 fixture!(duplicate_step_ids, "duplicate-id", "duplicate-id");
 fixture!(dangling_needs, "dangling-need", "dangling-need");
 fixture!(cycles_are_named, "cycle", "cycle");

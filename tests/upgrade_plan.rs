@@ -731,3 +731,101 @@ fn v3_14_to_v3_32_is_refused_with_the_way_forward() {
         "upgrading from `v3.14.2` to `v3.32.1` is not supported: v3.32 may only be upgraded from versions matching `>=3.15.0`\nhint: upgrade to v3.27 first, then to v3.32"
     );
 }
+
+/// The plan of the v3.13 → v3.27 manifest upgrade over `endpoints`, with `set` changed as `edit`
+/// says before planning.
+fn host_endpoint_plan(endpoints: &str, edit: impl Fn(&mut RunbookSet)) -> Plan {
+    let overrides = FactOverrides {
+        from: Some("v3.13.2".parse::<Release>().unwrap()),
+        datastore_type: Some(DatastoreType::EtcdV3),
+        install_method: Some(InstallMethod::Manifest),
+        set: vec![
+            (
+                "all_interfaces_host_endpoints".to_string(),
+                endpoints.to_string(),
+            ),
+            (
+                "etcd_endpoints".to_string(),
+                "https://10.0.0.1:2379".to_string(),
+            ),
+        ],
+    };
+    let facts = Facts::assemble(&DiscoveredFacts::default(), &overrides).unwrap();
+    let mut runbooks = RunbookSet::embedded().unwrap();
+    edit(&mut runbooks);
+    plan_upgrade(
+        &runbooks,
+        &PlanRequest {
+            procedure: "upgrade".into(),
+            to: Some("v3.27.0".into()),
+            facts,
+        },
+    )
+    .unwrap()
+}
+
+/// Sets `name` of the label steps' `with` (and their `verify`'s) to `template`.
+fn label_name_template(runbooks: &mut RunbookSet, template: &str) {
+    for loaded in &mut runbooks.runbooks {
+        for step in &mut loaded.runbook.spec.steps {
+            if step.action != "resource.label" || step.foreach.is_none() {
+                continue;
+            }
+            let mut withs: Vec<_> = step.with.iter_mut().collect();
+            withs.extend(
+                step.verify
+                    .iter_mut()
+                    .flat_map(|verify| verify.with.as_mut()),
+            );
+            for with in withs {
+                if with.contains_key("labels") {
+                    continue;
+                }
+                with.insert("name".into(), serde_json::json!(template));
+            }
+        }
+    }
+}
+
+// A label `foreach` whose items differ only in the name is rendered for its first item alone and
+// takes the other items' names; rendering every item (what any other `name` template does) must
+// give the same plan, step for step and digest for digest.
+#[test]
+fn a_label_foreach_planned_from_its_first_item_equals_rendering_every_item() {
+    let endpoints = "h1,h2,h3,h4,h5,h6,h7";
+    let quick = host_endpoint_plan(endpoints, |_| {});
+    // `| string` keeps the value but is not the plain `{{ item.name }}`: every item is rendered.
+    let rendered = host_endpoint_plan(endpoints, |runbooks| {
+        label_name_template(runbooks, "{{ item.name | string }}")
+    });
+    assert_eq!(render::json(&quick), render::json(&rendered));
+    assert_eq!(quick.digest, rendered.digest);
+    let label = quick
+        .steps
+        .iter()
+        .find(|step| step.id == "hostendpoint-preparation/label-all-interfaces-heps")
+        .expect("one folded label step");
+    assert_eq!(label.action.name(), "resource.label-each");
+    assert!(
+        label.description.contains("the same for 6 more"),
+        "{}",
+        label.description
+    );
+}
+
+// A `name` template that reads more than the item's name renders every item, and they still fold.
+#[test]
+fn a_label_foreach_whose_name_reads_more_than_the_item_name_renders_each_item_and_folds() {
+    let plan = host_endpoint_plan("h1,h2", |runbooks| {
+        label_name_template(runbooks, "{{ item.name }}-{{ item.node }}")
+    });
+    let label = plan
+        .steps
+        .iter()
+        .find(|step| step.id == "hostendpoint-preparation/label-all-interfaces-heps")
+        .expect("one folded label step");
+    let netctl::plan::Action::ResourceLabelEach(each) = &label.action else {
+        panic!("a batched label: {:?}", label.action);
+    };
+    assert_eq!(each.names, ["h1-", "h2-"]);
+}

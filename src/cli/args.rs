@@ -19,7 +19,7 @@ use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::release::{ApiRelease, ReleaseFlagError};
-use crate::resource::{Input, Kind, Resource, load_and_validate_for};
+use crate::resource::{Input, Kind, Resource, load_and_validate_each};
 use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -69,6 +69,20 @@ impl FileArgs {
     /// Loads and validates (for `release`) every document of every input; all problems are
     /// reported together.
     pub fn read(&self, release: &ApiRelease) -> anyhow::Result<Vec<Resource>> {
+        let mut resources = Vec::new();
+        self.read_each(release, |resource| resources.push(resource))?;
+        Ok(resources)
+    }
+
+    /// As [`FileArgs::read`], one resource at a time: each valid resource is handed to `visit` as
+    /// soon as it is read and checked, and only problems are kept (all reported together, after
+    /// the last document; what `visit` was given must then not be used). Returns how many
+    /// resources were read.
+    pub fn read_each(
+        &self,
+        release: &ApiRelease,
+        mut visit: impl FnMut(Resource),
+    ) -> anyhow::Result<usize> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -87,14 +101,17 @@ impl FileArgs {
                 });
             }
         }
-        let loaded = load_and_validate_for(&inputs, self.namespace.as_deref(), release)?;
-        let resources: Vec<Resource> = loaded.into_iter().flat_map(|(_, items)| items).collect();
-        if resources.is_empty() && !self.skip_empty {
+        let mut count = 0;
+        load_and_validate_each(&inputs, self.namespace.as_deref(), release, |resource| {
+            count += 1;
+            visit(resource);
+        })?;
+        if count == 0 && !self.skip_empty {
             anyhow::bail!(
                 "no resources specified in the input (pass `--skip-empty` if that is expected)"
             );
         }
-        Ok(resources)
+        Ok(count)
     }
 }
 

@@ -174,9 +174,16 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
             path.display()
         ));
     }
-    context
-        .printer
-        .data(&render::render(&plan, args.output.into()))?;
+    let mut shown = render::render(&plan, args.output.into());
+    // The datastore writes against what is stored now, as the dry run shows them: a preview after
+    // the plan's text, never in the plan (its digest, `--out`) — it is stale the moment data changes.
+    if let (PlanOutput::Text, Some(store)) = (args.output, &store) {
+        let executor =
+            crate::exec::Executor::new(store.clone(), None, crate::exec::lock::Holder::current())
+                .with_kubernetes(cluster.clone());
+        shown.push_str(&executor.preview_writes(&plan).await?.text());
+    }
+    context.printer.data(&shown)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -245,13 +245,16 @@ async fn write_documents(
     // With `--release`, bad documents are refused before connecting; otherwise the cluster's
     // release decides what is valid, so it is read first.
     let documents = match &chosen {
-        Some(chosen) => Some(files.load(chosen)?),
+        Some(chosen) => Some((files.load(chosen)?, chosen.release.clone())),
         None => None,
     };
     let store = writable_datastore(context).await?;
-    let documents = match documents {
-        Some(documents) => documents,
-        None => files.load(&api_release(store.as_ref(), None).await)?,
+    let (documents, validated_for) = match documents {
+        Some(loaded) => loaded,
+        None => {
+            let release = api_release(store.as_ref(), None).await;
+            (files.load(&release)?, release.release)
+        }
     };
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
         DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
@@ -266,9 +269,11 @@ async fn write_documents(
         DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
     let description = describe(verb, &documents);
+    // The step does not validate the documents again for the release they were loaded for.
     let action = build(ResourceDocuments {
         documents,
         file: None,
+        validated_for: Some(validated_for),
     });
     let plan = Plan::single(verb, description, action);
     run_step(context, store, &plan, dry_run, semantics, chosen).await?;
@@ -437,19 +442,29 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
 
 pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let release = args.release.chosen()?.unwrap_or_else(ApiRelease::newest);
-    let resources = args.files.load(&release)?;
+    // One document at a time: only the problems (and, with `--show-defaults`, the text to print)
+    // are kept, so a file of any length is validated in the memory of one document.
+    let mut shown = String::new();
+    let mut failure = None;
+    let count = args.files.read_each(&release, |resource| {
+        if args.show_defaults && failure.is_none() {
+            match crate::yaml::to_string(&resource) {
+                Ok(text) => {
+                    shown.push_str("---\n");
+                    shown.push_str(&text);
+                }
+                Err(error) => failure = Some(error),
+            }
+        }
+    })?;
+    if let Some(error) = failure {
+        return Err(error.into());
+    }
     let mut stdout = context.printer.stdout();
     if args.show_defaults {
-        for resource in &resources {
-            writeln!(stdout, "---")?;
-            write!(stdout, "{}", crate::yaml::to_string(resource)?)?;
-        }
+        write!(stdout, "{shown}")?;
     } else {
-        writeln!(
-            stdout,
-            "Successfully validated {} resource(s)",
-            resources.len()
-        )?;
+        writeln!(stdout, "Successfully validated {count} resource(s)")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,8 @@
 //! heads and numbers each step, rehearses a `kube.apply` of a file an earlier `fetch` would download
 //! with that download's source, and goes on past a step that would fail (an earlier step may change
 //! that); a one-step command's transcript is the step's own account, and its failure is the
-//! command's.
+//! command's. `upgrade plan`'s preview of a plan's datastore writes ([`WritePreview`]) is the same
+//! rehearsal of the write steps alone; it is printed after the plan and never part of it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -81,7 +82,125 @@ impl<'a> Rehearsal<'a> {
     }
 }
 
+/// What a plan's datastore writes would do to what is stored now (`upgrade plan` shows it): per
+/// resource step, the dry run's own marked lines, and a note when an earlier step of the plan
+/// writes the same resource, so the lines show it before that step ran.
+#[derive(Debug, Clone, Default)]
+pub struct WritePreview {
+    pub steps: Vec<StepPreview>,
+    pub counts: WriteCounts,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepPreview {
+    pub number: usize,
+    pub id: String,
+    pub lines: Vec<String>,
+    /// The earlier step this one's resources depend on, when there is one.
+    pub depends_on: Option<String>,
+}
+
+impl WritePreview {
+    /// The preview as text, after a plan: not part of the plan (nor its digest).
+    pub fn text(&self) -> String {
+        if self.steps.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from(
+            "\ndatastore writes, each against what is stored now (a preview, not part of the plan or its digest):\n",
+        );
+        for step in &self.steps {
+            text.push_str(&format!("{}. {}\n", step.number, step.id));
+            if let Some(earlier) = &step.depends_on {
+                text.push_str(&format!(
+                    "  depends on step `{earlier}`, which writes the same resource first: shown as stored before it runs\n"
+                ));
+            }
+            for line in &step.lines {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        text.push_str(&format!("{}\n", self.counts));
+        text
+    }
+}
+
+/// The resources a datastore write step writes, as `ResourceKey` text; `None` for other steps.
+fn written_resources(action: &Action) -> Option<Vec<String>> {
+    let key = |kind, namespace: &Option<String>, name: &str| {
+        crate::resource::ResourceKey {
+            kind,
+            namespace: namespace.clone(),
+            name: name.to_string(),
+        }
+        .to_string()
+    };
+    Some(match action {
+        Action::ResourceCreate(write)
+        | Action::ResourceApply(write)
+        | Action::ResourceReplace(write) => write
+            .documents
+            .iter()
+            .map(|document| document.key().to_string())
+            .collect(),
+        Action::ResourceDelete(deletion) => deletion
+            .targets
+            .iter()
+            .map(|target| key(target.kind, &target.namespace, &target.name))
+            .collect(),
+        Action::ResourceLabel(label) => vec![key(label.kind, &label.namespace, &label.name)],
+        Action::ResourceLabelEach(each) => each
+            .names
+            .iter()
+            .map(|name| key(each.kind, &each.namespace, name))
+            .collect(),
+        Action::ResourcePatch(patch) => vec![key(patch.kind, &patch.namespace, &patch.name)],
+        _ => return None,
+    })
+}
+
 impl Executor {
+    /// The preview of `plan`'s datastore writes: the dry run's rehearsal of its `resource.*` write
+    /// steps alone, each against what is stored now, with the counts. Reads only.
+    pub async fn preview_writes(&self, plan: &Plan) -> Result<WritePreview, ExecError> {
+        let outputs = BTreeMap::new();
+        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
+        let mut rehearsal = Rehearsal::new(self.context(
+            &plan.facts,
+            files,
+            None,
+            plan_semantics(),
+            &outputs,
+            None,
+        ));
+        let mut preview = WritePreview::default();
+        let mut written: BTreeMap<String, String> = BTreeMap::new();
+        for (index, step) in plan.steps.iter().enumerate() {
+            let Some(resources) = written_resources(&step.action) else {
+                continue;
+            };
+            let (_, result) = rehearsal.step(step).await;
+            let lines = match result {
+                Ok(outcome) => outcome.transcript,
+                Err(error) => vec![format!("would fail as things stand now: {error}")],
+            };
+            preview.counts.add(&lines);
+            let depends_on = resources
+                .iter()
+                .find_map(|resource| written.get(resource).cloned());
+            for resource in resources {
+                written.entry(resource).or_insert_with(|| step.id.clone());
+            }
+            preview.steps.push(StepPreview {
+                number: index + 1,
+                id: step.id.clone(),
+                lines,
+                depends_on,
+            });
+        }
+        Ok(preview)
+    }
+
     /// The dry run of an upgrade plan, from the checkpoint's state when one is resumed.
     pub(super) async fn dry_run(
         &self,
@@ -100,6 +219,36 @@ impl Executor {
             "each step is shown against the datastore as it is now, without the effects of the steps before it".to_string(),
         )?;
         let facts = self.facts_now(plan).await?;
+        // The run's pre-flight (reads only) over the steps it would take: a failed check is what
+        // the run would stop at, and a step whose type the cluster no longer serves is skipped, as
+        // the run skips it.
+        let remaining = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| checkpoint.is_none_or(|c| !c.step(*index).state.is_done()))
+            .map(|(_, step)| step)
+            .collect();
+        let preflight = self
+            .preflight_report(remaining, &options.preflight_options())
+            .await
+            .unwrap_or_default();
+        if !preflight.findings.is_empty() {
+            write(String::new())?;
+            write(
+                "the checks the run makes before its first write, as things stand now:".to_string(),
+            )?;
+            for line in preflight.lines() {
+                write(format!("  {line}"))?;
+            }
+        }
+        let refused = super::preflight::PreflightFailed { report: preflight };
+        if refused.report.failures().next().is_some() {
+            write(format!("the run would stop here: {refused}"))?;
+            write(format!("  to fix: {}", refused.hint()))?;
+            crate::terminal::warn(format!("the run's pre-flight would refuse it: {refused}"));
+        }
+        let skipped = refused.report.skipped_steps;
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
         let mut rehearsal = Rehearsal::new(self.context(
             &facts,
@@ -126,6 +275,13 @@ impl Executor {
                 write(format!(
                     "  already {} in the checkpoint; would not run again",
                     state.as_str()
+                ))?;
+                continue;
+            }
+            if let Some(skip) = skipped.iter().find(|skip| skip.id == step.id) {
+                write(format!(
+                    "  would be skipped by the pre-flight: {}",
+                    skip.reason
                 ))?;
                 continue;
             }
@@ -264,6 +420,7 @@ mod tests {
             server_side: true,
             force_conflicts: true,
             field_manager: "netctl".into(),
+            save_previous: None,
         });
         let files = tempfile::tempdir().unwrap();
         let url = "https://example.org/calico.yaml".to_string();

@@ -28,6 +28,18 @@ pub(super) enum Gate {
     Closed { message: String },
 }
 
+/// The line naming the run's state directory and its downloaded files, which gates refer to.
+fn state_directory(options: &ApplyOptions) -> String {
+    format!(
+        "state directory: `{}` (downloaded files in `{}`)",
+        options.state_dir.display(),
+        options
+            .state_dir
+            .join(super::checkpoint::FILES_DIR)
+            .display()
+    )
+}
+
 /// Decides whether `step` may run, asking on the terminal when the run is interactive.
 pub(super) fn decide(
     step: &PlannedStep,
@@ -38,19 +50,16 @@ pub(super) fn decide(
     let message = match &step.action {
         // The gates ask for files in the state directory to be read or edited (`upgrade.yaml`, the
         // logged traffic): name it, since it depends on `--state-dir` and the environment.
-        Action::Pause(gate) => format!(
-            "{}\nstate directory: `{}` (downloaded files in `{}`)",
-            gate.message,
-            options.state_dir.display(),
-            options
-                .state_dir
-                .join(super::checkpoint::FILES_DIR)
-                .display()
-        ),
+        Action::Pause(gate) => format!("{}\n{}", gate.message, state_directory(options)),
+        // Rollback advice names files of the state directory too (the saved previous manifest).
         _ if step.irreversible => match &step.rollback {
             Some(advice) => format!(
-                "`{}` is irreversible ({})\nto go back now instead: {}\nonce it has run: {}",
-                step.id, step.description, advice.before, advice.after
+                "`{}` is irreversible ({})\nto go back now instead: {}\nonce it has run: {}\n{}",
+                step.id,
+                step.description,
+                advice.before,
+                advice.after,
+                state_directory(options)
             ),
             None => format!("`{}` is irreversible ({})", step.id, step.description),
         },

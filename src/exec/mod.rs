@@ -54,6 +54,7 @@ use resume::Begin;
 
 pub use actions::describe::describe_action;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
+pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
 
 /// Whether to change anything.
@@ -435,18 +436,29 @@ impl Executor {
         steps: Vec<&crate::plan::PlannedStep>,
         options: &preflight::PreflightOptions,
     ) -> Result<Vec<preflight::SkippedStep>, ExecError> {
-        let Some(store) = &self.datastore else {
+        let Some(report) = self.preflight_report(steps, options).await else {
             return Ok(Vec::new());
         };
+        if report.failures().next().is_some() {
+            return Err(preflight::PreflightFailed { report }.into());
+        }
+        Ok(report.skipped_steps)
+    }
+
+    /// The pre-flight's checks (reads only), each finding printed; `None` without a datastore. A
+    /// run refuses on a failure ([`Executor::preflight`]); a dry run reports it and goes on.
+    async fn preflight_report(
+        &self,
+        steps: Vec<&crate::plan::PlannedStep>,
+        options: &preflight::PreflightOptions,
+    ) -> Option<preflight::PreflightReport> {
+        let store = self.datastore.as_ref()?;
         let report =
             preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, options).await;
         for line in report.lines() {
             crate::terminal::info(line);
         }
-        if report.failures().next().is_some() {
-            return Err(preflight::PreflightFailed { report }.into());
-        }
-        Ok(report.skipped_steps)
+        Some(report)
     }
 
     /// Runs a one-step plan (see `Plan::single`). In dry-run the transcript goes to `transcript`.

@@ -483,6 +483,10 @@ pub struct ResourceDocuments {
     pub documents: Vec<Resource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The release the command that loaded the documents already validated and defaulted them
+    /// for: the write does not do it again for the same release. Never part of a stored plan.
+    #[serde(skip)]
+    pub validated_for: Option<crate::release::Release>,
 }
 
 /// Set (`value`, which may be empty) or remove (`remove: true`) one label, or set several at once
@@ -665,6 +669,11 @@ pub struct KubeApply {
     pub force_conflicts: bool,
     #[serde(default = "default_field_manager")]
     pub field_manager: String,
+    /// Before the first write, save the manifest's objects as they are live (without what the API
+    /// server sets; never a Secret) to this file of the run's state directory, to go back with. A
+    /// file already there is kept: it was saved before an earlier attempt changed anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_previous: Option<String>,
 }
 
 /// One Kubernetes object: `apiVersion`/`kind` as in its manifest, e.g. `apps/v1` `Deployment`.

@@ -354,8 +354,9 @@ const SERVER_ANNOTATIONS: [&str; 4] = [
 ];
 
 /// A live object without what the server sets: `status`, server metadata (at any depth: pod
-/// templates carry `creationTimestamp: null`) and controller annotations.
-fn without_server_fields(live: &Value) -> Value {
+/// templates carry `creationTimestamp: null`) and controller annotations. What is left can be
+/// applied again (the `save_previous` copy of `kube.apply`).
+pub fn without_server_fields(live: &Value) -> Value {
     let mut live = live.clone();
     if let Some(map) = live.as_object_mut() {
         map.remove("status");

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Release;
 use crate::config::DatastoreType;
-use crate::datastore::{self, Datastore, ListOptions, StoreError};
+use crate::datastore::{self, Datastore, Detail, ListOptions, StoreError};
 use crate::resource::{Kind, ResourceKey};
 pub use crate::vocabulary::InstallMethod;
 
@@ -385,9 +385,15 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
     };
 
     let mut all_interfaces = Vec::new();
+    // Only what the facts hold is decoded: the labels, `interfaceName` and `node` (the rest of a
+    // host endpoint is most of it; planning 10k read them whole).
+    let summary = Detail::Summary {
+        spec_fields: vec!["interfaceName", "node"],
+        labels: true,
+    };
     datastore::for_each(
         store,
-        &ListOptions::new(Kind::HostEndpoint),
+        &ListOptions::new(Kind::HostEndpoint).with_detail(summary),
         |resource| -> Result<(), StoreError> {
             let (label, value) = AUTO_HOST_ENDPOINT_LABEL;
             let automatic = resource.metadata.labels.get(label).map(String::as_str) == Some(value);

@@ -346,6 +346,17 @@ impl RunbookLinter<'_> {
             if let Some(foreach) = &step.foreach {
                 self.check_template(line, foreach, false, &params, false);
             }
+            if step.serial && !has_item {
+                self.report(
+                    line,
+                    Severity::Error,
+                    "invalid-arguments",
+                    format!(
+                        "step `{}`: `serial` needs `foreach` (it runs the items one at a time)",
+                        step.id
+                    ),
+                );
+            }
             if let Some(with) = &step.with {
                 self.check_value(line, &Json::Object(with.clone()), &params, has_item);
             }

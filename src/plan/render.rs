@@ -603,6 +603,9 @@ pub fn describe(action: &Action) -> String {
                     let _ = write!(text, " (inline manifest, {} bytes)", inline.len());
                 }
             }
+            if let Some(previous) = &apply.save_previous {
+                let _ = write!(text, " (saving the live objects to {previous} first)");
+            }
             text
         }
         Action::KubePatch(patch) => format!(

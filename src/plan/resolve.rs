@@ -370,6 +370,10 @@ struct Instance {
     runbook: String,
     step_id: String,
     needs: Vec<String>,
+    /// The `foreach` text and this instance's item, for `serial` steps and the steps going with them.
+    foreach: Option<String>,
+    item: Option<usize>,
+    serial: bool,
     planned: PlannedStep,
 }
 
@@ -424,7 +428,15 @@ fn instantiate(
             }
         };
         let foreach = step.foreach.is_some();
-        let mut expanded = Vec::with_capacity(items.len());
+        // A label that only the item's name changes is rendered for the first item alone; the
+        // other items give their names (rendering every item made planning 10k host endpoints
+        // take seconds).
+        let mut names = (foreach && !step.serial)
+            .then(|| names_if_only_the_name_varies(templates, step, &items))
+            .flatten();
+        let step_path = format!("{name}/{}", step.id);
+        let mut folded = None;
+        let mut expanded = Vec::new();
         for (item_index, item) in items.into_iter().enumerate() {
             let mut id = format!("{name}/{}", step.id);
             let mut item_reason = step_reason.clone();
@@ -505,6 +517,9 @@ fn instantiate(
                 runbook: name.clone(),
                 step_id: step.id.clone(),
                 needs: step.needs.clone(),
+                foreach: step.foreach.clone(),
+                item: item.is_some().then_some(item_index),
+                serial: step.serial,
                 planned: PlannedStep {
                     id,
                     runbook: name.clone(),
@@ -521,12 +536,21 @@ fn instantiate(
                     reason: item_reason,
                 },
             });
+            // Rendered the first item: the others are their names.
+            if let Some(names) = names.take() {
+                folded = fold_by_name(&expanded[0], names, &step_path, &step_reason);
+                if folded.is_some() {
+                    break;
+                }
+            }
         }
-        match foreach
-            .then(|| fold_label_steps(&expanded, &format!("{name}/{}", step.id), &step_reason))
-        {
-            Some(Some(folded)) => instances.push(folded),
-            _ => instances.extend(expanded),
+        // A serial step's items stay steps of their own: the order is the point.
+        if folded.is_none() && foreach && !step.serial {
+            folded = fold_label_steps(&expanded, &step_path, &step_reason);
+        }
+        match folded {
+            Some(folded) => instances.push(folded),
+            None => instances.extend(expanded),
         }
     }
     Ok(())
@@ -568,6 +592,133 @@ fn fold_label_steps(expanded: &[Instance], id: &str, reason: &str) -> Option<Ins
     {
         return None;
     }
+    Some(folded_instance(first, action, verify, id, reason))
+}
+
+/// The folded step of [`fold_label_steps`] when only the first item was rendered
+/// ([`names_if_only_the_name_varies`]): its label with every item's name. The same step as
+/// rendering every item and folding them gives.
+fn fold_by_name(first: &Instance, names: Vec<String>, id: &str, reason: &str) -> Option<Instance> {
+    let each = |action: &Action| match action {
+        Action::ResourceLabel(label) if label.labels.is_none() => Some(ResourceLabelEach {
+            kind: label.kind,
+            namespace: label.namespace.clone(),
+            key: label.key.clone(),
+            value: label.value.clone(),
+            overwrite: label.overwrite,
+            remove: label.remove,
+            names: names.clone(),
+        }),
+        _ => None,
+    };
+    let action = each(&first.planned.action)?;
+    let verify = match &first.planned.verify {
+        None => None,
+        Some(verify) => Some(Action::ResourceLabelEach(each(verify)?)),
+    };
+    Some(folded_instance(first, action, verify, id, reason))
+}
+
+/// The items of a `foreach` step of `resource.label` by name, when the name is all an item can
+/// change: `name` (of `with` and of the `verify` label) is exactly `{{ item.name }}`, no other
+/// argument reads `item`, the description, requirement and rollback advice read only
+/// `{{ item.name }}`, and every item has a string `name`. Then rendering the first item and
+/// taking the others' names gives what rendering each would. `None` otherwise: each item is
+/// rendered (and folded when they turn out alike).
+fn names_if_only_the_name_varies(
+    templates: &Templates,
+    step: &Step,
+    items: &[Option<Json>],
+) -> Option<Vec<String>> {
+    if step.action != "resource.label" || !label_varies_only_by_name(templates, step.with.as_ref())
+    {
+        return None;
+    }
+    if let Some(verify) = &step.verify {
+        if verify.action != "resource.label"
+            || !label_varies_only_by_name(templates, verify.with.as_ref())
+        {
+            return None;
+        }
+    }
+    let mut texts = vec![step.description.as_str()];
+    texts.extend(
+        step.requires
+            .as_ref()
+            .map(|requirement| requirement.node_agents.as_str()),
+    );
+    if let Some(advice) = &step.rollback {
+        texts.extend([advice.before.as_str(), advice.after.as_str()]);
+    }
+    if !texts
+        .iter()
+        .all(|text| reads_only_the_item_name(templates, text))
+    {
+        return None;
+    }
+    items
+        .iter()
+        .map(|item| Some(item.as_ref()?.get("name")?.as_str()?.to_string()))
+        .collect()
+}
+
+/// `with` of a one-key label whose `name` is exactly `{{ item.name }}` and whose other arguments
+/// do not read `item`.
+fn label_varies_only_by_name(
+    templates: &Templates,
+    with: Option<&serde_json::Map<String, Json>>,
+) -> bool {
+    let Some(with) = with else {
+        return false;
+    };
+    let name_is_item_name = with
+        .get("name")
+        .and_then(Json::as_str)
+        .and_then(|text| text.trim().strip_prefix("{{")?.strip_suffix("}}"))
+        .is_some_and(|expression| expression.trim() == "item.name");
+    name_is_item_name
+        && !with.contains_key("labels")
+        && with
+            .iter()
+            .filter(|(key, _)| key.as_str() != "name")
+            .all(|(_, value)| !reads_item(templates, value))
+}
+
+/// Whether any template in `value` reads `item` (a template that does not parse counts as
+/// reading it: the per-item rendering reports it).
+fn reads_item(templates: &Templates, value: &Json) -> bool {
+    match value {
+        Json::String(text) => templates.variables(text, false).map_or(true, |variables| {
+            variables
+                .iter()
+                .any(|variable| variable == "item" || variable.starts_with("item."))
+        }),
+        Json::Array(values) => values.iter().any(|value| reads_item(templates, value)),
+        Json::Object(map) => map.values().any(|value| reads_item(templates, value)),
+        _ => false,
+    }
+}
+
+/// Whether `text` reads `item` only as a plain `{{ item.name }}` (no filter, no other field).
+fn reads_only_the_item_name(templates: &Templates, text: &str) -> bool {
+    static ITEM_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\{\{\s*item\.name\s*\}\}").expect("a valid pattern")
+    });
+    !reads_item(
+        templates,
+        &Json::String(ITEM_NAME.replace_all(text, "").into_owned()),
+    )
+}
+
+/// One step for all the items of a folded `foreach`: the first item's step with the batched
+/// `action` and `verify`, its description extended by the other items' names.
+fn folded_instance(
+    first: &Instance,
+    action: ResourceLabelEach,
+    verify: Option<Action>,
+    id: &str,
+    reason: &str,
+) -> Instance {
     let count = action.names.len();
     let description = match count {
         1 => first.planned.description.clone(),
@@ -584,13 +735,16 @@ fn fold_label_steps(expanded: &[Instance], id: &str, reason: &str) -> Option<Ins
     planned.reason = format!("{reason}; {count} item(s): {}", action.names_shown());
     planned.action = Action::ResourceLabelEach(action);
     planned.verify = verify;
-    Some(Instance {
+    Instance {
         key: first.key,
         runbook: first.runbook.clone(),
         step_id: first.step_id.clone(),
         needs: first.needs.clone(),
+        foreach: None,
+        item: None,
+        serial: false,
         planned,
-    })
+    }
 }
 
 /// Renders `with` and builds the typed action; `file:` arguments of resource writes are loaded,
@@ -741,11 +895,15 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
                 });
             }
             // A need on a step that is not in this plan (skipped runbook or condition) is satisfied.
-            for &target in by_step
+            let targets = by_step
                 .get(&(runbook, step))
                 .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
+                .unwrap_or(&[]);
+            let targets: Vec<usize> = match goes_with_serial(&instances, index, targets) {
+                Some(same_item) => same_item.into_iter().collect(),
+                None => targets.to_vec(),
+            };
+            for target in targets {
                 let target_phase = instances[target].key.0;
                 if target_phase > instance.key.0 {
                     return Err(PlanError::NeedsLaterPhase {
@@ -760,6 +918,12 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
                     graph.add_edge(nodes[target], nodes[index], ());
                 }
             }
+        }
+    }
+    for (index, need) in serial_needs(&instances, &by_step) {
+        if seen[index].insert(need) {
+            needs[index].push(need);
+            graph.add_edge(nodes[need], nodes[index], ());
         }
     }
     if let Some(cycle) = find_cycle(&graph) {
@@ -811,6 +975,77 @@ fn order(set: &RunbookSet, instances: Vec<Instance>) -> Result<Vec<PlannedStep>,
             Some(instance.planned)
         })
         .collect())
+}
+
+/// When instance `index` needs a `serial` step (`targets`, its items) of its own runbook over the
+/// same `foreach` list, it goes with that step item by item: `Some` of the one item it needs (none
+/// when the lists differ in length, which they cannot for the same text). `None` otherwise: it needs
+/// every item, as any step needing a `foreach` step.
+fn goes_with_serial(
+    instances: &[Instance],
+    index: usize,
+    targets: &[usize],
+) -> Option<Option<usize>> {
+    let instance = &instances[index];
+    let first = &instances[*targets.first()?];
+    let pairs = first.serial
+        && first.runbook == instance.runbook
+        && instance.item.is_some()
+        && instance.foreach.is_some()
+        && first.foreach == instance.foreach;
+    pairs.then(|| {
+        targets
+            .iter()
+            .copied()
+            .find(|&target| instances[target].item == instance.item)
+    })
+}
+
+/// The order `serial` steps add, as (instance, the instance it needs): item n+1 of a serial step
+/// needs item n, and needs item n of each step going with it (see [`goes_with_serial`]), so one
+/// item's action and the steps after it finish before the next item starts.
+fn serial_needs(
+    instances: &[Instance],
+    by_step: &HashMap<(String, String), Vec<usize>>,
+) -> Vec<(usize, usize)> {
+    let mut extra = Vec::new();
+    for items in by_step.values() {
+        let serial = items
+            .iter()
+            .all(|&item| instances[item].serial && instances[item].item.is_some());
+        if !serial {
+            continue;
+        }
+        let mut items = items.clone();
+        items.sort_by_key(|&item| instances[item].item);
+        let first = &instances[items[0]];
+        // The steps going with this one: they need it and repeat over the same list.
+        let followers: Vec<usize> = instances
+            .iter()
+            .enumerate()
+            .filter(|(_, other)| {
+                other.runbook == first.runbook
+                    && other.foreach == first.foreach
+                    && other.item.is_some()
+                    && other.needs.iter().any(|need| {
+                        need == &first.step_id
+                            || need == &format!("{}/{}", first.runbook, first.step_id)
+                    })
+            })
+            .map(|(index, _)| index)
+            .collect();
+        for pair in items.windows(2) {
+            let (previous, next) = (pair[0], pair[1]);
+            extra.push((next, previous));
+            let previous_item = instances[previous].item;
+            for &follower in &followers {
+                if instances[follower].item == previous_item {
+                    extra.push((next, follower));
+                }
+            }
+        }
+    }
+    extra
 }
 
 /// One cycle of the graph as a closed path (first node repeated at the end), or `None`.

@@ -120,17 +120,41 @@ pub fn parse_documents(text: &str, origin: &str) -> Result<Vec<Resource>, LoadEr
 /// As [`parse_documents`], keeping where each resource was found.
 pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, LoadError> {
     let mut resources = Vec::new();
-    for (index, document) in split_documents(text, origin)?.into_iter().enumerate() {
+    each_located(text, origin, |located| resources.push(located))?;
+    Ok(resources)
+}
+
+/// Parses the documents of `text` one at a time and hands each resource (not yet validated) to
+/// `visit` as soon as its document is read: nothing of a document is kept after its visit. Stops
+/// at the first document that cannot be read.
+fn each_located(
+    text: &str,
+    origin: &str,
+    mut visit: impl FnMut(LocatedResource),
+) -> Result<(), LoadError> {
+    let mut resources = Vec::new();
+    let mut documents = split_documents(text, origin);
+    let mut index = 0;
+    while let Some(document) = documents.next() {
+        let document = document?;
+        index += 1;
         let location = Location {
             origin: origin.to_string(),
-            document: index + 1,
+            document: index,
             item: None,
             line: None,
             document_line: document.line,
         };
-        document_resources(document.value, document.lines, location, &mut resources)?;
+        if let Err(problem) =
+            document_resources(document.value, document.lines, location, &mut resources)
+        {
+            // A stream that cannot be read is reported before what its documents say, as when
+            // the whole stream was read first.
+            return Err(documents.find_map(Result::err).unwrap_or(problem));
+        }
+        resources.drain(..).for_each(&mut visit);
     }
-    Ok(resources)
+    Ok(())
 }
 
 /// Turns one document already read into a resource (not yet validated), the way a document of a
@@ -173,6 +197,31 @@ fn load_path_located(
     path: &Path,
     recursive: bool,
 ) -> Result<Vec<(String, Vec<LocatedResource>)>, LoadError> {
+    let mut loaded: Vec<(String, Vec<LocatedResource>)> = Vec::new();
+    each_path_located(path, recursive, &mut |visit| match visit {
+        Visit::File(origin) => loaded.push((origin.to_string(), Vec::new())),
+        Visit::Resource(located) => {
+            if let Some((_, resources)) = loaded.last_mut() {
+                resources.push(located);
+            }
+        }
+    })?;
+    Ok(loaded)
+}
+
+/// What a reader hands to its visitor: the origin of each file before its resources, then the
+/// resources one by one.
+enum Visit<'origin, T> {
+    File(&'origin str),
+    Resource(T),
+}
+
+/// Reads a file, or the files of a directory (see [`load_path`]), one at a time.
+fn each_path_located(
+    path: &Path,
+    recursive: bool,
+    visit: &mut dyn FnMut(Visit<'_, LocatedResource>),
+) -> Result<(), LoadError> {
     if path == Path::new("-") {
         return Err(LoadError::StandardInputAsPath);
     }
@@ -184,17 +233,16 @@ fn load_path_located(
     if !metadata.is_dir() {
         let text = std::fs::read_to_string(path).map_err(read_error)?;
         let origin = path.display().to_string();
-        let resources = parse_located(&text, &origin)?;
-        return Ok(vec![(origin, resources)]);
+        visit(Visit::File(&origin));
+        return each_located(&text, &origin, |located| visit(Visit::Resource(located)));
     }
     let mut files = Vec::new();
     collect_files(path, recursive, &mut files)?;
     files.sort();
-    let mut loaded = Vec::new();
-    for file in files {
-        loaded.extend(load_path_located(&file, false)?);
+    for each in files {
+        each_path_located(&each, false, visit)?;
     }
-    Ok(loaded)
+    Ok(())
 }
 
 fn collect_files(
@@ -252,70 +300,122 @@ pub fn load_and_validate_for(
     namespace: Option<&str>,
     release: &ApiRelease,
 ) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
-    let mut problems = Vec::new();
-    let mut loaded = Vec::new();
+    let mut validated: Vec<(String, Vec<Resource>)> = Vec::new();
+    each_validated(inputs, namespace, release, &mut |visit| match visit {
+        Visit::File(origin) => validated.push((origin.to_string(), Vec::new())),
+        Visit::Resource(resource) => {
+            if let Some((_, resources)) = validated.last_mut() {
+                resources.push(resource);
+            }
+        }
+    })?;
+    Ok(validated)
+}
+
+/// As [`load_and_validate_for`], one resource at a time: each valid resource (defaulted) is
+/// handed to `visit` as soon as its document is read and checked, and only the problems are kept,
+/// so inputs of any length are validated in the memory of one document. The problems are the
+/// same as [`load_and_validate_for`]'s, in the same order; when there are any, what `visit` was
+/// given must not be used (nothing may be written).
+pub fn load_and_validate_each(
+    inputs: &[Input],
+    namespace: Option<&str>,
+    release: &ApiRelease,
+    mut visit: impl FnMut(Resource),
+) -> Result<(), LoadError> {
+    each_validated(inputs, namespace, release, &mut |each| {
+        if let Visit::Resource(resource) = each {
+            visit(resource);
+        }
+    })
+}
+
+/// The one loop behind [`load_and_validate_for`] and [`load_and_validate_each`]: each file (its
+/// origin) is visited before its valid resources.
+fn each_validated(
+    inputs: &[Input],
+    namespace: Option<&str>,
+    release: &ApiRelease,
+    visit: &mut dyn FnMut(Visit<'_, Resource>),
+) -> Result<(), LoadError> {
+    // Problems reading the inputs come first, then the invalid resources, as when every input was
+    // read before any was validated. An input that cannot be read whole contributes only that
+    // problem: its documents are not validated.
+    let mut read_problems = Vec::new();
+    let mut invalid = Vec::new();
     for input in inputs {
-        let files = match input {
-            Input::Path { path, recursive } => load_path_located(path, *recursive),
+        let mut input_invalid = Vec::new();
+        let mut check = |each: Visit<'_, LocatedResource>| match each {
+            Visit::File(origin) => visit(Visit::File(origin)),
+            Visit::Resource(located) => match validate_located(located, namespace, release) {
+                Ok(resource) => visit(Visit::Resource(resource)),
+                Err(problem) => input_invalid.push(problem),
+            },
+        };
+        let read = match input {
+            Input::Path { path, recursive } => each_path_located(path, *recursive, &mut check),
             Input::Text { origin, text } => {
-                parse_located(text, origin).map(|resources| vec![(origin.clone(), resources)])
+                check(Visit::File(origin));
+                each_located(text, origin, |located| check(Visit::Resource(located)))
             }
         };
-        match files {
-            Ok(files) => loaded.extend(files),
-            Err(LoadError::Problems(more)) => problems.extend(more),
-            Err(problem) => problems.push(problem),
+        match read {
+            Ok(()) => invalid.extend(input_invalid),
+            Err(LoadError::Problems(more)) => read_problems.extend(more),
+            Err(problem) => read_problems.push(problem),
         }
     }
-    let mut validated = Vec::new();
-    for (origin, located) in loaded {
-        let mut resources = Vec::new();
-        for LocatedResource {
-            location,
-            mut resource,
-            lines,
-        } in located
-        {
-            if resource.kind.is_namespaced() {
-                match (&resource.metadata.namespace, namespace) {
-                    (None, flag) => {
-                        resource.metadata.namespace = Some(flag.unwrap_or("default").to_string());
-                    }
-                    (Some(own), Some(flag)) if own != flag => {
-                        problems.push(LoadError::Document {
-                            location,
-                            reason: format!(
-                                "the resource's namespace `{own}` does not match `--namespace {flag}`"
-                            ),
-                        });
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            match validate_and_default_for(&mut resource, release) {
-                Ok(()) => resources.push(resource),
-                Err(mut error) => {
-                    if let Some(lines) = &lines {
-                        for field in &mut error.errors {
-                            let node = lines.find(&field.path);
-                            field.line = Some(node.line);
-                            field.reason = yaml::explain_yaml_1_1(&field.reason, node);
-                        }
-                    }
-                    problems.push(LoadError::Invalid {
-                        location,
-                        error: Box::new(error),
-                    })
-                }
-            }
-        }
-        validated.push((origin, resources));
-    }
-    if problems.is_empty() {
-        Ok(validated)
+    read_problems.extend(invalid);
+    if read_problems.is_empty() {
+        Ok(())
     } else {
-        Err(LoadError::Problems(problems))
+        Err(LoadError::Problems(read_problems))
+    }
+}
+
+/// Applies `--namespace` to one resource read, then validates and defaults it for `release`; a
+/// problem names the document and, for YAML input, the line of the field.
+fn validate_located(
+    located: LocatedResource,
+    namespace: Option<&str>,
+    release: &ApiRelease,
+) -> Result<Resource, LoadError> {
+    let LocatedResource {
+        location,
+        mut resource,
+        lines,
+    } = located;
+    if resource.kind.is_namespaced() {
+        match (&resource.metadata.namespace, namespace) {
+            (None, flag) => {
+                resource.metadata.namespace = Some(flag.unwrap_or("default").to_string());
+            }
+            (Some(own), Some(flag)) if own != flag => {
+                return Err(LoadError::Document {
+                    location,
+                    reason: format!(
+                        "the resource's namespace `{own}` does not match `--namespace {flag}`"
+                    ),
+                });
+            }
+            _ => {}
+        }
+    }
+    match validate_and_default_for(&mut resource, release) {
+        Ok(()) => Ok(resource),
+        Err(mut error) => {
+            if let Some(lines) = &lines {
+                for field in &mut error.errors {
+                    let node = lines.find(&field.path);
+                    field.line = Some(node.line);
+                    field.reason = yaml::explain_yaml_1_1(&field.reason, node);
+                }
+            }
+            Err(LoadError::Invalid {
+                location,
+                error: Box::new(error),
+            })
+        }
     }
 }
 
@@ -330,15 +430,18 @@ struct Document {
     lines: Option<Lines>,
 }
 
-/// Splits `text` into documents: a JSON stream (concatenated values) when the text is JSON, a
-/// YAML stream otherwise.
-fn split_documents(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+/// Splits `text` into documents, read one at a time: a JSON stream (concatenated values) when the
+/// text is JSON, a YAML stream otherwise. The documents end after the first one that cannot be read.
+fn split_documents<'text>(
+    text: &'text str,
+    origin: &'text str,
+) -> Box<dyn Iterator<Item = Result<Document, LoadError>> + 'text> {
     // JSON documents separated by `---` lines (as upstream's splitter allows) are a YAML stream:
     // YAML reads JSON.
     if looks_like_json(text) && !has_document_separator(text) {
-        split_json(text, origin)
+        Box::new(split_json(text, origin))
     } else {
-        split_yaml(text, origin)
+        Box::new(split_yaml(text, origin))
     }
 }
 
@@ -365,64 +468,77 @@ fn looks_like_json(text: &str) -> bool {
     }
 }
 
-fn split_json(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
+fn split_json<'text>(
+    text: &'text str,
+    origin: &'text str,
+) -> impl Iterator<Item = Result<Document, LoadError>> + 'text {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-    let mut documents = Vec::new();
-    loop {
+    let mut count = 0;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
         // The next value starts after the previous one and any whitespace.
         let offset = stream.byte_offset();
         let start = text[offset..]
             .find(|c: char| !c.is_whitespace())
             .map(|skipped| offset + skipped);
-        let Some(document) = stream.next() else {
-            break;
+        let document = stream.next()?;
+        count += 1;
+        let document = match document {
+            Ok(document) => document,
+            Err(error) => {
+                failed = true;
+                return Some(Err(LoadError::Document {
+                    location: Location {
+                        origin: origin.to_string(),
+                        document: count,
+                        item: None,
+                        line: Some(error.line()),
+                        document_line: None,
+                    },
+                    reason: format!(
+                        "invalid JSON: {}",
+                        PARSER_LOCATION.replace_all(&error.to_string(), "")
+                    ),
+                }));
+            }
         };
-        let document = document.map_err(|error| LoadError::Document {
-            location: Location {
-                origin: origin.to_string(),
-                document: documents.len() + 1,
-                item: None,
-                line: Some(error.line()),
-                document_line: None,
-            },
-            reason: format!(
-                "invalid JSON: {}",
-                PARSER_LOCATION.replace_all(&error.to_string(), "")
-            ),
-        })?;
         let line = start.map(|start| line_of_offset(text, start));
-        documents.push(Document {
+        Some(Ok(Document {
             value: document,
             line,
             lines: None,
-        });
-    }
-    Ok(documents)
+        }))
+    })
 }
 
 fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset].matches('\n').count() + 1
 }
 
-fn split_yaml(text: &str, origin: &str) -> Result<Vec<Document>, LoadError> {
-    let documents = yaml::read_documents(text).map_err(|error| LoadError::Document {
-        location: Location {
-            origin: origin.to_string(),
-            document: error.document,
-            item: None,
-            line: Some(error.line),
-            document_line: None,
-        },
-        reason: error.reason(),
-    })?;
-    Ok(documents
-        .into_iter()
-        .map(|document| Document {
+fn split_yaml<'text>(
+    text: &'text str,
+    origin: &'text str,
+) -> impl Iterator<Item = Result<Document, LoadError>> + 'text {
+    yaml::stream(text).map(move |document| match document {
+        Ok(document) => Ok(Document {
             value: document.value,
             line: Some(document.line),
             lines: Some(document.lines),
-        })
-        .collect())
+        }),
+        Err(error) => Err(LoadError::Document {
+            location: Location {
+                origin: origin.to_string(),
+                document: error.document,
+                item: None,
+                line: Some(error.line),
+                document_line: None,
+            },
+            reason: error.reason(),
+        }),
+    })
 }
 
 /// The top-level fields a resource document may have. `status` is accepted (a Node read back from

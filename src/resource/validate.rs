@@ -112,12 +112,18 @@ pub fn validate_and_default_for(
             errors: vec![refused],
         });
     }
-    let document = serde_json::json!({ "spec": resource.spec });
+    // The spec is moved into the checked document and back, not copied (this runs per document).
+    let mut document = serde_json::Map::with_capacity(1);
+    document.insert("spec".to_string(), std::mem::take(&mut resource.spec));
+    let document = serde_json::Value::Object(document);
     checker.refuse_absent(availability::check_document(
         resource.kind,
         &document,
         release,
     ));
+    if let serde_json::Value::Object(mut document) = document {
+        resource.spec = document.swap_remove("spec").unwrap_or_default();
+    }
     if resource.api_version != API_VERSION {
         checker.fail(
             "apiVersion",

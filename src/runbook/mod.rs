@@ -139,6 +139,12 @@ pub struct Step {
     /// is `item` in templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foreach: Option<String>,
+    /// With `foreach`: one item at a time, in the list's order. A later step of the same runbook
+    /// that `needs` this one and repeats over the same list (the same `foreach` text) goes with it
+    /// item by item: its item n needs only item n of this step, and item n+1 of this step waits for
+    /// item n of it (restart A, wait for A, restart B, wait for B).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serial: bool,
     /// A minijinja expression; the step is skipped when it is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,

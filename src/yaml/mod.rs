@@ -286,6 +286,13 @@ pub fn read_documents(text: &str) -> Result<Vec<Document>, YamlError> {
     read::read_stream(text)
 }
 
+/// Reads the documents of a stream one at a time, each handed out as soon as it ends (see
+/// [`read::Documents`]): a caller that keeps only what it needs of each reads a stream of any
+/// length in the memory of one document.
+pub fn stream(text: &str) -> read::Documents<'_> {
+    read::Documents::new(text)
+}
+
 /// Reads every document of a stream as untyped values, dropping empty ones: what kubectl sends
 /// for a manifest.
 pub fn read_values(text: &str) -> Result<Vec<Value>, YamlError> {

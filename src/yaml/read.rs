@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span, StrInput, Tag};
 use serde_json::{Map, Number, Value};
 
 use super::resolve::{Scalar, go_float_text, is_timestamp, resolve_plain};
@@ -68,7 +68,10 @@ enum Open {
 }
 
 struct Reader {
-    documents: Vec<Document>,
+    /// The document just finished, waiting to be handed out by [`Documents`].
+    finished: Option<Document>,
+    /// How many documents have been finished (for the 1-based index in errors).
+    count: usize,
     stack: Vec<Open>,
     /// Each anchor's value, its lines and its number of nodes.
     anchors: HashMap<usize, (Value, Lines, usize)>,
@@ -82,40 +85,81 @@ struct Reader {
     column: usize,
 }
 
+/// The documents of a YAML stream, read one at a time: each is handed out as soon as it ends,
+/// so a caller that does not keep them reads a stream of any length in the memory of one
+/// document. After an error the stream ends.
+pub struct Documents<'input> {
+    parser: Parser<'input, StrInput<'input>>,
+    reader: Reader,
+    failed: bool,
+}
+
+impl<'input> Documents<'input> {
+    pub fn new(text: &'input str) -> Documents<'input> {
+        // A byte order mark is allowed at the start, as upstream's reader allows it.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        Documents {
+            parser: Parser::new_from_str(text),
+            reader: Reader {
+                finished: None,
+                count: 0,
+                stack: Vec::new(),
+                anchors: HashMap::new(),
+                document_line: 1,
+                document_explicit: false,
+                root: None,
+                expanded: 0,
+                written: 0,
+                column: 1,
+            },
+            failed: false,
+        }
+    }
+}
+
+impl Iterator for Documents<'_> {
+    type Item = Result<Document, YamlError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let reader = &mut self.reader;
+        for event in self.parser.by_ref() {
+            let (event, span) = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    self.failed = true;
+                    return Some(Err(YamlError {
+                        document: reader.count + 1,
+                        line: error.marker().line(),
+                        column: error.marker().col() + 1,
+                        kind: YamlErrorKind::Syntax(error.info().to_string()),
+                    }));
+                }
+            };
+            reader.column = span.start.col() + 1;
+            let column = reader.column;
+            if let Err((line, kind)) = reader.event(event, span) {
+                self.failed = true;
+                return Some(Err(YamlError {
+                    document: reader.count + 1,
+                    line,
+                    column,
+                    kind,
+                }));
+            }
+            if let Some(document) = reader.finished.take() {
+                return Some(Ok(document));
+            }
+        }
+        None
+    }
+}
+
 /// Reads every document of a YAML stream. Empty documents are kept as `null` (callers skip them).
 pub fn read_stream(text: &str) -> Result<Vec<Document>, YamlError> {
-    // A byte order mark is allowed at the start, as upstream's reader allows it.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut reader = Reader {
-        documents: Vec::new(),
-        stack: Vec::new(),
-        anchors: HashMap::new(),
-        document_line: 1,
-        document_explicit: false,
-        root: None,
-        expanded: 0,
-        written: 0,
-        column: 1,
-    };
-    for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|error| YamlError {
-            document: reader.documents.len() + 1,
-            line: error.marker().line(),
-            column: error.marker().col() + 1,
-            kind: YamlErrorKind::Syntax(error.info().to_string()),
-        })?;
-        reader.column = span.start.col() + 1;
-        let column = reader.column;
-        reader
-            .event(event, span)
-            .map_err(|(line, kind)| YamlError {
-                document: reader.documents.len() + 1,
-                line,
-                column,
-                kind,
-            })?;
-    }
-    Ok(reader.documents)
+    Documents::new(text).collect()
 }
 
 type Failure = (usize, YamlErrorKind);
@@ -144,7 +188,8 @@ impl Reader {
                 } else {
                     lines.line
                 };
-                self.documents.push(Document {
+                self.count += 1;
+                self.finished = Some(Document {
                     value,
                     lines,
                     line: start,

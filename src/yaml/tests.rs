@@ -257,3 +257,21 @@ fn aliases_follow_go_yaml_v2s_ratio_rule() {
         YamlErrorKind::TooManyAliases
     );
 }
+
+#[test]
+fn a_stream_hands_out_each_document_before_reading_the_next() {
+    let text = "a: 1\n---\nb: 2\n---\nc: [unclosed\n";
+    let mut documents = stream(text);
+    let first = documents.next().unwrap().unwrap();
+    assert_eq!(first.value, json!({"a": 1}));
+    assert_eq!(first.line, 1);
+    let second = documents.next().unwrap().unwrap();
+    assert_eq!(second.value, json!({"b": 2}));
+    assert_eq!(second.line, 2, "an explicit document starts at its `---`");
+    let error = documents.next().unwrap().unwrap_err();
+    assert_eq!(error.document, 3);
+    assert!(matches!(error.kind, YamlErrorKind::Syntax(_)), "{error}");
+    assert!(documents.next().is_none(), "the stream ends after an error");
+    // Collected whole, the same stream fails with the same error.
+    assert_eq!(read_documents(text).unwrap_err(), error);
+}

@@ -253,6 +253,15 @@ pub fn filters(home: &Path) -> Vec<(String, String)> {
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z".to_string(),
             "[TIME]".to_string(),
         ),
+        // The pre-flight names the test etcd's members and the size of their databases.
+        (
+            r"netctl-test-[A-Za-z0-9]+-".to_string(),
+            "netctl-test-[ID]-".to_string(),
+        ),
+        (
+            r"holds \d+\.\d [KMG]iB".to_string(),
+            "holds [SIZE]".to_string(),
+        ),
     ]
 }
 

@@ -87,8 +87,62 @@ fn restart_state(kube: &KubeApiServer, namespace: &str, name: &str) -> (i64, Opt
     )
 }
 
+/// The service Deployments of [`alp_cluster`] that the upgrade restarts, in the plan's order.
+const SERVICES: [(&str, &str); 3] = [("default", "ext"), ("shop", "cart"), ("shop", "front")];
+
+/// Runs `work` while a stand-in for the deployment controller and kubelet rolls out any service
+/// Deployment whose spec is newer than observed, `delay` after it first sees it. Returns what
+/// `work` returned and, per roll-out, the Deployment and how many requests the test server had
+/// received when it was done (so a request after it has a higher index in `kube.requests()`).
+fn with_deployment_controller<T>(
+    kube: &KubeApiServer,
+    delay: std::time::Duration,
+    work: impl FnOnce() -> T,
+) -> (T, Vec<(String, usize)>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let controller = scope.spawn(|| {
+            let mut rolled_out = Vec::new();
+            let mut seen: std::collections::HashMap<String, std::time::Instant> =
+                std::collections::HashMap::new();
+            while !done.load(Ordering::SeqCst) {
+                for (namespace, name) in SERVICES {
+                    let object = kube.get("apps/v1", "deployments", namespace, name).unwrap();
+                    let key = format!("{namespace}/{name}");
+                    if object["metadata"]["generation"] == object["status"]["observedGeneration"] {
+                        seen.remove(&key);
+                        continue;
+                    }
+                    let first_seen = *seen
+                        .entry(key.clone())
+                        .or_insert_with(std::time::Instant::now);
+                    if first_seen.elapsed() >= delay {
+                        roll_out_in(kube, namespace, "deployments", name, 1, 1);
+                        rolled_out.push((key, kube.requests().len()));
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            rolled_out
+        });
+        let result = work();
+        done.store(true, Ordering::SeqCst);
+        (result, controller.join().unwrap())
+    })
+}
+
+/// Index of the first restart (a PATCH of the Deployment) in the test server's request log.
+fn first_restart(requests: &[String], namespace: &str, name: &str) -> usize {
+    let path = format!("PATCH /apis/apps/v1/namespaces/{namespace}/deployments/{name}");
+    requests
+        .iter()
+        .position(|request| request.starts_with(&path))
+        .unwrap_or_else(|| panic!("{namespace}/{name} was never restarted: {requests:#?}"))
+}
+
 #[test]
-fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twice() {
+fn alp_upgrade_restarts_service_deployments_one_at_a_time_and_resumes_at_the_right_item() {
     let kube = alp_cluster();
     let operator = kubernetes_operator(&kube);
     let mirror = alp_mirror(&operator);
@@ -104,26 +158,62 @@ fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twic
         "the injected namespace's Deployments and the one that opts in, not the one that opts out"
     );
     let ids = step_ids(&plan);
-    for id in [
-        "alp-upgrade/apply-injector-configmap",
-        "alp-upgrade/restart-service-deployment[2]",
-        "alp-upgrade/wait-service-deployment[2]",
-    ] {
-        assert!(ids.contains(&id.to_string()), "{id} in {ids:?}");
-    }
+    let service_steps: Vec<&str> = ids
+        .iter()
+        .map(String::as_str)
+        .filter(|id| id.contains("-service-deployment["))
+        .collect();
+    assert_eq!(
+        service_steps,
+        [
+            "alp-upgrade/restart-service-deployment[0]",
+            "alp-upgrade/wait-service-deployment[0]",
+            "alp-upgrade/restart-service-deployment[1]",
+            "alp-upgrade/wait-service-deployment[1]",
+            "alp-upgrade/restart-service-deployment[2]",
+            "alp-upgrade/wait-service-deployment[2]",
+        ],
+        "restart, wait, next (seed 9.8)"
+    );
+    let step = |id: &str| {
+        plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        step("alp-upgrade/restart-service-deployment[1]")["needs"],
+        json!([
+            "alp-upgrade/apply-injector-configmap",
+            "alp-upgrade/restart-service-deployment[0]",
+            "alp-upgrade/wait-service-deployment[0]"
+        ])
+    );
+    assert_eq!(
+        step("alp-upgrade/wait-service-deployment[1]")["needs"],
+        json!(["alp-upgrade/restart-service-deployment[1]"]),
+        "a wait needs its own restart only"
+    );
 
     let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
     apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
     roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     set_kube_version(&kube, "v3.29.0");
 
+    // A roll-out takes its time; a restart of the next Deployment before it is done fails below.
+    let delay = std::time::Duration::from_millis(700);
     // Killed right after the second restart, before the checkpoint recorded it.
     let resume = Apply::resume().mirror(&mirror).yes();
-    apply_killed_at(
-        &operator,
-        &resume,
-        "alp-upgrade/restart-service-deployment[1]:after",
-    );
+    let ((), first_roll_outs) = with_deployment_controller(&kube, delay, || {
+        apply_killed_at(
+            &operator,
+            &resume,
+            "alp-upgrade/restart-service-deployment[1]:after",
+        )
+    });
     let configmap = kube
         .get("v1", "configmaps", "istio-system", "istio-sidecar-injector")
         .expect("the injector configmap was applied");
@@ -140,25 +230,10 @@ fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twic
         (1, None),
         "not restarted yet"
     );
+    let requests_before_resume = kube.requests().len();
 
-    // The deployment controller and kubelet: roll out whatever has a newer spec than observed.
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let resumed = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                for (namespace, name) in [("default", "ext"), ("shop", "cart"), ("shop", "front")] {
-                    let object = kube.get("apps/v1", "deployments", namespace, name).unwrap();
-                    if object["metadata"]["generation"] != object["status"]["observedGeneration"] {
-                        roll_out_in(&kube, namespace, "deployments", name, 1, 1);
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        });
-        let resumed = operator.apply(&resume);
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        resumed
-    });
+    let (resumed, later_roll_outs) =
+        with_deployment_controller(&kube, delay, || operator.apply(&resume));
     assert_success(&resumed, "resume");
     let status = status_json(&operator);
     assert_eq!(
@@ -178,6 +253,31 @@ fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twic
         );
     }
     assert_eq!(restart_state(&kube, "shop", "legacy"), (1, None));
+
+    // One at a time: each Deployment is restarted only after the one before it rolled out.
+    let requests = kube.requests();
+    let roll_outs: Vec<(String, usize)> =
+        first_roll_outs.into_iter().chain(later_roll_outs).collect();
+    let rolled_out_at = |key: &str| {
+        roll_outs
+            .iter()
+            .find(|(rolled, _)| rolled == key)
+            .map(|(_, at)| *at)
+            .unwrap_or_else(|| panic!("{key} never rolled out: {roll_outs:?}"))
+    };
+    for pair in SERVICES.windows(2) {
+        let (before, (namespace, name)) = (pair[0], pair[1]);
+        let before = format!("{}/{}", before.0, before.1);
+        assert!(
+            first_restart(&requests, namespace, name) >= rolled_out_at(&before),
+            "{namespace}/{name} restarted before {before} rolled out: {roll_outs:?}\n{requests:#?}"
+        );
+    }
+    // The resume continued at cart's restart (found done), then its wait, then front.
+    assert!(
+        first_restart(&requests, "shop", "front") > requests_before_resume,
+        "front is restarted by the resume"
+    );
     let journal =
         std::fs::read_to_string(operator.home().join("state/journal.jsonl")).expect("journal");
     let recovered = journal
@@ -186,6 +286,13 @@ fn alp_upgrade_rolls_each_service_deployment_and_resumes_without_restarting_twic
         .filter(|line| line.contains("Deployment shop/cart was already restarted by this run"))
         .count();
     assert_eq!(recovered, 1, "{journal}");
+    assert!(
+        !requests[requests_before_resume..]
+            .iter()
+            .any(|request| request
+                .starts_with("PATCH /apis/apps/v1/namespaces/default/deployments/ext")),
+        "the resume does not touch ext, finished before the kill"
+    );
 }
 
 #[test]

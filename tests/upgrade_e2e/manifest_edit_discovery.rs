@@ -157,7 +157,10 @@ fn hand_edits_are_found_in_the_cluster_reviewed_and_carried_into_upgrade_yaml() 
         applied.contains("docker.io/calico/node:v3.29.0"),
         "{applied}"
     );
-    let resume = Apply::resume().mirror(mirror_arg).approve(GATE);
+    let resume = Apply::resume()
+        .mirror(mirror_arg)
+        .approve(GATE)
+        .approve("manifest-upgrade/apply-manifest");
     apply_killed_at(&operator, &resume, "manifest-upgrade/apply-manifest:after");
     let node = kube
         .get("apps/v1", "daemonsets", "kube-system", "calico-node")

@@ -236,3 +236,57 @@ fn etcd_manifest_run_killed_at_every_step_boundary_resumes_to_the_end() {
         "docker.io/calico/node:v3.27.0"
     );
 }
+
+/// `upgrade plan` previews the datastore writes of its resource steps against what is stored now,
+/// with the dry run's marks and counts, and says when a step's resource is written by an earlier
+/// step first (the finish phase's unlabel and delete). The preview is not in the saved plan.
+#[test]
+fn etcd_manifest_plan_previews_the_datastore_writes() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let mirror_arg = mirror.to_str().unwrap();
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let out = operator.home().join("previewed-plan.json");
+    let shown = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--to",
+            "v3.27.0",
+            "--mirror-dir",
+            mirror_arg,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_success(&shown, "upgrade plan");
+    assert_eq!(
+        before,
+        etcd.dump_prefix_bytes("/calico/"),
+        "a plan writes nothing"
+    );
+    let stdout = crate::exec_common::text(&shown.stdout);
+    let preview = stdout
+        .split_once("\ndatastore writes, each against what is stored now")
+        .map(|(_, preview)| format!("datastore writes, each against what is stored now{preview}"))
+        .unwrap_or_else(|| panic!("no preview in:\n{stdout}"));
+    assert!(
+        preview.contains("+ would create GlobalNetworkPolicy(allow-all-upgrade)")
+            && preview.contains("depends on step `hostendpoint-preparation/"),
+        "{preview}"
+    );
+    snapshot(&operator, "etcd_manifest_plan_write_preview", &preview);
+    // The saved plan (and so its digest) is the plan alone.
+    let saved = std::fs::read_to_string(&out).unwrap();
+    assert!(!saved.contains("would create"), "{saved}");
+    let (_, json_plan) = plan(&operator, "v3.27.0", &["--mirror-dir", mirror_arg]);
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["digest"], json_plan["digest"]);
+}

@@ -228,7 +228,10 @@ fn kubernetes_manifest_edits_made_at_the_gate_are_kept_on_resume_and_applied() {
     assert_ne!(edited, downloaded);
     std::fs::write(&file, &edited).unwrap();
 
-    let resume = Apply::resume().mirror(mirror).approve(gate);
+    let resume = Apply::resume()
+        .mirror(mirror)
+        .approve(gate)
+        .approve("manifest-upgrade/apply-manifest");
     apply_killed_at(&operator, &resume, "manifest-upgrade/apply-manifest:after");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -546,4 +549,105 @@ fn kubernetes_canal_manifest_install_waits_for_the_canal_daemon_set() {
         status["checkpoint"]["run"]["state"], "completed",
         "{status}"
     );
+}
+
+/// The manifest apply is a point of no return with a way back: the plan and its gate say how, the
+/// step saves the objects as they were live to `previous-manifest.yaml` in the state directory
+/// before the first write, and the exact command it names (real kubectl) brings calico-node back.
+#[test]
+fn the_manifest_apply_is_gated_saves_the_previous_manifest_and_kubectl_can_go_back() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    let step = "manifest-upgrade/apply-manifest";
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &["--no-manifest-edits"]);
+    let planned = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|planned| planned["id"] == step)
+        .unwrap()
+        .clone();
+    assert_eq!(planned["irreversible"], true, "{planned}");
+    let after = planned["rollback"]["after"].as_str().unwrap();
+    assert!(
+        after.contains("re-apply the previous manifest from the state directory")
+            && after.contains("`kubectl apply --server-side --force-conflicts --field-manager=netctl -f previous-manifest.yaml`"),
+        "{after}"
+    );
+    let shown = operator.run(
+        &["upgrade", "plan", "--to", "v3.29.0", "--no-manifest-edits"],
+        &[],
+    );
+    assert_success(&shown, "upgrade plan");
+    assert!(
+        text(&shown.stdout).contains("previous-manifest.yaml"),
+        "the plan shows the advice: {}",
+        text(&shown.stdout)
+    );
+
+    // Unattended without approval: the run stops at the apply, with the advice and the directory.
+    let stopped = operator.apply(&Apply::plan(&plan_file).mirror(&mirror));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
+    let stderr = text(&stopped.stderr);
+    let files = operator.home().join("state/files");
+    for expected in [
+        "`manifest-upgrade/apply-manifest` is irreversible",
+        "to go back now instead: Nothing of v3.29.0 is applied yet",
+        "once it has run: The node agents roll to v3.29.0. To go back, re-apply the previous manifest",
+        &format!("(downloaded files in `{}`)", files.display()),
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} in:\n{stderr}");
+    }
+    let image = |kube: &KubeApiServer| {
+        kube.get("apps/v1", "daemonsets", "kube-system", "calico-node")
+            .unwrap()["spec"]["template"]["spec"]["containers"][0]["image"]
+            .clone()
+    };
+    assert_eq!(image(&kube), "docker.io/calico/node:v3.25.2");
+    assert!(!files.join("previous-manifest.yaml").exists());
+
+    let resume = Apply::resume().mirror(&mirror).approve(step);
+    apply_killed_at(&operator, &resume, &format!("{step}:after"));
+    assert_eq!(image(&kube), "docker.io/calico/node:v3.29.0");
+    let saved_path = files.join("previous-manifest.yaml");
+    let saved = std::fs::read_to_string(&saved_path).expect("the previous manifest is saved");
+    let command = format!(
+        "kubectl apply --server-side --force-conflicts --field-manager=netctl -f {}",
+        saved_path.display()
+    );
+    assert!(saved.contains(&command), "{saved}");
+    assert!(saved.contains("docker.io/calico/node:v3.25.2"), "{saved}");
+    for server_set in ["resourceVersion", "managedFields", "uid:", "status:"] {
+        assert!(!saved.contains(server_set), "{server_set} in {saved}");
+    }
+    assert!(!saved.contains("kind: Secret"), "{saved}");
+    // The resume runs the apply again (killed before the checkpoint recorded it) and keeps what the
+    // first attempt saved: the live objects are the new ones by now.
+    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    set_kube_version(&kube, "v3.29.0");
+    let resumed = operator.apply(&Apply::resume().mirror(&mirror).yes());
+    assert_success(&resumed, "resume");
+    assert_eq!(std::fs::read_to_string(&saved_path).unwrap(), saved);
+    let journal = std::fs::read_to_string(operator.home().join("state/journal.jsonl")).unwrap();
+    assert!(
+        journal.contains("saved before an earlier attempt (to go back:"),
+        "{journal}"
+    );
+
+    // Going back as the advice says, with the real kubectl.
+    let program = crate::support::find_program("kubectl", "apt-get install kubernetes-client");
+    let home = kube.directory().join("kubectl-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut words = command.split(' ');
+    words.next();
+    let output = std::process::Command::new(program)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .args(words)
+        .arg("--validate=false")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(image(&kube), "docker.io/calico/node:v3.25.2", "back");
 }

@@ -174,6 +174,23 @@ fn preflight_refuses_a_run_when_etcd_is_near_or_over_its_quota() {
     );
     assert_eq!(etcd.revision(), before, "nothing was written");
 
+    // The dry run says so too, and still shows every step.
+    let rehearsed = operator.apply(&Apply::plan(&plan_file).dry_run().with(&[
+        "--skip-preflight",
+        "node-agents",
+        "--etcd-quota-bytes",
+        &(used + used / 20).to_string(),
+    ]));
+    assert_success(&rehearsed, "dry run");
+    let transcript = text(&rehearsed.stdout);
+    assert!(
+        transcript.contains("the run would stop here: pre-flight failed before anything was written: etcd-quota: the fullest database")
+            && transcript.contains("  to fix: free space first: compact and defragment"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("[1/"), "{transcript}");
+    assert_eq!(etcd.revision(), before, "the dry run wrote nothing");
+
     // Filled past its real quota, etcd raises NOSPACE; the pre-flight names the alarm.
     let filler = "x".repeat(100 * 1024);
     for index in 0..64 {
@@ -394,6 +411,41 @@ fn a_pod_security_policy_patch_is_skipped_on_a_cluster_without_the_api() {
         )),
         "{}",
         text(&planned.stderr)
+    );
+
+    // The dry run runs the same pre-flight: the step is skipped there too, not reported as a type
+    // the cluster does not serve.
+    let requests_before = kube.requests().len();
+    let rehearsed = operator.apply(&Apply::plan(&plan_file).mirror(&mirror).dry_run());
+    assert_success(&rehearsed, "dry run");
+    let transcript = text(&rehearsed.stdout);
+    let heading = transcript
+        .lines()
+        .position(|line| line.contains(&format!("] {step} (")))
+        .unwrap_or_else(|| panic!("no {step} in:\n{transcript}"));
+    assert_eq!(
+        transcript.lines().nth(heading + 1).unwrap_or_default(),
+        format!("  would be skipped by the pre-flight: {reason}"),
+        "{transcript}"
+    );
+    assert!(
+        !transcript.contains("does not serve `PodSecurityPolicy`"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains(&format!(
+            "  pre-flight: step `{step}` will be skipped: {reason}"
+        )),
+        "{transcript}"
+    );
+    assert!(
+        kube.requests()[requests_before..].iter().all(|request| {
+            request.starts_with("GET")
+                || request.contains("dryRun=All")
+                || request.contains("selfsubjectaccessreviews")
+        }),
+        "the dry run and its pre-flight only read: {:#?}",
+        &kube.requests()[requests_before..]
     );
 
     // The run goes as far as Helm (the rest is the Helm scenario's) and is stopped there.

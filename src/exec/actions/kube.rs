@@ -34,6 +34,86 @@ use crate::plan::action::{
 /// Objects per list request of `kube.list`, so a large namespace is read in pages.
 const LIST_PAGE_SIZE: u32 = 250;
 
+/// Saves the objects of `documents` as they are live to `path` (the `save_previous` of
+/// `kube.apply`), unless an earlier attempt did: what `kubectl apply` of that file needs to go back.
+/// Secrets are never written (their data must not land in the state directory); objects not live
+/// yet are listed in the header, to be deleted when going back. Returns what the step's summary
+/// says of it.
+async fn save_previous(
+    client: &kube::Client,
+    documents: &[Value],
+    path: &Path,
+    apply: &KubeApply,
+) -> Result<String, KubeActionError> {
+    let command = format!(
+        "kubectl apply --server-side --force-conflicts --field-manager={} -f {}",
+        apply.field_manager,
+        path.display()
+    );
+    if path.exists() {
+        return Ok(format!(
+            "kept `{}` saved before an earlier attempt (to go back: `{command}`)",
+            path.display()
+        ));
+    }
+    let mut saved = Vec::new();
+    let mut not_live = Vec::new();
+    let mut secrets = Vec::new();
+    for document in documents {
+        let object = document_object(document);
+        if object.kind == "Secret" {
+            secrets.push(object.to_string());
+            continue;
+        }
+        let api = object_api(client, &object).await?;
+        let live = api
+            .get_opt(&object.name)
+            .await
+            .map_err(|error| request_error(format!("reading {object}"), error))?;
+        match live {
+            Some(live) => {
+                let live = serde_json::to_value(&live).unwrap_or(Value::Null);
+                saved.push(crate::plan::edit_discovery::without_server_fields(&live));
+            }
+            None => not_live.push(object.to_string()),
+        }
+    }
+    let mut text = format!(
+        "# The objects of the manifest as they were live before netctl applied it. To go back:\n#   {command}\n"
+    );
+    if !not_live.is_empty() {
+        text.push_str("# Not live before (created by the apply; delete them to go back):\n");
+        for object in &not_live {
+            text.push_str(&format!("#   {object}\n"));
+        }
+    }
+    if !secrets.is_empty() {
+        text.push_str(
+            "# Secrets are not saved here (their data stays out of the state directory):\n",
+        );
+        for object in &secrets {
+            text.push_str(&format!("#   {object}\n"));
+        }
+    }
+    for object in &saved {
+        text.push_str("---\n");
+        text.push_str(&crate::yaml::emit::value_to_string(object));
+    }
+    let error = |source| KubeActionError::SavePrevious {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        crate::exec::checkpoint::create_private_directory(parent).map_err(error)?;
+    }
+    crate::exec::checkpoint::write_atomically(path, text.as_bytes()).map_err(error)?;
+    Ok(format!(
+        "saved the {} object(s) as they were live to `{}` first (to go back: `{command}`)",
+        saved.len(),
+        path.display()
+    ))
+}
+
 /// Why a `kube.*` action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeActionError {
@@ -86,6 +166,12 @@ pub enum KubeActionError {
     },
     #[error("invalid ready count `{0}`: expected `N/M`, e.g. `2/2`")]
     InvalidReadyCount(String),
+    #[error("cannot save the live objects to `{}` before applying", path.display())]
+    SavePrevious {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl KubeActionError {
@@ -114,6 +200,9 @@ impl KubeActionError {
             }
             KubeActionError::RolloutTimeout { .. } => {
                 "look at the pods (`kubectl get pods`, `kubectl describe`), then resume the run or raise `timeout`".into()
+            }
+            KubeActionError::SavePrevious { .. } => {
+                "nothing was applied; check the state directory's permissions and free space, then resume the run".into()
             }
             _ => return None,
         })
@@ -305,6 +394,12 @@ pub async fn apply(
     let (text, origin) = manifest_text(&apply.source, files_dir, mirror_dir).await?;
     let documents = manifest_documents(&text, &origin)?;
     let dry_run = mode == RunMode::DryRun;
+    let lines_before = match (&apply.save_previous, dry_run) {
+        (Some(file), false) => {
+            Some(save_previous(client, &documents, &files_dir.join(file), apply).await?)
+        }
+        _ => None,
+    };
     let mut lines = Vec::new();
     let mut applied = Vec::new();
     for document in &documents {
@@ -349,10 +444,11 @@ pub async fn apply(
     if let ManifestSource::File(_) = &apply.source {
         output["source_sha256"] = json!(super::fetch::sha256(text.as_bytes()));
     }
-    let mut outcome = done(
-        format!("applied {} object(s) of {origin}", documents.len()),
-        output,
-    );
+    let mut summary = format!("applied {} object(s) of {origin}", documents.len());
+    if let Some(saved) = lines_before {
+        summary = format!("{summary}; {saved}");
+    }
+    let mut outcome = done(summary, output);
     outcome.transcript.extend(lines);
     Ok(outcome)
 }

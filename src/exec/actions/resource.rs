@@ -22,7 +22,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::datastore::{Datastore, ListOptions, StoreError};
+use crate::datastore::{Datastore, Detail, ListOptions, StoreError};
 use crate::exec::interrupt::StopSignal;
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
 use crate::release::ApiRelease;
@@ -111,9 +111,13 @@ pub(super) fn prepare_all(
 ) -> Result<Vec<Resource>, ResourceActionError> {
     let mut prepared = Vec::with_capacity(documents.documents.len());
     let mut seen = std::collections::HashMap::with_capacity(documents.documents.len());
+    // Documents a command has loaded were validated and defaulted for this release already.
+    let validated = documents.validated_for.as_ref() == Some(&release.release);
     for (index, document) in documents.documents.iter().enumerate() {
         let mut resource = document.clone();
-        prepare_for_write(&mut resource, release)?;
+        if !validated {
+            prepare_for_write(&mut resource, release)?;
+        }
         let key = resource.key();
         writable(&key)?;
         if let Some(first) = seen.insert(key.clone(), index) {
@@ -435,7 +439,8 @@ pub(super) fn parse_selector(text: Option<&str>) -> Result<Option<Selector>, Res
 }
 
 /// Hands every resource of `kind` (in `namespace`, or all) that `selector` selects to `visit`,
-/// page by page.
+/// page by page, each with its kind, name and namespace, and its labels when a selector reads
+/// them: nothing else is decoded (a listing step over 10k host endpoints decoded them whole).
 pub(super) async fn for_each_selected(
     store: &dyn Datastore,
     kind: Kind,
@@ -443,7 +448,12 @@ pub(super) async fn for_each_selected(
     selector: Option<&Selector>,
     mut visit: impl FnMut(Resource),
 ) -> Result<(), ResourceActionError> {
-    let options = ListOptions::new(kind).in_namespace(namespace.map(str::to_string));
+    let options = ListOptions::new(kind)
+        .in_namespace(namespace.map(str::to_string))
+        .with_detail(Detail::Summary {
+            spec_fields: Vec::new(),
+            labels: selector.is_some(),
+        });
     crate::datastore::for_each(store, &options, |resource| -> Result<(), StoreError> {
         if selector.is_none_or(|selector| selector.matches(&resource.metadata.labels)) {
             visit(resource);
@@ -664,6 +674,7 @@ mod tests {
         let documents = ResourceDocuments {
             documents: vec![changed],
             file: None,
+            validated_for: None,
         };
         super::super::resource_apply::write_documents(
             &store,

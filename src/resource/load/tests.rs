@@ -451,3 +451,62 @@ fn a_byte_order_mark_is_accepted() {
     .unwrap();
     assert_eq!(tier.metadata.name, "t");
 }
+
+/// Documents are read one at a time, but a stream that cannot be read is still reported before
+/// what an earlier document says (as when the whole stream was read before any document).
+#[test]
+fn a_syntax_error_later_in_a_stream_is_reported_before_an_earlier_bad_document() {
+    let text = format!("---\nkind: Nonsense\n---\n{POOL}---\nspec: [unclosed\n");
+    let error = parse_documents(&text, "mixed.yaml").unwrap_err();
+    let LoadError::Document { location, reason } = error else {
+        panic!("expected a document error, got {error:?}");
+    };
+    assert_eq!(location.document, 3, "{reason}");
+    assert!(reason.starts_with("invalid YAML"), "{reason}");
+    // Without the syntax error, the first document's problem is the one reported.
+    let text = format!("---\nkind: Nonsense\n---\n{POOL}");
+    let error = parse_documents(&text, "mixed.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("document 1"), "{error}");
+}
+
+/// Streaming validation reports what loading everything first reported: read problems of every
+/// input first, then every invalid resource, and nothing of an input that could not be read.
+#[test]
+fn validation_one_document_at_a_time_reports_every_problem_in_order() {
+    let bad = "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: bad}\nspec: {cidr: 10.0.0.1/16}\n";
+    let inputs = [
+        Input::Text {
+            origin: "first.yaml".into(),
+            text: format!("---\n{bad}---\n{POOL}---\n{bad}"),
+        },
+        Input::Text {
+            origin: "broken.yaml".into(),
+            text: format!("---\n{bad}---\nspec: [unclosed\n"),
+        },
+    ];
+    let mut visited = Vec::new();
+    let error = load_and_validate_each(&inputs, None, &ApiRelease::newest(), |resource| {
+        visited.push(resource.metadata.name)
+    })
+    .unwrap_err();
+    assert_eq!(visited, ["pool1"]);
+    let LoadError::Problems(problems) = error else {
+        panic!("expected every problem, got {error:?}");
+    };
+    let origins: Vec<String> = problems
+        .iter()
+        .map(|problem| match problem {
+            LoadError::Document { location, .. } | LoadError::Invalid { location, .. } => {
+                format!("{} {}", location.origin, location.document)
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    assert_eq!(origins, ["broken.yaml 2", "first.yaml 1", "first.yaml 3"]);
+    let collected = load_and_validate_for(&inputs, None, &ApiRelease::newest())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(LoadError::Problems(problems).to_string(), collected);
+}

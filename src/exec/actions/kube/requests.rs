@@ -88,6 +88,20 @@ fn manifest_objects(text: &str) -> Result<Vec<KubeObject>, String> {
 
 /// The requests `kube.apply` would send.
 pub fn describe_apply(apply: &KubeApply, files_dir: &std::path::Path) -> Vec<String> {
+    let mut lines = describe_apply_requests(apply, files_dir);
+    if let Some(file) = &apply.save_previous {
+        lines.insert(
+            0,
+            format!(
+                "would first save the objects as they are live to `{}` (kept if it exists), to go back with",
+                files_dir.join(file).display()
+            ),
+        );
+    }
+    lines
+}
+
+fn describe_apply_requests(apply: &KubeApply, files_dir: &std::path::Path) -> Vec<String> {
     let text = match &apply.source {
         ManifestSource::Inline(text) => Some(text.clone()),
         ManifestSource::File(file) => std::fs::read_to_string(files_dir.join(file)).ok(),
