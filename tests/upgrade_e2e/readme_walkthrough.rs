@@ -134,12 +134,21 @@ fn the_first_steps_work_on_the_quickstart_datastore_alone() {
 /// workloads roll out and ClusterInformation reports v3.27.0.
 fn play_the_cluster(etcd: &EtcdServer, kube: &KubeApiServer, stop: &std::sync::atomic::AtomicBool) {
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        let applied = kube
-            .get("apps/v1", "daemonsets", "kube-system", "calico-node")
-            .is_some_and(|node| {
-                node["spec"]["template"]["spec"]["containers"][0]["image"]
-                    == "docker.io/calico/node:v3.27.0"
-            });
+        // Both workloads must carry the new spec before they roll: the manifest is applied one
+        // object at a time, and a Deployment marked rolled out before its own update would keep
+        // an observed generation behind its spec (the wait would never end).
+        let at_new_image = |resource: &str, name: &str, image: &str| {
+            kube.get("apps/v1", resource, "kube-system", name)
+                .is_some_and(|object| {
+                    object["spec"]["template"]["spec"]["containers"][0]["image"] == image
+                })
+        };
+        let applied = at_new_image("daemonsets", "calico-node", "docker.io/calico/node:v3.27.0")
+            && at_new_image(
+                "deployments",
+                "calico-kube-controllers",
+                "docker.io/calico/kube-controllers:v3.27.0",
+            );
         if applied {
             roll_out(kube, "daemonsets", "calico-node", 1, 2);
             roll_out(kube, "deployments", "calico-kube-controllers", 1, 1);
