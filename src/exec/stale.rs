@@ -66,10 +66,12 @@ pub fn first_stale_fact(planned: &Facts, now: &DiscoveredFacts) -> Option<StaleF
     if planned.all_interfaces_host_endpoints.origin == FactOrigin::Discovered {
         if let Some(endpoints) = &now.all_interfaces_host_endpoints {
             if *endpoints != planned.all_interfaces_host_endpoints.value {
+                let (planned, now) =
+                    host_endpoint_change(&planned.all_interfaces_host_endpoints.value, endpoints);
                 return Some(StaleFact {
                     fact: "all_interfaces_host_endpoints",
-                    planned: list(&planned.all_interfaces_host_endpoints.value),
-                    now: list(endpoints),
+                    planned,
+                    now,
                 });
             }
         }
@@ -159,28 +161,71 @@ fn plain<T: Serialize>(value: &T) -> String {
     }
 }
 
+/// How many host endpoints a stale-plan message lists in full, and how many of the changed ones it
+/// names when the lists are longer (a fleet's list would make a message of megabytes).
+const HOST_ENDPOINTS_SHOWN: usize = 5;
+
+/// The host endpoints as planned and as found now. Short lists are shown whole; longer ones as a
+/// count and the entries that differ: those the plan had that are gone or changed, and those now
+/// found that are new or changed, a few of each and how many more.
+fn host_endpoint_change(
+    planned: &[HostEndpointFact],
+    now: &[HostEndpointFact],
+) -> (String, String) {
+    if planned.len().max(now.len()) <= HOST_ENDPOINTS_SHOWN {
+        return (list(planned), list(now));
+    }
+    let not_in = |these: &[HostEndpointFact], those: &[HostEndpointFact]| {
+        let those: std::collections::BTreeSet<&HostEndpointFact> = those.iter().collect();
+        these
+            .iter()
+            .filter(|endpoint| !those.contains(endpoint))
+            .map(entry)
+            .collect::<Vec<_>>()
+    };
+    let describe = |all: &[HostEndpointFact], differing: Vec<String>, which: &str| {
+        let count = all.len();
+        if differing.is_empty() {
+            return format!("{count} host endpoints");
+        }
+        let more = differing.len().saturating_sub(HOST_ENDPOINTS_SHOWN);
+        let shown = differing
+            .into_iter()
+            .take(HOST_ENDPOINTS_SHOWN)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match more {
+            0 => format!("{count} host endpoints, {which}: {shown}"),
+            more => format!("{count} host endpoints, {which}: {shown} and {more} more"),
+        }
+    };
+    (
+        describe(planned, not_in(planned, now), "since gone or changed"),
+        describe(now, not_in(now, planned), "new or changed"),
+    )
+}
+
 /// The host endpoints by name, with their labels when they have any (a plan copies the labels, so a
 /// label changed since planning makes the plan stale too).
 fn list(endpoints: &[HostEndpointFact]) -> String {
     if endpoints.is_empty() {
         return "(none)".to_string();
     }
-    endpoints
+    endpoints.iter().map(entry).collect::<Vec<_>>().join(", ")
+}
+
+/// One host endpoint as a stale-plan message shows it: its name, and its labels when it has any.
+fn entry(endpoint: &HostEndpointFact) -> String {
+    let labels: Vec<String> = endpoint
+        .labels
         .iter()
-        .map(|endpoint| {
-            let labels: Vec<String> = endpoint
-                .labels
-                .iter()
-                .map(|(key, value)| format!("{key}={value}"))
-                .collect();
-            if labels.is_empty() {
-                endpoint.name.clone()
-            } else {
-                format!("{} ({})", endpoint.name, labels.join(","))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    if labels.is_empty() {
+        endpoint.name.clone()
+    } else {
+        format!("{} ({})", endpoint.name, labels.join(","))
+    }
 }
 
 /// OwnerReferences one per entry (`ConfigMap apps/x #0 → Tier t (uid ...)`); as JSON when the short
@@ -249,6 +294,41 @@ mod tests {
             cluster: Some(cluster),
             ..DiscoveredFacts::default()
         }
+    }
+
+    fn endpoints(count: usize) -> Vec<HostEndpointFact> {
+        (0..count)
+            .map(|index| HostEndpointFact {
+                name: format!("hep-{index:05}"),
+                node: format!("node-{index}"),
+                labels: [("zone".to_string(), "a".to_string())].into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fleet_of_host_endpoints_is_summarised_by_what_changed() {
+        let planned = endpoints(10_000);
+        let mut now = planned.clone();
+        now.remove(17);
+        now[41].labels.insert("zone".into(), "b".into());
+        now.extend((0..8).map(|index| HostEndpointFact::named(format!("new-{index}"))));
+        let (then_text, now_text) = host_endpoint_change(&planned, &now);
+        assert_eq!(
+            then_text,
+            "10000 host endpoints, since gone or changed: hep-00017 (zone=a), hep-00042 (zone=a)"
+        );
+        assert_eq!(
+            now_text,
+            "10007 host endpoints, new or changed: hep-00042 (zone=b), new-0, new-1, new-2, new-3 and 4 more"
+        );
+        // Short lists are shown whole, as before.
+        let (then_text, now_text) = host_endpoint_change(&endpoints(2), &endpoints(3));
+        assert_eq!(then_text, "hep-00000 (zone=a), hep-00001 (zone=a)");
+        assert_eq!(
+            now_text,
+            "hep-00000 (zone=a), hep-00001 (zone=a), hep-00002 (zone=a)"
+        );
     }
 
     fn operator_cluster() -> ClusterFacts {
