@@ -75,6 +75,41 @@ impl Planned {
     }
 }
 
+/// A [`Planned`] write's books while its write is out in a batch (the writes are lent to the
+/// datastore, not copied).
+#[derive(Debug)]
+struct Books {
+    change: Change,
+    before: Option<Resource>,
+    pinned: bool,
+    document: Option<usize>,
+    refusals: u32,
+}
+
+impl Planned {
+    fn into_parts(self) -> (Write, Books) {
+        let books = Books {
+            change: self.change,
+            before: self.before,
+            pinned: self.pinned,
+            document: self.document,
+            refusals: self.refusals,
+        };
+        (self.write, books)
+    }
+
+    fn from_parts(write: Write, books: Books) -> Planned {
+        Planned {
+            write,
+            change: books.change,
+            before: books.before,
+            pinned: books.pinned,
+            document: books.document,
+            refusals: books.refusals,
+        }
+    }
+}
+
 /// What the command decides about a refused write.
 pub(super) enum Decision {
     /// Send this instead (in a later batch).
@@ -243,22 +278,24 @@ impl<'a> Writer<'a> {
             if let Some(signal) = self.interrupt.and_then(Interrupt::received) {
                 return Err(Stop::Signal(signal));
             }
-            let writes: Vec<Write> = batch.iter().map(|planned| planned.write.clone()).collect();
+            let (writes, books): (Vec<Write>, Vec<Books>) =
+                batch.into_iter().map(Planned::into_parts).unzip();
             let outcome = self.store.write_batch(&writes).await;
-            drop(writes);
             // The write the failure is about, or the whole batch (one transaction).
-            let name = match outcome.failed_write.and_then(|index| batch.get(index)) {
+            let name = match outcome.failed_write.and_then(|index| writes.get(index)) {
                 Some(failed) => BatchName {
-                    first: Some(failed.write.key()),
+                    first: Some(failed.key()),
                     count: 1,
                 },
                 None => BatchName {
-                    first: Some(batch[0].write.key()),
-                    count: batch.len(),
+                    first: Some(writes[0].key()),
+                    count: writes.len(),
                 },
             };
             let mut progress = false;
-            for (planned, result) in batch.into_iter().zip(outcome.outcomes) {
+            let sent = writes.into_iter().zip(books);
+            for ((write, books), result) in sent.zip(outcome.outcomes) {
+                let planned = Planned::from_parts(write, books);
                 match result {
                     WriteOutcome::Applied { revision } => {
                         progress = true;
