@@ -125,7 +125,9 @@ pub(super) struct Done {
     pub change: Change,
     /// The revision the write produced (an undo is conditional on it).
     pub revision: String,
-    pub before: Option<Resource>,
+    /// Boxed: the ledger of an apply of ten thousand new resources holds none, and an unboxed
+    /// `None` still took a resource's size.
+    pub before: Option<Box<Resource>>,
     pub document: Option<usize>,
 }
 
@@ -305,7 +307,7 @@ impl<'a> Writer<'a> {
                             key,
                             change: planned.change,
                             revision,
-                            before: planned.before,
+                            before: planned.before.map(Box::new),
                             document: planned.document,
                         });
                     }
