@@ -12,7 +12,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::datastore::{Datastore, StoreError, Write, WriteOutcome};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesOrdered;
+
+use crate::datastore::{BatchLimits, BatchOutcome, Datastore, StoreError, Write, WriteOutcome};
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -243,8 +247,10 @@ impl<'a> Writer<'a> {
     }
 
     /// Sends every write of `planned`; a refused one goes to `decide` with what is stored now
-    /// (`None`: nothing is). Returns when all are applied or settled, or at the first failure or
-    /// signal, with the books kept either way.
+    /// (`None`: nothing is). Up to the datastore's [`BatchLimits::in_flight`] batches are out at
+    /// once; answers are taken in the order the batches were sent. Returns when all are applied or
+    /// settled, or at the first failure or signal — after the batches still out have answered, so
+    /// the books hold every write that applied.
     pub async fn run(
         &mut self,
         planned: impl Iterator<Item = Planned>,
@@ -257,32 +263,43 @@ impl<'a> Writer<'a> {
         let limits = self.store.batch_limits();
         let mut source = planned.fuse();
         let mut again: VecDeque<Planned> = VecDeque::new();
+        let mut out: FuturesOrdered<BoxFuture<'a, Answered>> = FuturesOrdered::new();
+        let mut stop: Option<Stop> = None;
         let mut idle = 0;
         loop {
-            let mut batch: Vec<Planned> = Vec::new();
-            let mut bytes = 0;
-            while batch.len() < limits.writes.max(1) {
-                let Some(next) = again.pop_front().or_else(|| source.next()) else {
-                    break;
-                };
-                let size = next.write.size();
-                if !batch.is_empty() && bytes + size > limits.bytes {
-                    again.push_front(next);
+            while stop.is_none() && out.len() < limits.in_flight.max(1) {
+                let batch = next_batch(&mut again, &mut source, limits);
+                if batch.is_empty() {
                     break;
                 }
-                bytes += size;
-                batch.push(next);
+                // The safe point: no batch is sent once a signal has come.
+                if let Some(signal) = self.interrupt.and_then(Interrupt::received) {
+                    stop = Some(Stop::Signal(signal));
+                    break;
+                }
+                let (writes, books): (Vec<Write>, Vec<Books>) =
+                    batch.into_iter().map(Planned::into_parts).unzip();
+                let store = self.store;
+                out.push_back(Box::pin(async move {
+                    let outcome = store.write_batch(&writes).await;
+                    Answered {
+                        writes,
+                        books,
+                        outcome,
+                    }
+                }));
             }
-            if batch.is_empty() {
-                return Ok(());
-            }
-            // The safe point: the last batch is answered, the next not sent.
-            if let Some(signal) = self.interrupt.and_then(Interrupt::received) {
-                return Err(Stop::Signal(signal));
-            }
-            let (writes, books): (Vec<Write>, Vec<Books>) =
-                batch.into_iter().map(Planned::into_parts).unzip();
-            let outcome = self.store.write_batch(&writes).await;
+            let Some(answered) = out.next().await else {
+                return match stop {
+                    Some(stop) => Err(stop),
+                    None => Ok(()),
+                };
+            };
+            let Answered {
+                writes,
+                books,
+                outcome,
+            } = answered;
             // The write the failure is about, or the whole batch (one transaction).
             let name = match outcome.failed_write.and_then(|index| writes.get(index)) {
                 Some(failed) => BatchName {
@@ -311,17 +328,22 @@ impl<'a> Writer<'a> {
                             document: planned.document,
                         });
                     }
+                    // Once the run stops, a refused write is not decided again: it was not applied.
+                    WriteOutcome::Refused { .. } if stop.is_some() => {}
                     WriteOutcome::Refused { error, current } => {
                         progress = true;
                         let current = match current {
-                            Some(current) => Some(*current),
-                            None => self.read(&planned, &error).await.map_err(Stop::Failed)?,
+                            Some(current) => Ok(Some(*current)),
+                            None => self.read(&planned, &error).await,
                         };
                         let mut planned = planned;
                         planned.refusals += 1;
-                        match decide(planned, error, current).map_err(Stop::Failed)? {
-                            Decision::Retry(next) => again.push_back(*next),
-                            Decision::Settle(kind, settled) => self.tally.settled(kind, settled),
+                        match current.and_then(|current| decide(planned, error, current)) {
+                            Ok(Decision::Retry(next)) => again.push_back(*next),
+                            Ok(Decision::Settle(kind, settled)) => {
+                                self.tally.settled(kind, settled)
+                            }
+                            Err(error) => stop = Some(Stop::Failed(error)),
                         }
                     }
                     WriteOutcome::NotApplied => again.push_back(planned),
@@ -329,15 +351,15 @@ impl<'a> Writer<'a> {
                 }
             }
             if let Some(failure) = outcome.failure {
-                return Err(Stop::Failed(ResourceActionError::Batch {
+                stop.get_or_insert(Stop::Failed(ResourceActionError::Batch {
                     operation: self.verb,
-                    resources: name,
+                    resources: name.clone(),
                     source: Box::new(failure),
                 }));
             }
             idle = if progress { 0 } else { idle + 1 };
             if idle >= IDLE_BATCHES {
-                return Err(Stop::Failed(ResourceActionError::Batch {
+                stop.get_or_insert(Stop::Failed(ResourceActionError::Batch {
                     operation: self.verb,
                     resources: name,
                     source: Box::new(StoreError::Other(
@@ -368,6 +390,37 @@ impl<'a> Writer<'a> {
             }),
         }
     }
+}
+
+/// A batch's writes, lent to the datastore and handed back with its answer.
+struct Answered {
+    writes: Vec<Write>,
+    books: Vec<Books>,
+    outcome: BatchOutcome,
+}
+
+/// The next batch within `limits`: writes to send again first, then new ones (empty: nothing is
+/// left to send).
+fn next_batch(
+    again: &mut VecDeque<Planned>,
+    source: &mut impl Iterator<Item = Planned>,
+    limits: BatchLimits,
+) -> Vec<Planned> {
+    let mut batch: Vec<Planned> = Vec::new();
+    let mut bytes = 0;
+    while batch.len() < limits.writes.max(1) {
+        let Some(next) = again.pop_front().or_else(|| source.next()) else {
+            break;
+        };
+        let size = next.write.size();
+        if !batch.is_empty() && bytes + size > limits.bytes {
+            again.push_front(next);
+            break;
+        }
+        bytes += size;
+        batch.push(next);
+    }
+    batch
 }
 
 /// Whether a resource was refused [`CONFLICT_ATTEMPTS`] times: someone keeps changing it, and
