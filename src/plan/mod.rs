@@ -500,9 +500,11 @@ mod tests {
             unavailable: None,
         }]);
         assert_eq!(reviewed.digest, digest_through_a_tree(&reviewed));
-        let mut endpoint = crate::resource::Resource::new(crate::resource::Kind::HostEndpoint, "h1");
+        let mut endpoint =
+            crate::resource::Resource::new(crate::resource::Kind::HostEndpoint, "h1");
         endpoint.metadata.labels.insert("zone".into(), "a".into());
-        endpoint.spec = serde_json::json!({"node": "n1", "expectedIPs": ["10.0.0.1"], "ports": [{"port": 80}]});
+        endpoint.spec =
+            serde_json::json!({"node": "n1", "expectedIPs": ["10.0.0.1"], "ports": [{"port": 80}]});
         let documents = action::ResourceDocuments {
             documents: vec![endpoint],
             file: None,

@@ -177,7 +177,11 @@ pub fn encode_created(resource: &Resource, created: Created<'_>) -> Vec<u8> {
     encode_filled(resource, PolicyLayout::Tiered, Some(created))
 }
 
-fn encode_filled(resource: &Resource, layout: PolicyLayout, created: Option<Created<'_>>) -> Vec<u8> {
+fn encode_filled(
+    resource: &Resource,
+    layout: PolicyLayout,
+    created: Option<Created<'_>>,
+) -> Vec<u8> {
     if is_policy(resource.kind) && layout != PolicyLayout::Untiered {
         // The stored name and an annotation differ from the resource's: written from a copy
         // (policies are not written by the ten thousand).
@@ -244,7 +248,11 @@ struct OtherFields<'a>(&'a serde_json::Map<String, serde_json::Value>);
 
 impl serde::Serialize for OtherFields<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().filter(|(name, _)| name.as_str() != "selfLink"))
+        serializer.collect_map(
+            self.0
+                .iter()
+                .filter(|(name, _)| name.as_str() != "selfLink"),
+        )
     }
 }
 
@@ -658,8 +666,14 @@ mod tests {
         endpoint.metadata.resource_version = Some("42".into());
         endpoint.metadata.creation_timestamp = Some("2026-01-01T00:00:00Z".into());
         endpoint.metadata.labels.insert("zone".into(), "a".into());
-        endpoint.metadata.annotations.insert("note".into(), "x".into());
-        endpoint.metadata.other.insert("generation".into(), serde_json::json!(3));
+        endpoint
+            .metadata
+            .annotations
+            .insert("note".into(), "x".into());
+        endpoint
+            .metadata
+            .other
+            .insert("generation".into(), serde_json::json!(3));
         endpoint.spec = serde_json::json!({"node": "n1", "expectedIPs": ["10.0.0.1"]});
         endpoint.status = serde_json::json!({"seen": true});
         assert_eq!(encode(&endpoint), encoded_through_a_copy(&endpoint));
@@ -669,7 +683,10 @@ mod tests {
         assert_eq!(encode(&bare), encoded_through_a_copy(&bare));
         // `selfLink` is never stored.
         let mut linked = endpoint.clone();
-        linked.metadata.other.insert("selfLink".into(), serde_json::json!("/x"));
+        linked
+            .metadata
+            .other
+            .insert("selfLink".into(), serde_json::json!("/x"));
         assert_eq!(encode(&linked), encoded_through_a_copy(&endpoint));
     }
 

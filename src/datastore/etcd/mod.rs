@@ -34,8 +34,8 @@ pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
-    BatchLimits, BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, Detail, ListOptions, Page,
-    StoreError, Write,
+    BatchLimits, BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, Detail, ListOptions,
+    Page, StoreError, Write,
 };
 use crate::config::{EndpointSource, EtcdSettings};
 use crate::resource::{Resource, ResourceKey};

@@ -809,7 +809,10 @@ mod tests {
         let mut relabelled = same.clone();
         relabelled.metadata.labels.insert("zone".into(), "b".into());
         let mut annotated = same.clone();
-        annotated.metadata.annotations.insert("note".into(), "x".into());
+        annotated
+            .metadata
+            .annotations
+            .insert("note".into(), "x".into());
         let mut respecified = same.clone();
         respecified.spec["interfaceName"] = serde_json::json!("eth1");
         let mut other_version = same.clone();
@@ -827,7 +830,11 @@ mod tests {
             ("other version", &other_version, false),
         ] {
             assert_eq!(update_changes_nothing(input, &stored), unchanged, "{name}");
-            assert_eq!(merge_for_update(input, &stored) == stored, unchanged, "{name}");
+            assert_eq!(
+                merge_for_update(input, &stored) == stored,
+                unchanged,
+                "{name}"
+            );
         }
     }
 

@@ -6,9 +6,10 @@
 //! ([`Datastore::write_batch`]: one etcd transaction each) and, per write, records what was applied
 //! (the [`Ledger`] and the per-kind [`Tally`]), hands a refused write back to the command to decide
 //! again on what is stored now (a conflict costs one resource, not the batch), sends again what a
-//! refused transaction did not apply, and keeps what may have applied unseen. Between two batches
-//! (no request in flight) it looks for Ctrl-C or SIGTERM. It stops at the first failure or signal
-//! and says why ([`Stop`]); undoing is `resource_undo.rs`'s.
+//! refused transaction did not apply, and keeps what may have applied unseen. Up to the datastore's
+//! number of batches are out at once (two on etcd, one elsewhere); before sending one it looks for
+//! Ctrl-C or SIGTERM. It stops at the first failure or signal — sending nothing more, awaiting the
+//! answers of the batches out — and says why ([`Stop`]); undoing is `resource_undo.rs`'s.
 
 use std::collections::{BTreeMap, VecDeque};
 
