@@ -208,9 +208,11 @@ fn member_hung_during_an_apply_costs_one_timeout() {
         run.code
     );
     assert_success(&run, "the apply across the hung member");
-    assert_eq!(
-        timeouts, 1,
-        "one timeout, then the other members: {}",
+    // Two transactions are out at once: both may have gone to the hung member, and they time out
+    // together (one timeout of waiting), then the other members take them.
+    assert!(
+        (1..=2).contains(&timeouts),
+        "one timeout per batch in flight, then the other members: {}",
         run.stderr
     );
     assert_written_once(&cluster, COUNT);

@@ -149,13 +149,19 @@ pub struct BatchLimits {
     /// Bytes of resources per batch, under etcd's default `--max-request-bytes` (1.5 MiB). A
     /// resource bigger than this travels alone.
     pub bytes: usize,
+    /// Batches a caller may have out at once. One for a backend that writes object by object, in
+    /// order (a later batch may depend on an earlier one); etcd takes two, and commits transactions
+    /// that arrive together in one fsync (`EtcdStore::batch_limits`).
+    pub in_flight: usize,
 }
 
 impl BatchLimits {
-    /// What an etcd with default settings accepts in one transaction, with room to spare in bytes.
+    /// What an etcd with default settings accepts in one transaction, with room to spare in bytes;
+    /// one batch at a time.
     pub const DEFAULT: BatchLimits = BatchLimits {
         writes: 128,
         bytes: 1 << 20,
+        in_flight: 1,
     };
 }
 
@@ -322,6 +328,7 @@ mod tests {
         let limits = BatchLimits {
             writes: 128,
             bytes: 10_000,
+            in_flight: 1,
         };
         let writes = vec![
             create("a", 6_000),

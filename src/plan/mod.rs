@@ -187,6 +187,36 @@ impl ManifestDiscovery {
     }
 }
 
+/// What [`Plan::compute_digest`] hashes, in the order it is written. Previews and discovery are
+/// left out when empty, so plans without them keep the digest they had.
+#[derive(Serialize)]
+struct DigestedContent<'a> {
+    format_version: u32,
+    procedure: &'a str,
+    from: &'a Release,
+    to: &'a Release,
+    facts: &'a Facts,
+    steps: &'a [PlannedStep],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    manifest_previews: &'a [ManifestPreview],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    manifest_discovery: &'a [ManifestDiscovery],
+}
+
+/// Feeds written bytes to a hash.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Plan {
     /// Builds a plan and seals it with its digest. Secrets in programs' command lines and
     /// environments are redacted first (`redaction.rs`): no plan holds one.
@@ -219,26 +249,25 @@ impl Plan {
     }
 
     /// The digest of the plan's content: sha256 of the compact JSON of `{format_version, procedure,
-    /// from, to, facts, steps}`. Keys are in declaration order and maps are sorted (`BTreeMap`), so the
-    /// JSON — and the digest — is the same on every run and machine.
+    /// from, to, facts, steps}` (and the manifest previews and discovery when there are any). Keys
+    /// are in declaration order and maps are sorted (`BTreeMap`), so the JSON — and the digest — is
+    /// the same on every run and machine. The JSON is streamed into the hash, never held: a one-step
+    /// plan of ten thousand documents hashes them without building a JSON tree of each.
     pub fn compute_digest(&self) -> String {
-        let mut content = serde_json::json!({
-            "format_version": self.format_version,
-            "procedure": self.procedure,
-            "from": self.from,
-            "to": self.to,
-            "facts": self.facts,
-            "steps": self.steps,
-        });
-        // Only when there are previews, so plans without an overlay keep the digest they had.
-        if !self.manifest_previews.is_empty() {
-            content["manifest_previews"] = serde_json::json!(self.manifest_previews);
-        }
-        if !self.manifest_discovery.is_empty() {
-            content["manifest_discovery"] = serde_json::json!(self.manifest_discovery);
-        }
-        let bytes = serde_json::to_vec(&content).unwrap_or_default();
-        let hash = Sha256::digest(&bytes);
+        let content = DigestedContent {
+            format_version: self.format_version,
+            procedure: &self.procedure,
+            from: &self.from,
+            to: &self.to,
+            facts: &self.facts,
+            steps: &self.steps,
+            manifest_previews: &self.manifest_previews,
+            manifest_discovery: &self.manifest_discovery,
+        };
+        let mut hasher = HashWriter(Sha256::new());
+        // Serializing plain data cannot fail; the hash of what was written stands either way.
+        let _ = serde_json::to_writer(&mut hasher, &content);
+        let hash = hasher.0.finalize();
         let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
         format!("sha256:{hex}")
     }
@@ -435,5 +464,53 @@ mod tests {
         let mut changed = plan;
         changed.steps[0].irreversible = false;
         assert!(!changed.digest_is_valid());
+    }
+
+    /// The digest as it was computed before it was streamed: through a JSON tree of the content.
+    fn digest_through_a_tree(plan: &Plan) -> String {
+        let mut content = serde_json::json!({
+            "format_version": plan.format_version,
+            "procedure": plan.procedure,
+            "from": plan.from,
+            "to": plan.to,
+            "facts": plan.facts,
+            "steps": plan.steps,
+        });
+        if !plan.manifest_previews.is_empty() {
+            content["manifest_previews"] = serde_json::json!(plan.manifest_previews);
+        }
+        if !plan.manifest_discovery.is_empty() {
+            content["manifest_discovery"] = serde_json::json!(plan.manifest_discovery);
+        }
+        let hash = Sha256::digest(serde_json::to_vec(&content).unwrap());
+        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+
+    #[test]
+    fn the_streamed_digest_is_the_digest_saved_plans_carry() {
+        let plan = sample_plan();
+        assert_eq!(plan.digest, digest_through_a_tree(&plan));
+        let mut reviewed = plan.clone();
+        reviewed.set_manifest_previews(vec![ManifestPreview {
+            step: "manifest/download".into(),
+            url: "file:///calico.yaml".into(),
+            sha256: Some("abc".into()),
+            diff: Some("-a\n+b\n".into()),
+            unavailable: None,
+        }]);
+        assert_eq!(reviewed.digest, digest_through_a_tree(&reviewed));
+        let mut endpoint =
+            crate::resource::Resource::new(crate::resource::Kind::HostEndpoint, "h1");
+        endpoint.metadata.labels.insert("zone".into(), "a".into());
+        endpoint.spec =
+            serde_json::json!({"node": "n1", "expectedIPs": ["10.0.0.1"], "ports": [{"port": 80}]});
+        let documents = action::ResourceDocuments {
+            documents: vec![endpoint],
+            file: None,
+            validated_for: None,
+        };
+        let single = Plan::single("apply", "apply 1", Action::ResourceApply(documents));
+        assert_eq!(single.digest, digest_through_a_tree(&single));
     }
 }

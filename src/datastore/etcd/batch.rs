@@ -54,16 +54,15 @@ impl Guarded {
     fn from_write(write: &Write) -> Result<Guarded, StoreError> {
         Ok(match write {
             Write::Create(resource) => {
-                let mut stored = resource.clone();
-                if stored.metadata.uid.is_none() {
-                    stored.metadata.uid = Some(uuid::Uuid::new_v4().to_string());
-                }
-                if stored.metadata.creation_timestamp.is_none() {
-                    stored.metadata.creation_timestamp = Some(now_rfc3339());
-                }
+                let uid = uuid::Uuid::new_v4().to_string();
+                let creation_timestamp = now_rfc3339();
+                let created = conversion::Created {
+                    uid: &uid,
+                    creation_timestamp: &creation_timestamp,
+                };
                 Guarded {
                     path: key_path(&resource.key()),
-                    value: Some(conversion::encode(&stored)),
+                    value: Some(conversion::encode_created(resource, created)),
                     expected: None,
                 }
             }

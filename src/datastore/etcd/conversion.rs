@@ -10,6 +10,8 @@
 //! still with the annotation, from v3.32 (upstream's kube-controllers then moves the older keys).
 //! Reading accepts every layout; which one a write uses is the cluster's (`etcd/policy_keys.rs`).
 
+use std::collections::BTreeMap;
+
 use crate::datastore::{StoreError, StoredBody};
 use crate::release::Release;
 use crate::resource::{API_VERSION, Kind, Resource, ResourceKey};
@@ -159,20 +161,126 @@ pub fn encode(resource: &Resource) -> Vec<u8> {
 /// Serializes a resource for storage: apiVersion and kind set, resourceVersion cleared, policy names
 /// as `layout` stores them, with the original kept in the metadata annotation from v3.29.
 pub fn encode_in(resource: &Resource, layout: PolicyLayout) -> Vec<u8> {
-    let mut stored = resource.clone();
-    stored.api_version = API_VERSION.to_string();
-    stored.metadata.resource_version = None;
-    stored.metadata.other.remove("selfLink");
-    if is_policy(stored.kind) && layout != PolicyLayout::Untiered {
+    encode_filled(resource, layout, None)
+}
+
+/// What a create fills in where the resource has none.
+#[derive(Debug, Clone, Copy)]
+pub struct Created<'a> {
+    pub uid: &'a str,
+    pub creation_timestamp: &'a str,
+}
+
+/// Serializes a resource being created, in the v3.29–v3.31 layout, with its `uid` and
+/// `creationTimestamp` set from `created` where it has none.
+pub fn encode_created(resource: &Resource, created: Created<'_>) -> Vec<u8> {
+    encode_filled(resource, PolicyLayout::Tiered, Some(created))
+}
+
+fn encode_filled(
+    resource: &Resource,
+    layout: PolicyLayout,
+    created: Option<Created<'_>>,
+) -> Vec<u8> {
+    if is_policy(resource.kind) && layout != PolicyLayout::Untiered {
+        // The stored name and an annotation differ from the resource's: written from a copy
+        // (policies are not written by the ten thousand).
+        let mut stored = resource.clone();
+        if let Some(created) = created {
+            fill_created(&mut stored, created);
+        }
         let original = stored.metadata.name.clone();
         stored.metadata.name = stored_name_in(stored.kind, &original, layout);
         stored.metadata.annotations.insert(
             METADATA_ANNOTATION.to_string(),
             serde_json::json!({ "name": original }).to_string(),
         );
+        return serde_json::to_vec(&StoredView::of(&stored, None)).unwrap_or_default();
     }
     // Serializing a Resource cannot fail: every field is a plain JSON value.
-    serde_json::to_vec(&stored).unwrap_or_default()
+    serde_json::to_vec(&StoredView::of(resource, created)).unwrap_or_default()
+}
+
+fn fill_created(resource: &mut Resource, created: Created<'_>) {
+    let metadata = &mut resource.metadata;
+    metadata.uid.get_or_insert_with(|| created.uid.to_string());
+    metadata
+        .creation_timestamp
+        .get_or_insert_with(|| created.creation_timestamp.to_string());
+}
+
+/// A resource as stored, serialized from the resource without copying it: the fields in
+/// [`Resource`]'s order, `apiVersion` set, `resourceVersion` and `selfLink` left out.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredView<'a> {
+    api_version: &'a str,
+    kind: Kind,
+    metadata: StoredMetadata<'a>,
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    spec: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    status: &'a serde_json::Value,
+}
+
+/// [`crate::resource::ObjectMeta`] as stored (see [`StoredView`]).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredMetadata<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    creation_timestamp: Option<&'a str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: &'a BTreeMap<String, String>,
+    #[serde(flatten)]
+    other: OtherFields<'a>,
+}
+
+/// The metadata fields netctl does not type, without `selfLink` (never stored).
+struct OtherFields<'a>(&'a serde_json::Map<String, serde_json::Value>);
+
+impl serde::Serialize for OtherFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            self.0
+                .iter()
+                .filter(|(name, _)| name.as_str() != "selfLink"),
+        )
+    }
+}
+
+impl<'a> StoredView<'a> {
+    fn of(resource: &'a Resource, created: Option<Created<'a>>) -> StoredView<'a> {
+        let metadata = &resource.metadata;
+        StoredView {
+            api_version: API_VERSION,
+            kind: resource.kind,
+            metadata: StoredMetadata {
+                name: &metadata.name,
+                namespace: metadata.namespace.as_deref(),
+                uid: metadata
+                    .uid
+                    .as_deref()
+                    .or(created.map(|created| created.uid)),
+                creation_timestamp: metadata
+                    .creation_timestamp
+                    .as_deref()
+                    .or(created.map(|created| created.creation_timestamp)),
+                labels: &metadata.labels,
+                annotations: &metadata.annotations,
+                other: OtherFields(&metadata.other),
+            },
+            spec: &resource.spec,
+            status: &resource.status,
+        }
+    }
 }
 
 /// Parses a stored value and sets `resourceVersion` to the key's mod revision.
@@ -541,6 +649,70 @@ mod summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resource as it was encoded before the encoding borrowed it: a copy, changed, serialized.
+    fn encoded_through_a_copy(resource: &Resource) -> Vec<u8> {
+        let mut stored = resource.clone();
+        stored.api_version = API_VERSION.to_string();
+        stored.metadata.resource_version = None;
+        serde_json::to_vec(&stored).unwrap()
+    }
+
+    #[test]
+    fn a_resource_is_encoded_as_a_changed_copy_of_it_would_be() {
+        let mut endpoint = Resource::new(Kind::HostEndpoint, "h1");
+        endpoint.api_version = "projectcalico.org/v3".into();
+        endpoint.metadata.uid = Some("u1".into());
+        endpoint.metadata.resource_version = Some("42".into());
+        endpoint.metadata.creation_timestamp = Some("2026-01-01T00:00:00Z".into());
+        endpoint.metadata.labels.insert("zone".into(), "a".into());
+        endpoint
+            .metadata
+            .annotations
+            .insert("note".into(), "x".into());
+        endpoint
+            .metadata
+            .other
+            .insert("generation".into(), serde_json::json!(3));
+        endpoint.spec = serde_json::json!({"node": "n1", "expectedIPs": ["10.0.0.1"]});
+        endpoint.status = serde_json::json!({"seen": true});
+        assert_eq!(encode(&endpoint), encoded_through_a_copy(&endpoint));
+        let mut bare = Resource::new(Kind::GlobalNetworkSet, "s1");
+        bare.spec = serde_json::Value::Null;
+        bare.metadata.namespace = Some("ignored".into());
+        assert_eq!(encode(&bare), encoded_through_a_copy(&bare));
+        // `selfLink` is never stored.
+        let mut linked = endpoint.clone();
+        linked
+            .metadata
+            .other
+            .insert("selfLink".into(), serde_json::json!("/x"));
+        assert_eq!(encode(&linked), encoded_through_a_copy(&endpoint));
+    }
+
+    #[test]
+    fn a_created_resource_gets_a_uid_and_timestamp_only_where_it_has_none() {
+        let created = Created {
+            uid: "new-uid",
+            creation_timestamp: "2026-11-25T00:00:00Z",
+        };
+        let fresh = Resource::new(Kind::HostEndpoint, "h1");
+        let stored: Resource = serde_json::from_slice(&encode_created(&fresh, created)).unwrap();
+        assert_eq!(stored.metadata.uid.as_deref(), Some("new-uid"));
+        assert_eq!(
+            stored.metadata.creation_timestamp.as_deref(),
+            Some("2026-11-25T00:00:00Z")
+        );
+        let mut kept = fresh.clone();
+        kept.metadata.uid = Some("u1".into());
+        let stored: Resource = serde_json::from_slice(&encode_created(&kept, created)).unwrap();
+        assert_eq!(stored.metadata.uid.as_deref(), Some("u1"));
+        let mut policy = Resource::new(Kind::GlobalNetworkPolicy, "p1");
+        policy.spec = serde_json::json!({"tier": "default"});
+        let stored: Resource = serde_json::from_slice(&encode_created(&policy, created)).unwrap();
+        assert_eq!(stored.metadata.uid.as_deref(), Some("new-uid"));
+        assert_eq!(stored.metadata.name, "default.p1");
+    }
 
     #[test]
     fn keys_follow_the_upstream_layout() {

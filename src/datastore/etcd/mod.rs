@@ -34,8 +34,8 @@ pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
-    BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, Detail, ListOptions, Page,
-    StoreError, Write,
+    BatchLimits, BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, Detail, ListOptions,
+    Page, StoreError, Write,
 };
 use crate::config::{EndpointSource, EtcdSettings};
 use crate::resource::{Resource, ResourceKey};
@@ -245,6 +245,9 @@ const FULL_PAGE_BYTES: usize = 1 << 20;
 /// metadata is decoded, so a resource takes little more than its stored bytes.
 const DOCUMENT_PAGE_BYTES: usize = 1 << 20;
 
+/// Write transactions a command keeps out at once (see `batch_limits`).
+const WRITE_BATCHES_IN_FLIGHT: usize = 2;
+
 /// How many resources the next page of a list asks for.
 ///
 /// etcd 3.4 walks every key left in the range on each limited read (to count them), whatever the
@@ -380,6 +383,15 @@ impl Datastore for EtcdStore {
             return Ok(found);
         }
         self.read_keys(keys).await
+    }
+
+    /// Two batches out at once: etcd commits proposals that arrive together in one fsync, and
+    /// keys within one command are distinct, so their order does not matter.
+    fn batch_limits(&self) -> BatchLimits {
+        BatchLimits {
+            in_flight: WRITE_BATCHES_IN_FLIGHT,
+            ..BatchLimits::DEFAULT
+        }
     }
 
     async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {

@@ -104,21 +104,25 @@ pub fn writable(key: &ResourceKey) -> Result<(), ResourceActionError> {
 
 /// Validates and defaults every document before any is written, so a bad document later in a file
 /// never leaves the earlier ones applied; refuses read-only kinds and two documents naming one
-/// resource (one batch cannot write a key twice, and the second would silently win).
-pub(super) fn prepare_all(
-    documents: &ResourceDocuments,
+/// resource (one batch cannot write a key twice, and the second would silently win). Documents the
+/// command already validated for `release` are used as they are, not copied: each write makes its
+/// own copy when it is sent, so ten thousand documents are held once.
+pub(super) fn prepare_all<'a>(
+    documents: &'a ResourceDocuments,
     release: &ApiRelease,
-) -> Result<Vec<Resource>, ResourceActionError> {
-    let mut prepared = Vec::with_capacity(documents.documents.len());
-    let mut seen = std::collections::HashMap::with_capacity(documents.documents.len());
+) -> Result<std::borrow::Cow<'a, [Resource]>, ResourceActionError> {
     // Documents a command has loaded were validated and defaulted for this release already.
     let validated = documents.validated_for.as_ref() == Some(&release.release);
-    for (index, document) in documents.documents.iter().enumerate() {
-        let mut resource = document.clone();
+    let mut prepared = match validated {
+        true => std::borrow::Cow::Borrowed(documents.documents.as_slice()),
+        false => std::borrow::Cow::Owned(documents.documents.clone()),
+    };
+    let mut seen = std::collections::HashMap::with_capacity(prepared.len());
+    for index in 0..prepared.len() {
         if !validated {
-            prepare_for_write(&mut resource, release)?;
+            prepare_for_write(&mut prepared.to_mut()[index], release)?;
         }
-        let key = resource.key();
+        let key = prepared[index].key();
         writable(&key)?;
         if let Some(first) = seen.insert(key.clone(), index) {
             return Err(ResourceActionError::DuplicateDocument {
@@ -127,7 +131,6 @@ pub(super) fn prepare_all(
                 second: index + 1,
             });
         }
-        prepared.push(resource);
     }
     Ok(prepared)
 }
@@ -410,6 +413,17 @@ pub(super) fn merge_for_update(input: &Resource, stored: &Resource) -> Resource 
     merged.metadata = metadata;
     merged.status = stored.status.clone();
     merged
+}
+
+/// Whether updating `stored` with `input` would store what is stored already: the same as
+/// `merge_for_update(input, stored) == *stored`, without building the merged document (an apply of
+/// ten thousand unchanged documents compares each, and writes none).
+pub(super) fn update_changes_nothing(input: &Resource, stored: &Resource) -> bool {
+    input.api_version == stored.api_version
+        && input.kind == stored.kind
+        && input.metadata.labels == stored.metadata.labels
+        && input.metadata.annotations == stored.metadata.annotations
+        && input.spec == stored.spec
 }
 
 pub async fn get(
@@ -780,6 +794,48 @@ mod tests {
         assert_eq!(merged.metadata.uid.as_deref(), Some("u1"));
         assert_eq!(merged.metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(merged.metadata.labels.keys().collect::<Vec<_>>(), ["new"]);
+    }
+
+    #[test]
+    fn an_update_changes_nothing_exactly_when_the_merged_document_is_the_stored_one() {
+        let mut stored = host_endpoint();
+        stored.metadata.uid = Some("u1".into());
+        stored.metadata.resource_version = Some("7".into());
+        stored.metadata.creation_timestamp = Some("2026-01-01T00:00:00Z".into());
+        stored.metadata.labels.insert("zone".into(), "a".into());
+        stored.status = serde_json::json!({"observed": 1});
+        let mut same = host_endpoint();
+        same.metadata.labels.insert("zone".into(), "a".into());
+        let mut relabelled = same.clone();
+        relabelled.metadata.labels.insert("zone".into(), "b".into());
+        let mut annotated = same.clone();
+        annotated
+            .metadata
+            .annotations
+            .insert("note".into(), "x".into());
+        let mut respecified = same.clone();
+        respecified.spec["interfaceName"] = serde_json::json!("eth1");
+        let mut other_version = same.clone();
+        other_version.api_version = "projectcalico.org/v4".into();
+        // Metadata the store owns and the status never make a document changed.
+        let mut forged = same.clone();
+        forged.metadata.uid = Some("forged".into());
+        forged.status = serde_json::json!({"observed": 2});
+        for (name, input, unchanged) in [
+            ("same", &same, true),
+            ("forged", &forged, true),
+            ("relabelled", &relabelled, false),
+            ("annotated", &annotated, false),
+            ("respecified", &respecified, false),
+            ("other version", &other_version, false),
+        ] {
+            assert_eq!(update_changes_nothing(input, &stored), unchanged, "{name}");
+            assert_eq!(
+                merge_for_update(input, &stored) == stored,
+                unchanged,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
     ExistingPolicy, ResourceActionError, initialize, merge_for_update, metadata_for_create,
-    prepare_all, prepare_for_write, store_error,
+    prepare_all, prepare_for_write, store_error, update_changes_nothing,
 };
 use super::resource_undo::undo;
 use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
@@ -79,7 +79,7 @@ pub async fn write_documents(
     let decided = decide_all(store, &prepared, command).await?;
     initialize(store, mode).await;
     if mode == RunMode::DryRun {
-        return Ok(rehearse(command, prepared, decided));
+        return Ok(rehearse(command, &prepared, decided));
     }
     let mut writer = Writer::new(store, interrupt, command.verb());
     for (resource, decided) in prepared.iter().zip(&decided) {
@@ -87,8 +87,9 @@ pub async fn write_documents(
             writer.tally.settled(resource.kind, *settled);
         }
     }
+    // Each write copies its document when the writer takes it: one batch at a time.
     let planned = prepared
-        .into_iter()
+        .iter()
         .zip(decided)
         .enumerate()
         .filter_map(|(index, (resource, decided))| planned_write(resource, decided, index));
@@ -165,24 +166,24 @@ fn decide(
         };
         return Err(store_error(verb, &key)(conflict));
     }
-    match merge_for_update(resource, &stored) == stored {
+    match update_changes_nothing(resource, &stored) {
         true => Ok(Decided::Settle(Settled::Unchanged)),
         false => Ok(Decided::Update(Box::new(stored))),
     }
 }
 
 /// The write a decided document takes (none when it settled).
-fn planned_write(resource: Resource, decided: Decided, index: usize) -> Option<Planned> {
+fn planned_write(resource: &Resource, decided: Decided, index: usize) -> Option<Planned> {
     let pinned = resource.metadata.resource_version.is_some();
     let planned = match decided {
         Decided::Settle(_) => return None,
         Decided::Create => {
-            let mut created = resource;
+            let mut created = resource.clone();
             metadata_for_create(&mut created);
             Planned::new(Write::Create(created), Change::Created, None)
         }
         Decided::Update(stored) => {
-            let merged = merge_for_update(&resource, &stored);
+            let merged = merge_for_update(resource, &stored);
             Planned::new(Write::Update(merged), Change::Configured, Some(*stored)).pinned(pinned)
         }
     };
@@ -226,10 +227,10 @@ fn decide_again(
             Planned::new(Write::Create(created), Change::Created, None)
         }
         (Some(current), _) => {
-            let merged = merge_for_update(input, &current);
-            if merged == current {
+            if update_changes_nothing(input, &current) {
                 return Ok(Decision::Settle(key.kind, Settled::Unchanged));
             }
+            let merged = merge_for_update(input, &current);
             Planned::new(Write::Update(merged), Change::Configured, Some(current))
         }
     };
@@ -240,14 +241,14 @@ fn decide_again(
 }
 
 /// The dry run: what each document would come to, the documents as they would be written.
-fn rehearse(command: DocumentWrite, prepared: Vec<Resource>, decided: Vec<Decided>) -> Outcome {
+fn rehearse(command: DocumentWrite, prepared: &[Resource], decided: Vec<Decided>) -> Outcome {
     let mut tally = Tally::default();
     let mut transcript = Vec::new();
-    for (resource, decided) in prepared.into_iter().zip(decided) {
+    for (resource, decided) in prepared.iter().zip(decided) {
         let key = resource.key();
         match decided {
             Decided::Create => {
-                let mut created = resource;
+                let mut created = resource.clone();
                 metadata_for_create(&mut created);
                 tally.changed(key.kind, Change::Created);
                 transcript.extend(resource_diff::create_lines(
@@ -256,7 +257,7 @@ fn rehearse(command: DocumentWrite, prepared: Vec<Resource>, decided: Vec<Decide
                 ));
             }
             Decided::Update(stored) => {
-                let merged = merge_for_update(&resource, &stored);
+                let merged = merge_for_update(resource, &stored);
                 tally.changed(key.kind, Change::Configured);
                 transcript.extend(resource_diff::update_lines(
                     &format!("would update {key} ({})", command.verb()),

@@ -212,11 +212,11 @@ fn undo_write(done: &Done) -> Write {
             revision: done.revision.clone(),
         },
         (Change::Configured, Some(before)) => {
-            let mut restored = before.clone();
+            let mut restored = Resource::clone(before);
             restored.metadata.resource_version = Some(done.revision.clone());
             Write::Update(restored)
         }
-        (Change::Deleted, Some(before)) => Write::Create(before.clone()),
+        (Change::Deleted, Some(before)) => Write::Create(Resource::clone(before)),
     }
 }
 
@@ -229,7 +229,7 @@ fn left(done: Done, why: Left, written: &dyn Fn(usize) -> Option<Resource>) -> R
         key: done.key,
         change: done.change,
         why,
-        before: done.before,
+        before: done.before.map(|before| *before),
     }
 }
 

@@ -6,13 +6,18 @@
 //! ([`Datastore::write_batch`]: one etcd transaction each) and, per write, records what was applied
 //! (the [`Ledger`] and the per-kind [`Tally`]), hands a refused write back to the command to decide
 //! again on what is stored now (a conflict costs one resource, not the batch), sends again what a
-//! refused transaction did not apply, and keeps what may have applied unseen. Between two batches
-//! (no request in flight) it looks for Ctrl-C or SIGTERM. It stops at the first failure or signal
-//! and says why ([`Stop`]); undoing is `resource_undo.rs`'s.
+//! refused transaction did not apply, and keeps what may have applied unseen. Up to the datastore's
+//! number of batches are out at once (two on etcd, one elsewhere); before sending one it looks for
+//! Ctrl-C or SIGTERM. It stops at the first failure or signal — sending nothing more, awaiting the
+//! answers of the batches out — and says why ([`Stop`]); undoing is `resource_undo.rs`'s.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::datastore::{Datastore, StoreError, Write, WriteOutcome};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesOrdered;
+
+use crate::datastore::{BatchLimits, BatchOutcome, Datastore, StoreError, Write, WriteOutcome};
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -75,6 +80,41 @@ impl Planned {
     }
 }
 
+/// A [`Planned`] write's books while its write is out in a batch (the writes are lent to the
+/// datastore, not copied).
+#[derive(Debug)]
+struct Books {
+    change: Change,
+    before: Option<Resource>,
+    pinned: bool,
+    document: Option<usize>,
+    refusals: u32,
+}
+
+impl Planned {
+    fn into_parts(self) -> (Write, Books) {
+        let books = Books {
+            change: self.change,
+            before: self.before,
+            pinned: self.pinned,
+            document: self.document,
+            refusals: self.refusals,
+        };
+        (self.write, books)
+    }
+
+    fn from_parts(write: Write, books: Books) -> Planned {
+        Planned {
+            write,
+            change: books.change,
+            before: books.before,
+            pinned: books.pinned,
+            document: books.document,
+            refusals: books.refusals,
+        }
+    }
+}
+
 /// What the command decides about a refused write.
 pub(super) enum Decision {
     /// Send this instead (in a later batch).
@@ -90,7 +130,9 @@ pub(super) struct Done {
     pub change: Change,
     /// The revision the write produced (an undo is conditional on it).
     pub revision: String,
-    pub before: Option<Resource>,
+    /// Boxed: the ledger of an apply of ten thousand new resources holds none, and an unboxed
+    /// `None` still took a resource's size.
+    pub before: Option<Box<Resource>>,
     pub document: Option<usize>,
 }
 
@@ -206,8 +248,10 @@ impl<'a> Writer<'a> {
     }
 
     /// Sends every write of `planned`; a refused one goes to `decide` with what is stored now
-    /// (`None`: nothing is). Returns when all are applied or settled, or at the first failure or
-    /// signal, with the books kept either way.
+    /// (`None`: nothing is). Up to the datastore's [`BatchLimits::in_flight`] batches are out at
+    /// once; answers are taken in the order the batches were sent. Returns when all are applied or
+    /// settled, or at the first failure or signal — after the batches still out have answered, so
+    /// the books hold every write that applied.
     pub async fn run(
         &mut self,
         planned: impl Iterator<Item = Planned>,
@@ -220,45 +264,58 @@ impl<'a> Writer<'a> {
         let limits = self.store.batch_limits();
         let mut source = planned.fuse();
         let mut again: VecDeque<Planned> = VecDeque::new();
+        let mut out: FuturesOrdered<BoxFuture<'a, Answered>> = FuturesOrdered::new();
+        let mut stop: Option<Stop> = None;
         let mut idle = 0;
         loop {
-            let mut batch: Vec<Planned> = Vec::new();
-            let mut bytes = 0;
-            while batch.len() < limits.writes.max(1) {
-                let Some(next) = again.pop_front().or_else(|| source.next()) else {
-                    break;
-                };
-                let size = next.write.size();
-                if !batch.is_empty() && bytes + size > limits.bytes {
-                    again.push_front(next);
+            while stop.is_none() && out.len() < limits.in_flight.max(1) {
+                let batch = next_batch(&mut again, &mut source, limits);
+                if batch.is_empty() {
                     break;
                 }
-                bytes += size;
-                batch.push(next);
+                // The safe point: no batch is sent once a signal has come.
+                if let Some(signal) = self.interrupt.and_then(Interrupt::received) {
+                    stop = Some(Stop::Signal(signal));
+                    break;
+                }
+                let (writes, books): (Vec<Write>, Vec<Books>) =
+                    batch.into_iter().map(Planned::into_parts).unzip();
+                let store = self.store;
+                out.push_back(Box::pin(async move {
+                    let outcome = store.write_batch(&writes).await;
+                    Answered {
+                        writes,
+                        books,
+                        outcome,
+                    }
+                }));
             }
-            if batch.is_empty() {
-                return Ok(());
-            }
-            // The safe point: the last batch is answered, the next not sent.
-            if let Some(signal) = self.interrupt.and_then(Interrupt::received) {
-                return Err(Stop::Signal(signal));
-            }
-            let writes: Vec<Write> = batch.iter().map(|planned| planned.write.clone()).collect();
-            let outcome = self.store.write_batch(&writes).await;
-            drop(writes);
+            let Some(answered) = out.next().await else {
+                return match stop {
+                    Some(stop) => Err(stop),
+                    None => Ok(()),
+                };
+            };
+            let Answered {
+                writes,
+                books,
+                outcome,
+            } = answered;
             // The write the failure is about, or the whole batch (one transaction).
-            let name = match outcome.failed_write.and_then(|index| batch.get(index)) {
+            let name = match outcome.failed_write.and_then(|index| writes.get(index)) {
                 Some(failed) => BatchName {
-                    first: Some(failed.write.key()),
+                    first: Some(failed.key()),
                     count: 1,
                 },
                 None => BatchName {
-                    first: Some(batch[0].write.key()),
-                    count: batch.len(),
+                    first: Some(writes[0].key()),
+                    count: writes.len(),
                 },
             };
             let mut progress = false;
-            for (planned, result) in batch.into_iter().zip(outcome.outcomes) {
+            let sent = writes.into_iter().zip(books);
+            for ((write, books), result) in sent.zip(outcome.outcomes) {
+                let planned = Planned::from_parts(write, books);
                 match result {
                     WriteOutcome::Applied { revision } => {
                         progress = true;
@@ -268,21 +325,26 @@ impl<'a> Writer<'a> {
                             key,
                             change: planned.change,
                             revision,
-                            before: planned.before,
+                            before: planned.before.map(Box::new),
                             document: planned.document,
                         });
                     }
+                    // Once the run stops, a refused write is not decided again: it was not applied.
+                    WriteOutcome::Refused { .. } if stop.is_some() => {}
                     WriteOutcome::Refused { error, current } => {
                         progress = true;
                         let current = match current {
-                            Some(current) => Some(*current),
-                            None => self.read(&planned, &error).await.map_err(Stop::Failed)?,
+                            Some(current) => Ok(Some(*current)),
+                            None => self.read(&planned, &error).await,
                         };
                         let mut planned = planned;
                         planned.refusals += 1;
-                        match decide(planned, error, current).map_err(Stop::Failed)? {
-                            Decision::Retry(next) => again.push_back(*next),
-                            Decision::Settle(kind, settled) => self.tally.settled(kind, settled),
+                        match current.and_then(|current| decide(planned, error, current)) {
+                            Ok(Decision::Retry(next)) => again.push_back(*next),
+                            Ok(Decision::Settle(kind, settled)) => {
+                                self.tally.settled(kind, settled)
+                            }
+                            Err(error) => stop = Some(Stop::Failed(error)),
                         }
                     }
                     WriteOutcome::NotApplied => again.push_back(planned),
@@ -290,15 +352,15 @@ impl<'a> Writer<'a> {
                 }
             }
             if let Some(failure) = outcome.failure {
-                return Err(Stop::Failed(ResourceActionError::Batch {
+                stop.get_or_insert(Stop::Failed(ResourceActionError::Batch {
                     operation: self.verb,
-                    resources: name,
+                    resources: name.clone(),
                     source: Box::new(failure),
                 }));
             }
             idle = if progress { 0 } else { idle + 1 };
             if idle >= IDLE_BATCHES {
-                return Err(Stop::Failed(ResourceActionError::Batch {
+                stop.get_or_insert(Stop::Failed(ResourceActionError::Batch {
                     operation: self.verb,
                     resources: name,
                     source: Box::new(StoreError::Other(
@@ -329,6 +391,37 @@ impl<'a> Writer<'a> {
             }),
         }
     }
+}
+
+/// A batch's writes, lent to the datastore and handed back with its answer.
+struct Answered {
+    writes: Vec<Write>,
+    books: Vec<Books>,
+    outcome: BatchOutcome,
+}
+
+/// The next batch within `limits`: writes to send again first, then new ones (empty: nothing is
+/// left to send).
+fn next_batch(
+    again: &mut VecDeque<Planned>,
+    source: &mut impl Iterator<Item = Planned>,
+    limits: BatchLimits,
+) -> Vec<Planned> {
+    let mut batch: Vec<Planned> = Vec::new();
+    let mut bytes = 0;
+    while batch.len() < limits.writes.max(1) {
+        let Some(next) = again.pop_front().or_else(|| source.next()) else {
+            break;
+        };
+        let size = next.write.size();
+        if !batch.is_empty() && bytes + size > limits.bytes {
+            again.push_front(next);
+            break;
+        }
+        bytes += size;
+        batch.push(next);
+    }
+    batch
 }
 
 /// Whether a resource was refused [`CONFLICT_ATTEMPTS`] times: someone keeps changing it, and
