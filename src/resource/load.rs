@@ -130,10 +130,18 @@ pub fn parse_located(text: &str, origin: &str) -> Result<Vec<LocatedResource>, L
 fn each_located(
     text: &str,
     origin: &str,
-    mut visit: impl FnMut(LocatedResource),
+    visit: impl FnMut(LocatedResource),
 ) -> Result<(), LoadError> {
+    each_located_in(split_documents(text, origin), origin, visit).map(|_| ())
+}
+
+/// As [`each_located`], over documents already split; returns how many documents there were.
+fn each_located_in(
+    mut documents: impl Iterator<Item = Result<Document, LoadError>>,
+    origin: &str,
+    mut visit: impl FnMut(LocatedResource),
+) -> Result<usize, LoadError> {
     let mut resources = Vec::new();
-    let mut documents = split_documents(text, origin);
     let mut index = 0;
     while let Some(document) = documents.next() {
         let document = document?;
@@ -154,7 +162,7 @@ fn each_located(
         }
         resources.drain(..).for_each(&mut visit);
     }
-    Ok(())
+    Ok(index)
 }
 
 /// Turns one document already read into a resource (not yet validated), the way a document of a
@@ -216,11 +224,12 @@ enum Visit<'origin, T> {
     Resource(T),
 }
 
-/// Reads a file, or the files of a directory (see [`load_path`]), one at a time.
-fn each_path_located(
+/// Reads a file, or the files of a directory (see [`load_path`]), one at a time: `read` is given
+/// each file's origin and text.
+fn each_path_text(
     path: &Path,
     recursive: bool,
-    visit: &mut dyn FnMut(Visit<'_, LocatedResource>),
+    read: &mut dyn FnMut(&str, &str) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
     if path == Path::new("-") {
         return Err(LoadError::StandardInputAsPath);
@@ -233,16 +242,27 @@ fn each_path_located(
     if !metadata.is_dir() {
         let text = std::fs::read_to_string(path).map_err(read_error)?;
         let origin = path.display().to_string();
-        visit(Visit::File(&origin));
-        return each_located(&text, &origin, |located| visit(Visit::Resource(located)));
+        return read(&origin, &text);
     }
     let mut files = Vec::new();
     collect_files(path, recursive, &mut files)?;
     files.sort();
     for each in files {
-        each_path_located(&each, false, visit)?;
+        each_path_text(&each, false, read)?;
     }
     Ok(())
+}
+
+/// Reads a file, or the files of a directory (see [`load_path`]), one at a time.
+fn each_path_located(
+    path: &Path,
+    recursive: bool,
+    visit: &mut dyn FnMut(Visit<'_, LocatedResource>),
+) -> Result<(), LoadError> {
+    each_path_text(path, recursive, &mut |origin, text| {
+        visit(Visit::File(origin));
+        each_located(text, origin, |located| visit(Visit::Resource(located)))
+    })
 }
 
 fn collect_files(
@@ -345,19 +365,16 @@ fn each_validated(
     let mut invalid = Vec::new();
     for input in inputs {
         let mut input_invalid = Vec::new();
-        let mut check = |each: Visit<'_, LocatedResource>| match each {
-            Visit::File(origin) => visit(Visit::File(origin)),
-            Visit::Resource(located) => match validate_located(located, namespace, release) {
+        let mut read = |origin: &str, text: &str| {
+            visit(Visit::File(origin));
+            validate_text(text, origin, namespace, release, &mut |each| match each {
                 Ok(resource) => visit(Visit::Resource(resource)),
                 Err(problem) => input_invalid.push(problem),
-            },
+            })
         };
         let read = match input {
-            Input::Path { path, recursive } => each_path_located(path, *recursive, &mut check),
-            Input::Text { origin, text } => {
-                check(Visit::File(origin));
-                each_located(text, origin, |located| check(Visit::Resource(located)))
-            }
+            Input::Path { path, recursive } => each_path_text(path, *recursive, &mut read),
+            Input::Text { origin, text } => read(origin, text),
         };
         match read {
             Ok(()) => invalid.extend(input_invalid),
@@ -371,6 +388,48 @@ fn each_validated(
     } else {
         Err(LoadError::Problems(read_problems))
     }
+}
+
+/// Reads and validates the documents of one file's `text`, handing each resource (valid, or its
+/// problem) to `visit` in document order; a long YAML stream is read on several threads (see
+/// [`chunks`]), with the same results as one thread. Stops at the first document that cannot be
+/// read, as [`each_located`] does.
+fn validate_text(
+    text: &str,
+    origin: &str,
+    namespace: Option<&str>,
+    release: &ApiRelease,
+    visit: &mut dyn FnMut(Result<Resource, LoadError>),
+) -> Result<(), LoadError> {
+    let threads = chunks::Threads::available();
+    validate_text_on(text, origin, namespace, release, visit, threads)
+}
+
+/// [`validate_text`] with the given chunks and threads.
+fn validate_text_on(
+    text: &str,
+    origin: &str,
+    namespace: Option<&str>,
+    release: &ApiRelease,
+    visit: &mut dyn FnMut(Result<Resource, LoadError>),
+    threads: chunks::Threads,
+) -> Result<(), LoadError> {
+    let validate = |located| validate_located(located, namespace, release);
+    let delivered = match chunks::validate_in_chunks(text, origin, &validate, visit, threads) {
+        chunks::Parallel::Done => return Ok(()),
+        chunks::Parallel::NotUsed => 0,
+        chunks::Parallel::Abandoned { delivered } => delivered,
+    };
+    // One thread, from the start; what the abandoned run already handed out is not handed out
+    // again (the same text gives the same results in the same order).
+    let mut skip = delivered;
+    each_located(text, origin, |located| {
+        if skip > 0 {
+            skip -= 1;
+        } else {
+            visit(validate(located));
+        }
+    })
 }
 
 /// Applies `--namespace` to one resource read, then validates and defaults it for `release`; a
@@ -522,7 +581,16 @@ fn split_yaml<'text>(
     text: &'text str,
     origin: &'text str,
 ) -> impl Iterator<Item = Result<Document, LoadError>> + 'text {
-    yaml::stream(text).map(move |document| match document {
+    split_yaml_from(text, origin, 1)
+}
+
+/// As [`split_yaml`], for the part of a stream that starts on line `first_line` of it.
+fn split_yaml_from<'text>(
+    text: &'text str,
+    origin: &'text str,
+    first_line: usize,
+) -> impl Iterator<Item = Result<Document, LoadError>> + 'text {
+    yaml::stream_from(text, first_line).map(move |document| match document {
         Ok(document) => Ok(Document {
             value: document.value,
             line: Some(document.line),
@@ -844,5 +912,6 @@ fn describe_json_type(value: &serde_json::Value) -> &'static str {
     }
 }
 
+mod chunks;
 #[cfg(test)]
 mod tests;

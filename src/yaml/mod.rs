@@ -293,6 +293,12 @@ pub fn stream(text: &str) -> read::Documents<'_> {
     read::Documents::new(text)
 }
 
+/// As [`stream`], for the part of a longer stream that starts on line `first_line` (1-based) of it:
+/// every line reported is the line in the whole stream.
+pub fn stream_from(text: &str, first_line: usize) -> read::Documents<'_> {
+    read::Documents::starting_at_line(text, first_line)
+}
+
 /// Reads every document of a stream as untyped values, dropping empty ones: what kubectl sends
 /// for a manifest.
 pub fn read_values(text: &str) -> Result<Vec<Value>, YamlError> {

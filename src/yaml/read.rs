@@ -83,6 +83,8 @@ struct Reader {
     written: usize,
     /// The column of the event being handled.
     column: usize,
+    /// Lines of the whole stream before the text being read (see [`Documents::starting_at_line`]).
+    line_offset: usize,
 }
 
 /// The documents of a YAML stream, read one at a time: each is handed out as soon as it ends,
@@ -96,6 +98,13 @@ pub struct Documents<'input> {
 
 impl<'input> Documents<'input> {
     pub fn new(text: &'input str) -> Documents<'input> {
+        Documents::starting_at_line(text, 1)
+    }
+
+    /// Reads `text` as the part of a longer stream that starts on line `first_line` (1-based) of
+    /// it, so that every line reported (in documents and in errors) is the line of the stream.
+    pub fn starting_at_line(text: &'input str, first_line: usize) -> Documents<'input> {
+        let line_offset = first_line.saturating_sub(1);
         // A byte order mark is allowed at the start, as upstream's reader allows it.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         Documents {
@@ -105,12 +114,13 @@ impl<'input> Documents<'input> {
                 count: 0,
                 stack: Vec::new(),
                 anchors: HashMap::new(),
-                document_line: 1,
+                document_line: first_line,
                 document_explicit: false,
                 root: None,
                 expanded: 0,
                 written: 0,
                 column: 1,
+                line_offset,
             },
             failed: false,
         }
@@ -132,7 +142,7 @@ impl Iterator for Documents<'_> {
                     self.failed = true;
                     return Some(Err(YamlError {
                         document: reader.count + 1,
-                        line: error.marker().line(),
+                        line: error.marker().line() + reader.line_offset,
                         column: error.marker().col() + 1,
                         kind: YamlErrorKind::Syntax(error.info().to_string()),
                     }));
@@ -166,7 +176,7 @@ type Failure = (usize, YamlErrorKind);
 
 impl Reader {
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), Failure> {
-        let line = span.start.line();
+        let line = span.start.line() + self.line_offset;
         match event {
             Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
             Event::DocumentStart(explicit) => {
