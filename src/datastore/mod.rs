@@ -16,6 +16,7 @@ pub mod etcd;
 pub mod health;
 pub mod initialize;
 pub mod kube;
+mod pages;
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ use async_trait::async_trait;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 pub use batch::{BatchLimits, BatchOutcome, Write, WriteOutcome};
+pub use pages::{FetchedPage, Pages};
 
 // The type is a setting of the configuration; named here too because the backends and their errors
 // speak of it.
@@ -89,62 +91,6 @@ pub enum Detail {
     /// [`Page::bodies`] instead, so they are written out without being decoded into values (etcd
     /// does). The metadata is decoded as for [`Detail::Full`].
     Document,
-}
-
-/// The pages of a list, each one requested while the caller works on the one before it: printing
-/// page N overlaps with etcd reading page N+1. At most two pages are held: the caller's and the
-/// one in flight (dropped unfinished when the caller stops early, say on a closed pipe).
-pub struct Pages {
-    store: std::sync::Arc<dyn Datastore>,
-    options: std::sync::Arc<ListOptions>,
-    next: Option<tokio::task::JoinHandle<Result<Page, StoreError>>>,
-}
-
-impl Pages {
-    /// Starts the first request at once; call within a tokio runtime.
-    pub fn new(store: std::sync::Arc<dyn Datastore>, options: ListOptions) -> Pages {
-        let mut pages = Pages {
-            store,
-            options: std::sync::Arc::new(options),
-            next: None,
-        };
-        pages.next = Some(pages.request(None));
-        pages
-    }
-
-    fn request(&self, token: Option<String>) -> tokio::task::JoinHandle<Result<Page, StoreError>> {
-        let (store, options) = (self.store.clone(), self.options.clone());
-        tokio::spawn(async move { store.list_page(&options, token.as_deref()).await })
-    }
-
-    /// The next page (requesting the one after it before returning), or `None` after the last.
-    pub async fn next(&mut self) -> Result<Option<Page>, StoreError> {
-        let Some(request) = self.next.take() else {
-            return Ok(None);
-        };
-        let page = match request.await {
-            Ok(page) => page?,
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            Err(error) => {
-                return Err(StoreError::Other(format!(
-                    "a list request stopped: {error}"
-                )));
-            }
-        };
-        self.next = page
-            .continue_token
-            .clone()
-            .map(|token| self.request(Some(token)));
-        Ok(Some(page))
-    }
-}
-
-impl Drop for Pages {
-    fn drop(&mut self) {
-        if let Some(request) = self.next.take() {
-            request.abort();
-        }
-    }
 }
 
 /// One page of a list, in key order. `continue_token` is opaque; pass it back for the next page.
@@ -350,6 +296,19 @@ pub trait Datastore: Send + Sync {
         options: &ListOptions,
         continue_token: Option<&str>,
     ) -> Result<Page, StoreError>;
+
+    /// Reads one page of a list as [`list_page`](Datastore::list_page) does, handing back its
+    /// continue token before its items are decoded, so [`Pages`] can ask for the next page first.
+    /// The default decodes at once; etcd decodes later.
+    async fn fetch_page(
+        &self,
+        options: &ListOptions,
+        continue_token: Option<&str>,
+    ) -> Result<FetchedPage, StoreError> {
+        self.list_page(options, continue_token)
+            .await
+            .map(FetchedPage::decoded)
+    }
 
     /// Creates a resource that must not exist yet. `uid` and `creationTimestamp` are set when missing.
     async fn create(&self, resource: &Resource) -> Result<Resource, StoreError>;
