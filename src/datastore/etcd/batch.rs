@@ -326,8 +326,11 @@ impl EtcdStore {
                 let path = String::from_utf8_lossy(entry.key());
                 if let Some(indices) = wanted.get(path.as_ref()) {
                     let resource = conversion::decode(&path, entry.value(), entry.mod_revision())?;
-                    for index in indices {
-                        found[*index] = Some(resource.clone());
+                    if let [rest @ .., last] = indices.as_slice() {
+                        for index in rest {
+                            found[*index] = Some(resource.clone());
+                        }
+                        found[*last] = Some(resource);
                     }
                 }
             }

@@ -22,6 +22,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use crate::datastore::{Datastore, Detail, ListOptions, StoreError};
 use crate::exec::interrupt::StopSignal;
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
@@ -31,6 +33,38 @@ use crate::resource::{Kind, Resource, ResourceKey};
 use crate::resource::selector::Selector;
 
 use super::{Outcome, RunMode};
+
+/// Resources read per range read by a write command: what is stored for them is held until they
+/// are written.
+const READ_CHUNK: usize = 1024;
+
+/// Range reads out at once while a write command decides (the reads are harmless; a refusal drops
+/// the rest): etcd reads the next range while this one is decoded and decided.
+const READS_IN_FLIGHT: usize = 3;
+
+/// What is stored for each of `items` (whose keys `key` gives), read in chunks of
+/// [`READ_CHUNK`] with [`READS_IN_FLIGHT`] out at once, handed out chunk by chunk in order: the
+/// chunk, its keys, and what is stored for each key (or the read's error).
+pub(super) fn read_stored<'a, T: Sync>(
+    store: &'a dyn Datastore,
+    items: &'a [T],
+    key: impl Fn(&T) -> ResourceKey + Copy + 'a,
+) -> impl futures_util::Stream<Item = StoredChunk<'a, T>> + 'a {
+    futures_util::stream::iter(items.chunks(READ_CHUNK))
+        .map(move |chunk| async move {
+            let keys: Vec<ResourceKey> = chunk.iter().map(key).collect();
+            let stored = store.read_many(&keys).await;
+            (chunk, keys, stored)
+        })
+        .buffered(READS_IN_FLIGHT)
+}
+
+/// One chunk of [`read_stored`].
+pub(super) type StoredChunk<'a, T> = (
+    &'a [T],
+    Vec<ResourceKey>,
+    Result<Vec<Option<Resource>>, StoreError>,
+);
 
 /// How often an update is retried after a conflict when the user gave no revision (as upstream).
 pub(super) const CONFLICT_ATTEMPTS: u32 = 5;

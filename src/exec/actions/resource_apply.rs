@@ -13,6 +13,8 @@
 //! In dry-run the same checks and reads happen and the transcript shows each document that would
 //! be written; in a real run no document is rendered for show.
 
+use futures_util::StreamExt;
+
 use crate::datastore::{Datastore, StoreError, Write};
 use crate::exec::interrupt::Interrupt;
 use crate::plan::action::ResourceDocuments;
@@ -21,14 +23,11 @@ use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
     ExistingPolicy, ResourceActionError, initialize, merge_for_update, metadata_for_create,
-    prepare_all, prepare_for_write, store_error, update_changes_nothing,
+    prepare_all, prepare_for_write, read_stored, store_error, update_changes_nothing,
 };
 use super::resource_undo::undo;
 use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
 use super::{Outcome, RunMode, resource_diff, store_rules};
-
-/// Documents read per range read: what is stored for them is held until they are written.
-const READ_CHUNK: usize = 1024;
 
 /// Which of the three document commands runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,20 +110,18 @@ pub async fn write_documents(
     }
 }
 
-/// Reads what is stored for every document (in ranges of [`READ_CHUNK`]) and decides each; a
-/// document the command cannot write refuses the command before anything is written.
+/// Reads what is stored for every document (in key ranges, a few out at once: [`read_stored`]) and
+/// decides each; a document the command cannot write refuses the command before anything is
+/// written.
 async fn decide_all(
     store: &dyn Datastore,
     prepared: &[Resource],
     command: DocumentWrite,
 ) -> Result<Vec<Decided>, ResourceActionError> {
     let mut decided = Vec::with_capacity(prepared.len());
-    for chunk in prepared.chunks(READ_CHUNK) {
-        let keys: Vec<ResourceKey> = chunk.iter().map(Resource::key).collect();
-        let stored = store
-            .read_many(&keys)
-            .await
-            .map_err(|source| store_error("read", &keys[0])(source))?;
+    let mut reads = std::pin::pin!(read_stored(store, prepared, Resource::key));
+    while let Some((chunk, keys, stored)) = reads.next().await {
+        let stored = stored.map_err(|source| store_error("read", &keys[0])(source))?;
         for ((resource, key), stored) in chunk.iter().zip(keys).zip(stored) {
             decided.push(decide(command, resource, key, stored)?);
         }

@@ -12,21 +12,20 @@
 
 use std::collections::BTreeSet;
 
+use futures_util::StreamExt;
+
 use crate::datastore::{Datastore, DatastoreType, StoreError, Write};
 use crate::exec::interrupt::Interrupt;
 use crate::plan::action::ResourceDeletion;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 use super::resource::{
-    ExistingPolicy, NAMED_PROBLEMS, ResourceActionError, WriteSemantics, store_error, target_key,
-    writable,
+    ExistingPolicy, NAMED_PROBLEMS, ResourceActionError, WriteSemantics, read_stored, store_error,
+    target_key, writable,
 };
 use super::resource_undo::undo;
 use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
 use super::{Outcome, RunMode, store_rules};
-
-/// Targets read per range read.
-const READ_CHUNK: usize = 1024;
 
 /// One resource to delete, as read.
 struct Target {
@@ -123,12 +122,11 @@ async fn read_targets(
     let mut problems = Vec::new();
     let mut more = 0;
     let mut tally = Tally::default();
-    for chunk in targets.chunks(READ_CHUNK) {
-        let keys: Vec<ResourceKey> = chunk.iter().map(|target| target.key.clone()).collect();
-        let stored = store
-            .read_many(&keys)
-            .await
-            .map_err(store_error("read", &keys[0]))?;
+    let mut reads = std::pin::pin!(read_stored(store, targets, |target: &Target| {
+        target.key.clone()
+    }));
+    while let Some((chunk, keys, stored)) = reads.next().await {
+        let stored = stored.map_err(store_error("read", &keys[0]))?;
         for (target, stored) in chunk.iter().zip(stored) {
             match (&stored, &target.pinned) {
                 (None, _) if semantics.delete_missing == ExistingPolicy::Skip => {
