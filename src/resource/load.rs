@@ -810,7 +810,9 @@ fn item_resource(
             fail_at(&path, format!("field `{path}`: {reason}"))
         })?;
     }
-    let resource =
+    // The spec is any JSON value: moved into the resource, not decoded into a copy of itself.
+    let spec = object.swap_remove("spec").unwrap_or_default();
+    let mut resource: Resource =
         yaml::decode_value(serde_json::Value::Object(object)).map_err(|(path, reason)| {
             let reason = match &lines {
                 Some(lines) => yaml::explain_yaml_1_1(&reason, lines.find(&path)),
@@ -818,6 +820,7 @@ fn item_resource(
             };
             fail_at(&path, format!("field `{path}`: {reason}"))
         })?;
+    resource.spec = spec;
     Ok((resource, lines))
 }
 
