@@ -224,16 +224,17 @@ fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
     }
 }
 
-/// Every availability the kind's document schema states, on a field or on a value, at any depth
-/// (`$defs` included, and more than the walk reads): when a release has all of them, the walk of a
-/// document can refuse nothing.
+/// Every availability the kind's document schema states, on a field (at any depth, `$defs`
+/// included, and more than the walk reads) or on a value ([`value_rules`]): when a release has all
+/// of them, the walk of a document can refuse nothing.
 fn annotations_of(kind: Kind) -> &'static [Availability] {
     static ANNOTATIONS: LazyLock<Vec<(Kind, Vec<Availability>)>> = LazyLock::new(|| {
         Kind::ALL
             .iter()
             .map(|kind| {
                 let mut found = Vec::new();
-                collect_annotations(schema_of(*kind), &mut found);
+                collect_field_annotations(schema_of(*kind), &mut found);
+                found.extend(value_rules(*kind).iter().map(|(_, rule)| rule.clone()));
                 (*kind, found)
             })
             .collect()
@@ -245,28 +246,20 @@ fn annotations_of(kind: Kind) -> &'static [Availability] {
         .unwrap_or_default()
 }
 
-fn collect_annotations(schema: &Value, found: &mut Vec<Availability>) {
+fn collect_field_annotations(schema: &Value, found: &mut Vec<Availability>) {
     match schema {
         Value::Object(object) => {
             let availability = Availability::read(object, SINCE, UNTIL);
             if availability != Availability::default() {
                 found.push(availability);
             }
-            if let Some(values) = object.get(VALUES).and_then(Value::as_object) {
-                found.extend(
-                    values
-                        .values()
-                        .filter_map(Value::as_object)
-                        .map(|rule| Availability::read(rule, "since", "until")),
-                );
-            }
             object
                 .values()
-                .for_each(|value| collect_annotations(value, found));
+                .for_each(|value| collect_field_annotations(value, found));
         }
         Value::Array(items) => items
             .iter()
-            .for_each(|item| collect_annotations(item, found)),
+            .for_each(|item| collect_field_annotations(item, found)),
         _ => {}
     }
 }
@@ -479,27 +472,26 @@ mod tests {
         assert!(!annotations_of(Kind::BgpPeer).is_empty());
         assert!(!has_all(Kind::BgpPeer, "v3.29.4"));
         assert!(!has_all(Kind::BgpPeer, "v3.30.1"));
-        // Value rules count too, and annotations under `$defs`.
+        // Fields are found under `$defs` too, and value rules count.
         let schema = serde_json::json!({
             "properties": {"logSeverity": {"x-netctl-values": {"Trace": {"since": "v3.30.1"}}}},
             "$defs": {"Peer": {"properties": {"mode": {"x-netctl-until": "v3.32.0"}}}}
         });
         let mut found = Vec::new();
-        collect_annotations(&schema, &mut found);
+        collect_field_annotations(&schema, &mut found);
         let release = |text: &str| Some(text.parse::<Release>().unwrap());
         assert_eq!(
             found,
-            [
-                Availability {
-                    since: release("v3.30.1"),
-                    ..Availability::default()
-                },
-                Availability {
-                    until: release("v3.32.0"),
-                    ..Availability::default()
-                },
-            ]
+            [Availability {
+                until: release("v3.32.0"),
+                ..Availability::default()
+            }]
         );
+        let value_rule = Availability {
+            since: release("v3.30.1"),
+            ..Availability::default()
+        };
+        assert!(annotations_of(Kind::KubeControllersConfiguration).contains(&value_rule));
     }
 
     #[test]
