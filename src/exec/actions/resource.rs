@@ -912,4 +912,66 @@ mod tests {
             "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
         );
     }
+
+    /// A store of nothing whose `read_many` takes 50 ms and counts how many are out at once.
+    #[derive(Default)]
+    struct SlowReads {
+        out: Mutex<(usize, usize)>,
+    }
+
+    #[async_trait::async_trait]
+    impl Datastore for SlowReads {
+        fn kind(&self) -> DatastoreType {
+            DatastoreType::EtcdV3
+        }
+        async fn check(&self) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
+            Err(StoreError::NotFound(key.clone()))
+        }
+        async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
+            unreachable!("not listed")
+        }
+        async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
+            unreachable!("nothing is written")
+        }
+        async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
+            unreachable!("nothing is written")
+        }
+        async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
+            unreachable!("nothing is written")
+        }
+        async fn read_many(
+            &self,
+            keys: &[ResourceKey],
+        ) -> Result<Vec<Option<Resource>>, StoreError> {
+            {
+                let mut out = self.out.lock().unwrap();
+                out.0 += 1;
+                out.1 = out.1.max(out.0);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.out.lock().unwrap().0 -= 1;
+            Ok(vec![None; keys.len()])
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_stored_is_read_three_ranges_at_once_and_handed_out_in_order() {
+        let store = SlowReads::default();
+        let names: Vec<String> = (0..5000).map(|index| format!("h{index:04}")).collect();
+        let key = |name: &String| ResourceKey::new(Kind::HostEndpoint, None, name.as_str());
+        let mut reads = std::pin::pin!(read_stored(&store, &names, key));
+        let mut seen = Vec::new();
+        while let Some((chunk, keys, stored)) = reads.next().await {
+            assert_eq!(chunk.len(), keys.len());
+            assert_eq!(stored.unwrap().len(), keys.len());
+            seen.extend(keys.into_iter().map(|key| key.name));
+        }
+        assert_eq!(seen, names);
+        // Five chunks of at most 1024, three out at once.
+        assert_eq!(store.out.lock().unwrap().1, READS_IN_FLIGHT);
+        assert_eq!(READS_IN_FLIGHT, 3);
+    }
 }
