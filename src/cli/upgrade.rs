@@ -19,7 +19,9 @@ use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::preflight;
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
-use crate::plan::request::{FactSources, UpgradeRequest};
+use crate::exit_code;
+use crate::plan::PlanError;
+use crate::plan::request::{FactSources, RequestError, UpgradeRequest};
 use crate::plan::targets;
 use crate::runbook::UPGRADE_PROCEDURE;
 
@@ -94,7 +96,13 @@ Examples:
   netctl upgrade plan --to v3.29.2 --no-manifest-edits  # the manifest was never edited: no gate
   netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
-  netctl upgrade plan --procedure auto-host-endpoints -o mermaid")]
+  netctl upgrade plan --procedure auto-host-endpoints -o mermaid
+  netctl upgrade plan --to v3.29.2 --detailed-exitcode >/dev/null; echo $?   # in CI: 0, 1 or 2
+
+Exit codes with `--detailed-exitcode` (Terraform's):
+  0   nothing to do: the cluster runs the target already (without `--to`: no newer release)
+  1   an error (64 on bad usage)
+  2   an upgrade or a fix-up step is pending (without `--to`: a newer release exists)")]
 pub struct PlanArgs {
     #[command(flatten)]
     pub target: TargetArgs,
@@ -115,6 +123,9 @@ pub struct PlanArgs {
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     pub etcd_quota_bytes: Option<u64>,
+    /// Exit 0 when there is nothing to do, 2 when steps are pending, 1 on an error (for CI)
+    #[arg(long)]
+    pub detailed_exitcode: bool,
 }
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
@@ -148,7 +159,19 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let manifests = ManifestDownloads {
         mirror: args.mirror_dir.clone(),
     };
-    let plan = request.plan(sources, &manifests).await?;
+    let plan = match request.plan(sources, &manifests).await {
+        Ok(plan) => plan,
+        // Asked "is anything pending?", a cluster at the target is the answer "no", not an error.
+        Err(RequestError::Plan(PlanError::NotAnUpgrade { from, to }))
+            if args.detailed_exitcode && from == to =>
+        {
+            context
+                .printer
+                .say(format!("nothing to do: the cluster runs {from}, the target"));
+            return Ok(ExitCode::from(exit_code::SUCCESS));
+        }
+        Err(error) => return Err(error.into()),
+    };
     // What `upgrade apply` would check before its first write, as things stand now (stderr: talk).
     if let Some(store) = &store {
         let steps: Vec<_> = plan.steps.iter().collect();
@@ -184,7 +207,16 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         shown.push_str(&executor.preview_writes(&plan).await?.text());
     }
     context.printer.data(&shown)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(detailed(args.detailed_exitcode, !plan.steps.is_empty()))
+}
+
+/// The exit code of a plan that was made: with `--detailed-exitcode`, Terraform's 2 when something
+/// is pending and 0 when nothing is; success otherwise.
+fn detailed(asked: bool, pending: bool) -> ExitCode {
+    ExitCode::from(match (asked, pending) {
+        (true, true) => exit_code::PENDING,
+        _ => exit_code::SUCCESS,
+    })
 }
 
 /// `upgrade plan` without `--to`: what the installed release can be upgraded to (as `kubeadm
@@ -216,7 +248,8 @@ async fn survey(
             .printer
             .data(&format!("{}\n", serde_json::to_string_pretty(&options)?))?,
     }
-    Ok(ExitCode::SUCCESS)
+    let pending = options.lines.iter().any(|line| !line.runs.is_empty());
+    Ok(detailed(args.detailed_exitcode, pending))
 }
 
 /// Writes a plan atomically (temporary file, fsync, rename) so a crash never leaves half a plan.

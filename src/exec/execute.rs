@@ -85,6 +85,7 @@ impl Executor {
             true => JournalEvent::RunResumed,
             false => JournalEvent::RunStarted,
         };
+        let cluster = self.cluster_id().await;
         run.record(event, None, |entry| {
             entry.summary = Some(format!(
                 "{} {} → {}, {} steps",
@@ -93,6 +94,11 @@ impl Executor {
                 plan.to,
                 plan.steps.len()
             ));
+            entry.procedure = Some(plan.procedure.clone());
+            entry.from = Some(plan.from.to_string());
+            entry.to = Some(plan.to.to_string());
+            entry.steps = Some(plan.steps.len());
+            entry.cluster = cluster;
         })?;
         for check in &options.skip_preflight {
             run.record(JournalEvent::PreflightSkipped, None, |entry| {
@@ -109,16 +115,49 @@ impl Executor {
             signal = signal::stop_requested() => Err(ExecError::Cancelled { signal }),
         };
         run.progress.finish();
-        if let Err(ExecError::Cancelled { signal }) = &result {
-            run.checkpoint.run = RunState::Interrupted {
-                signal: signal.to_string(),
-            };
-            run.save(Change::run()).await?;
-            run.record(JournalEvent::Cancelled, None, |entry| {
-                entry.summary = Some(format!("stopped by {signal}"));
-            })?;
+        match &result {
+            Err(ExecError::Cancelled { signal }) => {
+                run.checkpoint.run = RunState::Interrupted {
+                    signal: signal.to_string(),
+                };
+                run.save(Change::run()).await?;
+                run.record(JournalEvent::Cancelled, None, |entry| {
+                    entry.summary = Some(format!("stopped by {signal}"));
+                    entry.exit_code = Some(crate::exit_code::FAILURE);
+                })?;
+            }
+            // Recorded where they happen, with their own events.
+            Ok(_) | Err(ExecError::StoppedAtGate { .. } | ExecError::StoppedAtDeadline { .. }) => {}
+            // Every other end of this process's part of the run, so `upgrade history` knows how it
+            // ended without guessing from the last step.
+            Err(error) => {
+                let step = error.step().map(str::to_string);
+                run.record(JournalEvent::RunFailed, None, |entry| {
+                    entry.step = step;
+                    entry.error = Some(error_chain(error));
+                    entry.exit_code = Some(crate::exit_code::FAILURE);
+                })?;
+            }
         }
         result
+    }
+
+    /// The cluster's identity (ClusterInformation `clusterGUID`), journaled with a run so time
+    /// estimates learn from this cluster's runs only; `None` when it cannot be read.
+    async fn cluster_id(&self) -> Option<String> {
+        let store = self.datastore.as_deref()?;
+        let key = crate::resource::ResourceKey::new(
+            crate::resource::Kind::ClusterInformation,
+            None,
+            "default",
+        );
+        let information = store.get(&key).await.ok()?;
+        information
+            .spec
+            .get("clusterGUID")
+            .and_then(serde_json::Value::as_str)
+            .filter(|guid| !guid.is_empty())
+            .map(str::to_string)
     }
 
     async fn run_steps(

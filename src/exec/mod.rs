@@ -22,6 +22,7 @@ mod dry_run;
 mod error;
 mod execute;
 mod gate;
+pub mod history;
 pub mod interrupt;
 pub mod journal;
 pub mod lock;

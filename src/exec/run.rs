@@ -75,7 +75,8 @@ impl Run<'_> {
         record.finished_at = Some(now_rfc3339());
         record.summary = Some(summary.to_string());
         self.save(Change::step(index)).await?;
-        self.record(JournalEvent::Succeeded, Some(step), |entry| {
+        self.record(JournalEvent::Skipped, Some(step), |entry| {
+            entry.action = Some(step.action.name().to_string());
             entry.summary = Some(summary.to_string());
         })?;
         let shown = match summary.strip_prefix("skipped by the pre-flight: ") {
@@ -95,6 +96,7 @@ impl Run<'_> {
         self.save(Change::run()).await?;
         self.record(JournalEvent::StoppedAtGate, Some(step), |entry| {
             entry.summary = Some(message.to_string());
+            entry.exit_code = Some(crate::exit_code::STOPPED_AT_GATE);
         })
     }
 
@@ -156,6 +158,7 @@ impl Run<'_> {
         self.save(Change::run()).await?;
         self.record(JournalEvent::RunCompleted, None, |entry| {
             entry.summary = Some(format!("{steps} steps done"));
+            entry.exit_code = Some(crate::exit_code::SUCCESS);
         })
     }
 }
