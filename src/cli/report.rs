@@ -14,6 +14,7 @@ use crate::datastore::connect::ConnectError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::node::NodeError;
 use crate::output::OutputFormatError;
@@ -52,6 +53,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             StepError,
             ExecError,
             LockError,
+            HistoryError,
             UpgradeApplyError,
             VersionCheckError,
             RequestError,

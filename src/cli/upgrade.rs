@@ -32,8 +32,10 @@ pub enum UpgradeCommand {
     Plan(PlanArgs),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
     Apply(upgrade_apply::ApplyArgs),
-    /// Show where the last upgrade run stands, and who holds the lock
+    /// Show where the last upgrade run stands (or an earlier one), and who holds the lock
     Status(upgrade_apply::StatusArgs),
+    /// List the upgrade runs of the state directory, newest first: who, when, from → to, result
+    History(super::upgrade_history::HistoryArgs),
     /// Remove a stuck upgrade lock by its id (see `upgrade status`)
     Unlock(upgrade_apply::UnlockArgs),
 }
@@ -72,6 +74,7 @@ Examples:
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
   netctl upgrade status                                 # where the last run stands, who holds the lock
+  netctl upgrade history                                # every run: who, when, from → to, result
   netctl upgrade apply --resume                         # continue after a failure or a gate
   netctl upgrade unlock LOCK-ID                         # only when the holder is gone for good";
 
@@ -133,6 +136,7 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
         UpgradeCommand::Plan(args) => plan(context, args).await,
         UpgradeCommand::Apply(args) => upgrade_apply::apply(context, args).await,
         UpgradeCommand::Status(args) => upgrade_apply::status(context, args).await,
+        UpgradeCommand::History(args) => super::upgrade_history::history(context, args),
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,
     }
 }

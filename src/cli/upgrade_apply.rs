@@ -22,6 +22,7 @@ use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
+use crate::exec::hooks::Hooks;
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
@@ -39,10 +40,18 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
+  netctl upgrade apply --plan plan.json --on-gate 'notify-send \"$NETCTL_STEP waits\"' \\
+      --on-finish 'logger -t netctl \"run $NETCTL_RUN_ID ended: $NETCTL_RESULT ($NETCTL_EXIT_CODE)\"'
+
+Hooks run with `sh -c` and get NETCTL_EVENT (gate, failure, finish), NETCTL_STEP, NETCTL_STATE_DIR,
+NETCTL_EXIT_CODE, NETCTL_RESULT, NETCTL_MESSAGE, NETCTL_RUN_ID, NETCTL_PLAN_DIGEST,
+NETCTL_PROCEDURE, NETCTL_FROM and NETCTL_TO, and netctl's environment without its datastore
+settings and secrets. A hook that fails is journaled and warned about; the run goes on.
 
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
-says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate without a terminal to
-ask on (`--resume --approve STEP` continues).")]
+says where; `--resume` continues); 3 when it stopped at a gate without a terminal to ask on
+(`--resume --approve STEP` continues); 4 when it stopped at a safe point because its window ends
+(`--resume` continues); 64 on bad usage.")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)
@@ -104,6 +113,36 @@ pub struct ApplyArgs {
     /// Without a terminal, print a line at least this often while a step waits
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     progress_interval: Duration,
+    #[command(flatten)]
+    hooks: HookArgs,
+}
+
+/// `--on-gate`, `--on-failure`, `--on-finish`: notification hooks for runs nobody watches.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookArgs {
+    /// Run this shell command when the run reaches a human gate (NETCTL_EVENT=gate, NETCTL_STEP, ...)
+    #[arg(long, value_name = "CMD")]
+    on_gate: Option<String>,
+    /// Run this shell command when the run fails or is refused (NETCTL_EXIT_CODE=1, NETCTL_MESSAGE)
+    #[arg(long, value_name = "CMD")]
+    on_failure: Option<String>,
+    /// Run this shell command whenever the run ends (NETCTL_EXIT_CODE, NETCTL_RESULT)
+    #[arg(long, value_name = "CMD")]
+    on_finish: Option<String>,
+    /// How long a hook may run before it is killed (its failure never stops the run)
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    hook_timeout: Duration,
+}
+
+impl From<HookArgs> for Hooks {
+    fn from(args: HookArgs) -> Hooks {
+        Hooks {
+            on_gate: args.on_gate,
+            on_failure: args.on_failure,
+            on_finish: args.on_finish,
+            timeout: args.hook_timeout,
+        }
+    }
 }
 
 /// The pre-flight checks, as `--skip-preflight` names them.
@@ -143,9 +182,12 @@ pub enum ProgressChoice {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade"
+    after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade\n  netctl upgrade status 3f2a9c10     # an earlier run, as `upgrade history` lists it"
 )]
 pub struct StatusArgs {
+    /// An earlier run's id (or its first characters, as `upgrade history` shows them); without it,
+    /// the checkpoint's run
+    run: Option<String>,
     /// The state directory of the run [default: as for `upgrade apply`]
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
@@ -199,7 +241,7 @@ impl UpgradeApplyError {
     }
 }
 
-fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(super) fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match given {
         Some(directory) => Ok(directory),
         None => checkpoint::default_state_dir(&context.environment)
@@ -259,6 +301,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
         etcd_quota_bytes: args.etcd_quota_bytes,
         progress_interval: args.progress_interval,
+        hooks: args.hooks.into(),
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
@@ -312,6 +355,18 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
 
 pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let directory = state_dir(context, args.state_dir)?;
+    // An earlier run is told by the journal; the checkpoint's own run by the checkpoint (below),
+    // which also knows the lock and the mirror.
+    if let Some(given) = &args.run {
+        let current = CheckpointStore::new(directory.clone(), None)
+            .load_local()
+            .ok()
+            .flatten()
+            .map(|saved| saved.checkpoint.run_id);
+        if !current.is_some_and(|run_id| run_id.starts_with(given.as_str())) {
+            return super::upgrade_history::status_of_run(context, &directory, given, args.output);
+        }
+    }
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
         Ok((_, coordination)) => Some(coordination),

@@ -650,6 +650,11 @@ impl CheckpointStore {
         self.local.load()
     }
 
+    /// The plan an earlier run of this state directory used, when it is still stored there.
+    pub fn stored_plan(&self, digest: &str) -> Option<Plan> {
+        self.local.stored_plan(digest)
+    }
+
     /// Reads the mirrored books, if there is a mirror and it holds a run.
     pub async fn load_mirror(&self) -> Result<Option<SavedRun>, CheckpointError> {
         match &self.mirror {

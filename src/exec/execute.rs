@@ -17,6 +17,7 @@ use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, Ste
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
 use super::error::ExecError;
+use super::actions::pause::Interaction;
 use super::gate::{self, Gate};
 use super::interrupt::Interrupt;
 use super::journal::{Journal, JournalEvent};
@@ -25,7 +26,9 @@ use super::progress::Progress;
 use super::run::Run;
 use super::signal;
 use super::step::{self, Attempt, StepRun};
-use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use super::{
+    ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, Starting, plan_semantics,
+};
 use crate::errors::error_chain;
 use crate::plan::action::ResourceLabelEach;
 use crate::plan::release::api_release;
@@ -40,8 +43,14 @@ impl Executor {
         options: &ApplyOptions,
         mut store: CheckpointStore,
         lock: Option<&RunLock>,
-        skipped_steps: Vec<super::preflight::SkippedStep>,
+        starting: Starting,
     ) -> Result<RunReport, ExecError> {
+        let Starting {
+            skipped_steps,
+            run_id,
+            taken_over,
+            notifier,
+        } = starting;
         store.ensure_directory()?;
         let resuming = resume_from.is_some();
         let mut checkpoint = match resume_from {
@@ -56,16 +65,25 @@ impl Executor {
                 checkpoint.run = RunState::InProgress;
                 checkpoint
             }
-            None => Checkpoint::new(&plan, &self.holder),
+            None => {
+                let mut checkpoint = Checkpoint::new(&plan, &self.holder);
+                // The id the lock was taken for, so a resume of this run knows its own lock.
+                if let Some(run_id) = run_id {
+                    checkpoint.run_id = run_id;
+                }
+                checkpoint
+            }
         };
         // The plan stored once, a snapshot, and an empty log after it: here and in the mirror.
         store.begin(&plan, &mut checkpoint).await?;
+        let journal_path = store.directory().join(checkpoint::JOURNAL_FILE);
         let journal = Journal::open(
-            &store.directory().join(checkpoint::JOURNAL_FILE),
+            &journal_path,
             &checkpoint.run_id,
             &checkpoint.plan_digest,
             &self.holder,
         )?;
+        notifier.begun(&checkpoint.run_id, &journal_path);
         let progress = Progress::with_interval(
             options.progress,
             plan.steps.len(),
@@ -80,6 +98,7 @@ impl Executor {
             lock,
             progress,
             skipped_steps,
+            notifier,
         };
         let event = match resuming {
             true => JournalEvent::RunResumed,
@@ -100,6 +119,16 @@ impl Executor {
             entry.steps = Some(plan.steps.len());
             entry.cluster = cluster;
         })?;
+        if let Some(record) = &taken_over {
+            let summary = format!(
+                "took over the lock of this run from {} (lock id `{}`): its process is gone from this host",
+                record.holder, record.id
+            );
+            run.progress.note(&summary);
+            run.record(JournalEvent::LockTakenOver, None, |entry| {
+                entry.summary = Some(summary.clone());
+            })?;
+        }
         for check in &options.skip_preflight {
             run.record(JournalEvent::PreflightSkipped, None, |entry| {
                 entry.summary = Some(format!("pre-flight check `{check}` skipped"));
@@ -218,8 +247,16 @@ impl Executor {
         })
     }
 
-    /// Stops before a gate or an irreversible step unless it is approved.
+    /// Stops before a gate or an irreversible step unless it is approved. The `--on-gate` hook
+    /// hears of a gate that waits for a person: before the question on a terminal, or once the run
+    /// stopped in front of it.
     async fn pass_gate(&self, step: &PlannedStep, run: &mut Run<'_>) -> Result<(), ExecError> {
+        let waits = gate::waits_for_person(step, run.options);
+        if let Some(message) = &waits
+            && run.options.interaction == Interaction::Terminal
+        {
+            run.notify_gate(step, message, None).await;
+        }
         match gate::decide(step, run.options, run.lock, &run.progress)? {
             Gate::Open => Ok(()),
             Gate::Approved(how) => run.record(JournalEvent::Approved, Some(step), |entry| {
@@ -233,6 +270,8 @@ impl Executor {
             }
             Gate::Closed { message } => {
                 run.stop_at(step, &message).await?;
+                run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
+                    .await;
                 Err(ExecError::StoppedAtGate {
                     step: step.id.clone(),
                     message,

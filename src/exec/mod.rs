@@ -23,6 +23,7 @@ mod error;
 mod execute;
 mod gate;
 pub mod history;
+pub mod hooks;
 pub mod interrupt;
 pub mod journal;
 pub mod lock;
@@ -114,6 +115,8 @@ pub struct ApplyOptions {
     pub etcd_quota_bytes: Option<u64>,
     /// Without a terminal, a wait prints a line at least this often (`--progress-interval`).
     pub progress_interval: Duration,
+    /// `--on-gate`, `--on-failure`, `--on-finish`: commands told about the run (never in a dry run).
+    pub hooks: hooks::Hooks,
 }
 
 impl ApplyOptions {
@@ -143,6 +146,49 @@ impl RunOneOptions {
             .map(|parent| parent.join(checkpoint::FILES_DIR))
             .unwrap_or_else(|| PathBuf::from("."))
     }
+}
+
+/// What a run starts with, decided before its books are opened.
+pub(crate) struct Starting {
+    /// Steps the pre-flight found do not apply to this cluster, with why.
+    skipped_steps: Vec<preflight::SkippedStep>,
+    /// The id a new run takes (the lock was taken for it).
+    run_id: Option<String>,
+    /// The lock of this same run's gone process that a resume took over.
+    taken_over: Option<lock::LockRecord>,
+    /// Runs the hooks; told the plan and the journal as they become known.
+    notifier: Arc<hooks::Notifier>,
+}
+
+/// Tells the hooks how the run ended (`--on-failure` for a failure, then `--on-finish` for any
+/// end) with the exit code `main` will end with, and hands the result back.
+async fn notify_end(
+    notifier: &hooks::Notifier,
+    result: Result<RunReport, ExecError>,
+) -> Result<RunReport, ExecError> {
+    let notice = match &result {
+        Ok(_) => hooks::Notice {
+            exit_code: Some(crate::exit_code::SUCCESS),
+            result: Some("succeeded"),
+            ..hooks::Notice::default()
+        },
+        Err(error) => hooks::Notice {
+            step: error.step().map(str::to_string),
+            exit_code: Some(error.stopped_code().unwrap_or(crate::exit_code::FAILURE)),
+            result: Some(match error {
+                ExecError::StoppedAtGate { .. } => "waiting-at-gate",
+                ExecError::StoppedAtDeadline { .. } => "stopped-at-deadline",
+                ExecError::Cancelled { .. } => "interrupted",
+                _ => "failed",
+            }),
+            message: Some(crate::errors::error_chain(error)),
+        },
+    };
+    if notice.exit_code == Some(crate::exit_code::FAILURE) {
+        notifier.notify(hooks::HookEvent::Failure, &notice).await;
+    }
+    notifier.notify(hooks::HookEvent::Finish, &notice).await;
+    result
 }
 
 /// How a run ended.
@@ -342,6 +388,36 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
     ) -> Result<RunReport, ExecError> {
+        let notifier = Arc::new(hooks::Notifier::new(
+            options.hooks.clone(),
+            crate::config::environment_without_datastore_access(&options.environment),
+            &options.state_dir,
+            &self.holder,
+        ));
+        if let Some(plan) = &plan {
+            notifier.plan(plan);
+        }
+        self.apply_notified(plan, options, transcript, notifier)
+            .await
+    }
+
+    async fn apply_notified(
+        &self,
+        plan: Option<Plan>,
+        options: &ApplyOptions,
+        transcript: &mut dyn Write,
+        notifier: Arc<hooks::Notifier>,
+    ) -> Result<RunReport, ExecError> {
+        // A run refused before it began is a failure the hooks hear of too.
+        let refused = |error: ExecError| {
+            let notifier = notifier.clone();
+            async move {
+                match options.mode {
+                    RunMode::Execute => notify_end(&notifier, Err(error)).await,
+                    RunMode::DryRun => Err(error),
+                }
+            }
+        };
         // A new run's pre-flight comes before anything is written, the lock included; a resume's
         // runs once the checkpoint (and so the plan) is read, under the lock.
         let mut skipped_steps = Vec::new();
@@ -349,26 +425,34 @@ impl Executor {
             && options.start != StartMode::Resume
             && let Some(plan) = &plan
         {
-            skipped_steps = self
+            skipped_steps = match self
                 .preflight(plan.steps.iter().collect(), &options.preflight_options())
-                .await?;
+                .await
+            {
+                Ok(skipped) => skipped,
+                Err(error) => return refused(error).await,
+            };
         }
         // The lock comes first: while another run is under way, who runs it is the answer that
         // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
-        let lock = match (&self.coordination, options.mode) {
-            (Some(coordination), RunMode::Execute) => Some(
-                RunLock::acquire(
-                    coordination.clone(),
-                    self.holder.clone(),
-                    "upgrade apply",
-                    options.lock_ttl,
-                )
-                .await?,
-            ),
-            _ => None,
+        let run_id = self.run_id_to_lock(plan.as_ref(), options).await;
+        let (lock, taken_over) = match (&self.coordination, options.mode) {
+            (Some(coordination), RunMode::Execute) => {
+                match self.lock(coordination, options, run_id.clone()).await {
+                    Ok((lock, taken_over)) => (Some(lock), taken_over),
+                    Err(error) => return refused(error).await,
+                }
+            }
+            _ => (None, None),
+        };
+        let starting = Starting {
+            skipped_steps,
+            run_id,
+            taken_over,
+            notifier: notifier.clone(),
         };
         let result = self
-            .apply_locked(plan, options, transcript, lock.as_ref(), skipped_steps)
+            .apply_locked(plan, options, transcript, lock.as_ref(), starting)
             .await;
         if let Some(lock) = lock {
             let released = lock.release().await;
@@ -378,7 +462,61 @@ impl Executor {
                 ));
             }
         }
-        result
+        // After the lock is released, so a hook may look at the run (`upgrade status`).
+        match options.mode {
+            RunMode::Execute => notify_end(&notifier, result).await,
+            RunMode::DryRun => result,
+        }
+    }
+
+    /// The run the lock is taken for: a new run's fresh id, or the id of the run a resume
+    /// continues (read from the checkpoint before the lock, reads only; `None` when it cannot be
+    /// read, and then the resume reports why once it holds the lock).
+    async fn run_id_to_lock(&self, plan: Option<&Plan>, options: &ApplyOptions) -> Option<String> {
+        match (options.start, options.mode, plan) {
+            (_, RunMode::DryRun, _) => None,
+            (StartMode::Resume, _, _) => {
+                let store =
+                    CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
+                let saved = store.load_latest().await.ok().flatten()?;
+                Some(saved.checkpoint.run_id)
+            }
+            (_, _, Some(_)) => Some(uuid::Uuid::new_v4().to_string()),
+            (_, _, None) => None,
+        }
+    }
+
+    /// Takes the run lock. A resume whose own run holds it — from a process of this host that is
+    /// gone, killed with SIGKILL before it could release it — takes it over at once instead of
+    /// waiting for its lease to run out; the caller journals that (returned here).
+    async fn lock(
+        &self,
+        coordination: &Arc<dyn Coordination>,
+        options: &ApplyOptions,
+        run_id: Option<String>,
+    ) -> Result<(RunLock, Option<lock::LockRecord>), ExecError> {
+        let acquire = || {
+            RunLock::acquire(
+                coordination.clone(),
+                self.holder.clone(),
+                "upgrade apply",
+                options.lock_ttl,
+                run_id.clone(),
+            )
+        };
+        match acquire().await {
+            Ok(lock) => Ok((lock, None)),
+            Err(lock::LockError::Held { record, .. })
+                if options.start == StartMode::Resume
+                    && run_id
+                        .as_deref()
+                        .is_some_and(|run_id| record.is_abandoned_by(run_id)) =>
+            {
+                lock::take_over(coordination.as_ref(), &record).await?;
+                Ok((acquire().await?, Some(*record)))
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     async fn apply_locked(
@@ -387,7 +525,7 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
         lock: Option<&RunLock>,
-        mut skipped_steps: Vec<preflight::SkippedStep>,
+        mut starting: Starting,
     ) -> Result<RunReport, ExecError> {
         let store = CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
         let existing = match options.start {
@@ -402,6 +540,7 @@ impl Executor {
                     (plan, None)
                 }
             };
+        starting.notifier.plan(&plan);
         resume::check_step_flags(&plan, options)?;
         if options.mode == RunMode::Execute {
             check_inherited_secrets(&plan, &options.environment)?;
@@ -414,7 +553,7 @@ impl Executor {
                 .filter(|(_, record)| !record.state.is_done())
                 .map(|(step, _)| step)
                 .collect();
-            skipped_steps = self
+            starting.skipped_steps = self
                 .preflight(remaining, &options.preflight_options())
                 .await?;
         }
@@ -424,7 +563,7 @@ impl Executor {
                     .await
             }
             RunMode::Execute => {
-                self.execute(plan, resume_from, options, store, lock, skipped_steps)
+                self.execute(plan, resume_from, options, store, lock, starting)
                     .await
             }
         }

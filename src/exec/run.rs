@@ -29,6 +29,8 @@ pub(super) struct Run<'a> {
     pub progress: Progress,
     /// Steps the pre-flight found do not apply to this cluster, with why.
     pub skipped_steps: Vec<super::preflight::SkippedStep>,
+    /// The run's notification hooks.
+    pub notifier: std::sync::Arc<super::hooks::Notifier>,
 }
 
 impl Run<'_> {
@@ -98,6 +100,20 @@ impl Run<'_> {
             entry.summary = Some(message.to_string());
             entry.exit_code = Some(crate::exit_code::STOPPED_AT_GATE);
         })
+    }
+
+    /// Tells the `--on-gate` hook that `step` waits for a person (`exit_code` when the run stops
+    /// there).
+    pub async fn notify_gate(&self, step: &PlannedStep, message: &str, exit_code: Option<u8>) {
+        let notice = super::hooks::Notice {
+            step: Some(step.id.clone()),
+            exit_code,
+            result: exit_code.map(|_| "waiting-at-gate"),
+            message: Some(message.to_string()),
+        };
+        self.notifier
+            .notify(super::hooks::HookEvent::Gate, &notice)
+            .await;
     }
 
     /// Records an interrupted step as done because its postcondition holds.
