@@ -57,6 +57,7 @@ fn plan() -> Plan {
         retry: None,
         register: None,
         reason: "test".to_string(),
+        span: None,
     };
     Plan::new(
         "upgrade",

@@ -16,7 +16,8 @@ use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
 use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
-use crate::exec::preflight;
+use crate::exec::history::History;
+use crate::exec::{estimate, preflight, window};
 use crate::plan::Plan;
 use crate::plan::render::{self, PlanFormat};
 use crate::exit_code;
@@ -101,6 +102,7 @@ Examples:
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
   netctl upgrade plan --procedure auto-host-endpoints -o mermaid
   netctl upgrade plan --to v3.29.2 --detailed-exitcode >/dev/null; echo $?   # in CI: 0, 1 or 2
+  netctl upgrade plan --to v3.29.2 --window 2h          # does each segment fit a 2-hour window?
 
 Exit codes with `--detailed-exitcode` (Terraform's):
   0   nothing to do: the cluster runs the target already (without `--to`: no newer release)
@@ -129,6 +131,11 @@ pub struct PlanArgs {
     /// Exit 0 when there is nothing to do, 2 when steps are pending, 1 on an error (for CI)
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// Whose journal the time estimates learn from [default: as for `upgrade apply`]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub window: super::args::WindowArgs,
 }
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
@@ -210,8 +217,59 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
                 .with_kubernetes(cluster.clone());
         shown.push_str(&executor.preview_writes(&plan).await?.text());
     }
+    // How long each segment between gates should take, from this cluster's earlier runs: also
+    // a preview, never part of the plan.
+    if args.output == PlanOutput::Text {
+        shown.push_str(&estimates(context, &args, &plan, store.as_ref()).await);
+    }
     context.printer.data(&shown)?;
     Ok(detailed(args.detailed_exitcode, !plan.steps.is_empty()))
+}
+
+/// The plan's time estimates per segment (and whether each fits `--deadline`/`--window`), learnt
+/// from the earlier runs of this cluster in the state directory's journal.
+async fn estimates(
+    context: &Context,
+    args: &PlanArgs,
+    plan: &Plan,
+    store: Option<&std::sync::Arc<dyn crate::datastore::Datastore>>,
+) -> String {
+    let directory = args
+        .state_dir
+        .clone()
+        .or_else(|| crate::exec::checkpoint::default_state_dir(&context.environment));
+    let history = directory
+        .as_deref()
+        .and_then(|directory| History::read(directory).ok())
+        .unwrap_or_default();
+    let cluster = match store {
+        Some(store) => {
+            crate::exec::Executor::new(store.clone(), None, crate::exec::lock::Holder::current())
+                .cluster_id()
+                .await
+        }
+        None => None,
+    };
+    let runs = history.runs_of(cluster.as_deref());
+    let basis = match (&directory, runs) {
+        (Some(directory), 0) => format!(
+            "from the step kinds; no earlier run of this cluster in `{}`",
+            directory.display()
+        ),
+        (Some(directory), runs) => format!(
+            "from the step kinds and {runs} earlier run(s) of this cluster in `{}`",
+            directory.display()
+        ),
+        (None, _) => "from the step kinds".to_string(),
+    };
+    let estimates = estimate::estimate_steps(plan, &history, cluster.as_deref());
+    window::describe(
+        plan,
+        &estimates,
+        &basis,
+        args.window.window().as_ref(),
+        std::time::SystemTime::now(),
+    )
 }
 
 /// The exit code of a plan that was made: with `--detailed-exitcode`, Terraform's 2 when something

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use clap_complete::engine::ArgValueCompleter;
 
 use super::Context;
-use super::args::{FactArgs, ManifestEditArgs, parse_duration};
+use super::args::{FactArgs, ManifestEditArgs, WindowArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
@@ -40,6 +40,8 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
+  netctl upgrade apply --plan plan.json --window 2h   # start nothing that would not end within 2h
+  netctl upgrade apply --resume --deadline 2026-03-08T04:00:00Z   # the next window
   netctl upgrade apply --plan plan.json --on-gate 'notify-send \"$NETCTL_STEP waits\"' \\
       --on-finish 'logger -t netctl \"run $NETCTL_RUN_ID ended: $NETCTL_RESULT ($NETCTL_EXIT_CODE)\"'
 
@@ -115,6 +117,8 @@ pub struct ApplyArgs {
     progress_interval: Duration,
     #[command(flatten)]
     hooks: HookArgs,
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 /// `--on-gate`, `--on-failure`, `--on-finish`: notification hooks for runs nobody watches.
@@ -302,6 +306,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         etcd_quota_bytes: args.etcd_quota_bytes,
         progress_interval: args.progress_interval,
         hooks: args.hooks.into(),
+        window: args.window.window(),
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
@@ -479,6 +484,9 @@ fn print_status(
         RunState::Failed { step } => {
             format!("failed at `{step}` (fix, then `netctl upgrade apply --resume`)")
         }
+        RunState::StoppedAtDeadline { step } => format!(
+            "stopped before `{step}`: the maintenance window ended (continue in the next one with `netctl upgrade apply --resume`)"
+        ),
         RunState::Completed => "completed".to_string(),
     };
     writeln!(out, "run:      {} — {state}", checkpoint.run_id)?;

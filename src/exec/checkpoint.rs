@@ -190,6 +190,9 @@ pub enum RunState {
     WaitingAtGate { step: String },
     /// A step failed after all its attempts.
     Failed { step: String },
+    /// Stopped at a safe point before `step`: the maintenance window ends (`--deadline`,
+    /// `--window`).
+    StoppedAtDeadline { step: String },
     /// A completed step's postcondition no longer holds; `--repair` runs those steps again.
     Drifted { steps: Vec<String> },
     /// Every step succeeded or was skipped.

@@ -78,6 +78,14 @@ pub enum ExecError {
     },
     #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
+    #[error(
+        "the maintenance window ends {deadline}: {reason}; nothing was started (the run would begin at step `{step}`)"
+    )]
+    WindowTooShort {
+        step: String,
+        deadline: String,
+        reason: String,
+    },
     #[error("the maintenance window ends {deadline}: {reason}; the run stopped before step `{step}`")]
     StoppedAtDeadline {
         step: String,
@@ -164,6 +172,7 @@ impl ExecError {
             ExecError::NodeAgentsBehind { step, .. }
             | ExecError::StoppedAtGate { step, .. }
             | ExecError::StoppedAtDeadline { step, .. }
+            | ExecError::WindowTooShort { step, .. }
             | ExecError::Declined { step }
             | ExecError::Interrupted { step }
             | ExecError::StepFailed { step, .. }
@@ -201,6 +210,9 @@ impl ExecError {
             ExecError::StoppedAtGate { step, .. } => format!(
                 "after checking, continue with `netctl upgrade apply --resume --approve {step}` (or `--resume --yes` to approve every gate)"
             ),
+            ExecError::WindowTooShort { .. } => {
+                "run it in a longer window (`--window DURATION` or a later `--deadline TIME`); `netctl upgrade plan --window DURATION` shows each segment's estimate".to_string()
+            }
             ExecError::StoppedAtDeadline { .. } => {
                 "nothing is half done: `netctl upgrade apply --resume` continues from this step in the next window".to_string()
             }

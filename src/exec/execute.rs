@@ -50,6 +50,7 @@ impl Executor {
             run_id,
             taken_over,
             notifier,
+            estimates,
         } = starting;
         store.ensure_directory()?;
         let resuming = resume_from.is_some();
@@ -99,6 +100,7 @@ impl Executor {
             progress,
             skipped_steps,
             notifier,
+            estimates,
         };
         let event = match resuming {
             true => JournalEvent::RunResumed,
@@ -173,7 +175,7 @@ impl Executor {
 
     /// The cluster's identity (ClusterInformation `clusterGUID`), journaled with a run so time
     /// estimates learn from this cluster's runs only; `None` when it cannot be read.
-    async fn cluster_id(&self) -> Option<String> {
+    pub async fn cluster_id(&self) -> Option<String> {
         let store = self.datastore.as_deref()?;
         let key = crate::resource::ResourceKey::new(
             crate::resource::Kind::ClusterInformation,
@@ -219,6 +221,7 @@ impl Executor {
                 run.skip(index, step, &summary).await?;
                 continue;
             }
+            self.check_window(plan, run, index).await?;
             if let Some(requirement) = &step.requires
                 && !run
                     .options
@@ -244,6 +247,33 @@ impl Executor {
             run_id: run.checkpoint.run_id.clone(),
             steps: plan.steps.len(),
             repaired,
+        })
+    }
+
+    /// With a maintenance window: stops before step `index` when the deadline has come (outside a
+    /// span), or when the segment or span that starts here would not finish in time.
+    async fn check_window(
+        &self,
+        plan: &Plan,
+        run: &mut Run<'_>,
+        index: usize,
+    ) -> Result<(), ExecError> {
+        let Some(window) = &run.options.window else {
+            return Ok(());
+        };
+        let checkpoint = &run.checkpoint;
+        let done = |step: usize| checkpoint.step(step).state.is_done();
+        let now = std::time::SystemTime::now();
+        let verdict = super::window::check(plan, &run.estimates, window, index, false, &done, now);
+        let super::window::Verdict::Stop { reason } = verdict else {
+            return Ok(());
+        };
+        let step = &plan.steps[index];
+        run.stop_at_deadline(step, &reason).await?;
+        Err(ExecError::StoppedAtDeadline {
+            step: step.id.clone(),
+            deadline: window.deadline_text(),
+            reason,
         })
     }
 

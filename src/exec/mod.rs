@@ -20,6 +20,7 @@ mod clock;
 mod crash_hook;
 mod dry_run;
 mod error;
+pub mod estimate;
 mod execute;
 mod gate;
 pub mod history;
@@ -34,6 +35,7 @@ mod run;
 mod signal;
 pub mod stale;
 mod step;
+pub mod window;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -117,6 +119,8 @@ pub struct ApplyOptions {
     pub progress_interval: Duration,
     /// `--on-gate`, `--on-failure`, `--on-finish`: commands told about the run (never in a dry run).
     pub hooks: hooks::Hooks,
+    /// `--deadline`, `--window`: when the maintenance window ends.
+    pub window: Option<window::Window>,
 }
 
 impl ApplyOptions {
@@ -158,6 +162,8 @@ pub(crate) struct Starting {
     taken_over: Option<lock::LockRecord>,
     /// Runs the hooks; told the plan and the journal as they become known.
     notifier: Arc<hooks::Notifier>,
+    /// Each step's estimated time, when the run has a maintenance window.
+    estimates: Vec<estimate::Estimate>,
 }
 
 /// Tells the hooks how the run ended (`--on-failure` for a failure, then `--on-finish` for any
@@ -433,9 +439,36 @@ impl Executor {
                 Err(error) => return refused(error).await,
             };
         }
+        // What a resume continues, read before anything is written (reads only); `None` when it
+        // cannot be read, and then the resume reports why once it holds the lock.
+        let existing = match (options.start, options.mode) {
+            (StartMode::Resume, RunMode::Execute) => {
+                CheckpointStore::new(options.state_dir.clone(), self.coordination.clone())
+                    .load_latest()
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            _ => None,
+        };
+        // A window that cannot hold the first segment refuses the run before its first write.
+        let estimates = match self
+            .check_first_segment(plan.as_ref(), existing.as_ref(), options)
+            .await
+        {
+            Ok(estimates) => estimates,
+            Err(error) => return refused(error).await,
+        };
         // The lock comes first: while another run is under way, who runs it is the answer that
         // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
-        let run_id = self.run_id_to_lock(plan.as_ref(), options).await;
+        let run_id = match (options.mode, options.start, &existing, &plan) {
+            (RunMode::DryRun, _, _, _) => None,
+            (_, StartMode::Resume, existing, _) => {
+                existing.as_ref().map(|saved| saved.checkpoint.run_id.clone())
+            }
+            (_, _, _, Some(_)) => Some(uuid::Uuid::new_v4().to_string()),
+            (_, _, _, None) => None,
+        };
         let (lock, taken_over) = match (&self.coordination, options.mode) {
             (Some(coordination), RunMode::Execute) => {
                 match self.lock(coordination, options, run_id.clone()).await {
@@ -450,6 +483,7 @@ impl Executor {
             run_id,
             taken_over,
             notifier: notifier.clone(),
+            estimates,
         };
         let result = self
             .apply_locked(plan, options, transcript, lock.as_ref(), starting)
@@ -469,21 +503,57 @@ impl Executor {
         }
     }
 
-    /// The run the lock is taken for: a new run's fresh id, or the id of the run a resume
-    /// continues (read from the checkpoint before the lock, reads only; `None` when it cannot be
-    /// read, and then the resume reports why once it holds the lock).
-    async fn run_id_to_lock(&self, plan: Option<&Plan>, options: &ApplyOptions) -> Option<String> {
-        match (options.start, options.mode, plan) {
-            (_, RunMode::DryRun, _) => None,
-            (StartMode::Resume, _, _) => {
-                let store =
-                    CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
-                let saved = store.load_latest().await.ok().flatten()?;
-                Some(saved.checkpoint.run_id)
+    /// With a maintenance window: each step's estimate, and a refusal when the first segment the
+    /// run would start (a new run's first step, or the first step a resume has left) would not
+    /// finish in time. A dry run says what the run would do, on stderr.
+    async fn check_first_segment(
+        &self,
+        plan: Option<&Plan>,
+        existing: Option<&checkpoint::SavedRun>,
+        options: &ApplyOptions,
+    ) -> Result<Vec<estimate::Estimate>, ExecError> {
+        let Some(window) = &options.window else {
+            return Ok(Vec::new());
+        };
+        let (plan, checkpoint) = match (existing, plan) {
+            (Some(saved), _) if options.start == StartMode::Resume => {
+                (&saved.plan, Some(&saved.checkpoint))
             }
-            (_, _, Some(_)) => Some(uuid::Uuid::new_v4().to_string()),
-            (_, _, None) => None,
+            (_, Some(plan)) => (plan, None),
+            // A resume that cannot read its checkpoint: it is refused for that once locked.
+            (_, None) => return Ok(Vec::new()),
+        };
+        let history = history::History::read(&options.state_dir).unwrap_or_else(|error| {
+            crate::terminal::warn(format!(
+                "time estimates use the step kinds only: {}",
+                crate::errors::error_chain(&error)
+            ));
+            history::History::default()
+        });
+        let cluster = self.cluster_id().await;
+        let estimates = estimate::estimate_steps(plan, &history, cluster.as_deref());
+        let done = |index: usize| {
+            checkpoint.is_some_and(|checkpoint| checkpoint.step(index).state.is_done())
+        };
+        let Some(first) = (0..plan.steps.len()).find(|&index| !done(index)) else {
+            return Ok(estimates);
+        };
+        let now = std::time::SystemTime::now();
+        if let window::Verdict::Stop { reason } =
+            window::check(plan, &estimates, window, first, true, &done, now)
+        {
+            let error = ExecError::WindowTooShort {
+                step: plan.steps[first].id.clone(),
+                deadline: window.deadline_text(),
+                reason,
+            };
+            if options.mode == RunMode::DryRun {
+                crate::terminal::warn(format!("the run would be refused: {error}"));
+                return Ok(estimates);
+            }
+            return Err(error);
         }
+        Ok(estimates)
     }
 
     /// Takes the run lock. A resume whose own run holds it — from a process of this host that is

@@ -31,6 +31,8 @@ pub(super) struct Run<'a> {
     pub skipped_steps: Vec<super::preflight::SkippedStep>,
     /// The run's notification hooks.
     pub notifier: std::sync::Arc<super::hooks::Notifier>,
+    /// Each step's estimated time, when the run has a maintenance window.
+    pub estimates: Vec<super::estimate::Estimate>,
 }
 
 impl Run<'_> {
@@ -114,6 +116,22 @@ impl Run<'_> {
         self.notifier
             .notify(super::hooks::HookEvent::Gate, &notice)
             .await;
+    }
+
+    /// Records that the run stopped before `step` because its maintenance window ends.
+    pub async fn stop_at_deadline(
+        &mut self,
+        step: &PlannedStep,
+        reason: &str,
+    ) -> Result<(), ExecError> {
+        self.checkpoint.run = RunState::StoppedAtDeadline {
+            step: step.id.clone(),
+        };
+        self.save(Change::run()).await?;
+        self.record(JournalEvent::StoppedAtDeadline, Some(step), |entry| {
+            entry.summary = Some(reason.to_string());
+            entry.exit_code = Some(crate::exit_code::STOPPED_AT_DEADLINE);
+        })
     }
 
     /// Records an interrupted step as done because its postcondition holds.

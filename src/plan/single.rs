@@ -27,6 +27,7 @@ impl Plan {
             retry: None,
             register: None,
             reason: format!("`netctl {procedure}`"),
+            span: None,
         };
         Plan::new(
             procedure,

@@ -105,6 +105,7 @@ pub fn step(id: &str, description: &str, action: Action) -> PlannedStep {
         retry: None,
         register: None,
         reason: "test".to_string(),
+        span: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn plan(steps: usize) -> Plan {
             retry: None,
             register: None,
             reason: "test".into(),
+            span: None,
         })
         .collect();
     Plan::new(
