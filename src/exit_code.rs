@@ -96,7 +96,8 @@ mod tests {
         let text = help_text();
         for (code, _, _) in TABLE {
             assert!(
-                text.lines().any(|line| line.starts_with(&format!("  {code} "))),
+                text.lines()
+                    .any(|line| line.starts_with(&format!("  {code} "))),
                 "{text}"
             );
         }

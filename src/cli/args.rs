@@ -69,7 +69,10 @@ pub fn parse_deadline(text: &str) -> Result<std::time::SystemTime, String> {
             let hours: u64 = offset[1..3].parse().map_err(|_| invalid())?;
             let minutes: u64 = offset[4..6].parse().map_err(|_| invalid())?;
             let seconds = Duration::from_secs(hours * 3600 + minutes * 60);
-            (format!("{local}Z"), Some((offset.starts_with('+'), seconds)))
+            (
+                format!("{local}Z"),
+                Some((offset.starts_with('+'), seconds)),
+            )
         }
         _ if trimmed.ends_with('Z') || trimmed.ends_with('z') => (trimmed.to_string(), None),
         _ => return Err(invalid()),

@@ -18,10 +18,10 @@ use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::history::History;
 use crate::exec::{estimate, preflight, window};
-use crate::plan::Plan;
-use crate::plan::render::{self, PlanFormat};
 use crate::exit_code;
+use crate::plan::Plan;
 use crate::plan::PlanError;
+use crate::plan::render::{self, PlanFormat};
 use crate::plan::request::{FactSources, RequestError, UpgradeRequest};
 use crate::plan::targets;
 use crate::runbook::UPGRADE_PROCEDURE;
@@ -176,9 +176,9 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         Err(RequestError::Plan(PlanError::NotAnUpgrade { from, to }))
             if args.detailed_exitcode && from == to =>
         {
-            context
-                .printer
-                .say(format!("nothing to do: the cluster runs {from}, the target"));
+            context.printer.say(format!(
+                "nothing to do: the cluster runs {from}, the target"
+            ));
             return Ok(ExitCode::from(exit_code::SUCCESS));
         }
         Err(error) => return Err(error.into()),

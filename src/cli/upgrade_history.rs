@@ -193,7 +193,11 @@ fn print_run(
     plan: Option<&Plan>,
     directory: &Path,
 ) -> std::io::Result<()> {
-    writeln!(out, "run:      {} — {} (from the journal)", run.run_id, run.result)?;
+    writeln!(
+        out,
+        "run:      {} — {} (from the journal)",
+        run.run_id, run.result
+    )?;
     if let Some(rollback) = &run.rollback {
         writeln!(
             out,
@@ -215,7 +219,11 @@ fn print_run(
             .map(|steps| format!(", {steps} steps"))
             .unwrap_or_default()
     )?;
-    writeln!(out, "started:  {} by {}@{}", run.started, run.user, run.host)?;
+    writeln!(
+        out,
+        "started:  {} by {}@{}",
+        run.started, run.user, run.host
+    )?;
     writeln!(
         out,
         "ended:    {} ({}, {} process(es))",
@@ -229,7 +237,9 @@ fn print_run(
         run.counts.run,
         run.counts.skipped,
         run.counts.failed,
-        total.map(|steps| format!(" of {steps}")).unwrap_or_default()
+        total
+            .map(|steps| format!(" of {steps}"))
+            .unwrap_or_default()
     )?;
     if plan.is_none() {
         writeln!(

@@ -86,7 +86,9 @@ pub enum ExecError {
         deadline: String,
         reason: String,
     },
-    #[error("the maintenance window ends {deadline}: {reason}; the run stopped before step `{step}`")]
+    #[error(
+        "the maintenance window ends {deadline}: {reason}; the run stopped before step `{step}`"
+    )]
     StoppedAtDeadline {
         step: String,
         deadline: String,

@@ -50,9 +50,9 @@ pub fn by_kind(action: &Action) -> Duration {
     match action {
         Action::Pause(_) => Duration::ZERO,
         Action::ResourceGet(_) | Action::ResourceList(_) | Action::Check(_) => seconds(1),
-        Action::ResourceCreate(write) | Action::ResourceApply(write) | Action::ResourceReplace(write) => {
-            per_item(2, write.documents.len())
-        }
+        Action::ResourceCreate(write)
+        | Action::ResourceApply(write)
+        | Action::ResourceReplace(write) => per_item(2, write.documents.len()),
         Action::ResourceDelete(deletion) => per_item(2, deletion.targets.len()),
         Action::ResourceLabelEach(each) => per_item(2, each.names.len()),
         Action::ResourceLabel(_) | Action::ResourcePatch(_) => seconds(2),
@@ -146,7 +146,10 @@ mod tests {
             "exec",
             serde_json::json!({"command": ["true"], "timeout": "10s"}),
         );
-        assert_eq!(estimate_step(&wait, None).duration, Duration::from_secs(600));
+        assert_eq!(
+            estimate_step(&wait, None).duration,
+            Duration::from_secs(600)
+        );
         assert_eq!(
             estimate_step(&short_exec, None).duration,
             Duration::from_secs(10),

@@ -12,12 +12,12 @@
 
 use std::time::{Duration, Instant};
 
+use super::actions::pause::Interaction;
 use super::actions::{self, ActionContext, Outcome, StepError, resource_label_each};
 use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
 use super::error::ExecError;
-use super::actions::pause::Interaction;
 use super::gate::{self, Gate};
 use super::interrupt::Interrupt;
 use super::journal::{Journal, JournalEvent};
@@ -26,9 +26,7 @@ use super::progress::Progress;
 use super::run::Run;
 use super::signal;
 use super::step::{self, Attempt, StepRun};
-use super::{
-    ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, Starting, plan_semantics,
-};
+use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, Starting, plan_semantics};
 use crate::errors::error_chain;
 use crate::plan::action::ResourceLabelEach;
 use crate::plan::release::api_release;

@@ -91,8 +91,12 @@ pub enum RunResult {
         error: Option<String>,
     },
     /// A completed rollback run went back from it.
-    RolledBack { by: String },
-    WaitingAtGate { step: String },
+    RolledBack {
+        by: String,
+    },
+    WaitingAtGate {
+        step: String,
+    },
     VerificationFailed {
         step: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,7 +106,9 @@ pub enum RunResult {
         #[serde(skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
-    StoppedAtDeadline { step: String },
+    StoppedAtDeadline {
+        step: String,
+    },
     /// No entry ended it: a process is working on it, or was killed.
     Unfinished,
 }
@@ -127,7 +133,9 @@ impl std::fmt::Display for RunResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunResult::Succeeded => write!(f, "succeeded"),
-            RunResult::Failed { step: Some(step), .. } => write!(f, "failed at `{step}`"),
+            RunResult::Failed {
+                step: Some(step), ..
+            } => write!(f, "failed at `{step}`"),
             RunResult::Failed { step: None, .. } => write!(f, "failed"),
             RunResult::RolledBack { by } => write!(f, "rolled back (by run {})", short_id(by)),
             RunResult::WaitingAtGate { step } => write!(f, "waiting at gate `{step}`"),
@@ -262,10 +270,7 @@ impl History {
             if result == RunResult::Succeeded {
                 forward.result = RunResult::RolledBack { by: by.clone() };
             }
-            forward.rollback = Some(RollbackSummary {
-                run_id: by,
-                result,
-            });
+            forward.rollback = Some(RollbackSummary { run_id: by, result });
         }
     }
 
@@ -454,8 +459,9 @@ impl RunHistory {
             }
         }
         if let (JournalEvent::Succeeded, Some(milliseconds)) = (entry.event, entry.duration_ms) {
-            step.succeeded_after
-                .push(Duration::from_millis(milliseconds.min(u64::MAX as u128) as u64));
+            step.succeeded_after.push(Duration::from_millis(
+                milliseconds.min(u64::MAX as u128) as u64
+            ));
         }
         self.counts = count(&self.steps);
         // A step that failed for good (no later `run-failed` says otherwise) fails the run.

@@ -116,7 +116,10 @@ impl Notifier {
 
     /// The plan the run follows (its procedure, releases and digest go to every hook).
     pub fn plan(&self, plan: &Plan) {
-        let mut run = self.run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut run = self
+            .run
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         run.plan_digest = Some(plan.digest.clone());
         run.procedure = Some(plan.procedure.clone());
         run.from = Some(plan.from.to_string());
@@ -125,7 +128,10 @@ impl Notifier {
 
     /// The run has begun and journals in `journal`.
     pub fn begun(&self, run_id: &str, journal: &Path) {
-        let mut run = self.run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut run = self
+            .run
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         run.run_id = Some(run_id.to_string());
         run.journal = Some(journal.to_path_buf());
     }
@@ -176,7 +182,10 @@ impl Notifier {
             "NETCTL_STATE_DIR",
             Some(self.state_dir.display().to_string()),
         );
-        set("NETCTL_EXIT_CODE", notice.exit_code.map(|code| code.to_string()));
+        set(
+            "NETCTL_EXIT_CODE",
+            notice.exit_code.map(|code| code.to_string()),
+        );
         set("NETCTL_RESULT", notice.result.map(str::to_string));
         set(
             "NETCTL_MESSAGE",
@@ -279,7 +288,10 @@ mod tests {
             started: "t".into(),
         };
         let environment = BTreeMap::from([
-            ("PATH".to_string(), std::env::var("PATH").unwrap_or_default()),
+            (
+                "PATH".to_string(),
+                std::env::var("PATH").unwrap_or_default(),
+            ),
             ("NETCTL_EVENT".to_string(), "stale".to_string()),
         ]);
         Notifier::new(hooks, environment, directory, &holder)
@@ -311,10 +323,15 @@ mod tests {
             std::fs::read_to_string(&seen).unwrap(),
             "gate pre/gate 3 run-1\n"
         );
-        notifier.notify(HookEvent::Failure, &Notice::default()).await;
+        notifier
+            .notify(HookEvent::Failure, &Notice::default())
+            .await;
         let started = std::time::Instant::now();
         notifier.notify(HookEvent::Finish, &Notice::default()).await;
-        assert!(started.elapsed() < Duration::from_secs(3), "killed at its limit");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "killed at its limit"
+        );
         let lines: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
             .unwrap()
             .lines()
@@ -338,6 +355,9 @@ mod tests {
             ]
         );
         let text = std::fs::read_to_string(&journal).unwrap();
-        assert!(!text.contains("exit 7"), "the command line is not journaled");
+        assert!(
+            !text.contains("exit 7"),
+            "the command line is not journaled"
+        );
     }
 }

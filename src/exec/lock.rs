@@ -320,7 +320,10 @@ async fn renew(
 /// Removes the lock `seen` when it is still the one held and still abandoned by its run's process
 /// (see [`LockRecord::is_abandoned_by`]): a resume of that run takes it over instead of waiting for
 /// its lease to run out. A lock taken again meanwhile is left alone (its holder is named).
-pub async fn take_over(coordination: &dyn Coordination, seen: &LockRecord) -> Result<(), LockError> {
+pub async fn take_over(
+    coordination: &dyn Coordination,
+    seen: &LockRecord,
+) -> Result<(), LockError> {
     match current(coordination).await? {
         Some((record, _, _)) if record.id != seen.id => {
             let alive = record.holder.is_alive_here();

@@ -463,9 +463,9 @@ impl Executor {
         // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
         let run_id = match (options.mode, options.start, &existing, &plan) {
             (RunMode::DryRun, _, _, _) => None,
-            (_, StartMode::Resume, existing, _) => {
-                existing.as_ref().map(|saved| saved.checkpoint.run_id.clone())
-            }
+            (_, StartMode::Resume, existing, _) => existing
+                .as_ref()
+                .map(|saved| saved.checkpoint.run_id.clone()),
             (_, _, _, Some(_)) => Some(uuid::Uuid::new_v4().to_string()),
             (_, _, _, None) => None,
         };

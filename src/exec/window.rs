@@ -43,7 +43,9 @@ pub enum Verdict {
     Go,
     /// Stop in front of the step; `reason` says why (the deadline passed, or the piece that starts
     /// here would not finish in time).
-    Stop { reason: String },
+    Stop {
+        reason: String,
+    },
 }
 
 /// Whether `step` waits for a person (a gate cuts the plan into segments).

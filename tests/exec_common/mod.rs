@@ -172,11 +172,13 @@ impl Operator {
         )
     }
 
-    /// `netctl <args>` with the state directory added to `upgrade apply|status`.
+    /// `netctl <args>` with the state directory added to `upgrade apply|status|history`.
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
-        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
+        if args.first() == Some(&"upgrade")
+            && matches!(args.get(1), Some(&"apply" | &"status" | &"history"))
+        {
             command.arg("--state-dir").arg(self.state_dir());
         }
         for (key, value) in env {

@@ -43,7 +43,13 @@ fn history_of(lines: &[String]) -> History {
 
 fn ok(run: &str, second: u32, name: &str, milliseconds: u64) -> Vec<String> {
     vec![
-        step(run, second, "started", name, serde_json::json!({"attempt": 1})),
+        step(
+            run,
+            second,
+            "started",
+            name,
+            serde_json::json!({"attempt": 1}),
+        ),
         step(
             run,
             second + 1,
@@ -66,12 +72,29 @@ fn a_succeeded_a_failed_and_a_rolled_back_run_are_told_apart() {
         serde_json::json!({"summary": "skipped by `--skip`"}),
     ));
     lines.extend(ok("run-a", 4, "upgrade/c", 3000));
-    lines.push(line("run-a", 9, "run-completed", serde_json::json!({"exit_code": 0})));
+    lines.push(line(
+        "run-a",
+        9,
+        "run-completed",
+        serde_json::json!({"exit_code": 0}),
+    ));
 
     lines.push(started("run-b", 60));
     lines.extend(ok("run-b", 61, "pre/a", 2000));
-    lines.push(step("run-b", 63, "started", "pre/b", serde_json::json!({"attempt": 1})));
-    lines.push(step("run-b", 64, "failed", "pre/b", serde_json::json!({"error": "exit 1"})));
+    lines.push(step(
+        "run-b",
+        63,
+        "started",
+        "pre/b",
+        serde_json::json!({"attempt": 1}),
+    ));
+    lines.push(step(
+        "run-b",
+        64,
+        "failed",
+        "pre/b",
+        serde_json::json!({"error": "exit 1"}),
+    ));
     lines.push(line(
         "run-b",
         64,
@@ -81,7 +104,12 @@ fn a_succeeded_a_failed_and_a_rolled_back_run_are_told_apart() {
 
     lines.push(started("run-c", 120));
     lines.extend(ok("run-c", 121, "pre/a", 1500));
-    lines.push(line("run-c", 123, "run-completed", serde_json::json!({"exit_code": 0})));
+    lines.push(line(
+        "run-c",
+        123,
+        "run-completed",
+        serde_json::json!({"exit_code": 0}),
+    ));
     // The rollback is a run of its own that names the run it goes back from.
     lines.push(line(
         "run-d",
@@ -90,7 +118,12 @@ fn a_succeeded_a_failed_and_a_rolled_back_run_are_told_apart() {
         serde_json::json!({"procedure": "rollback", "from": "v3.29.2", "to": "v3.26.4", "steps": 1, "rolls_back": "run-c"}),
     ));
     lines.extend(ok("run-d", 181, "undo/pre/a", 500));
-    lines.push(line("run-d", 183, "run-completed", serde_json::json!({"exit_code": 0})));
+    lines.push(line(
+        "run-d",
+        183,
+        "run-completed",
+        serde_json::json!({"exit_code": 0}),
+    ));
 
     let history = history_of(&lines);
     let listed: Vec<(&str, String, StepCounts)> = history
@@ -103,17 +136,29 @@ fn a_succeeded_a_failed_and_a_rolled_back_run_are_told_apart() {
             (
                 "run-c",
                 "rolled back (by run run-d)".to_string(),
-                StepCounts { run: 1, skipped: 0, failed: 0 }
+                StepCounts {
+                    run: 1,
+                    skipped: 0,
+                    failed: 0
+                }
             ),
             (
                 "run-b",
                 "failed at `pre/b`".to_string(),
-                StepCounts { run: 1, skipped: 0, failed: 1 }
+                StepCounts {
+                    run: 1,
+                    skipped: 0,
+                    failed: 1
+                }
             ),
             (
                 "run-a",
                 "succeeded".to_string(),
-                StepCounts { run: 2, skipped: 1, failed: 0 }
+                StepCounts {
+                    run: 2,
+                    skipped: 1,
+                    failed: 0
+                }
             ),
         ],
         "newest first; the rollback run is shown with the run it rolled back"
@@ -132,7 +177,10 @@ fn a_succeeded_a_failed_and_a_rolled_back_run_are_told_apart() {
     assert_eq!(failed["result"], "failed");
     assert_eq!(failed["step"], "pre/b");
     // The rollback run itself is found by its id.
-    assert_eq!(history.find("run-d").unwrap().rolls_back.as_deref(), Some("run-c"));
+    assert_eq!(
+        history.find("run-d").unwrap().rolls_back.as_deref(),
+        Some("run-c")
+    );
 }
 
 #[test]
@@ -149,9 +197,16 @@ fn a_resumed_run_is_one_run_and_ends_as_its_last_process_did() {
     let history = history_of(&lines);
     assert_eq!(
         history.find("run-a").unwrap().result,
-        RunResult::WaitingAtGate { step: "pre/gate".into() }
+        RunResult::WaitingAtGate {
+            step: "pre/gate".into()
+        }
     );
-    lines.push(line("run-a", 300, "run-resumed", serde_json::json!({"steps": 3})));
+    lines.push(line(
+        "run-a",
+        300,
+        "run-resumed",
+        serde_json::json!({"steps": 3}),
+    ));
     let history = history_of(&lines);
     assert_eq!(history.find("run-a").unwrap().result, RunResult::Unfinished);
     lines.extend(ok("run-a", 301, "pre/gate", 10));
@@ -161,7 +216,11 @@ fn a_resumed_run_is_one_run_and_ends_as_its_last_process_did() {
     assert_eq!(run.result, RunResult::Succeeded);
     assert_eq!(run.processes, 2);
     assert_eq!(run.duration_seconds, 303);
-    assert_eq!(run.procedure.as_deref(), Some("upgrade"), "kept from the first process");
+    assert_eq!(
+        run.procedure.as_deref(),
+        Some("upgrade"),
+        "kept from the first process"
+    );
 }
 
 #[test]
@@ -199,7 +258,10 @@ fn a_line_cut_short_by_a_kill_is_counted_not_fatal_and_runs_are_found_by_prefix(
         history.find("3f2"),
         Err(HistoryError::Ambiguous { .. })
     ));
-    assert!(matches!(history.find("zz"), Err(HistoryError::NotFound { .. })));
+    assert!(matches!(
+        history.find("zz"),
+        Err(HistoryError::NotFound { .. })
+    ));
     let durations = history.step_durations(Some("c1"));
     assert_eq!(durations["pre/a"], [Duration::from_millis(1200)]);
     assert!(history.step_durations(Some("other")).is_empty());

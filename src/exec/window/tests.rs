@@ -69,7 +69,15 @@ fn verdict(index: usize, starting: bool, now: u64, deadline: u64) -> Verdict {
     let window = Window {
         deadline: at(deadline),
     };
-    check(&plan, &estimates, &window, index, starting, &|_| false, at(now))
+    check(
+        &plan,
+        &estimates,
+        &window,
+        index,
+        starting,
+        &|_| false,
+        at(now),
+    )
 }
 
 #[test]
@@ -95,7 +103,9 @@ fn a_span_is_one_piece_never_cut_and_the_deadline_stops_the_run_only_outside_it(
     assert_eq!(verdict(3, false, 0, 22), Verdict::Go);
     match verdict(3, false, 0, 21) {
         Verdict::Stop { reason } => assert!(
-            reason.starts_with("span `datastore-lock` from `lock` through `unlock` needs about 22m00s"),
+            reason.starts_with(
+                "span `datastore-lock` from `lock` through `unlock` needs about 22m00s"
+            ),
             "{reason}"
         ),
         other => panic!("{other:?}"),
@@ -110,7 +120,10 @@ fn a_span_is_one_piece_never_cut_and_the_deadline_stops_the_run_only_outside_it(
             reason: "the deadline has passed".into()
         }
     );
-    assert_eq!(inside_spans(&plan().0), [false, false, false, false, true, true, false]);
+    assert_eq!(
+        inside_spans(&plan().0),
+        [false, false, false, false, true, true, false]
+    );
 }
 
 #[test]
