@@ -197,13 +197,16 @@ fn the_readme_and_the_docs_give_the_exit_codes_help_gives() {
     // the README; each is produced by a test (named beside it).
     for (code, meaning, _) in netctl::exit_code::TABLE {
         let words = meaning.split(':').next().unwrap();
-        let in_help = help
-            .lines()
-            .any(|line| line.trim_start().starts_with(&format!("{code} ")) && line.contains(meaning));
+        let in_help = help.lines().any(|line| {
+            line.trim_start().starts_with(&format!("{code} ")) && line.contains(meaning)
+        });
         let in_readme = readme
             .lines()
             .any(|line| line.starts_with(&format!("| {code} |")) && line.contains(words));
-        assert!(in_help, "`--help` gives exit code {code} ({meaning}):\n{help}");
+        assert!(
+            in_help,
+            "`--help` gives exit code {code} ({meaning}):\n{help}"
+        );
         assert!(in_readme, "README gives exit code {code} ({words})");
     }
     // Produced by: 0 everywhere; 1 `a_stale_saved_plan_is_refused_naming_the_fact_that_changed`
@@ -211,12 +214,24 @@ fn the_readme_and_the_docs_give_the_exit_codes_help_gives() {
     // `detailed_exitcode_is_0_on_a_cluster_at_the_target_and_2_on_one_behind_it` and the diff
     // test (errors); 3 `an_unattended_run_stops_at_a_gate_and_resume_continues_past_it`; 4
     // `a_run_stops_at_a_safe_point_when_its_window_ends_and_resumes_in_the_next`; 64 below.
-    for args in [&["frobnicate"][..], &["get"], &["upgrade", "plan", "--bogus"], &[]] {
+    for args in [
+        &["frobnicate"][..],
+        &["get"],
+        &["upgrade", "plan", "--bogus"],
+        &[],
+    ] {
         let output = Netctl::new().args(args).output();
         assert_eq!(output.status.code(), Some(64), "netctl {args:?}");
     }
-    for code in ["3 stopped at a gate", "4 stopped at the end of its window", "64 bad usage"] {
-        assert!(executor.contains(code), "docs/executor.md gives exit code {code}");
+    for code in [
+        "3 stopped at a gate",
+        "4 stopped at the end of its window",
+        "64 bad usage",
+    ] {
+        assert!(
+            executor.contains(code),
+            "docs/executor.md gives exit code {code}"
+        );
     }
 }
 

@@ -118,7 +118,7 @@ pub enum Command {
     /// Show or check the client configuration
     #[command(subcommand, after_help = config::EXAMPLES)]
     Config(config::ConfigCommand),
-    /// Plan and run upgrades from the versioned runbooks: plan, apply, status, history, unlock
+    /// Plan and run upgrades from the runbooks: plan, apply, status, history, unlock
     #[command(subcommand, after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them

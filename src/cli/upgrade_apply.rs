@@ -441,8 +441,13 @@ fn print_status(
             let liveness = match record.holder.is_alive_here() {
                 Some(true) => "; that process is running on this host".to_string(),
                 Some(false) => format!(
-                    "; that process is gone from this host, so the lock expires within {}s (or `netctl upgrade unlock {}`)",
-                    record.ttl_seconds, record.id
+                    "; that process is gone from this host, so the lock expires within {}s (or `netctl upgrade unlock {}`{})",
+                    record.ttl_seconds,
+                    record.id,
+                    match &record.run_id {
+                        Some(_) => "; `netctl upgrade apply --resume` of its run takes it over",
+                        None => "",
+                    }
                 ),
                 None => String::new(),
             };

@@ -156,7 +156,12 @@ impl Executor {
                 })?;
             }
             // Recorded where they happen, with their own events.
-            Ok(_) | Err(ExecError::StoppedAtGate { .. } | ExecError::StoppedAtDeadline { .. }) => {}
+            Ok(_)
+            | Err(
+                ExecError::StoppedAtGate { .. }
+                | ExecError::Declined { .. }
+                | ExecError::StoppedAtDeadline { .. },
+            ) => {}
             // Every other end of this process's part of the run, so `upgrade history` knows how it
             // ended without guessing from the last step.
             Err(error) => {
@@ -291,13 +296,15 @@ impl Executor {
                 entry.summary = Some(how.to_string());
             }),
             Gate::Declined { message } => {
-                run.stop_at(step, &message).await?;
+                run.stop_at(step, &message, crate::exit_code::FAILURE)
+                    .await?;
                 Err(ExecError::Declined {
                     step: step.id.clone(),
                 })
             }
             Gate::Closed { message } => {
-                run.stop_at(step, &message).await?;
+                run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
+                    .await?;
                 run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
                     .await;
                 Err(ExecError::StoppedAtGate {

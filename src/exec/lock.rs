@@ -151,8 +151,13 @@ impl LockError {
                 record,
                 alive: Some(false),
             } => format!(
-                "the lock expires by itself within {}s; to remove it now: `netctl upgrade unlock {}`",
-                record.ttl_seconds, record.id
+                "the lock expires by itself within {}s{}; to remove it now: `netctl upgrade unlock {}`",
+                record.ttl_seconds,
+                match &record.run_id {
+                    Some(_) => "; `netctl upgrade apply --resume` of its run takes it over at once",
+                    None => "",
+                },
+                record.id
             ),
             LockError::Held { record, .. } => format!(
                 "wait for that run to end; if it crashed, the lock expires by itself within {}s; to remove it by hand: `netctl upgrade unlock {}`",

@@ -92,15 +92,21 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Records that the run waits at `step` for a person's decision.
-    pub async fn stop_at(&mut self, step: &PlannedStep, message: &str) -> Result<(), ExecError> {
+    /// Records that the run waits at `step` for a person's decision; `exit_code` is what netctl
+    /// ends with (3 unattended, 1 when the person at the terminal said no).
+    pub async fn stop_at(
+        &mut self,
+        step: &PlannedStep,
+        message: &str,
+        exit_code: u8,
+    ) -> Result<(), ExecError> {
         self.checkpoint.run = RunState::WaitingAtGate {
             step: step.id.clone(),
         };
         self.save(Change::run()).await?;
         self.record(JournalEvent::StoppedAtGate, Some(step), |entry| {
             entry.summary = Some(message.to_string());
-            entry.exit_code = Some(crate::exit_code::STOPPED_AT_GATE);
+            entry.exit_code = Some(exit_code);
         })
     }
 
