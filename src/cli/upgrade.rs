@@ -30,9 +30,9 @@ use crate::runbook::UPGRADE_PROCEDURE;
 pub enum UpgradeCommand {
     /// Show the steps an upgrade would take (and save them with `--out`); without `--to`, what the
     /// installed release can be upgraded to
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
-    Apply(upgrade_apply::ApplyArgs),
+    Apply(Box<upgrade_apply::ApplyArgs>),
     /// Show where the last upgrade run stands (or an earlier one), and who holds the lock
     Status(upgrade_apply::StatusArgs),
     /// List the upgrade runs of the state directory, newest first: who, when, from → to, result
@@ -140,8 +140,8 @@ pub struct PlanArgs {
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
     match command {
-        UpgradeCommand::Plan(args) => plan(context, args).await,
-        UpgradeCommand::Apply(args) => upgrade_apply::apply(context, args).await,
+        UpgradeCommand::Plan(args) => plan(context, *args).await,
+        UpgradeCommand::Apply(args) => upgrade_apply::apply(context, *args).await,
         UpgradeCommand::Status(args) => upgrade_apply::status(context, args).await,
         UpgradeCommand::History(args) => super::upgrade_history::history(context, args),
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,

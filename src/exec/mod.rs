@@ -9,8 +9,11 @@
 //!
 //! This file is the front: the modes and options of a run and the [`Executor`] that takes them. The
 //! rooms behind it: `step.rs` (the one step loop: attempt, backoff, journal, outcome), `execute.rs`
-//! (running a plan for real), `run.rs` (a run's books), `dry_run.rs` (the one dry run),
-//! `resume.rs` (how a run begins and resumes), `gate.rs` (human gates), `error.rs`, `crash_hook.rs`
+//! (running a plan for real), `start.rs` (what a run decides before its books: the window's first
+//! verdict, the lock and its takeover; the hooks told how it ended), `run.rs` (a run's books),
+//! `dry_run.rs` (the one dry run),
+//! `resume.rs` (how a run begins and resumes), `gate.rs` (human gates), `history.rs`,
+//! `estimate.rs`, `window.rs` and `hooks.rs` (runs nobody watches), `error.rs`, `crash_hook.rs`
 //! (for tests), and `actions/` (what a step does). It does not plan (see `plan/`), parse flags (see
 //! `cli/`) or know etcd (see `datastore::coordination`).
 
@@ -34,6 +37,7 @@ mod resume;
 mod run;
 mod signal;
 pub mod stale;
+mod start;
 mod step;
 pub mod window;
 
@@ -55,6 +59,7 @@ use checkpoint::CheckpointStore;
 use lock::{Holder, RunLock};
 use progress::ProgressMode;
 use resume::Begin;
+use start::{Starting, notify_end};
 
 pub use actions::describe::describe_action;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
@@ -150,51 +155,6 @@ impl RunOneOptions {
             .map(|parent| parent.join(checkpoint::FILES_DIR))
             .unwrap_or_else(|| PathBuf::from("."))
     }
-}
-
-/// What a run starts with, decided before its books are opened.
-pub(crate) struct Starting {
-    /// Steps the pre-flight found do not apply to this cluster, with why.
-    skipped_steps: Vec<preflight::SkippedStep>,
-    /// The id a new run takes (the lock was taken for it).
-    run_id: Option<String>,
-    /// The lock of this same run's gone process that a resume took over.
-    taken_over: Option<lock::LockRecord>,
-    /// Runs the hooks; told the plan and the journal as they become known.
-    notifier: Arc<hooks::Notifier>,
-    /// Each step's estimated time, when the run has a maintenance window.
-    estimates: Vec<estimate::Estimate>,
-}
-
-/// Tells the hooks how the run ended (`--on-failure` for a failure, then `--on-finish` for any
-/// end) with the exit code `main` will end with, and hands the result back.
-async fn notify_end(
-    notifier: &hooks::Notifier,
-    result: Result<RunReport, ExecError>,
-) -> Result<RunReport, ExecError> {
-    let notice = match &result {
-        Ok(_) => hooks::Notice {
-            exit_code: Some(crate::exit_code::SUCCESS),
-            result: Some("succeeded"),
-            ..hooks::Notice::default()
-        },
-        Err(error) => hooks::Notice {
-            step: error.step().map(str::to_string),
-            exit_code: Some(error.stopped_code().unwrap_or(crate::exit_code::FAILURE)),
-            result: Some(match error {
-                ExecError::StoppedAtGate { .. } => "waiting-at-gate",
-                ExecError::StoppedAtDeadline { .. } => "stopped-at-deadline",
-                ExecError::Cancelled { .. } => "interrupted",
-                _ => "failed",
-            }),
-            message: Some(crate::errors::error_chain(error)),
-        },
-    };
-    if notice.exit_code == Some(crate::exit_code::FAILURE) {
-        notifier.notify(hooks::HookEvent::Failure, &notice).await;
-    }
-    notifier.notify(hooks::HookEvent::Finish, &notice).await;
-    result
 }
 
 /// How a run ended.
@@ -500,92 +460,6 @@ impl Executor {
         match options.mode {
             RunMode::Execute => notify_end(&notifier, result).await,
             RunMode::DryRun => result,
-        }
-    }
-
-    /// With a maintenance window: each step's estimate, and a refusal when the first segment the
-    /// run would start (a new run's first step, or the first step a resume has left) would not
-    /// finish in time. A dry run says what the run would do, on stderr.
-    async fn check_first_segment(
-        &self,
-        plan: Option<&Plan>,
-        existing: Option<&checkpoint::SavedRun>,
-        options: &ApplyOptions,
-    ) -> Result<Vec<estimate::Estimate>, ExecError> {
-        let Some(window) = &options.window else {
-            return Ok(Vec::new());
-        };
-        let (plan, checkpoint) = match (existing, plan) {
-            (Some(saved), _) if options.start == StartMode::Resume => {
-                (&saved.plan, Some(&saved.checkpoint))
-            }
-            (_, Some(plan)) => (plan, None),
-            // A resume that cannot read its checkpoint: it is refused for that once locked.
-            (_, None) => return Ok(Vec::new()),
-        };
-        let history = history::History::read(&options.state_dir).unwrap_or_else(|error| {
-            crate::terminal::warn(format!(
-                "time estimates use the step kinds only: {}",
-                crate::errors::error_chain(&error)
-            ));
-            history::History::default()
-        });
-        let cluster = self.cluster_id().await;
-        let estimates = estimate::estimate_steps(plan, &history, cluster.as_deref());
-        let done = |index: usize| {
-            checkpoint.is_some_and(|checkpoint| checkpoint.step(index).state.is_done())
-        };
-        let Some(first) = (0..plan.steps.len()).find(|&index| !done(index)) else {
-            return Ok(estimates);
-        };
-        let now = std::time::SystemTime::now();
-        if let window::Verdict::Stop { reason } =
-            window::check(plan, &estimates, window, first, true, &done, now)
-        {
-            let error = ExecError::WindowTooShort {
-                step: plan.steps[first].id.clone(),
-                deadline: window.deadline_text(),
-                reason,
-            };
-            if options.mode == RunMode::DryRun {
-                crate::terminal::warn(format!("the run would be refused: {error}"));
-                return Ok(estimates);
-            }
-            return Err(error);
-        }
-        Ok(estimates)
-    }
-
-    /// Takes the run lock. A resume whose own run holds it — from a process of this host that is
-    /// gone, killed with SIGKILL before it could release it — takes it over at once instead of
-    /// waiting for its lease to run out; the caller journals that (returned here).
-    async fn lock(
-        &self,
-        coordination: &Arc<dyn Coordination>,
-        options: &ApplyOptions,
-        run_id: Option<String>,
-    ) -> Result<(RunLock, Option<lock::LockRecord>), ExecError> {
-        let acquire = || {
-            RunLock::acquire(
-                coordination.clone(),
-                self.holder.clone(),
-                "upgrade apply",
-                options.lock_ttl,
-                run_id.clone(),
-            )
-        };
-        match acquire().await {
-            Ok(lock) => Ok((lock, None)),
-            Err(lock::LockError::Held { record, .. })
-                if options.start == StartMode::Resume
-                    && run_id
-                        .as_deref()
-                        .is_some_and(|run_id| record.is_abandoned_by(run_id)) =>
-            {
-                lock::take_over(coordination.as_ref(), &record).await?;
-                Ok((acquire().await?, Some(*record)))
-            }
-            Err(error) => Err(error.into()),
         }
     }
 
