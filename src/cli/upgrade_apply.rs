@@ -21,7 +21,9 @@ use crate::datastore::coordination::Coordination;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
-use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
+use crate::exec::checkpoint::{
+    self, CheckpointError, CheckpointStore, RunState, SavedRun, StepState,
+};
 use crate::exec::hooks::Hooks;
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
@@ -516,25 +518,11 @@ fn print_status(
         checkpoint.done_count(),
         checkpoint.steps.len()
     )?;
-    let width = checkpoint
-        .steps
-        .iter()
-        .map(|record| record.id.chars().count())
-        .max()
-        .unwrap_or(0);
-    for record in &checkpoint.steps {
-        let detail = record
-            .error
-            .as_deref()
-            .or(record.summary.as_deref())
-            .unwrap_or("");
-        writeln!(
-            out,
-            "  {:<9}  {:<width$}  {detail}",
-            record.state.as_str(),
-            record.id
-        )?;
-    }
+    let rows = checkpoint.steps.iter().map(|record| {
+        let detail = record.error.as_deref().or(record.summary.as_deref());
+        (record.state, record.id.as_str(), detail)
+    });
+    write_step_lines(out, rows)?;
     // What the run detaches before the upgrade and restores after it, so an operator can see (and,
     // if everything else fails, re-add by hand) what was removed.
     let references = &plan.facts.owner_references.value;
@@ -547,6 +535,23 @@ fn print_status(
         for reference in references {
             writeln!(out, "  {reference}")?;
         }
+    }
+    Ok(())
+}
+
+/// One line per step — state, id, its error or summary — with the ids in one column.
+pub(super) fn write_step_lines<'a>(
+    out: &mut dyn Write,
+    rows: impl Iterator<Item = (StepState, &'a str, Option<&'a str>)> + Clone,
+) -> std::io::Result<()> {
+    let width = rows
+        .clone()
+        .map(|(_, id, _)| id.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (state, id, detail) in rows {
+        let detail = detail.unwrap_or("");
+        writeln!(out, "  {:<9}  {id:<width$}  {detail}", state.as_str())?;
     }
     Ok(())
 }

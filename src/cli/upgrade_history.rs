@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::Context;
-use super::upgrade_apply::{StatusFormat, state_dir};
+use super::upgrade_apply::{StatusFormat, state_dir, write_step_lines};
 use crate::exec::checkpoint::{CheckpointStore, StepState};
 use crate::exec::history::{self, History, RunHistory, StepHistory};
 use crate::output::TableWriter;
@@ -171,16 +171,9 @@ fn steps_in_plan_order(run: &RunHistory, plan: Option<&Plan>) -> Vec<StepHistory
                 .iter()
                 .find(|step| step.id == planned.id)
                 .cloned()
-                .unwrap_or_else(|| StepHistory {
-                    id: planned.id.clone(),
-                    action: Some(planned.action.name().to_string()),
-                    state: StepState::Pending,
-                    attempts: 0,
-                    started_at: None,
-                    finished_at: None,
-                    summary: None,
-                    error: None,
-                    succeeded_after: Vec::new(),
+                .unwrap_or_else(|| {
+                    let action = Some(planned.action.name().to_string());
+                    StepHistory::new(&planned.id, action, StepState::Pending)
                 })
         })
         .collect()
@@ -248,23 +241,10 @@ fn print_run(
             directory.display()
         )?;
     }
-    let width = steps
-        .iter()
-        .map(|step| step.id.chars().count())
-        .max()
-        .unwrap_or(0);
-    for step in steps {
-        let detail = step
-            .error
-            .as_deref()
-            .or(step.summary.as_deref())
-            .unwrap_or("");
-        writeln!(
-            out,
-            "  {:<9}  {:<width$}  {detail}",
-            step.state.as_str(),
-            step.id
-        )?;
-    }
+    let rows = steps.iter().map(|step| {
+        let detail = step.error.as_deref().or(step.summary.as_deref());
+        (step.state, step.id.as_str(), detail)
+    });
+    write_step_lines(out, rows)?;
     writeln!(out, "state directory: {}", directory.display())
 }

@@ -116,22 +116,7 @@ mod tests {
     use super::*;
 
     fn step(id: &str, action: &str, with: serde_json::Value) -> PlannedStep {
-        PlannedStep {
-            id: id.to_string(),
-            runbook: "pre".into(),
-            phase: crate::plan::Phase::PreUpgrade,
-            description: id.to_string(),
-            needs: vec![],
-            action: Action::from_parts(action, with).unwrap(),
-            verify: None,
-            irreversible: false,
-            requires: None,
-            rollback: None,
-            retry: None,
-            register: None,
-            reason: "test".into(),
-            span: None,
-        }
+        PlannedStep::bare(id, id, Action::from_parts(action, with).unwrap())
     }
 
     #[test]

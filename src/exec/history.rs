@@ -334,6 +334,23 @@ impl History {
     }
 }
 
+impl StepHistory {
+    /// A step the run has not reached (or not yet), in `state`.
+    pub fn new(id: &str, action: Option<String>, state: StepState) -> StepHistory {
+        StepHistory {
+            id: id.to_string(),
+            action,
+            state,
+            attempts: 0,
+            started_at: None,
+            finished_at: None,
+            summary: None,
+            error: None,
+            succeeded_after: Vec::new(),
+        }
+    }
+}
+
 impl RunHistory {
     fn first(entry: &JournalEntry) -> RunHistory {
         RunHistory {
@@ -423,17 +440,7 @@ impl RunHistory {
         let index = match self.step_index.get(id) {
             Some(index) => *index,
             None => {
-                self.steps.push(StepHistory {
-                    id: id.to_string(),
-                    action: None,
-                    state,
-                    attempts: 0,
-                    started_at: None,
-                    finished_at: None,
-                    summary: None,
-                    error: None,
-                    succeeded_after: Vec::new(),
-                });
+                self.steps.push(StepHistory::new(id, None, state));
                 self.step_index.insert(id.to_string(), self.steps.len() - 1);
                 self.steps.len() - 1
             }

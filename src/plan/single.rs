@@ -10,12 +10,13 @@ use super::facts::ManifestFlavor;
 use super::{Action, Fact, FactOrigin, Facts, InstallMethod, Phase, Plan, PlannedStep, Release};
 use crate::config::DatastoreType;
 
-impl Plan {
-    /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
-    pub fn single(procedure: &str, description: impl Into<String>, action: Action) -> Plan {
-        let step = PlannedStep {
-            id: procedure.to_string(),
-            runbook: procedure.to_string(),
+impl PlannedStep {
+    /// A step that only runs `action`: no needs, postcondition, gate, retry or span; its runbook is
+    /// the part of `id` before the first `/`.
+    pub fn bare(id: &str, description: impl Into<String>, action: Action) -> PlannedStep {
+        PlannedStep {
+            id: id.to_string(),
+            runbook: id.split('/').next().unwrap_or(id).to_string(),
             phase: Phase::Upgrade,
             description: description.into(),
             needs: vec![],
@@ -26,9 +27,16 @@ impl Plan {
             rollback: None,
             retry: None,
             register: None,
-            reason: format!("`netctl {procedure}`"),
+            reason: format!("`netctl {id}`"),
             span: None,
-        };
+        }
+    }
+}
+
+impl Plan {
+    /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
+    pub fn single(procedure: &str, description: impl Into<String>, action: Action) -> Plan {
+        let step = PlannedStep::bare(procedure, description, action);
         Plan::new(
             procedure,
             Release::UNKNOWN,

@@ -4,22 +4,7 @@ use super::*;
 use crate::exec::estimate::Basis;
 
 fn step(id: &str, action: &str, with: serde_json::Value) -> PlannedStep {
-    PlannedStep {
-        id: id.to_string(),
-        runbook: "r".into(),
-        phase: crate::plan::Phase::Upgrade,
-        description: id.to_string(),
-        needs: vec![],
-        action: Action::from_parts(action, with).unwrap(),
-        verify: None,
-        irreversible: false,
-        requires: None,
-        rollback: None,
-        retry: None,
-        register: None,
-        reason: "test".into(),
-        span: None,
-    }
+    PlannedStep::bare(id, id, Action::from_parts(action, with).unwrap())
 }
 
 fn work(id: &str) -> PlannedStep {
