@@ -593,7 +593,7 @@ fn unknown_engine_is_a_usage_error() {
         .args(["node", "run", "--dry-run", "--engine", "lxc"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(64));
 }
 
 #[test]
