@@ -261,14 +261,14 @@ pub fn check(options: &CheckSystemOptions) -> Result<SystemReport, CheckSystemEr
     let config_path = kernel_config_path(root, &version);
     if given_config.is_none() && config_path.is_none() {
         unreadable.push(format!(
-            "no kernel configuration in upstream's places under `{}`",
+            "no kernel configuration found in upstream's places under `{}`",
             root.display()
         ));
     }
     let mut read = |path: PathBuf| match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(error) => {
-            unreadable.push(format!("`{}`: {error}", path.display()));
+            unreadable.push(format!("cannot read `{}`: {error}", path.display()));
             None
         }
     };
@@ -426,7 +426,10 @@ mod tests {
         // Upstream's regex would find these inside other names; netctl does not.
         assert!(!in_module_list(Some(dep), "ip_set"));
         assert!(!in_module_list(Some(dep), "ipt_set"));
-        assert!(!in_module_list(Some("kernel/x/xt_set.kobject:\n"), "xt_set"));
+        assert!(!in_module_list(
+            Some("kernel/x/xt_set.kobject:\n"),
+            "xt_set"
+        ));
         assert!(!in_module_list(None, "xt_set"));
     }
 

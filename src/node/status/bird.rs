@@ -351,16 +351,14 @@ mod tests {
         let (greeting, peers) = parse_protocols(text, IpVersion::V4).unwrap();
         assert_eq!(greeting.as_deref(), Some("BIRD 1.5.0 ready."));
         let addresses: Vec<&str> = peers.iter().map(|peer| peer.peer_ip.as_str()).collect();
-        assert_eq!(
-            addresses,
-            ["172.17.8.102", "172.17.8.103", "172.17.8.104"]
-        );
+        assert_eq!(addresses, ["172.17.8.102", "172.17.8.103", "172.17.8.104"]);
         assert_eq!(peers[2].info_cell(), "Failed Socket: error");
     }
 
     #[test]
     fn a_wrong_heading_a_rogue_line_and_a_cut_reply_are_refused() {
-        let heading = "0001 BIRD 1.5.0 ready.\n2002-name     proto    table    state  foo       info\n0000\n";
+        let heading =
+            "0001 BIRD 1.5.0 ready.\n2002-name     proto    table    state  foo       info\n0000\n";
         assert!(matches!(
             parse_protocols(heading, IpVersion::V4),
             Err(ReplyError::Heading { .. })
@@ -378,6 +376,12 @@ mod tests {
             Err(ReplyError::Truncated { lines: 3 })
         );
         // Short lines with a known code do not break the reader.
-        assert!(parse_protocols("1002\n2002-name proto table state since info\n0000\n", IpVersion::V4).is_ok());
+        assert!(
+            parse_protocols(
+                "1002\n2002-name proto table state since info\n0000\n",
+                IpVersion::V4
+            )
+            .is_ok()
+        );
     }
 }

@@ -202,11 +202,7 @@ pub async fn node_status(options: &LocalStatusOptions) -> Result<LocalStatus, Lo
         ask(Daemon::Bird, IpVersion::V4),
         ask(Daemon::Bird6, IpVersion::V6)
     );
-    Ok(LocalStatus {
-        agent,
-        bird,
-        bird6,
-    })
+    Ok(LocalStatus { agent, bird, bird6 })
 }
 
 /// Upstream's text: the agent line, then a section per daemon (the peer table, "No IPv4 peers
@@ -219,7 +215,10 @@ pub fn render(status: &LocalStatus) -> String {
     ) {
         out.push_str("\nThe BGP backend process (BIRD) is not running.\n");
     } else {
-        for (version, report) in [(IpVersion::V4, &status.bird), (IpVersion::V6, &status.bird6)] {
+        for (version, report) in [
+            (IpVersion::V4, &status.bird),
+            (IpVersion::V6, &status.bird6),
+        ] {
             let number = version.number();
             match report {
                 DaemonReport::NotRunning => out.push_str(&format!(
@@ -231,7 +230,7 @@ pub fn render(status: &LocalStatus) -> String {
                     out.push_str(&super::table::peer_table(peers, version));
                 }
                 // Said as the command's error, after the rest.
-                DaemonReport::Failed(_) => out.push_str(&format!("\nIPv{number} BGP status\n")),
+                DaemonReport::Failed(_) => {}
             }
         }
     }

@@ -102,16 +102,25 @@ mod tests {
 
     #[test]
     fn felix_is_found_under_both_names_and_by_path() {
-        assert!(table(&[&["calico-node", "-felix"]]).find(Daemon::Agent).is_some());
+        assert!(
+            table(&[&["calico-node", "-felix"]])
+                .find(Daemon::Agent)
+                .is_some()
+        );
         assert!(table(&[&["calico-felix"]]).find(Daemon::Agent).is_some());
         assert_eq!(
             table(&[&["/usr/bin/calico-node", "-felix"]]).find(Daemon::Agent),
             Some("/usr/bin/calico-node -felix".into())
         );
         // Other calico-node services are not Felix, nor is another program's `-felix`.
-        assert!(table(&[&["calico-node", "-confd"], &["calico-node", "-node-services"]])
+        assert!(
+            table(&[
+                &["calico-node", "-confd"],
+                &["calico-node", "-node-services"]
+            ])
             .find(Daemon::Agent)
-            .is_none());
+            .is_none()
+        );
         assert!(table(&[&["sleep", "-felix"]]).find(Daemon::Agent).is_none());
         assert!(table(&[&["calico-node"]]).find(Daemon::Agent).is_none());
     }

@@ -137,12 +137,10 @@ pub async fn show_protocols(
             Err(source) => return Err(QueryError::Reply { path, source }),
         }
     }
-    let (greeting, peers) = reply
-        .finish()
-        .map_err(|source| QueryError::Reply {
-            path: path.clone(),
-            source,
-        })?;
+    let (greeting, peers) = reply.finish().map_err(|source| QueryError::Reply {
+        path: path.clone(),
+        source,
+    })?;
     Ok(ProtocolsAnswer {
         socket: path,
         greeting,

@@ -40,7 +40,10 @@ pub fn peer_table(peers: &[BgpPeer], version: IpVersion) -> String {
             ]
         })
         .collect::<Vec<_>>();
-    boxed_table(&["Peer address", "Peer type", "State", "Since", "Info"], &rows)
+    boxed_table(
+        &["Peer address", "Peer type", "State", "Since", "Info"],
+        &rows,
+    )
 }
 
 /// A table with tablewriter v0.0.5's default look.

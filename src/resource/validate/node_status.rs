@@ -13,7 +13,11 @@ use crate::resource::spec::node_status::{CLASSES, MAXIMUM_UPDATE_PERIOD_SECONDS}
 
 pub(super) fn calico_node_status(checker: &mut Checker, spec: &mut CalicoNodeStatusSpec) {
     if spec.node.is_empty() {
-        checker.fail("spec.node", None, "node is required: the name of the node to report");
+        checker.fail(
+            "spec.node",
+            None,
+            "node is required: the name of the node to report",
+        );
     } else {
         checker.name("spec.node", &spec.node);
     }
