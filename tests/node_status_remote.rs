@@ -19,7 +19,7 @@ const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 
 /// One of the two datastores, with the nodes `node-1` and `node-2`.
 enum Store {
-    Etcd(EtcdServer),
+    Etcd(Box<EtcdServer>),
     Kube(KubeApiServer),
 }
 
@@ -35,7 +35,7 @@ impl Store {
                 .to_string(),
             );
         }
-        Store::Etcd(etcd)
+        Store::Etcd(Box::new(etcd))
     }
 
     fn kube() -> Store {

@@ -303,9 +303,11 @@ impl UnknownKind {
                     .copied()
                     .filter(|alias| alias.len() < name.len())
                     .filter(|alias| {
-                        !alias
-                            .strip_suffix('s')
-                            .is_some_and(|singular| others.contains(&singular))
+                        // Plurals of other short names (`nodestatuses` of `nodestatus`) go.
+                        ![alias.strip_suffix('s'), alias.strip_suffix("es")]
+                            .into_iter()
+                            .flatten()
+                            .any(|singular| others.contains(&singular))
                     })
                     .collect();
                 match short.as_slice() {

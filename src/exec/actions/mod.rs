@@ -79,7 +79,7 @@ pub enum StepError {
     #[error(transparent)]
     Node(#[from] crate::node::NodeError),
     #[error(transparent)]
-    NodeStatus(#[from] node_status::NodeStatusActionError),
+    NodeStatus(#[from] Box<node_status::NodeStatusActionError>),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -295,7 +295,9 @@ pub async fn perform(
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
         Action::NodeRun(request) => node::start(request, mode).await?,
-        Action::NodeStatus(query) => node_status::ask(store()?, query, mode, interrupt).await?,
+        Action::NodeStatus(query) => node_status::ask(store()?, query, mode, interrupt)
+            .await
+            .map_err(Box::new)?,
     })
 }
 
