@@ -284,19 +284,23 @@ fn without_the_agent_the_command_refuses_instead_of_printing_an_empty_table() {
     );
 }
 
-#[test]
-fn the_host_itself_needs_root() {
-    // As root, run netctl as `nobody`; as anyone else, run it as is.
-    let mut plain = std::process::Command::new(Netctl::program());
-    plain
-        .args(["node", "status"])
+/// Runs netctl with `args` as `nobody` when the tests run as root (as is otherwise).
+fn unprivileged(args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new(Netctl::program());
+    command
+        .args(args)
         .env_clear()
         .env("NO_COLOR", "1")
         .env("HOME", std::env::temp_dir());
     if rustix::process::geteuid().is_root() {
-        plain.uid(65534).gid(65534);
+        command.uid(65534).gid(65534);
     }
-    let output = plain.output().unwrap();
+    command.output().unwrap()
+}
+
+#[test]
+fn the_host_itself_needs_root() {
+    let output = unprivileged(&["node", "status"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -308,20 +312,15 @@ fn the_host_itself_needs_root() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty());
-    // The same for checksystem.
-    let mut check = std::process::Command::new(Netctl::program());
-    check
-        .args(["node", "checksystem"])
-        .env_clear()
-        .env("NO_COLOR", "1")
-        .env("HOME", std::env::temp_dir());
-    if rustix::process::geteuid().is_root() {
-        check.uid(65534).gid(65534);
-    }
-    let output = check.output().unwrap();
+
+    let output = unprivileged(&["node", "checksystem"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("must run as root"), "{stderr}");
+    assert!(
+        stderr.contains("`node checksystem` reads the host's kernel files and must run as root"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
 }
 
 /// The real process table: real processes named as calico/node names its daemons, found in

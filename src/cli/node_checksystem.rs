@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Context;
+use super::node_status::{ReportFormat, encode};
 use crate::node::checksystem::{
     self, CheckSystemError, CheckSystemOptions, IPV6_ONLY_MODULE, SystemReport, Verdict,
 };
@@ -45,15 +46,8 @@ pub struct CheckSystemArgs {
     #[arg(long, value_name = "VERSION")]
     kernel_version: Option<String>,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = CheckFormat::Text)]
-    output: CheckFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CheckFormat {
-    Text,
-    Json,
-    Yaml,
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    output: ReportFormat,
 }
 
 /// `-o json|yaml`: the report and what it adds up to.
@@ -80,7 +74,7 @@ pub fn run(context: &Context, args: CheckSystemArgs) -> anyhow::Result<ExitCode>
     let verdict = report.verdict();
     let missing = report.missing();
     match args.output {
-        CheckFormat::Text => {
+        ReportFormat::Text => {
             let mut text = report.lines().join("\n");
             text.push('\n');
             if verdict != Verdict::Fails {
@@ -94,11 +88,7 @@ pub fn run(context: &Context, args: CheckSystemArgs) -> anyhow::Result<ExitCode>
                 meets: verdict != Verdict::Fails,
                 ipv6: !missing.contains(&IPV6_ONLY_MODULE),
             };
-            let text = match format {
-                CheckFormat::Yaml => crate::yaml::emit::to_string(&document)?,
-                _ => serde_json::to_string_pretty(&document)? + "\n",
-            };
-            context.printer.data(&text)?;
+            context.printer.data(&encode(format, &document)?)?;
         }
     }
     if !missing.is_empty() {

@@ -78,12 +78,13 @@ pub struct StatusArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "remote")]
     run_dir: Option<PathBuf>,
     /// Output format
-    #[arg(short, long, value_enum, default_value_t = StatusFormat::Text)]
-    output: StatusFormat,
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Text)]
+    output: ReportFormat,
 }
 
+/// How the node commands print their report: upstream's text, or a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StatusFormat {
+pub enum ReportFormat {
     Text,
     Json,
     Yaml,
@@ -152,7 +153,7 @@ pub async fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode
     };
     let status = local::node_status(&options).await?;
     match args.output {
-        StatusFormat::Text => context.printer.data(&local::render(&status))?,
+        ReportFormat::Text => context.printer.data(&local::render(&status))?,
         format => context.printer.data(&encode(format, &status.document())?)?,
     }
     match status.failure() {
@@ -267,15 +268,15 @@ fn print_answers(
     context: &Context,
     answers: &[NodeAnswer],
     all: bool,
-    format: StatusFormat,
+    format: ReportFormat,
 ) -> anyhow::Result<()> {
     match format {
-        StatusFormat::Json | StatusFormat::Yaml => {
+        ReportFormat::Json | ReportFormat::Yaml => {
             context
                 .printer
                 .data(&encode(format, &remote::document(answers))?)?;
         }
-        StatusFormat::Text if all => {
+        ReportFormat::Text if all => {
             let headings = remote::SUMMARY_HEADINGS.map(str::to_string).to_vec();
             let mut table = TableWriter::trimmed(context.printer.stdout(), headings);
             for answer in answers {
@@ -283,7 +284,7 @@ fn print_answers(
             }
             drop(table.finish()?);
         }
-        StatusFormat::Text => {
+        ReportFormat::Text => {
             let sections: Vec<String> = answers.iter().map(remote::render_node).collect();
             context.printer.data(&sections.join("\n"))?;
         }
@@ -291,9 +292,10 @@ fn print_answers(
     Ok(())
 }
 
-fn encode(format: StatusFormat, document: &impl serde::Serialize) -> anyhow::Result<String> {
+/// A report as JSON or YAML (`-o json|yaml` of the node commands), ending with a line break.
+pub fn encode(format: ReportFormat, document: &impl serde::Serialize) -> anyhow::Result<String> {
     let text = match format {
-        StatusFormat::Yaml => crate::yaml::emit::to_string(document).map_err(|source| {
+        ReportFormat::Yaml => crate::yaml::emit::to_string(document).map_err(|source| {
             NodeStatusCommandError::Encode {
                 format: "YAML",
                 source,
