@@ -12,9 +12,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::ArgGroup;
+use clap_complete::engine::ArgValueCompleter;
 
-use super::Context;
 use super::args::parse_duration;
+use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions};
 use crate::exec::actions::node_status::{LeftBehind, NodeStatusOutput, delete_command};
 use crate::exec::lock::Holder;
@@ -58,7 +59,7 @@ Examples:
 #[command(next_help_heading = "Status options")]
 pub struct StatusArgs {
     /// Ask this node through the datastore (repeatable) instead of looking at this host
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = ArgValueCompleter::new(completion::complete_node_name))]
     node: Vec<String>,
     /// Ask every node through the datastore; one row per node
     #[arg(long)]

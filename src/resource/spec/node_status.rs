@@ -154,3 +154,26 @@ pub struct LearnedFrom {
     #[serde(default, rename = "peerIP", skip_serializing_if = "String::is_empty")]
     pub peer_ip: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::release::ApiRelease;
+    use crate::resource::availability::check_kind;
+    use crate::resource::{Kind, Resource, validate_and_default_for};
+
+    /// The kind is in every line netctl knows: a request validates for the oldest and the newest.
+    #[test]
+    fn every_line_has_the_kind() {
+        for release in ["v3.27.0", "v3.29.4", "v3.31.3", "v3.32.1"] {
+            let api = ApiRelease::cluster(release.parse().unwrap());
+            assert!(
+                check_kind(Kind::CalicoNodeStatus, &api).is_none(),
+                "{release}"
+            );
+            let mut request = Resource::new(Kind::CalicoNodeStatus, "status-1");
+            request.spec =
+                serde_json::json!({"node": "node-1", "classes": ["BGP"], "updatePeriodSeconds": 0});
+            validate_and_default_for(&mut request, &api).unwrap();
+        }
+    }
+}
