@@ -166,7 +166,7 @@ fn every_node_gets_a_row_and_the_one_that_never_answers_is_named() {
         );
         assert!(
             run.stderr
-                .contains("error: node `node-2` did not answer: `node-2`: no answer within 2s"),
+                .contains("error: no status from node `node-2` (no answer within 2s)"),
             "{}",
             run.stderr
         );
@@ -487,4 +487,68 @@ fn raw_put(url: &str, path: &str, body: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
+}
+
+/// A datastore that hangs while netctl waits (etcd stopped with SIGSTOP): the wait still ends at
+/// `--timeout`, each delete gives up after twice the request timeout, and the objects that may be
+/// left are named with the command that deletes them — which works once etcd is back.
+#[test]
+fn objects_a_hung_datastore_keeps_are_named_with_the_command_that_deletes_them() {
+    let mut etcd = EtcdServer::start();
+    etcd.put(
+        &format!("{ROOT}/nodes/node-1"),
+        json!({"kind": "Node", "apiVersion": "projectcalico.org/v3", "metadata": {"name": "node-1"}, "spec": {}})
+            .to_string(),
+    );
+    let mut command = Netctl::new();
+    command.config_file(&etcd.netctl_config_yaml()).args([
+        "--request-timeout",
+        "1s",
+        "node",
+        "status",
+        "--node",
+        "node-1",
+        "--timeout",
+        "3s",
+    ]);
+    let started = Instant::now();
+    let child = command.spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while etcd.get_prefix(ETCD_PREFIX).is_empty() {
+        assert!(Instant::now() < deadline, "the object never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    etcd.pause();
+    let run = wait_for_exit(child, Duration::from_secs(30));
+    let took = started.elapsed();
+    etcd.resume();
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(
+        run.stdout
+            .starts_with("Node node-1: no status (no answer within 3s; the last read failed: "),
+        "{}",
+        run.stdout
+    );
+    let left = etcd.get_prefix(ETCD_PREFIX);
+    assert_eq!(left.len(), 1, "{}", run.stderr);
+    let name = left[0].0.trim_start_matches(ETCD_PREFIX);
+    assert!(
+        run.stderr
+            .contains(&format!("error: CalicoNodeStatus `{name}` (")),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(") may be left behind\n"),
+        "{}",
+        run.stderr
+    );
+    let hint = format!("hint: delete them with `netctl delete caliconodestatus {name}`");
+    assert!(run.stderr.contains(&hint), "{}", run.stderr);
+    ok(Netctl::new()
+        .config_file(&etcd.netctl_config_yaml())
+        .args(["delete", "caliconodestatus", name])
+        .run());
+    assert!(etcd.get_prefix(ETCD_PREFIX).is_empty());
 }

@@ -96,11 +96,9 @@ pub enum ReportFormat {
 pub enum NodeStatusCommandError {
     #[error("there are no nodes in the datastore to ask")]
     NoNodes,
-    #[error("{} did not answer: {}", describe_nodes(.nodes), .reasons.join("; "))]
-    NoAnswer {
-        nodes: Vec<String>,
-        reasons: Vec<String>,
-    },
+    /// Each node with why there is no status from it.
+    #[error("no status from {}", describe_silent(.nodes))]
+    NoAnswer { nodes: Vec<(String, String)> },
     #[error("{}", crate::exec::actions::node_status::describe_left_behind(.left_behind))]
     LeftBehind { left_behind: Vec<LeftBehind> },
     #[error("cannot write the status as {format}")]
@@ -111,9 +109,13 @@ pub enum NodeStatusCommandError {
     },
 }
 
-fn describe_nodes(nodes: &[String]) -> String {
-    let quoted: Vec<String> = nodes.iter().map(|node| format!("`{node}`")).collect();
-    match quoted.as_slice() {
+/// `node `a` (why)` or `nodes `a` (why), `b` (why)`.
+fn describe_silent(nodes: &[(String, String)]) -> String {
+    let listed: Vec<String> = nodes
+        .iter()
+        .map(|(node, reason)| format!("`{node}` ({reason})"))
+        .collect();
+    match listed.as_slice() {
         [one] => format!("node {one}"),
         many => format!("nodes {}", many.join(", ")),
     }
@@ -168,8 +170,13 @@ async fn remote(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode>
     let nodes = if args.all {
         every_node(store.as_ref()).await?
     } else {
-        let mut nodes = args.node.clone();
-        nodes.dedup();
+        // Each node once, in the order given.
+        let mut nodes: Vec<String> = Vec::new();
+        for node in args.node {
+            if !nodes.contains(&node) {
+                nodes.push(node);
+            }
+        }
         nodes
     };
     if nodes.is_empty() {
@@ -226,26 +233,17 @@ async fn remote(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode>
         }
         .into());
     }
-    let silent: Vec<&NodeAnswer> = output
+    let silent: Vec<(String, String)> = output
         .answers
         .iter()
         .filter(|answer| answer.status.is_none())
+        .map(|answer| {
+            let reason = answer.reason.as_deref().unwrap_or("no answer");
+            (answer.node.clone(), reason.to_string())
+        })
         .collect();
     if !silent.is_empty() {
-        return Err(NodeStatusCommandError::NoAnswer {
-            nodes: silent.iter().map(|answer| answer.node.clone()).collect(),
-            reasons: silent
-                .iter()
-                .map(|answer| {
-                    format!(
-                        "`{}`: {}",
-                        answer.node,
-                        answer.reason.as_deref().unwrap_or("no answer")
-                    )
-                })
-                .collect(),
-        }
-        .into());
+        return Err(NodeStatusCommandError::NoAnswer { nodes: silent }.into());
     }
     Ok(ExitCode::SUCCESS)
 }

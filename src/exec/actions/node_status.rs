@@ -173,8 +173,11 @@ pub async fn ask(
         }
         let request = remote::request(&target.object, &target.node, &query.id);
         if let Err(source) = store.create(&request).await {
-            // A create whose answer was lost may have been written: delete it too.
-            created.push(target);
+            // A create whose answer was lost may have been written: delete it too (but never an
+            // object of the same name that was there before).
+            if !matches!(source, StoreError::AlreadyExists(_)) {
+                created.push(target);
+            }
             let left_behind = delete_all(store, &created, interrupt).await;
             return Err(NodeStatusActionError::Create {
                 node: target.node.clone(),
@@ -242,33 +245,38 @@ async fn wait_for_answers(
     let mut pending: Vec<usize> = (0..answers.len()).collect();
     let mut poll = FIRST_POLL;
     loop {
-        let reads = join_all(
-            pending
-                .iter()
-                .map(|&index| async move { store.get(&object_key(&query.nodes[index])).await }),
-        )
-        .await;
-        let mut still = Vec::new();
-        for (index, read) in pending.iter().copied().zip(reads) {
-            match read {
-                Ok(resource) if remote::is_filled_in(&resource.status) => {
-                    answers[index].status = Some(resource.status);
-                    answers[index].reason = None;
+        // One read of every object still waited for (etcd: key ranges).
+        let keys: Vec<ResourceKey> = pending
+            .iter()
+            .map(|&index| object_key(&query.nodes[index]))
+            .collect();
+        match store.read_many(&keys).await {
+            Ok(reads) => {
+                let mut still = Vec::new();
+                for (index, read) in pending.iter().copied().zip(reads) {
+                    match read {
+                        Some(resource) if remote::is_filled_in(&resource.status) => {
+                            answers[index].status = Some(resource.status);
+                            answers[index].reason = None;
+                        }
+                        Some(_) => still.push(index),
+                        None => {
+                            answers[index].reason = Some(
+                                "its CalicoNodeStatus was deleted by someone else".to_string(),
+                            );
+                        }
+                    }
                 }
-                Ok(_) => still.push(index),
-                Err(StoreError::NotFound(_)) => {
-                    answers[index].reason =
-                        Some("its CalicoNodeStatus was deleted by someone else".to_string());
-                }
-                // A read that failed is tried again at the next poll; the last error is kept for
-                // the message if the node never answers.
-                Err(error) => {
-                    answers[index].reason = Some(format!("last read failed: {error}"));
-                    still.push(index);
+                pending = still;
+            }
+            // A read that failed is tried again at the next poll; the last error is kept for the
+            // message if the node never answers.
+            Err(error) => {
+                for &index in &pending {
+                    answers[index].reason = Some(format!("the last read failed: {error}"));
                 }
             }
         }
-        pending = still;
         if pending.is_empty() {
             break;
         }
