@@ -238,7 +238,7 @@ fn a_hung_daemon_times_out_after_two_seconds() {
         run.stderr
     );
     assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        took >= Duration::from_secs(2) && took < Duration::from_secs(15),
         "{took:?}"
     );
 }

@@ -176,7 +176,7 @@ fn every_node_gets_a_row_and_the_one_that_never_answers_is_named() {
             run.stderr
         );
         // Bounded: the timeout and the deletes, not more.
-        assert!(took < Duration::from_secs(8), "{took:?}");
+        assert!(took < Duration::from_secs(15), "{took:?}");
         assert_eq!(store.node_statuses(), Vec::<String>::new());
     }
 }
