@@ -177,7 +177,7 @@ fn kinds_and_their_aliases_complete_after_get() {
     assert_eq!(complete("netctl get he"), ["hep", "heps"]);
     // Nothing typed: one name per kind, the plural kubectl users know.
     let every = complete("netctl get ");
-    assert_eq!(every.len(), 20, "{every:?}");
+    assert_eq!(every.len(), netctl::resource::Kind::ALL.len(), "{every:?}");
     assert!(every.contains(&"globalnetworkpolicies".to_string()));
     // The next kind of a list, and the kinds of `delete` and `label` too.
     assert_eq!(

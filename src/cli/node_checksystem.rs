@@ -28,7 +28,7 @@ modules are listed in a fixed order.
 
 Examples:
   sudo netctl node checksystem
-  sudo netctl node checksystem --kernel-config /proc/config.gz.txt
+  sudo netctl node checksystem -f ./kernel.config            # a plain-text kernel configuration
   netctl node checksystem --root /host                     # the host's / mounted at /host
   netctl node checksystem --root ./copy --kernel-version 6.1.0-18-amd64 -o json";
 
