@@ -70,6 +70,8 @@ pub fn by_kind(action: &Action) -> Duration {
         Action::Helm(helm) => helm.timeout.0.min(seconds(180)),
         Action::Exec(exec) => exec.timeout.0.min(seconds(60)),
         Action::NodeRun(_) => seconds(30),
+        // calico-node fills the status within a few seconds; its timeout bounds it.
+        Action::NodeStatus(query) => query.timeout.0.min(seconds(30)),
     }
 }
 
