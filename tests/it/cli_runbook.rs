@@ -1,0 +1,104 @@
+//! End-to-end runs of `netctl runbook ...` and `netctl upgrade plan`: exit code, stdout and stderr.
+
+use crate::support::snapshot::netctl_snapshot;
+use assert_cmd::Command;
+
+/// netctl with no datastore configured; `upgrade plan` runs with `--offline` where it matters.
+fn netctl() -> Command {
+    let mut command = Command::cargo_bin("netctl").unwrap();
+    command.env_clear().env("NO_COLOR", "1");
+    command
+}
+
+#[test]
+fn lint_of_the_shipped_runbooks_passes() {
+    netctl()
+        .args(["runbook", "lint"])
+        .assert()
+        .success()
+        .stdout("");
+    netctl()
+        .args(["runbook", "lint", "runbooks"])
+        .assert()
+        .success()
+        .stdout("");
+}
+
+#[test]
+fn lint_fails_on_a_defective_runbook() {
+    netctl_snapshot!(netctl().args([
+        "runbook",
+        "lint",
+        "tests/fixtures/runbooks/cycle",
+        "tests/fixtures/runbooks/command-hygiene/runbook.yaml",
+    ]));
+}
+
+#[test]
+fn runbook_list_shows_every_runbook() {
+    netctl_snapshot!(netctl().args(["runbook", "list"]));
+}
+
+#[test]
+fn runbook_render_prints_the_rendered_steps() {
+    netctl_snapshot!(netctl().args([
+        "runbook",
+        "render",
+        "--from",
+        "v3.22.0",
+        "--to",
+        "v3.29.2",
+        "--install-method",
+        "operator",
+    ]));
+}
+
+#[test]
+fn an_unsupported_path_is_refused_with_exit_1() {
+    netctl_snapshot!(netctl().args([
+        "upgrade",
+        "plan",
+        "--from",
+        "v3.14.0",
+        "--to",
+        "v3.29.2",
+        "--install-method",
+        "operator",
+        "--offline",
+    ]));
+}
+
+#[test]
+fn a_saved_plan_carries_facts_and_digest() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("plan.json");
+    netctl()
+        .args(["upgrade", "plan", "--from", "v3.25.1", "--to", "v3.29.2"])
+        .args(["--install-method", "manifest", "-o", "json", "--out"])
+        .arg(&path)
+        .assert()
+        .success();
+    let saved: netctl::plan::Plan =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(saved.digest_is_valid());
+    assert_eq!(
+        saved.facts.install_method.value,
+        netctl::plan::InstallMethod::Manifest
+    );
+}
+
+#[test]
+fn another_runbook_directory_replaces_the_built_in_set() {
+    let output = netctl()
+        .args([
+            "runbook",
+            "list",
+            "--runbooks",
+            "tests/fixtures/runbooks/needs-later-phase",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("needs-later-phase"), "{stdout}");
+    assert!(!stdout.contains("helm-upgrade"), "{stdout}");
+}
