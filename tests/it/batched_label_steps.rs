@@ -5,24 +5,18 @@
 //! missing one, and a resource changed by someone else between the batch's read and its write is
 //! the only one read again.
 
-use crate::support;
-
 use std::os::unix::process::ExitStatusExt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::exec_common::*;
-use crate::support::EtcdServer;
-use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings};
-use netctl::datastore::etcd::{EtcdStore, Timeouts};
-use netctl::datastore::{
-    BatchLimits, BatchOutcome, Datastore, DatastoreType, ListOptions, Page, StoreError, Write,
-};
+use crate::support::{self, EtcdServer};
+use netctl::datastore::testing::TestStore;
 use netctl::exec::RunMode;
 use netctl::exec::actions::WriteSemantics;
 use netctl::exec::actions::resource_label_each::{LabelTally, label_batch};
 use netctl::plan::action::ResourceLabelEach;
 use netctl::plan::{Action, Plan};
-use netctl::resource::{Kind, Resource, ResourceKey};
+use netctl::resource::Kind;
 
 const STEP: &str = "pre/label-all";
 const LABEL: &str = "host-endpoint-upgrade";
@@ -244,95 +238,27 @@ fn a_run_killed_inside_a_batched_label_step_resumes_without_doubling_or_losing_a
     }
 }
 
-/// A datastore that lets another writer change one resource after the batch read it and before
-/// its transaction, and counts the keys read.
-struct Interfering {
-    store: EtcdStore,
-    etcd_endpoint: String,
-    victim: String,
-    done: AtomicBool,
-    keys_read: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl Datastore for Interfering {
-    fn kind(&self) -> DatastoreType {
-        DatastoreType::EtcdV3
-    }
-    async fn check(&self) -> Result<(), StoreError> {
-        self.store.check().await
-    }
-    async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-        self.keys_read.fetch_add(1, Ordering::SeqCst);
-        self.store.get(key).await
-    }
-    async fn list_page(
-        &self,
-        options: &ListOptions,
-        token: Option<&str>,
-    ) -> Result<Page, StoreError> {
-        self.store.list_page(options, token).await
-    }
-    async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        self.store.create(resource).await
-    }
-    async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        self.store.update(resource).await
-    }
-    async fn delete(
-        &self,
-        key: &ResourceKey,
-        version: Option<&str>,
-    ) -> Result<Resource, StoreError> {
-        self.store.delete(key, version).await
-    }
-    fn batch_limits(&self) -> BatchLimits {
-        self.store.batch_limits()
-    }
-    async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
-        self.keys_read.fetch_add(keys.len(), Ordering::SeqCst);
-        self.store.read_many(keys).await
-    }
-    async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
-        if !self.done.swap(true, Ordering::SeqCst) {
-            let etcdctl = support::Etcdctl::new(vec![self.etcd_endpoint.clone()]);
-            let key = format!("{HOST_ENDPOINTS}{}", self.victim);
-            let mut value: serde_json::Value =
-                serde_json::from_str(&etcdctl.get(&key).expect("the victim exists")).unwrap();
-            value["metadata"]["labels"]["owner"] = "someone-else".into();
-            etcdctl.put(&key, value.to_string());
-        }
-        self.store.write_batch(writes).await
-    }
-}
-
 #[test]
 fn a_conflict_inside_a_batch_re_reads_only_that_resource() {
     let etcd = EtcdServer::start();
     seed(&etcd);
     let operator = Operator::new(&etcd);
     seed_host_endpoints(&operator, 128);
-    let settings = EtcdSettings {
-        endpoints: EndpointSource::Static(vec![EtcdEndpoint::parse(&etcd.endpoint()).unwrap()]),
-        credentials: None,
-        tls: None,
-        resolver: None,
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     let before = etcd.revision();
     let (done, keys_read) = runtime.block_on(async {
-        let store = Interfering {
-            store: EtcdStore::connect(&settings, Timeouts::default())
-                .await
-                .unwrap(),
-            etcd_endpoint: etcd.endpoint(),
-            victim: "h-00050".into(),
-            done: AtomicBool::new(false),
-            keys_read: AtomicUsize::new(0),
-        };
+        // Another writer changes one resource after the batch read it and before its
+        // transaction; the store counts the keys read.
+        let store = TestStore::over(Arc::new(etcd.connect().await));
+        support::another_writer_before_the_first_batch(
+            &store,
+            &etcd,
+            &format!("{HOST_ENDPOINTS}h-00050"),
+            |value| value["metadata"]["labels"]["owner"] = "someone-else".into(),
+        );
         let each = label_each(128);
         let done = label_batch(
             &store,
@@ -344,7 +270,7 @@ fn a_conflict_inside_a_batch_re_reads_only_that_resource() {
         )
         .await
         .unwrap();
-        (done, store.keys_read.load(Ordering::SeqCst))
+        (done, store.keys_read())
     });
     assert_eq!(
         done.tally,

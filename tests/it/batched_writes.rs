@@ -5,18 +5,12 @@
 //! (a role that forbids one key, etcd killed or hung, Ctrl-C and SIGTERM) are in
 //! `batched_write_failures.rs`.
 
-use crate::support;
-
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use crate::support::{EtcdServer, Netctl, Run, failed, ok};
-use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings};
-use netctl::datastore::etcd::{EtcdStore, Timeouts};
-use netctl::datastore::{
-    BatchLimits, BatchOutcome, Datastore, DatastoreType, ListOptions, Page, StoreError, Write,
-    WriteOutcome,
-};
+use crate::support::{self, EtcdServer, Netctl, Run, failed, ok};
+use netctl::datastore::testing::TestStore;
+use netctl::datastore::{Datastore, StoreError, Write, WriteOutcome};
 use netctl::exec::RunMode;
 use netctl::exec::actions::resource_apply::{DocumentWrite, write_documents};
 use netctl::plan::action::ResourceDocuments;
@@ -63,15 +57,6 @@ fn stored(etcd: &EtcdServer, prefix: &str) -> BTreeSet<String> {
         .into_iter()
         .map(|(key, _)| key.trim_start_matches(HEPS).to_string())
         .collect()
-}
-
-fn settings(etcd: &EtcdServer) -> EtcdSettings {
-    EtcdSettings {
-        endpoints: EndpointSource::Static(vec![EtcdEndpoint::parse(&etcd.endpoint()).unwrap()]),
-        credentials: None,
-        tls: None,
-        resolver: None,
-    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -171,9 +156,7 @@ fn identical_documents_are_not_written_and_the_summary_counts_each_kind() {
 fn a_batch_is_one_transaction_and_a_refused_guard_names_its_write() {
     let etcd = EtcdServer::start();
     runtime().block_on(async {
-        let store = EtcdStore::connect(&settings(&etcd), Timeouts::default())
-            .await
-            .unwrap();
+        let store = etcd.connect().await;
         let endpoint = |name: &str| {
             let mut resource = Resource::new(Kind::HostEndpoint, name);
             resource.spec = serde_json::json!({"node": "n1", "interfaceName": name});
@@ -278,66 +261,6 @@ fn a_batch_is_one_transaction_and_a_refused_guard_names_its_write() {
     });
 }
 
-/// A datastore that lets another writer change one resource after netctl read it and before its
-/// first batch: a real conflict inside a batch, on cue.
-struct Interfering {
-    store: EtcdStore,
-    etcd_endpoint: String,
-    victim: String,
-    done: AtomicBool,
-}
-
-#[async_trait::async_trait]
-impl Datastore for Interfering {
-    fn kind(&self) -> DatastoreType {
-        DatastoreType::EtcdV3
-    }
-    async fn check(&self) -> Result<(), StoreError> {
-        self.store.check().await
-    }
-    async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-        self.store.get(key).await
-    }
-    async fn list_page(
-        &self,
-        options: &ListOptions,
-        token: Option<&str>,
-    ) -> Result<Page, StoreError> {
-        self.store.list_page(options, token).await
-    }
-    async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        self.store.create(resource).await
-    }
-    async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        self.store.update(resource).await
-    }
-    async fn delete(
-        &self,
-        key: &ResourceKey,
-        version: Option<&str>,
-    ) -> Result<Resource, StoreError> {
-        self.store.delete(key, version).await
-    }
-    fn batch_limits(&self) -> BatchLimits {
-        self.store.batch_limits()
-    }
-    async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
-        self.store.read_many(keys).await
-    }
-    async fn write_batch(&self, writes: &[Write]) -> BatchOutcome {
-        if !self.done.swap(true, Ordering::SeqCst) {
-            let etcdctl = support::Etcdctl::new(vec![self.etcd_endpoint.clone()]);
-            let key = format!("{HEPS}{}", self.victim);
-            let mut value: serde_json::Value =
-                serde_json::from_str(&etcdctl.get(&key).expect("the victim exists")).unwrap();
-            value["metadata"]["labels"]["owner"] = "someone-else".into();
-            value["metadata"]["annotations"] = serde_json::json!({"note": "theirs"});
-            etcdctl.put(&key, value.to_string());
-        }
-        self.store.write_batch(writes).await
-    }
-}
-
 #[test]
 fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
     let etcd = EtcdServer::start();
@@ -350,14 +273,17 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
         netctl::resource::parse_documents(&host_endpoints("c", 0..200, "b"), "test")
             .expect("documents parse");
     runtime().block_on(async {
-        let store = Interfering {
-            store: EtcdStore::connect(&settings(&etcd), Timeouts::default())
-                .await
-                .unwrap(),
-            etcd_endpoint: etcd.endpoint(),
-            victim: "c-00050".into(),
-            done: AtomicBool::new(false),
-        };
+        // Another writer changes one resource after netctl read it and before its first batch.
+        let store = TestStore::over(Arc::new(etcd.connect().await));
+        support::another_writer_before_the_first_batch(
+            &store,
+            &etcd,
+            &format!("{HEPS}c-00050"),
+            |value| {
+                value["metadata"]["labels"]["owner"] = "someone-else".into();
+                value["metadata"]["annotations"] = serde_json::json!({"note": "theirs"});
+            },
+        );
         let before = etcd.revision();
         let documents = ResourceDocuments {
             documents: documents.clone(),

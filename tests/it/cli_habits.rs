@@ -4,13 +4,11 @@
 //! `--show-labels`, `-o jsonpath=`), and the note on an empty node list. The datastore cases run
 //! against a real etcd.
 
-use crate::support;
-
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 
 use crate::support::snapshot::netctl_snapshot;
-use crate::support::{EtcdServer, Netctl};
+use crate::support::{self, EtcdServer, Netctl};
 
 const RESOURCES: &str = "apiVersion: projectcalico.org/v3
 kind: HostEndpoint

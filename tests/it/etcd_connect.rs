@@ -4,12 +4,10 @@
 //! and the distinct, readable failures (wrong password, untrusted server, rejected client certificate,
 //! refused connection, timeout).
 
-use crate::support;
-
 use std::net::TcpListener;
 use std::time::Duration;
 
-use crate::support::{AuthSetup, Ca, DnsServer, EtcdCluster, EtcdServer, Netctl, Pki};
+use crate::support::{self, AuthSetup, Ca, DnsServer, EtcdCluster, EtcdServer, Netctl, Pki};
 
 const NODES: &str = "/calico/resources/v3/projectcalico.org/nodes/";
 

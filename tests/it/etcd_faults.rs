@@ -10,14 +10,12 @@
 //! The executor's own failure handling (undo deadlines, recovery files, signals) is tested
 //! elsewhere.
 
-use crate::support;
-
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    EtcdCluster, EtcdServer, Netctl, NotEtcdServer, Pki, ReplyDroppingProxy, Run, SilentListener,
-    refused_endpoint,
+    self, EtcdCluster, EtcdServer, Netctl, NotEtcdServer, Pki, ReplyDroppingProxy, Run,
+    SilentListener, refused_endpoint,
 };
 use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings};
 use netctl::datastore::Datastore;

@@ -3,12 +3,10 @@
 //! applied twice — the `exec` steps append to a file exactly once, the created host endpoint is
 //! created once (a second create would fail), and completed steps are not run again.
 
-use crate::support;
-
 use std::os::unix::process::ExitStatusExt;
 
 use crate::exec_common::*;
-use crate::support::EtcdServer;
+use crate::support::{self, EtcdServer};
 
 fn crash_plan(log: &std::path::Path) -> netctl::plan::Plan {
     let mut create = step(

@@ -5,13 +5,13 @@
 //!
 //! They use only `etcdctl`, dnsmasq and a DNS client, never netctl's own datastore code.
 
-use crate::support;
-
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{AuthSetup, Ca, DnsServer, EtcdCluster, EtcdServer, Netctl, Pki, SrvRecord};
+use crate::support::{
+    self, AuthSetup, Ca, DnsServer, EtcdCluster, EtcdServer, Netctl, Pki, SrvRecord,
+};
 
 #[test]
 fn plain_server_put_get_and_helpers() {

@@ -6,9 +6,7 @@
 //! errors users meet — conflict, not found, forbidden, unreachable API, bad kubeconfig — and the
 //! same commands printing the same thing (UIDs, revisions and times aside) on etcd and Kubernetes.
 
-use crate::support;
-
-use crate::support::{KubeApiServer, Netctl, Run, failed, ok};
+use crate::support::{self, KubeApiServer, Netctl, Run, failed, ok};
 use serde_json::json;
 
 const CALICO: &str = "crd.projectcalico.org/v1";

@@ -1022,6 +1022,24 @@ impl EtcdServer {
         self.member.advertise_url.clone()
     }
 
+    /// netctl's etcd datastore connected to this server (plain, no user), for tests that call the
+    /// library; within a tokio runtime.
+    pub async fn connect(&self) -> netctl::datastore::etcd::EtcdStore {
+        use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings};
+        let settings = EtcdSettings {
+            endpoints: EndpointSource::Static(vec![EtcdEndpoint::parse(&self.endpoint()).unwrap()]),
+            credentials: None,
+            tls: None,
+            resolver: None,
+        };
+        netctl::datastore::etcd::EtcdStore::connect(
+            &settings,
+            netctl::datastore::etcd::Timeouts::default(),
+        )
+        .await
+        .expect("connect to the test etcd")
+    }
+
     /// The endpoints to give a client: `[endpoint()]` (see `client_urls` for every listener).
     pub fn endpoints(&self) -> Vec<String> {
         vec![self.endpoint()]

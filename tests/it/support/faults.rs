@@ -5,7 +5,8 @@
 //!
 //! Real etcd members that hang or die are [`super::etcd`]'s business (`pause`, `kill`); this module
 //! only fakes what is not an etcd process at all. Every socket is on loopback and closed when its
-//! value is dropped.
+//! value is dropped. The one exception is [`another_writer_before_the_first_batch`]: another client
+//! of a real etcd, cued by the test datastore standing in front of it.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -13,6 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use netctl::datastore::testing::{Cue, Operation, TestStore};
+
+use super::{EtcdServer, Etcdctl};
 
 /// A loopback port with nothing listening on it: connecting is refused at once.
 ///
@@ -170,4 +175,26 @@ impl Drop for Server {
             let _ = thread.join();
         }
     }
+}
+
+/// Another client of `etcd` changes the value stored at `key` with `change` (through `etcdctl`)
+/// just before `store`, standing in front of that etcd, sends its first batch: a real conflict
+/// inside a batch, on cue.
+pub fn another_writer_before_the_first_batch(
+    store: &TestStore,
+    etcd: &EtcdServer,
+    key: &str,
+    change: impl Fn(&mut serde_json::Value) + Send + Sync + 'static,
+) {
+    let etcdctl = Etcdctl::new(vec![etcd.endpoint()]);
+    let key = key.to_string();
+    store.on(Operation::WriteBatch, move |call, _| {
+        if call.number == 1 {
+            let stored = etcdctl.get(&key).expect("the resource to change is stored");
+            let mut value: serde_json::Value = serde_json::from_str(&stored).unwrap();
+            change(&mut value);
+            etcdctl.put(&key, value.to_string());
+        }
+        Cue::pass()
+    });
 }

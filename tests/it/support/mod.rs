@@ -66,7 +66,10 @@ pub use dns::{DnsServer, DnsServerBuilder, SrvRecord};
 pub use etcd::{
     AuthSetup, EtcdCluster, EtcdClusterBuilder, EtcdServer, EtcdServerBuilder, Etcdctl, KeyValue,
 };
-pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
+pub use faults::{
+    NotEtcdServer, ReplyDroppingProxy, SilentListener, another_writer_before_the_first_batch,
+    refused_endpoint,
+};
 pub use kube_api::KubeApiServer;
 pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
