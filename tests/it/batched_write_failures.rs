@@ -361,7 +361,10 @@ fn etcd_killed_during_a_20000_document_apply_leaves_a_recovery_file_of_exactly_w
         "left in etcd: {}; recovery file: {written} written, {maybe} may have been written",
         left.len()
     );
-    assert!(written >= 2_000);
+    // What etcd held when it was killed (2,000 or more) survived its restart, and all of it is in
+    // the file (`check_recovery`); netctl may not have had the answers of the last batches yet,
+    // which the file marks "may".
+    assert!(left.len() >= 2_000, "{} stored", left.len());
     // Each of the (at most two) batches whose answer was lost landed whole or not at all
     // (`check_recovery`); one may have landed and the other not.
     assert!(

@@ -438,7 +438,7 @@ fn config_check_names_each_cause() {
     };
     let run = |name: &str, netctl: &mut Netctl| {
         netctl.args(["config", "check"]);
-        let transcript = support::snapshot::transcript(&netctl.output(), filters(netctl));
+        let transcript = support::snapshot::transcript(&netctl.run(), filters(netctl));
         insta::assert_snapshot!(name, transcript);
     };
 

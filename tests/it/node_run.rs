@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use crate::support::Run;
 use crate::support::snapshot::{self, netctl_snapshot};
 use tempfile::TempDir;
 
@@ -166,7 +167,7 @@ esac
 
     /// The snapshot transcript of one run (for snapshots of several runs together).
     fn transcript(&self, output: &Output) -> String {
-        snapshot::transcript(output, self.filters())
+        snapshot::transcript(&Run::from(output.clone()), self.filters())
     }
 
     fn redact(&self, text: &str) -> String {

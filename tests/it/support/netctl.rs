@@ -14,6 +14,7 @@ use assert_cmd::assert::Assert;
 use tempfile::TempDir;
 
 use super::dns::DnsServer;
+use super::etcd::EtcdServer;
 
 /// How long one netctl run may take before the test fails (instead of hanging).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,6 +30,8 @@ pub struct Netctl {
     home: TempDir,
     envs: Vec<(OsString, OsString)>,
     config: Option<PathBuf>,
+    /// Flags that go before `args` (`--request-timeout`).
+    global_args: Vec<OsString>,
     args: Vec<OsString>,
     stdin: Option<Vec<u8>>,
     current_dir: Option<PathBuf>,
@@ -53,11 +56,30 @@ impl Netctl {
             home,
             envs: Vec::new(),
             config: None,
+            global_args: Vec::new(),
             args: Vec::new(),
             stdin: None,
             current_dir: None,
             timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// netctl for one etcd server, through the environment as upstream's calicoctl is usually
+    /// pointed (`DATASTORE_TYPE=etcdv3`, `ETCD_ENDPOINTS`); no user, no TLS (use
+    /// [`Netctl::config_file`] with [`EtcdServer::netctl_config_yaml`] for those).
+    pub fn etcd(etcd: &EtcdServer) -> Netctl {
+        let mut netctl = Netctl::new();
+        netctl
+            .env("DATASTORE_TYPE", "etcdv3")
+            .env("ETCD_ENDPOINTS", etcd.endpoint());
+        netctl
+    }
+
+    /// `--request-timeout <timeout>` before the other arguments.
+    pub fn request_timeout(&mut self, timeout: &str) -> &mut Self {
+        self.global_args
+            .extend(["--request-timeout".into(), timeout.into()]);
+        self
     }
 
     /// The path of the netctl binary cargo built for these tests.
@@ -161,7 +183,7 @@ impl Netctl {
         if let Some(config) = &self.config {
             command.arg("-c").arg(config);
         }
-        command.args(&self.args);
+        command.args(&self.global_args).args(&self.args);
         if let Some(input) = &self.stdin {
             command.write_stdin(input.clone());
         } else {
@@ -208,7 +230,7 @@ impl Netctl {
         if let Some(config) = &self.config {
             command.arg("-c").arg(config);
         }
-        command.args(&self.args);
+        command.args(&self.global_args).args(&self.args);
         command
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start netctl: {error}"))
@@ -233,31 +255,41 @@ pub fn wait_for_exit(mut child: std::process::Child, limit: Duration) -> Run {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let output = child.wait_with_output().expect("collect netctl output");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).expect("netctl writes UTF-8 to stdout"),
-        stderr: String::from_utf8(output.stderr).expect("netctl writes UTF-8 to stderr"),
-    }
+    Run::from(child.wait_with_output().expect("collect netctl output"))
 }
 
-/// What one netctl run returned, as text.
-#[derive(Debug)]
+/// What one netctl run returned: its exit code (`None`: ended by a signal), stdout and stderr as
+/// text. The one result type of the tests' runs; [`netctl_snapshot!`](super::snapshot) snapshots
+/// it whole.
+#[derive(Debug, Clone)]
 pub struct Run {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
 
-impl Netctl {
-    /// Runs and captures exit code, stdout and stderr (both must be UTF-8).
-    pub fn run(&self) -> Run {
-        let output = self.output();
+impl Run {
+    /// Whether it exited 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+impl From<std::process::Output> for Run {
+    /// Both streams must be UTF-8: netctl never writes anything else.
+    fn from(output: std::process::Output) -> Run {
         Run {
             code: output.status.code(),
             stdout: String::from_utf8(output.stdout).expect("netctl writes UTF-8 to stdout"),
             stderr: String::from_utf8(output.stderr).expect("netctl writes UTF-8 to stderr"),
         }
+    }
+}
+
+impl Netctl {
+    /// Runs and captures exit code, stdout and stderr (both must be UTF-8).
+    pub fn run(&self) -> Run {
+        Run::from(self.output())
     }
 }
 

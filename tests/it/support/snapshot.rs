@@ -1,10 +1,11 @@
 //! One snapshot of what a user sees from one run: exit code, stdout and stderr together (uv's
-//! `uv_snapshot!`), with machine-specific text such as temporary paths filtered out.
+//! `uv_snapshot!`), with what changes from run to run masked, so the snapshot says everything
+//! else exactly.
 //!
 //! ```ignore
-//! use support::snapshot::netctl_snapshot;
-//! netctl_snapshot!(netctl().args(["runbook", "list"]));
-//! let output = netctl_snapshot!(command, filters = [(temp_dir, "[TEMP]")]);
+//! use crate::support::snapshot::netctl_snapshot;
+//! netctl_snapshot!(Netctl::new().args(["runbook", "list"]));
+//! let run = netctl_snapshot!("name", &netctl, filters = [(home, "[HOME]")]);
 //! ```
 //!
 //! The snapshot reads:
@@ -16,108 +17,180 @@
 //! --- stderr
 //! error: ...
 //! ```
+//!
+//! Masked always ([`MASKS`]): a directory made in the system's temporary directory (`[TEMP]`), loopback ports
+//! (`127.0.0.1:[PORT]`), RFC 3339 times (`[TIME]`), uuids (`[UUID]`) and datastore revisions
+//! (`resourceVersion: [REVISION]`, `revision [REVISION]`). `filters` are plain text replaced first
+//! (a test's home directory, a server's name). The macro evaluates to the [`Run`], for checks a
+//! snapshot cannot make (what the datastore holds afterwards).
 
 use std::process::Output;
+use std::sync::OnceLock;
 
-use super::Netctl;
+use regex::Regex;
 
-/// Something that runs netctl and gives its output.
+use super::{Netctl, Run};
+
+/// Something that runs netctl, or what a run gave.
 pub trait Transcribed {
-    fn transcribed_output(self) -> Output;
+    fn transcribed_run(self) -> Run;
 }
 
-impl Transcribed for Output {
-    fn transcribed_output(self) -> Output {
+impl Transcribed for Run {
+    fn transcribed_run(self) -> Run {
         self
     }
 }
 
-impl Transcribed for &Output {
-    fn transcribed_output(self) -> Output {
+impl Transcribed for &Run {
+    fn transcribed_run(self) -> Run {
         self.clone()
     }
 }
 
+impl Transcribed for Output {
+    fn transcribed_run(self) -> Run {
+        Run::from(self)
+    }
+}
+
+impl Transcribed for &Output {
+    fn transcribed_run(self) -> Run {
+        Run::from(self.clone())
+    }
+}
+
 impl Transcribed for &mut assert_cmd::Command {
-    fn transcribed_output(self) -> Output {
-        self.output().expect("run netctl")
+    fn transcribed_run(self) -> Run {
+        Run::from(self.output().expect("run netctl"))
     }
 }
 
 impl Transcribed for &mut std::process::Command {
-    fn transcribed_output(self) -> Output {
-        self.output().expect("run netctl")
+    fn transcribed_run(self) -> Run {
+        Run::from(self.output().expect("run netctl"))
     }
 }
 
 impl Transcribed for &Netctl {
-    fn transcribed_output(self) -> Output {
-        self.output()
+    fn transcribed_run(self) -> Run {
+        self.run()
     }
 }
 
 impl Transcribed for &mut Netctl {
-    fn transcribed_output(self) -> Output {
-        self.output()
+    fn transcribed_run(self) -> Run {
+        self.run()
     }
 }
 
-/// Exit code, stdout and stderr as one text, with each `(text, replacement)` of `filters` applied
-/// (plain text, not patterns: a temporary directory, a port).
-pub fn transcript<'a>(
-    output: &Output,
+/// What changes from run to run, masked in every transcript: (pattern, replacement).
+pub const MASKS: [(&str, &str); 7] = [
+    (
+        r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
+        "[TIME]",
+    ),
+    (r"(127\.0\.0\.1|localhost|\[::1\]):\d{5}\b", "$1:[PORT]"),
+    (
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        "[UUID]",
+    ),
+    (r#"(resourceVersion"?: )("\d+"|'\d+'|\d+)"#, "$1[REVISION]"),
+    (r"\b(revision) \d+\b", "$1 [REVISION]"),
+    (r"\b(revisions?) `\d+`", "$1 `[REVISION]`"),
+    // Filled in by `masks` with the temporary directory.
+    ("", "[TEMP]"),
+];
+
+fn masks() -> &'static [(Regex, &'static str)] {
+    static MASKS_COMPILED: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    MASKS_COMPILED.get_or_init(|| {
+        let temp = std::env::temp_dir();
+        let temp = temp.to_string_lossy();
+        let temp_pattern = format!(
+            r"{}/[^/\s'`:,;)\]]+",
+            regex::escape(temp.trim_end_matches('/'))
+        );
+        MASKS
+            .iter()
+            .map(|(pattern, replacement)| {
+                let pattern = match *pattern {
+                    "" => temp_pattern.as_str(),
+                    pattern => pattern,
+                };
+                (Regex::new(pattern).expect("a mask pattern"), *replacement)
+            })
+            .collect()
+    })
+}
+
+/// Masks what changes from run to run in `text` ([`MASKS`]), after replacing each `(text,
+/// replacement)` of `filters` (plain text, not patterns).
+pub fn mask<'a>(
+    text: &str,
     filters: impl IntoIterator<Item = (impl AsRef<str> + 'a, &'a str)>,
 ) -> String {
-    let text = format!(
-        "exit: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    filters.into_iter().fold(text, |text, (from, to)| {
+    let text = filters.into_iter().fold(text.to_string(), |text, (from, to)| {
         let from = from.as_ref();
         if from.is_empty() {
             text
         } else {
             text.replace(from, to)
         }
+    });
+    masks().iter().fold(text, |text, (pattern, replacement)| {
+        pattern.replace_all(&text, *replacement).into_owned()
     })
 }
 
-/// No filters: the transcript as it is.
+/// Exit code, stdout and stderr as one text, masked (see [`mask`]).
+pub fn transcript<'a>(
+    run: &Run,
+    filters: impl IntoIterator<Item = (impl AsRef<str> + 'a, &'a str)>,
+) -> String {
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        run.code.unwrap_or(-1),
+        run.stdout,
+        run.stderr
+    );
+    mask(&text, filters)
+}
+
+/// No filters: the transcript with the masks only.
 pub const NO_FILTERS: [(&str, &str); 0] = [];
 
-/// Runs (or takes the output of) a netctl command and snapshots its transcript; evaluates to the
-/// [`Output`] for further checks. A leading string literal names the snapshot.
+/// Runs (or takes what gave) a netctl run and snapshots its transcript; evaluates to the [`Run`]
+/// for further checks. A leading string literal names the snapshot.
 #[allow(unused_macros)]
 macro_rules! netctl_snapshot {
     ($name:literal, $command:expr, filters = $filters:expr $(,)?) => {{
-        let output = $crate::support::snapshot::Transcribed::transcribed_output($command);
+        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
         insta::assert_snapshot!(
             $name,
-            $crate::support::snapshot::transcript(&output, $filters)
+            $crate::support::snapshot::transcript(&run, $filters)
         );
-        output
+        run
     }};
     ($name:literal, $command:expr $(,)?) => {{
-        let output = $crate::support::snapshot::Transcribed::transcribed_output($command);
+        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
         let filters = $crate::support::snapshot::NO_FILTERS;
         insta::assert_snapshot!(
             $name,
-            $crate::support::snapshot::transcript(&output, filters)
+            $crate::support::snapshot::transcript(&run, filters)
         );
-        output
+        run
     }};
     ($command:expr, filters = $filters:expr $(,)?) => {{
-        let output = $crate::support::snapshot::Transcribed::transcribed_output($command);
-        insta::assert_snapshot!($crate::support::snapshot::transcript(&output, $filters));
-        output
+        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
+        insta::assert_snapshot!($crate::support::snapshot::transcript(&run, $filters));
+        run
     }};
     ($command:expr $(,)?) => {{
-        let output = $crate::support::snapshot::Transcribed::transcribed_output($command);
+        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
         let filters = $crate::support::snapshot::NO_FILTERS;
-        insta::assert_snapshot!($crate::support::snapshot::transcript(&output, filters));
-        output
+        insta::assert_snapshot!($crate::support::snapshot::transcript(&run, filters));
+        run
     }};
 }
 
