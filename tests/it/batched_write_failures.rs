@@ -27,15 +27,6 @@ fn host_endpoints(prefix: &str, range: std::ops::Range<usize>) -> String {
     text
 }
 
-fn netctl(etcd: &EtcdServer, request_timeout: &str) -> Netctl {
-    let mut netctl = Netctl::new();
-    netctl
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(["--request-timeout", request_timeout]);
-    netctl
-}
-
 /// The names of the stored host endpoints starting with `prefix`.
 fn stored(etcd: &EtcdServer, prefix: &str) -> BTreeSet<String> {
     etcd.get_prefix(&format!("{HEPS}{prefix}"))
@@ -326,7 +317,8 @@ fn a_delete_that_fails_half_way_puts_back_what_it_deleted() {
 fn etcd_killed_during_a_20000_document_apply_leaves_a_recovery_file_of_exactly_what_is_left() {
     let mut etcd = EtcdServer::start();
     let timeout = Duration::from_secs(3);
-    let mut netctl = netctl(&etcd, "3s");
+    let mut netctl = Netctl::etcd(&etcd);
+    netctl.request_timeout("3s");
     let file = netctl.write_file("many.yaml", host_endpoints("x", 0..20_000));
     netctl.args(["apply", "-f", file.to_str().unwrap()]);
     let started = Instant::now();
@@ -383,7 +375,8 @@ fn a_hung_etcd_during_an_apply_ends_the_command_within_a_bound() {
     // Long enough that the fixed costs (the leader check, writing the recovery file on a loaded
     // machine) do not decide the bound; it is the timeouts that must not add up.
     let timeout = Duration::from_secs(4);
-    let mut netctl = netctl(&etcd, "4s");
+    let mut netctl = Netctl::etcd(&etcd);
+    netctl.request_timeout("4s");
     let file = netctl.write_file("many.yaml", host_endpoints("y", 0..10_000));
     netctl.args(["apply", "-f", file.to_str().unwrap()]);
     let mut child = netctl.spawn();
@@ -422,7 +415,8 @@ fn ctrl_c_and_sigterm_during_an_apply_stop_between_batches_and_undo() {
         (rustix::process::Signal::INT, "int", "SIGINT (Ctrl-C)"),
         (rustix::process::Signal::TERM, "term", "SIGTERM"),
     ] {
-        let mut netctl = netctl(&etcd, "10s");
+        let mut netctl = Netctl::etcd(&etcd);
+        netctl.request_timeout("10s");
         let file = netctl.write_file("many.yaml", host_endpoints(prefix, 0..5_000));
         netctl.args(["apply", "-f", file.to_str().unwrap()]);
         let before = count(&etcd);

@@ -34,17 +34,9 @@ fn host_endpoints(prefix: &str, range: std::ops::Range<usize>, zone: &str) -> St
     text
 }
 
-fn netctl(etcd: &EtcdServer) -> Netctl {
-    let mut netctl = Netctl::new();
-    netctl
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint());
-    netctl
-}
-
 /// `netctl <args> -f -` with `documents` on stdin.
 fn with_documents(etcd: &EtcdServer, args: &[&str], documents: &str) -> Run {
-    netctl(etcd)
+    Netctl::etcd(etcd)
         .args(args)
         .args(["-f", "-"])
         .stdin(documents)
@@ -342,7 +334,7 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
 
     // Named targets: each one that cannot be deleted is named; nothing is deleted.
     let stderr = failed(
-        netctl(&etcd)
+        Netctl::etcd(&etcd)
             .args([
                 "delete",
                 "hep",
@@ -413,7 +405,7 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
     );
 
     // With --skip-not-exists the missing ones count as done; the rest go in one go.
-    let out = ok(netctl(&etcd)
+    let out = ok(Netctl::etcd(&etcd)
         .args([
             "delete",
             "hep",
@@ -427,14 +419,14 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
         out,
         "Successfully deleted 3 resource(s) (HostEndpoint: 2 deleted, 1 already gone)\n"
     );
-    let out = ok(netctl(&etcd)
+    let out = ok(Netctl::etcd(&etcd)
         .args(["delete", "hep", "missing-1", "--skip-not-exists"])
         .run());
     assert_eq!(
         out,
         "Successfully deleted nothing: HostEndpoint(missing-1) does not exist\n"
     );
-    let plan = ok(netctl(&etcd)
+    let plan = ok(Netctl::etcd(&etcd)
         .args(["delete", "hep", "d-00005", "d-00006", "--dry-run"])
         .run());
     assert!(
@@ -463,13 +455,13 @@ fn cluster_information_is_read_only_for_every_command() {
         with_documents(&etcd, &["create"], information),
         with_documents(&etcd, &["replace"], information),
         with_documents(&etcd, &["delete"], information),
-        netctl(&etcd)
+        Netctl::etcd(&etcd)
             .args(["delete", "clusterinformation", "default"])
             .run(),
-        netctl(&etcd)
+        Netctl::etcd(&etcd)
             .args(["label", "clusterinformation", "default", "x=y"])
             .run(),
-        netctl(&etcd)
+        Netctl::etcd(&etcd)
             .args([
                 "patch",
                 "clusterinformation",

@@ -1,23 +1,18 @@
 //! End-to-end runs of `netctl runbook ...` and `netctl upgrade plan`: exit code, stdout and stderr.
+//! netctl runs with no datastore configured, in the source tree (the fixtures are named relative
+//! to it); `upgrade plan` runs with `--offline` where it matters.
 
 use crate::support::snapshot::netctl_snapshot;
-use assert_cmd::Command;
-
-/// netctl with no datastore configured; `upgrade plan` runs with `--offline` where it matters.
-fn netctl() -> Command {
-    let mut command = Command::cargo_bin("netctl").unwrap();
-    command.env_clear().env("NO_COLOR", "1");
-    command
-}
+use crate::support::{Netctl, ok};
 
 #[test]
 fn lint_of_the_shipped_runbooks_passes() {
-    netctl()
+    Netctl::in_source_tree()
         .args(["runbook", "lint"])
         .assert()
         .success()
         .stdout("");
-    netctl()
+    Netctl::in_source_tree()
         .args(["runbook", "lint", "runbooks"])
         .assert()
         .success()
@@ -26,7 +21,7 @@ fn lint_of_the_shipped_runbooks_passes() {
 
 #[test]
 fn lint_fails_on_a_defective_runbook() {
-    netctl_snapshot!(netctl().args([
+    netctl_snapshot!(Netctl::in_source_tree().args([
         "runbook",
         "lint",
         "tests/fixtures/runbooks/cycle",
@@ -36,12 +31,12 @@ fn lint_fails_on_a_defective_runbook() {
 
 #[test]
 fn runbook_list_shows_every_runbook() {
-    netctl_snapshot!(netctl().args(["runbook", "list"]));
+    netctl_snapshot!(Netctl::in_source_tree().args(["runbook", "list"]));
 }
 
 #[test]
 fn runbook_render_prints_the_rendered_steps() {
-    netctl_snapshot!(netctl().args([
+    netctl_snapshot!(Netctl::in_source_tree().args([
         "runbook",
         "render",
         "--from",
@@ -55,7 +50,7 @@ fn runbook_render_prints_the_rendered_steps() {
 
 #[test]
 fn an_unsupported_path_is_refused_with_exit_1() {
-    netctl_snapshot!(netctl().args([
+    netctl_snapshot!(Netctl::in_source_tree().args([
         "upgrade",
         "plan",
         "--from",
@@ -72,7 +67,7 @@ fn an_unsupported_path_is_refused_with_exit_1() {
 fn a_saved_plan_carries_facts_and_digest() {
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("plan.json");
-    netctl()
+    Netctl::in_source_tree()
         .args(["upgrade", "plan", "--from", "v3.25.1", "--to", "v3.29.2"])
         .args(["--install-method", "manifest", "-o", "json", "--out"])
         .arg(&path)
@@ -89,16 +84,15 @@ fn a_saved_plan_carries_facts_and_digest() {
 
 #[test]
 fn another_runbook_directory_replaces_the_built_in_set() {
-    let output = netctl()
+    let output = Netctl::in_source_tree()
         .args([
             "runbook",
             "list",
             "--runbooks",
             "tests/fixtures/runbooks/needs-later-phase",
         ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+        .run();
+    let stdout = ok(output);
     assert!(stdout.contains("needs-later-phase"), "{stdout}");
     assert!(!stdout.contains("helm-upgrade"), "{stdout}");
 }

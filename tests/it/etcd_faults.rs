@@ -24,16 +24,6 @@ use netctl::resource::{Kind, Resource};
 
 const SETS: &str = "/calico/resources/v3/projectcalico.org/globalnetworksets/";
 
-/// netctl against `endpoints` (comma-separated) with a request timeout.
-fn netctl(endpoints: &str, request_timeout: &str) -> Netctl {
-    let mut netctl = Netctl::new();
-    netctl
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", endpoints)
-        .args(["--request-timeout", request_timeout]);
-    netctl
-}
-
 /// `count` GlobalNetworkSet documents named `<prefix>-00000`, `<prefix>-00001`, ...
 fn documents(prefix: &str, count: usize) -> String {
     let mut text = String::new();
@@ -63,14 +53,16 @@ fn assert_success(run: &Run, what: &str) {
 fn apply_and_get_rounds(endpoints: &str, label: &str, rounds: usize, limit: Duration) -> Duration {
     let mut slowest = Duration::ZERO;
     for round in 0..rounds {
-        let mut apply = netctl(endpoints, "2s");
+        let mut apply = Netctl::endpoints(endpoints);
+        apply.request_timeout("2s");
         let file = apply.write_file("set.yaml", documents(&format!("{label}{round}"), 1));
         apply.arg("apply").arg("-f").arg(&file);
         let (run, took) = timed(&apply);
         assert_success(&run, &format!("apply #{round} against `{endpoints}`"));
         slowest = slowest.max(took);
 
-        let mut get = netctl(endpoints, "2s");
+        let mut get = Netctl::endpoints(endpoints);
+        get.request_timeout("2s");
         get.args([
             "get",
             "globalnetworksets",
@@ -164,7 +156,8 @@ fn member_hung_during_an_apply_costs_one_timeout() {
     // writing when the member hangs.
     const COUNT: usize = 10_000;
     let mut cluster = EtcdCluster::start();
-    let mut apply = netctl(&cluster.endpoints().join(","), "2s");
+    let mut apply = Netctl::endpoints(&cluster.endpoints().join(","));
+    apply.request_timeout("2s");
     let file = apply.write_file("sets.yaml", documents("paused", COUNT));
     apply
         .args(["--log-level", "debug", "apply", "-f"])
@@ -237,7 +230,8 @@ fn silent_listener_anywhere_in_the_list_fails_no_command() {
 
 /// Applies `count` documents and lists them: the two commands' total time.
 fn apply_and_list(endpoints: &str, prefix: &str, count: usize) -> Duration {
-    let mut apply = netctl(endpoints, "2s");
+    let mut apply = Netctl::endpoints(endpoints);
+    apply.request_timeout("2s");
     let file = apply.write_file("sets.yaml", documents(prefix, count));
     apply.arg("apply").arg("-f").arg(&file);
     let (run, apply_took) = timed(&apply);
@@ -246,7 +240,8 @@ fn apply_and_list(endpoints: &str, prefix: &str, count: usize) -> Duration {
         &format!("apply of {count} documents against `{endpoints}`"),
     );
 
-    let mut list = netctl(endpoints, "2s");
+    let mut list = Netctl::endpoints(endpoints);
+    list.request_timeout("2s");
     list.args([
         "get",
         "globalnetworksets",
@@ -361,7 +356,8 @@ fn leader_killed_during_apply(victim: Victim) {
             .collect(),
     }
     .join(",");
-    let mut apply = netctl(&endpoints, "5s");
+    let mut apply = Netctl::endpoints(&endpoints);
+    apply.request_timeout("5s");
     let file = apply.write_file("sets.yaml", documents("big", COUNT));
     apply
         .args(["--log-level", "debug", "apply", "-f"])
@@ -437,7 +433,8 @@ fn tls_to_an_ipv6_literal_alone_and_in_mixed_lists() {
         format!("{},{ipv6}", etcd.endpoint()),
         format!("{ipv6},{}", etcd.localhost_endpoint()),
     ] {
-        let mut get = netctl(&endpoints, "5s");
+        let mut get = Netctl::endpoints(&endpoints);
+        get.request_timeout("5s");
         get.env("ETCD_CA_CERT_FILE", pki.ca_bundle())
             .env("ETCD_CERT_FILE", &client.cert)
             .env("ETCD_KEY_FILE", &client.key)
@@ -453,7 +450,8 @@ fn every_failed_endpoint_is_named_with_how_it_failed() {
     let not_etcd = NotEtcdServer::start();
     let refused = refused_endpoint();
     let endpoints = format!("{refused},{},{}", silent.endpoint(), not_etcd.endpoint());
-    let mut get = netctl(&endpoints, "1s");
+    let mut get = Netctl::endpoints(&endpoints);
+    get.request_timeout("1s");
     get.args(["get", "globalnetworksets"]);
     let (run, took) = timed(&get);
     assert_eq!(run.code, Some(1), "{}", run.stdout);
@@ -495,7 +493,8 @@ fn a_cluster_without_quorum_is_reported_as_such_not_as_unreachable() {
         if when == "later" {
             std::thread::sleep(Duration::from_secs(3));
         }
-        let mut get = netctl(&endpoints, "2s");
+        let mut get = Netctl::endpoints(&endpoints);
+        get.request_timeout("2s");
         get.args(["get", "globalnetworksets"]);
         let (run, took) = timed(&get);
         assert_eq!(run.code, Some(1), "{}", run.stdout);
@@ -525,7 +524,8 @@ fn a_cluster_without_quorum_is_reported_as_such_not_as_unreachable() {
 fn a_failed_endpoint_beside_a_healthy_one_is_not_an_error() {
     let etcd = EtcdServer::start();
     let refused = refused_endpoint();
-    let mut get = netctl(&format!("{refused},{}", etcd.endpoint()), "2s");
+    let mut get = Netctl::endpoints(&format!("{refused},{}", etcd.endpoint()));
+    get.request_timeout("2s");
     get.args(["get", "globalnetworksets"]);
     let run = get.run();
     assert_success(&run, "get with one refused endpoint");

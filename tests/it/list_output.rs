@@ -10,14 +10,6 @@ use serde_json::{Value, json};
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 const COUNT: usize = 2_500;
 
-fn netctl(etcd: &EtcdServer, args: &[&str]) -> String {
-    ok(Netctl::new()
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(args)
-        .run())
-}
-
 fn host_endpoint(index: usize) -> Value {
     let mut spec = json!({
         "node": format!("node-{:03}", index % 700),
@@ -78,8 +70,10 @@ fn a_long_list_prints_every_resource_in_every_format() {
     let etcd = EtcdServer::start();
     load(&etcd);
 
-    let document: Value =
-        serde_json::from_str(&netctl(&etcd, &["get", "hep", "-o", "json"])).unwrap();
+    let document: Value = serde_json::from_str(&ok(Netctl::etcd(&etcd)
+        .args(["get", "hep", "-o", "json"])
+        .run()))
+    .unwrap();
     let items = document["items"].as_array().unwrap();
     assert_eq!(items.len(), COUNT);
     for (index, item) in items.iter().enumerate() {
@@ -92,7 +86,9 @@ fn a_long_list_prints_every_resource_in_every_format() {
     let revision = document["metadata"]["resourceVersion"].as_str().unwrap();
 
     // The wide table: every cell as the whole resource gives it, though only five fields were read.
-    let wide = rows(&netctl(&etcd, &["get", "hep", "-o", "wide"]));
+    let wide = rows(&ok(Netctl::etcd(&etcd)
+        .args(["get", "hep", "-o", "wide"])
+        .run()));
     assert_eq!(wide.len(), COUNT);
     for (row, item) in wide.iter().zip(items) {
         let spec = &item["spec"];
@@ -110,21 +106,23 @@ fn a_long_list_prints_every_resource_in_every_format() {
     }
 
     // A selector reads the labels, which a plain table does not.
-    let zone_a = rows(&netctl(&etcd, &["get", "hep", "-l", "zone == 'a'"]));
+    let zone_a = rows(&ok(Netctl::etcd(&etcd)
+        .args(["get", "hep", "-l", "zone == 'a'"])
+        .run()));
     assert_eq!(zone_a.len(), COUNT.div_ceil(3));
     assert!(zone_a.iter().all(|row| {
         let index: usize = row[0]["hep-".len()..].parse().unwrap();
         index.is_multiple_of(3)
     }));
 
-    let names = netctl(&etcd, &["get", "hep", "-o", "name"]);
+    let names = ok(Netctl::etcd(&etcd).args(["get", "hep", "-o", "name"]).run());
     let expected: String = (0..COUNT)
         .map(|index| format!("hostendpoint/hep-{index:05}\n"))
         .collect();
     assert_eq!(names, expected);
 
     // YAML: each list entry is the document a get by name prints, shifted under `- `.
-    let yaml = netctl(&etcd, &["get", "hep", "-o", "yaml"]);
+    let yaml = ok(Netctl::etcd(&etcd).args(["get", "hep", "-o", "yaml"]).run());
     assert!(yaml.starts_with("apiVersion: projectcalico.org/v3\nitems:\n- apiVersion:"));
     assert!(yaml.ends_with(&format!(
         "kind: HostEndpointList\nmetadata:\n  resourceVersion: '{revision}'\n"
@@ -132,7 +130,9 @@ fn a_long_list_prints_every_resource_in_every_format() {
     assert_eq!(yaml.matches("\n- apiVersion: ").count(), COUNT);
     for index in [0, 999, 1000, 1001, COUNT - 1] {
         let name = format!("hep-{index:05}");
-        let alone = netctl(&etcd, &["get", "hep", &name, "-o", "yaml"]);
+        let alone = ok(Netctl::etcd(&etcd)
+            .args(["get", "hep", &name, "-o", "yaml"])
+            .run());
         let entry: String = alone
             .lines()
             .enumerate()
@@ -184,13 +184,17 @@ fn list_entries_printed_from_stored_text_are_the_documents_gets_print() {
         ("hep", &["tricky-1", "tricky-2", "tricky-3"][..]),
         ("gnp", &["tiered"][..]),
     ] {
-        let json = netctl(&etcd, &["get", kind, "-o", "json"]);
-        let yaml = netctl(&etcd, &["get", kind, "-o", "yaml"]);
+        let json = ok(Netctl::etcd(&etcd).args(["get", kind, "-o", "json"]).run());
+        let yaml = ok(Netctl::etcd(&etcd).args(["get", kind, "-o", "yaml"]).run());
         for name in names {
-            let alone = netctl(&etcd, &["get", kind, name, "-o", "json"]);
+            let alone = ok(Netctl::etcd(&etcd)
+                .args(["get", kind, name, "-o", "json"])
+                .run());
             let entry: Vec<String> = alone.lines().map(|line| format!("    {line}")).collect();
             assert!(json.contains(&entry.join("\n")), "{name}: {json}");
-            let alone = netctl(&etcd, &["get", kind, name, "-o", "yaml"]);
+            let alone = ok(Netctl::etcd(&etcd)
+                .args(["get", kind, name, "-o", "yaml"])
+                .run());
             let entry: String = alone
                 .lines()
                 .enumerate()

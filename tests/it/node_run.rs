@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::support::Run;
 use crate::support::snapshot::{self, netctl_snapshot};
+use crate::support::{Netctl, Run};
 use tempfile::TempDir;
 
 const SYSTEM_PATH: &str = "/usr/bin:/bin";
@@ -121,43 +121,45 @@ esac
         format!("{}:{SYSTEM_PATH}", self.bin().display())
     }
 
-    /// `netctl` with a cleared environment, the stand-in on PATH and the given variables.
-    fn netctl(&self, variables: &[(&str, &str)]) -> assert_cmd::Command {
+    /// `netctl` with the stand-in on PATH, the scene's directory as HOME and the given variables.
+    fn netctl(&self, variables: &[(&str, &str)]) -> Netctl {
         self.netctl_with_path(&self.path(), variables)
     }
 
-    fn netctl_with_path(&self, path: &str, variables: &[(&str, &str)]) -> assert_cmd::Command {
-        let mut command = assert_cmd::Command::cargo_bin("netctl").unwrap();
-        command
-            .env_clear()
-            .env("PATH", path)
-            .env("HOME", self.root())
-            .env("NETCTL_SKIP_HOST_PREP", "1")
-            .envs(variables.iter().copied())
-            .args(["--request-timeout", "1s"]);
-        command
+    fn netctl_with_path(&self, path: &str, variables: &[(&str, &str)]) -> Netctl {
+        let mut netctl = Netctl::new();
+        self.sandbox(&mut netctl, path, variables);
+        netctl.request_timeout("1s");
+        netctl
     }
 
     /// Like [`Scene::netctl`], but as root: directly when the tests run as root, else in a user
     /// namespace that maps the current user to root.
     fn netctl_as_root(&self, variables: &[(&str, &str)], arguments: &[&str]) -> Output {
-        let binary = assert_cmd::cargo::cargo_bin("netctl");
-        let mut command = if running_as_root() {
-            std::process::Command::new(&binary)
+        let mut netctl = if running_as_root() {
+            Netctl::new()
         } else {
-            let mut command = std::process::Command::new(program("unshare"));
-            command.arg("--map-root-user").arg("--").arg(&binary);
-            command
+            let mut netctl = Netctl::with_program(program("unshare"));
+            netctl
+                .args(["--map-root-user", "--"])
+                .arg(Netctl::program());
+            netctl
         };
-        command
-            .env_clear()
-            .env("PATH", self.path())
-            .env("HOME", self.root())
-            .env("NETCTL_SKIP_HOST_PREP", "1")
-            .envs(variables.iter().copied())
+        self.sandbox(&mut netctl, &self.path(), variables);
+        netctl
             .args(["--request-timeout", "1s"])
-            .args(arguments);
-        command.output().unwrap()
+            .args(arguments)
+            .output()
+    }
+
+    fn sandbox(&self, netctl: &mut Netctl, path: &str, variables: &[(&str, &str)]) {
+        netctl
+            .env("PATH", path)
+            .env("HOME", self.root())
+            .env("NETCTL_SKIP_HOST_PREP", "1");
+        for (name, value) in variables {
+            netctl.env(name, value);
+        }
     }
 
     /// What snapshots leave out: the temporary directory, shown as `[TEMP]`.
@@ -272,8 +274,7 @@ fn dry_run_plain_with_every_node_flag() {
         .arg("--felix-config")
         .arg(&felix)
         .arg("--no-default-ippools")
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
     assert!(scene.calls().is_empty(), "a dry run runs nothing");
 }
@@ -286,8 +287,7 @@ fn dry_run_defaults() {
         .netctl(PLAIN)
         .args(["node", "run", "--dry-run", "--name", "node-1"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
 }
 
@@ -302,8 +302,7 @@ fn dry_run_tls_files_and_credentials() {
         .args(IMAGE)
         .arg("--secrets-dir")
         .arg(scene.secrets_dir())
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
     assert!(!stdout(&output).contains(PASSWORD) && !stderr(&output).contains(PASSWORD));
     assert!(
@@ -325,8 +324,7 @@ fn dry_run_inline_pem() {
         .args(IMAGE)
         .arg("--secrets-dir")
         .arg(scene.secrets_dir())
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
     let text = stdout(&output) + &stderr(&output);
     assert!(!text.contains(PASSWORD) && !text.contains("c2VjcmV0IGtleQ=="));
@@ -351,8 +349,7 @@ fn dry_run_srv_discovery_for_an_init_system() {
             "node-1",
         ])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
 }
 
@@ -371,8 +368,7 @@ fn dry_run_with_podman_named_need_not_find_it() {
             "node-1",
         ])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("\npodman run --net=host"));
 }
@@ -392,8 +388,7 @@ fn podman_is_found_when_docker_is_not() {
             "node-1",
         ])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("\npodman run --net=host"));
     assert!(stdout(&output).contains("\npodman stop calico-node\n"));
@@ -411,8 +406,7 @@ fn node_name_defaults_to_the_host_name_lower_cased() {
         .netctl(PLAIN)
         .args(["node", "run", "--dry-run"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains(&format!(" -e NODENAME={host} ")));
 }
@@ -428,8 +422,7 @@ fn image_falls_back_when_the_datastore_is_unreachable() {
             ("ETCD_ENDPOINTS", "http://127.0.0.1:1"),
         ])
         .args(["node", "run", "--dry-run", "--name", "node-1"])
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         started.elapsed() < Duration::from_secs(8),
@@ -453,8 +446,7 @@ fn secrets_never_reach_the_command_line() {
         .netctl(&borrowed(&variables))
         .args(["node", "run", "--dry-run", "--name", "node-1"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     let command = stdout(&output);
     assert!(command.contains(" --env-file=/var/lib/calico/netctl-certs/etcd-credentials.env "));
     assert!(!command.contains("ETCD_PASSWORD") && !command.contains("ETCD_USERNAME"));
@@ -483,8 +475,7 @@ fn relative_paths_are_mounted_by_their_absolute_path() {
             "logs",
         ])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     assert!(output.status.success(), "{}", stderr(&output));
     let command = scene.redact(&stdout(&output));
     assert!(
@@ -503,8 +494,7 @@ fn help_lists_every_flag() {
     let output = scene
         .netctl(&[("COLUMNS", "100")])
         .args(["node", "run", "--help"])
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
 }
 
@@ -541,8 +531,7 @@ fn validation_errors_touch_no_container() {
             .args(["node", "run"])
             .args(IMAGE)
             .args(*arguments)
-            .output()
-            .unwrap();
+            .output();
         assert_eq!(output.status.code(), Some(1), "{arguments:?}");
         assert!(stdout(&output).is_empty());
         transcript.push_str(&format!("$ {}\n{}\n", arguments.join(" "), stderr(&output)));
@@ -559,8 +548,7 @@ fn kubernetes_datastore_is_refused() {
         .netctl(&[("DATASTORE_TYPE", "kubernetes")])
         .args(["node", "run", "--dry-run"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     netctl_snapshot!(&output, filters = scene.filters());
     assert!(scene.calls().is_empty());
 }
@@ -577,8 +565,7 @@ fn bad_datastore_settings_are_refused_before_anything_runs() {
         ])
         .args(["node", "run", "--name", "node-1"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("`etcdCertFile` is set but `etcdKeyFile` is not"));
     assert!(scene.calls().is_empty());
@@ -590,8 +577,7 @@ fn unknown_engine_is_a_usage_error() {
     let output = scene
         .netctl(PLAIN)
         .args(["node", "run", "--dry-run", "--engine", "lxc"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(output.status.code(), Some(2));
 }
 
@@ -611,16 +597,14 @@ fn no_engine_found() {
             .args(["node", "run"])
             .args(IMAGE)
             .args(mode)
-            .output()
-            .unwrap();
+            .output();
         transcript.push_str(&scene.transcript(&output));
     }
     let named = scene
         .netctl_with_path(&path, PLAIN)
         .args(["node", "run", "--engine", "podman", "--name", "node-1"])
         .args(IMAGE)
-        .output()
-        .unwrap();
+        .output();
     transcript.push_str(&scene.transcript(&named));
     insta::assert_snapshot!(transcript);
 }
@@ -632,25 +616,26 @@ fn non_root_is_refused_unless_dry_run() {
     // The temporary directory must be reachable by the unprivileged user.
     std::fs::set_permissions(scene.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let unprivileged = |arguments: &[&str]| -> Output {
-        let binary = assert_cmd::cargo::cargo_bin("netctl");
-        let mut command = if running_as_root() {
-            let mut command = std::process::Command::new(program("setpriv"));
-            command
+        let mut netctl = if running_as_root() {
+            let mut netctl = Netctl::with_program(program("setpriv"));
+            netctl
                 .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&binary);
-            command
+                .arg(Netctl::program());
+            netctl
         } else {
-            std::process::Command::new(&binary)
+            Netctl::new()
         };
-        command
-            .env_clear()
+        netctl
             .env("PATH", scene.path())
-            .env("NETCTL_SKIP_HOST_PREP", "1")
-            .envs(PLAIN.iter().copied())
+            .env("NETCTL_SKIP_HOST_PREP", "1");
+        for (name, value) in PLAIN {
+            netctl.env(name, value);
+        }
+        netctl
             .args(["--request-timeout", "1s", "node", "run", "--name", "node-1"])
             .args(IMAGE)
-            .args(arguments);
-        command.output().unwrap()
+            .args(arguments)
+            .output()
     };
     let refused = unprivileged(&[]);
     assert_eq!(refused.status.code(), Some(1));

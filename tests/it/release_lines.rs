@@ -5,27 +5,9 @@
 //! cluster's layout and never stored twice. Stored values are written in the exact JSON shapes
 //! upstream's etcd backend produces for each line.
 
-use crate::support::{EtcdServer, Netctl, Run, failed, ok};
+use crate::support::{EtcdServer, Netctl, failed, ok};
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
-
-fn netctl(etcd: &EtcdServer, args: &[&str], input: Option<&str>) -> Run {
-    let mut command = Netctl::new();
-    command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(args);
-    if let Some(input) = input {
-        command.stdin(input);
-    }
-    command.run()
-}
-
-fn offline(args: &[&str], input: &str) -> Run {
-    let mut command = Netctl::new();
-    command.args(args).stdin(input);
-    command.run()
-}
 
 /// ClusterInformation as the node agent writes it, naming `version`.
 fn cluster_runs(etcd: &EtcdServer, version: &str) {
@@ -67,11 +49,12 @@ spec:
 fn a_field_of_a_later_line_is_refused_with_the_release_it_needs_and_nothing_is_written() {
     let etcd = EtcdServer::start();
     cluster_runs(&etcd, "v3.29.4");
-    let refused = failed(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(PEER_WITH_NEXT_HOP_MODE),
-    ));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(PEER_WITH_NEXT_HOP_MODE)
+            .run(),
+    );
     assert!(
         refused.contains("`spec.nextHopMode` needs v3.30.2; the cluster runs v3.29.4"),
         "{refused}"
@@ -79,11 +62,10 @@ fn a_field_of_a_later_line_is_refused_with_the_release_it_needs_and_nothing_is_w
     assert!(etcd.get(&format!("{ROOT}/bgppeers/rack1-tor")).is_none());
 
     cluster_runs(&etcd, "v3.30.2");
-    ok(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(PEER_WITH_NEXT_HOP_MODE),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(PEER_WITH_NEXT_HOP_MODE)
+        .run());
     let stored = etcd
         .get_json(&format!("{ROOT}/bgppeers/rack1-tor"))
         .unwrap();
@@ -94,22 +76,22 @@ fn a_field_of_a_later_line_is_refused_with_the_release_it_needs_and_nothing_is_w
 fn a_field_a_later_line_removed_is_accepted_where_the_line_still_has_it() {
     let etcd = EtcdServer::start();
     cluster_runs(&etcd, "v3.31.7");
-    ok(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(FELIX_WITH_LOCK_TIMEOUT),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(FELIX_WITH_LOCK_TIMEOUT)
+        .run());
     let stored = etcd
         .get_json(&format!("{ROOT}/felixconfigurations/default"))
         .unwrap();
     assert_eq!(stored["spec"]["iptablesLockTimeout"], "10s");
 
     cluster_runs(&etcd, "v3.32.1");
-    let refused = failed(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(FELIX_WITH_LOCK_TIMEOUT),
-    ));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(FELIX_WITH_LOCK_TIMEOUT)
+            .run(),
+    );
     assert!(
         refused.contains(
             "`spec.iptablesLockTimeout` was removed in v3.32.0; the cluster runs v3.32.1"
@@ -122,78 +104,96 @@ fn a_field_a_later_line_removed_is_accepted_where_the_line_still_has_it() {
 fn kinds_and_rules_follow_the_line_and_a_dry_run_may_name_another() {
     let etcd = EtcdServer::start();
     cluster_runs(&etcd, "v3.29.7");
-    let refused = failed(netctl(&etcd, &["apply", "-f", "-"], Some(STAGED_POLICY)));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(STAGED_POLICY)
+            .run(),
+    );
     assert!(
         refused.contains("`StagedNetworkPolicy` needs v3.30.0; the cluster runs v3.29.7"),
         "{refused}"
     );
     // Named ports without a protocol: v3.32's rule.
-    let refused = failed(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(NAMED_PORT_WITHOUT_PROTOCOL),
-    ));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(NAMED_PORT_WITHOUT_PROTOCOL)
+            .run(),
+    );
     assert!(refused.contains("protocol"), "{refused}");
     // `--release` with `--dry-run` rehearses for another line; nothing is written.
-    let rehearsal = ok(netctl(
-        &etcd,
-        &["apply", "-f", "-", "--dry-run", "--release", "v3.32"],
-        Some(NAMED_PORT_WITHOUT_PROTOCOL),
-    ));
+    let rehearsal = ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-", "--dry-run", "--release", "v3.32"])
+        .stdin(NAMED_PORT_WITHOUT_PROTOCOL)
+        .run());
     assert!(rehearsal.contains("web"), "{rehearsal}");
     assert!(
         etcd.get_prefix(&format!("{ROOT}/globalnetworkpolicies/"))
             .is_empty()
     );
     // A real write follows the cluster, never a flag.
-    let refused = failed(netctl(
-        &etcd,
-        &["apply", "-f", "-", "--release", "v3.32"],
-        Some(NAMED_PORT_WITHOUT_PROTOCOL),
-    ));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-", "--release", "v3.32"])
+            .stdin(NAMED_PORT_WITHOUT_PROTOCOL)
+            .run(),
+    );
     assert!(
         refused.contains("`--release` needs `--dry-run`"),
         "{refused}"
     );
     // `get --release` refuses a kind that line lacks.
-    let refused = failed(netctl(&etcd, &["get", "snp", "--release", "v3.29"], None));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["get", "snp", "--release", "v3.29"])
+            .run(),
+    );
     assert!(
         refused.contains("`StagedNetworkPolicy` needs v3.30.0"),
         "{refused}"
     );
-    ok(netctl(
-        &etcd,
-        &["get", "snp", "--release", "v3.30", "-A"],
-        None,
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["get", "snp", "--release", "v3.30", "-A"])
+        .run());
 }
 
 #[test]
 fn validate_follows_the_newest_line_offline_and_any_known_line_on_request() {
-    ok(offline(&["validate", "-f", "-"], PEER_WITH_NEXT_HOP_MODE));
-    let refused = failed(offline(
-        &["validate", "-f", "-", "--release", "v3.30.1"],
-        PEER_WITH_NEXT_HOP_MODE,
-    ));
+    ok(Netctl::new()
+        .args(["validate", "-f", "-"])
+        .stdin(PEER_WITH_NEXT_HOP_MODE)
+        .run());
+    let refused = failed(
+        Netctl::new()
+            .args(["validate", "-f", "-", "--release", "v3.30.1"])
+            .stdin(PEER_WITH_NEXT_HOP_MODE)
+            .run(),
+    );
     assert!(
         refused.contains(
             "`spec.nextHopMode` needs v3.30.2; validating for v3.30.1 (`--release v3.30.1`)"
         ),
         "{refused}"
     );
-    ok(offline(
-        &["validate", "-f", "-", "--release", "v3.31"],
-        FELIX_WITH_LOCK_TIMEOUT,
-    ));
-    let refused = failed(offline(&["validate", "-f", "-"], FELIX_WITH_LOCK_TIMEOUT));
+    ok(Netctl::new()
+        .args(["validate", "-f", "-", "--release", "v3.31"])
+        .stdin(FELIX_WITH_LOCK_TIMEOUT)
+        .run());
+    let refused = failed(
+        Netctl::new()
+            .args(["validate", "-f", "-"])
+            .stdin(FELIX_WITH_LOCK_TIMEOUT)
+            .run(),
+    );
     assert!(
         refused.contains("validating for v3.32.1, the newest release netctl knows"),
         "{refused}"
     );
-    let unknown = offline(
-        &["validate", "-f", "-", "--release", "v3.26"],
-        STAGED_POLICY,
-    );
+    let unknown = Netctl::new()
+        .args(["validate", "-f", "-", "--release", "v3.26"])
+        .stdin(STAGED_POLICY)
+        .run();
     assert_eq!(unknown.code, Some(1));
     assert!(
         unknown.stderr.contains("v3.27 … v3.32"),
@@ -241,16 +241,17 @@ fn policy_life_cycle(version: &str, value: &str, stored_at: &str, written_at: &s
     etcd.put(&format!("{ROOT}/{GNP}/{stored_at}"), value);
     let uid = serde_json::from_str::<serde_json::Value>(value).unwrap()["metadata"]["uid"].clone();
 
-    let shown = ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-dns", "-o", "yaml"],
-        None,
-    ));
+    let shown = ok(Netctl::etcd(&etcd)
+        .args(["get", "gnp", "allow-dns", "-o", "yaml"])
+        .run());
     assert!(shown.contains("name: allow-dns"), "{version}: {shown}");
     assert!(!shown.contains("projectcalico.org/metadata"), "{shown}");
-    assert!(ok(netctl(&etcd, &["get", "gnp"], None)).contains("allow-dns"));
+    assert!(ok(Netctl::etcd(&etcd).args(["get", "gnp"]).run()).contains("allow-dns"));
 
-    ok(netctl(&etcd, &["apply", "-f", "-"], Some(ALLOW_DNS)));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(ALLOW_DNS)
+        .run());
     assert_eq!(policy_keys(&etcd), [written_at], "{version}");
     let stored = etcd
         .get_json(&format!("{ROOT}/{GNP}/{written_at}"))
@@ -263,12 +264,14 @@ fn policy_life_cycle(version: &str, value: &str, stored_at: &str, written_at: &s
         stored["spec"]["egress"][0]["destination"]["ports"],
         serde_json::json!([53, 5353])
     );
-    let listed = ok(netctl(&etcd, &["get", "gnp", "-o", "name"], None));
+    let listed = ok(Netctl::etcd(&etcd).args(["get", "gnp", "-o", "name"]).run());
     assert_eq!(listed.lines().count(), 1, "{version}: {listed}");
 
-    ok(netctl(&etcd, &["delete", "gnp", "allow-dns"], None));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "gnp", "allow-dns"])
+        .run());
     assert!(policy_keys(&etcd).is_empty(), "{version}");
-    let gone = failed(netctl(&etcd, &["get", "gnp", "allow-dns"], None));
+    let gone = failed(Netctl::etcd(&etcd).args(["get", "gnp", "allow-dns"]).run());
     assert!(gone.contains("does not exist"), "{gone}");
 }
 
@@ -302,8 +305,11 @@ fn a_v3_32_key_on_a_cluster_not_yet_reporting_its_version_is_not_stored_twice() 
     // The bug: the plain key was invisible to `get` and `apply` wrote a second key.
     let etcd = EtcdServer::start();
     etcd.put(&format!("{ROOT}/{GNP}/allow-dns"), NAMED_VALUE);
-    ok(netctl(&etcd, &["get", "gnp", "allow-dns"], None));
-    ok(netctl(&etcd, &["apply", "-f", "-"], Some(ALLOW_DNS)));
+    ok(Netctl::etcd(&etcd).args(["get", "gnp", "allow-dns"]).run());
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(ALLOW_DNS)
+        .run());
     assert_eq!(policy_keys(&etcd).len(), 1, "{:?}", policy_keys(&etcd));
 }
 
@@ -317,7 +323,10 @@ fn writes_use_the_layout_of_the_clusters_line() {
     ] {
         let etcd = EtcdServer::start();
         cluster_runs(&etcd, version);
-        ok(netctl(&etcd, &["create", "-f", "-"], Some(ALLOW_DNS)));
+        ok(Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(ALLOW_DNS)
+            .run());
         assert_eq!(policy_keys(&etcd), [key], "{version}");
         let stored = etcd.get_json(&format!("{ROOT}/{GNP}/{key}")).unwrap();
         assert_eq!(stored["metadata"]["name"], key, "{version}");
@@ -334,7 +343,12 @@ fn create_is_refused_when_the_other_key_holds_the_policy() {
     let etcd = EtcdServer::start();
     cluster_runs(&etcd, "v3.32.1");
     etcd.put(&format!("{ROOT}/{GNP}/default.allow-dns"), TIERED_VALUE);
-    let refused = failed(netctl(&etcd, &["create", "-f", "-"], Some(ALLOW_DNS)));
+    let refused = failed(
+        Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(ALLOW_DNS)
+            .run(),
+    );
     assert!(refused.contains("already exists"), "{refused}");
     assert_eq!(policy_keys(&etcd), ["default.allow-dns"]);
 }
@@ -346,16 +360,16 @@ fn delete_removes_both_keys_while_an_upgrade_moves_them() {
     cluster_runs(&etcd, "v3.32.1");
     etcd.put(&format!("{ROOT}/{GNP}/default.allow-dns"), TIERED_VALUE);
     etcd.put(&format!("{ROOT}/{GNP}/allow-dns"), NAMED_VALUE);
-    let listed = ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-dns", "-o", "json"],
-        None,
-    ));
+    let listed = ok(Netctl::etcd(&etcd)
+        .args(["get", "gnp", "allow-dns", "-o", "json"])
+        .run());
     assert!(
         listed.contains("6a2e9f1b"),
         "the v3.32 key is read first: {listed}"
     );
-    ok(netctl(&etcd, &["delete", "gnp", "allow-dns"], None));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "gnp", "allow-dns"])
+        .run());
     assert!(policy_keys(&etcd).is_empty(), "{:?}", policy_keys(&etcd));
 }
 
@@ -363,7 +377,7 @@ fn delete_removes_both_keys_while_an_upgrade_moves_them() {
 
 #[test]
 fn version_names_the_newest_line_and_the_commit_and_warns_about_distant_clusters() {
-    let client = ok(offline(&["version", "--client"], ""));
+    let client = ok(Netctl::new().args(["version", "--client"]).stdin("").run());
     let lines: Vec<&str> = client.lines().collect();
     assert_eq!(lines.len(), 3, "{client}");
     assert!(
@@ -385,7 +399,7 @@ fn version_names_the_newest_line_and_the_commit_and_warns_about_distant_clusters
         ("v3.29.4", Some("3 minor releases older than v3.32")),
     ] {
         cluster_runs(&etcd, version);
-        let run = netctl(&etcd, &["version"], None);
+        let run = Netctl::etcd(&etcd).args(["version"]).run();
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         assert!(run.stdout.contains(version), "{}", run.stdout);
         match warned {

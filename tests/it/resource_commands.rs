@@ -3,7 +3,7 @@
 //! validated before any is written, `--dry-run` changes nothing, writes refused on a cluster newer than
 //! netctl knows, ClusterInformation read-only — and upstream-compatible storage.
 
-use crate::support::{EtcdServer, Netctl, Run, failed, ok};
+use crate::support::{EtcdServer, Netctl, failed, ok};
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 
@@ -29,30 +29,13 @@ metadata: {name: node1-eth0}
 spec: {node: node1, interfaceName: eth0, expectedIPs: [10.0.0.1]}
 ";
 
-fn netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
-    netctl_with_input(etcd, args, None)
-}
-
-fn netctl_with_input(etcd: &EtcdServer, args: &[&str], input: Option<&str>) -> Run {
-    let mut command = Netctl::new();
-    command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(args);
-    if let Some(input) = input {
-        command.stdin(input);
-    }
-    command.run()
-}
-
 #[test]
 fn apply_from_stdin_stores_upstream_format_and_reads_back() {
     let etcd = EtcdServer::start();
-    let out = ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(POLICY),
-    ));
+    let out = ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(POLICY)
+        .run());
     assert_eq!(
         out,
         "Successfully applied 1 resource(s) (GlobalNetworkPolicy: 1 created)\n"
@@ -64,15 +47,14 @@ fn apply_from_stdin_stores_upstream_format_and_reads_back() {
         .unwrap();
     assert_eq!(stored["spec"]["selector"], "has(host-endpoint-upgrade)");
     assert_eq!(stored["spec"]["ingress"][0]["action"], "Log");
-    let table = ok(netctl(&etcd, &["get", "gnp", "-o", "wide"]));
+    let table = ok(Netctl::etcd(&etcd).args(["get", "gnp", "-o", "wide"]).run());
     assert!(table.contains("allow-all-upgrade   default"), "{table}");
     // Applying again updates in place (uid kept).
     let uid = stored["metadata"]["uid"].clone();
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(POLICY),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(POLICY)
+        .run());
     let again = etcd
         .get_json(&format!(
             "{ROOT}/globalnetworkpolicies/default.allow-all-upgrade"
@@ -88,11 +70,12 @@ fn one_invalid_document_means_nothing_is_written() {
         "{HOST_ENDPOINTS}---\napiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {{name: broken}}\nspec: {{interfaceName: 'eth0:1'}}\n"
     );
     let before = etcd.dump_prefix_bytes("/calico/");
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(&input),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(&input)
+            .run(),
+    );
     assert!(stderr.contains("`<stdin>` document 3"), "{stderr}");
     assert!(
         stderr.contains("spec.node: no node has been specified"),
@@ -110,11 +93,10 @@ fn one_invalid_document_means_nothing_is_written() {
 fn dry_run_shows_the_documents_and_changes_nothing() {
     let etcd = EtcdServer::start();
     let before = etcd.dump_prefix_bytes("/calico/");
-    let out = ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-", "--dry-run"],
-        Some(HOST_ENDPOINTS),
-    ));
+    let out = ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-", "--dry-run"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
     assert!(
         out.contains("would create HostEndpoint(node1-all):"),
         "{out}"
@@ -126,56 +108,60 @@ fn dry_run_shows_the_documents_and_changes_nothing() {
 #[test]
 fn create_replace_delete_follow_existence_rules() {
     let etcd = EtcdServer::start();
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(HOST_ENDPOINTS)
+            .run(),
+    );
     assert!(
         stderr.contains("resource already exists: HostEndpoint(node1-all)"),
         "{stderr}"
     );
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "--skip-exists", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "--skip-exists", "-f", "-"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
 
     let missing = "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata: {name: ghost}\nspec: {node: n, interfaceName: eth1}\n";
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["replace", "-f", "-"],
-        Some(missing),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["replace", "-f", "-"])
+            .stdin(missing)
+            .run(),
+    );
     assert!(
         stderr.contains("resource does not exist: HostEndpoint(ghost)"),
         "{stderr}"
     );
 
-    ok(netctl(&etcd, &["delete", "hostendpoint", "node1-eth0"]));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "hostendpoint", "node1-eth0"])
+        .run());
     assert!(
         etcd.get(&format!("{ROOT}/hostendpoints/node1-eth0"))
             .is_none()
     );
-    let stderr = failed(netctl(&etcd, &["delete", "hep", "node1-eth0"]));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["delete", "hep", "node1-eth0"])
+            .run(),
+    );
     assert!(
         stderr.contains("resource does not exist: HostEndpoint(node1-eth0)"),
         "{stderr}"
     );
-    ok(netctl(
-        &etcd,
-        &["delete", "hep", "node1-eth0", "--skip-not-exists"],
-    ));
-    ok(netctl_with_input(
-        &etcd,
-        &["delete", "-f", "-", "--skip-not-exists"],
-        Some(HOST_ENDPOINTS),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "hep", "node1-eth0", "--skip-not-exists"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "-f", "-", "--skip-not-exists"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
     assert!(
         etcd.get_prefix(&format!("{ROOT}/hostendpoints/"))
             .is_empty()
@@ -185,101 +171,99 @@ fn create_replace_delete_follow_existence_rules() {
 #[test]
 fn label_set_overwrite_remove_and_select() {
     let etcd = EtcdServer::start();
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
-    let out = ok(netctl(
-        &etcd,
-        &[
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
+    let out = ok(Netctl::etcd(&etcd)
+        .args([
             "label",
             "hostendpoint",
             "node1-all",
             "host-endpoint-upgrade=",
-        ],
-    ));
+        ])
+        .run());
     assert_eq!(
         out,
         "Successfully set label host-endpoint-upgrade on hostendpoint node1-all\n"
     );
-    let stderr = failed(netctl(
-        &etcd,
-        &["label", "hostendpoint", "node1-all", "zone=b"],
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["label", "hostendpoint", "node1-all", "zone=b"])
+            .run(),
+    );
     assert!(stderr.contains("please use '--overwrite'"), "{stderr}");
-    ok(netctl(
-        &etcd,
-        &[
+    ok(Netctl::etcd(&etcd)
+        .args([
             "label",
             "hostendpoint",
             "node1-all",
             "zone=b",
             "--overwrite",
-        ],
-    ));
+        ])
+        .run());
 
-    let selected = ok(netctl(
-        &etcd,
-        &[
+    let selected = ok(Netctl::etcd(&etcd)
+        .args([
             "get",
             "hep",
             "-l",
             "has(host-endpoint-upgrade) && zone == 'b'",
             "-o",
             "name",
-        ],
-    ));
+        ])
+        .run());
     assert_eq!(selected, "hostendpoint/node1-all\n");
-    let wide = ok(netctl(&etcd, &["get", "hep", "-o", "wide"]));
+    let wide = ok(Netctl::etcd(&etcd).args(["get", "hep", "-o", "wide"]).run());
     assert!(wide.contains("node1-all    node1   *"), "{wide}");
 
-    ok(netctl(
-        &etcd,
-        &[
+    ok(Netctl::etcd(&etcd)
+        .args([
             "label",
             "hep",
             "node1-all",
             "host-endpoint-upgrade",
             "--remove",
-        ],
-    ));
-    let stderr = failed(netctl(
-        &etcd,
-        &[
-            "label",
-            "hep",
-            "node1-all",
-            "host-endpoint-upgrade",
-            "--remove",
-        ],
-    ));
+        ])
+        .run());
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args([
+                "label",
+                "hep",
+                "node1-all",
+                "host-endpoint-upgrade",
+                "--remove",
+            ])
+            .run(),
+    );
     assert!(stderr.contains("does not exist"), "{stderr}");
-    let bad = failed(netctl(&etcd, &["label", "hep", "node1-all", "a=b=c"]));
+    let bad = failed(
+        Netctl::etcd(&etcd)
+            .args(["label", "hep", "node1-all", "a=b=c"])
+            .run(),
+    );
     assert!(bad.contains("invalid label `a=b=c`"), "{bad}");
 }
 
 #[test]
 fn patch_merge_and_json_are_validated_before_writing() {
     let etcd = EtcdServer::start();
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
-    ok(netctl(
-        &etcd,
-        &[
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args([
             "patch",
             "hep",
             "node1-eth0",
             "-p",
             r#"{"spec":{"expectedIPs":["10.0.0.2"]}}"#,
-        ],
-    ));
-    ok(netctl(
-        &etcd,
-        &[
+        ])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args([
             "patch",
             "hep",
             "node1-eth0",
@@ -287,25 +271,28 @@ fn patch_merge_and_json_are_validated_before_writing() {
             "json",
             "-p",
             r#"[{"op":"replace","path":"/spec/interfaceName","value":"eth1"}]"#,
-        ],
-    ));
-    let yaml = ok(netctl(&etcd, &["get", "hep", "node1-eth0", "-o", "yaml"]));
+        ])
+        .run());
+    let yaml = ok(Netctl::etcd(&etcd)
+        .args(["get", "hep", "node1-eth0", "-o", "yaml"])
+        .run());
     assert!(
         yaml.contains("- 10.0.0.2") && yaml.contains("interfaceName: eth1"),
         "{yaml}"
     );
 
     let before = etcd.dump_prefix_bytes("/calico/");
-    let stderr = failed(netctl(
-        &etcd,
-        &[
-            "patch",
-            "hep",
-            "node1-eth0",
-            "-p",
-            r#"{"spec":{"interfaceName":"bad:name"}}"#,
-        ],
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args([
+                "patch",
+                "hep",
+                "node1-eth0",
+                "-p",
+                r#"{"spec":{"interfaceName":"bad:name"}}"#,
+            ])
+            .run(),
+    );
     assert!(
         stderr.contains("spec.interfaceName = 'bad:name'"),
         "{stderr}"
@@ -315,10 +302,11 @@ fn patch_merge_and_json_are_validated_before_writing() {
         before,
         "an invalid result is not written"
     );
-    let stderr = failed(netctl(
-        &etcd,
-        &["patch", "hep", "node1-eth0", "-p", "{not json"],
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["patch", "hep", "node1-eth0", "-p", "{not json"])
+            .run(),
+    );
     assert!(stderr.contains("the patch is not valid JSON"), "{stderr}");
 }
 
@@ -399,11 +387,12 @@ fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
         r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.33.2"}}"#,
     );
     let before = etcd.dump_prefix_bytes("/calico/");
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(POLICY),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(POLICY)
+            .run(),
+    );
     assert!(
         stderr.contains(
             "the cluster runs v3.33.2, newer than the newest release this netctl knows (v3.32)"
@@ -412,25 +401,33 @@ fn writes_to_a_newer_cluster_are_refused_unless_allowed() {
     );
     assert!(stderr.contains("--allow-version-mismatch"), "{stderr}");
     assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
-    ok(netctl_with_input(
-        &etcd,
-        &["--allow-version-mismatch", "apply", "-f", "-"],
-        Some(POLICY),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["--allow-version-mismatch", "apply", "-f", "-"])
+        .stdin(POLICY)
+        .run());
     // Reading is always allowed.
-    ok(netctl(&etcd, &["get", "gnp"]));
+    ok(Netctl::etcd(&etcd).args(["get", "gnp"]).run());
 }
 
 #[test]
 fn cluster_information_is_read_only() {
     let etcd = EtcdServer::start();
     let info = "apiVersion: projectcalico.org/v3\nkind: ClusterInformation\nmetadata: {name: default}\nspec: {calicoVersion: v3.29.2}\n";
-    let stderr = failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(info)));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(info)
+            .run(),
+    );
     assert!(
         stderr.contains("ClusterInformation(default) is read-only"),
         "{stderr}"
     );
-    let stderr = failed(netctl(&etcd, &["delete", "clusterinformation", "default"]));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["delete", "clusterinformation", "default"])
+            .run(),
+    );
     assert!(stderr.contains("read-only"), "{stderr}");
 }
 
@@ -438,26 +435,28 @@ fn cluster_information_is_read_only() {
 fn namespaced_resources_use_the_namespace_flag() {
     let etcd = EtcdServer::start();
     let policy = "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: deny}\nspec: {selector: all()}\n";
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-n", "prod", "-f", "-"],
-        Some(policy),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-n", "prod", "-f", "-"])
+        .stdin(policy)
+        .run());
     assert!(
         etcd.get(&format!("{ROOT}/networkpolicies/prod/default.deny"))
             .is_some()
     );
-    let all = ok(netctl(&etcd, &["get", "networkpolicy", "-A"]));
+    let all = ok(Netctl::etcd(&etcd)
+        .args(["get", "networkpolicy", "-A"])
+        .run());
     assert!(all.starts_with("NAMESPACE"), "{all}");
     assert!(all.contains("prod        deny"), "{all}");
-    let none = ok(netctl(&etcd, &["get", "networkpolicy"]));
+    let none = ok(Netctl::etcd(&etcd).args(["get", "networkpolicy"]).run());
     assert_eq!(none, "NAME   TIER   \n\n", "the default namespace has none");
     let mismatch = "apiVersion: projectcalico.org/v3\nkind: NetworkPolicy\nmetadata: {name: deny, namespace: dev}\nspec: {selector: all()}\n";
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["apply", "-n", "prod", "-f", "-"],
-        Some(mismatch),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-n", "prod", "-f", "-"])
+            .stdin(mismatch)
+            .run(),
+    );
     assert!(
         stderr.contains("does not match `--namespace prod`"),
         "{stderr}"
@@ -472,17 +471,17 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
             "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {{name: {name}}}\nspec: {{cidr: {cidr}}}\n"
         )
     };
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(&pool("pool-a", "10.0.0.0/16")),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(&pool("pool-a", "10.0.0.0/16"))
+        .run());
     let before = etcd.dump_prefix_bytes("/calico/");
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(&pool("pool-b", "10.0.128.0/24")),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(&pool("pool-b", "10.0.128.0/24"))
+            .run(),
+    );
     assert!(
         stderr.contains("overlaps with IPPool(pool-a) CIDR 10.0.0.0/16"),
         "{stderr}"
@@ -493,13 +492,19 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
         pool("pool-c", "10.1.0.0/16"),
         pool("pool-d", "10.1.0.0/20")
     );
-    let stderr = failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(&both)));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(&both)
+            .run(),
+    );
     assert!(stderr.contains("overlaps with IPPool(pool-d)"), "{stderr}");
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(&pool("pool-a", "10.9.0.0/16")),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(&pool("pool-a", "10.9.0.0/16"))
+            .run(),
+    );
     assert!(stderr.contains("spec.cidr cannot be changed"), "{stderr}");
     assert_eq!(
         etcd.dump_prefix_bytes("/calico/"),
@@ -508,31 +513,46 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
     );
 
     let tiered = "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: security.block}\nspec: {tier: security, selector: all()}\n";
-    let stderr = failed(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(tiered),
-    ));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(tiered)
+            .run(),
+    );
     assert!(
         stderr.contains("tier `security` does not exist"),
         "{stderr}"
     );
     let tier = "apiVersion: projectcalico.org/v3\nkind: Tier\nmetadata: {name: security}\nspec: {order: 100}\n";
-    ok(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(tier)));
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(tiered),
-    ));
-    let stderr = failed(netctl(&etcd, &["delete", "tier", "security"]));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(tier)
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(tiered)
+        .run());
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["delete", "tier", "security"])
+            .run(),
+    );
     assert!(stderr.contains("the tier still holds policies"), "{stderr}");
-    ok(netctl(&etcd, &["delete", "gnp", "security.block"]));
-    ok(netctl(&etcd, &["delete", "tier", "security"]));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "gnp", "security.block"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "tier", "security"])
+        .run());
     etcd.put(
         &format!("{ROOT}/tiers/default"),
         r#"{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"default"},"spec":{"order":1000000}}"#,
     );
-    let stderr = failed(netctl(&etcd, &["delete", "tier", "default"]));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["delete", "tier", "default"])
+            .run(),
+    );
     assert!(
         stderr.contains("built in and cannot be deleted"),
         "{stderr}"
@@ -572,13 +592,14 @@ kind: FelixConfiguration
 metadata: {name: node.node1}
 spec: {}
 ";
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(documents),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(documents)
+        .run());
     let before = etcd.dump_prefix_bytes("/calico/");
-    let plan = ok(netctl(&etcd, &["delete", "node", "node1", "--dry-run"]));
+    let plan = ok(Netctl::etcd(&etcd)
+        .args(["delete", "node", "node1", "--dry-run"])
+        .run());
     for line in [
         "would delete HostEndpoint(node1-eth0) (belongs to Node(node1))",
         "would delete BGPPeer(node1-tor) (belongs to Node(node1))",
@@ -589,7 +610,7 @@ spec: {}
     assert!(!plan.contains("node2"), "{plan}");
     assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
 
-    let out = ok(netctl(&etcd, &["delete", "node", "node1"]));
+    let out = ok(Netctl::etcd(&etcd).args(["delete", "node", "node1"]).run());
     assert_eq!(
         out,
         "Successfully deleted Node(node1) and 3 resource(s) that belonged to it\n"
@@ -615,25 +636,26 @@ spec: {}
 #[test]
 fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
     let etcd = EtcdServer::start();
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(&format!("{HOST_ENDPOINTS}---\n{POLICY}")),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(&format!("{HOST_ENDPOINTS}---\n{POLICY}"))
+        .run());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("wanted.yaml");
     std::fs::write(&file, format!("{HOST_ENDPOINTS}---\n{POLICY}")).unwrap();
     let file = file.to_str().unwrap();
 
     // Tables: one per object, each with its kind's columns.
-    let tables = ok(netctl(&etcd, &["get", "-f", file]));
+    let tables = ok(Netctl::etcd(&etcd).args(["get", "-f", file]).run());
     assert_eq!(
         tables,
         "NAME        NODE    \nnode1-all   node1   \n\nNAME         NODE    \nnode1-eth0   node1   \n\nNAME                TIER      \nallow-all-upgrade   default   \n\n",
     );
     // Documents: one list across the kinds, as stored (resourceVersion and uid included).
-    let documents: Vec<serde_json::Value> =
-        serde_json::from_str(&ok(netctl(&etcd, &["get", "-f", file, "-o", "json"]))).unwrap();
+    let documents: Vec<serde_json::Value> = serde_json::from_str(&ok(Netctl::etcd(&etcd)
+        .args(["get", "-f", file, "-o", "json"])
+        .run()))
+    .unwrap();
     let kinds: Vec<&str> = documents
         .iter()
         .map(|d| d["kind"].as_str().unwrap())
@@ -644,15 +666,18 @@ fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
     );
     assert!(documents[0]["metadata"]["resourceVersion"].is_string());
     // `-l` filters what the file names.
-    let names = ok(netctl(
-        &etcd,
-        &["get", "-f", file, "-o", "name", "-l", "zone == 'a'"],
-    ));
+    let names = ok(Netctl::etcd(&etcd)
+        .args(["get", "-f", file, "-o", "name", "-l", "zone == 'a'"])
+        .run());
     assert_eq!(names, "hostendpoint/node1-all\n");
 
     // A document naming a missing resource: the others print, the missing one is the error.
-    ok(netctl(&etcd, &["delete", "hostendpoint", "node1-eth0"]));
-    let run = netctl(&etcd, &["get", "-f", file, "-o", "name"]);
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "hostendpoint", "node1-eth0"])
+        .run());
+    let run = Netctl::etcd(&etcd)
+        .args(["get", "-f", file, "-o", "name"])
+        .run();
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert_eq!(
         run.stdout,
@@ -665,33 +690,34 @@ fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
     );
 
     // `--export` leaves out what belongs to this copy, and the result creates the resource anew.
-    let exported = ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-all-upgrade", "-o", "yaml", "--export"],
-    ));
+    let exported = ok(Netctl::etcd(&etcd)
+        .args(["get", "gnp", "allow-all-upgrade", "-o", "yaml", "--export"])
+        .run());
     for field in ["resourceVersion", "uid", "creationTimestamp"] {
         assert!(!exported.contains(field), "{field} in {exported}");
     }
-    let full = ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-all-upgrade", "-o", "yaml"],
-    ));
+    let full = ok(Netctl::etcd(&etcd)
+        .args(["get", "gnp", "allow-all-upgrade", "-o", "yaml"])
+        .run());
     assert!(full.contains("resourceVersion"), "{full}");
-    ok(netctl(&etcd, &["delete", "gnp", "allow-all-upgrade"]));
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(&exported),
-    ));
-    ok(netctl(&etcd, &["get", "gnp", "allow-all-upgrade"]));
+    ok(Netctl::etcd(&etcd)
+        .args(["delete", "gnp", "allow-all-upgrade"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(&exported)
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["get", "gnp", "allow-all-upgrade"])
+        .run());
 
     // Refusals: an export of a whole list, and KIND together with `-f`.
-    let stderr = failed(netctl(&etcd, &["get", "gnp", "--export"]));
+    let stderr = failed(Netctl::etcd(&etcd).args(["get", "gnp", "--export"]).run());
     assert!(
         stderr.contains("`--export` needs resource names"),
         "{stderr}"
     );
-    let run = netctl(&etcd, &["get", "gnp", "-f", file]);
+    let run = Netctl::etcd(&etcd).args(["get", "gnp", "-f", file]).run();
     assert_eq!(run.code, Some(2), "{}", run.stderr);
 }
 
@@ -711,7 +737,12 @@ metadata: {name: tor}
 spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
 ";
     // The peer alone names a filter that does not exist: refused, nothing written.
-    let stderr = failed(netctl_with_input(&etcd, &["create", "-f", "-"], Some(peer)));
+    let stderr = failed(
+        Netctl::etcd(&etcd)
+            .args(["create", "-f", "-"])
+            .stdin(peer)
+            .run(),
+    );
     assert!(
         stderr.contains("spec.filters: BGPFilter(s) not found: `edge`"),
         "{stderr}"
@@ -719,22 +750,21 @@ spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
     assert!(etcd.get(&format!("{ROOT}/bgppeers/tor")).is_none());
 
     // Filter and peer in one file: the filter earlier in the batch counts.
-    ok(netctl_with_input(
-        &etcd,
-        &["create", "-f", "-"],
-        Some(&format!("{filter}---\n{peer}")),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["create", "-f", "-"])
+        .stdin(&format!("{filter}---\n{peer}"))
+        .run());
     let stored = etcd.get_json(&format!("{ROOT}/bgpfilters/edge")).unwrap();
     assert_eq!(stored["kind"], "BGPFilter");
     assert_eq!(stored["spec"]["exportV4"][0]["cidr"], "77.0.0.0/16");
 
-    let table = ok(netctl(&etcd, &["get", "bgpfilters"]));
+    let table = ok(Netctl::etcd(&etcd).args(["get", "bgpfilters"]).run());
     assert_eq!(
         table,
         "NAME   NUMEXPORTV4   NUMIMPORTV4   NUMEXPORTV6   NUMIMPORTV6   \nedge   2             0             0             1             \n\n"
     );
     assert_eq!(
-        ok(netctl(&etcd, &["get", "bf", "-o", "name"])),
+        ok(Netctl::etcd(&etcd).args(["get", "bf", "-o", "name"]).run()),
         "bgpfilter/edge\n"
     );
 }
@@ -744,19 +774,22 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
     let etcd = EtcdServer::start();
     // A refused file writes nothing at all, initialisation included.
     let bad = "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: p}\nspec: {selector: 'bad ('}\n";
-    failed(netctl_with_input(&etcd, &["apply", "-f", "-"], Some(bad)));
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-", "--dry-run"],
-        Some(POLICY),
-    ));
+    failed(
+        Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(bad)
+            .run(),
+    );
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-", "--dry-run"])
+        .stdin(POLICY)
+        .run());
     assert!(etcd.get_prefix("/calico/").is_empty());
 
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(POLICY),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(POLICY)
+        .run());
     let information = etcd
         .get_json(&format!("{ROOT}/clusterinformations/default"))
         .unwrap();
@@ -767,10 +800,9 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
         information["spec"].get("calicoVersion").is_none(),
         "{information}"
     );
-    let tiers = ok(netctl(
-        &etcd,
-        &["get", "tiers", "-o", "custom-columns=NAME,ORDER"],
-    ));
+    let tiers = ok(Netctl::etcd(&etcd)
+        .args(["get", "tiers", "-o", "custom-columns=NAME,ORDER"])
+        .run());
     // Go prints a float64 of a million as `1e+06`, and so does the ORDER column.
     assert_eq!(
         tiers,
@@ -778,20 +810,20 @@ fn the_first_write_initialises_the_datastore_as_upstream_and_a_refused_one_does_
     );
 
     // Later writes keep what is there: the same GUID, and a tier the user changed stays changed.
-    ok(netctl(&etcd, &["label", "tier", "default", "team=net"]));
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(HOST_ENDPOINTS),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["label", "tier", "default", "team=net"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(HOST_ENDPOINTS)
+        .run());
     let again = etcd
         .get_json(&format!("{ROOT}/clusterinformations/default"))
         .unwrap();
     assert_eq!(again["spec"]["clusterGUID"], guid);
-    let labelled = ok(netctl(
-        &etcd,
-        &["get", "tier", "-l", "team == 'net'", "-o", "name"],
-    ));
+    let labelled = ok(Netctl::etcd(&etcd)
+        .args(["get", "tier", "-l", "team == 'net'", "-o", "name"])
+        .run());
     assert_eq!(labelled, "tier/default\n");
 }
 
@@ -815,44 +847,51 @@ fn the_status_the_system_wrote_survives_every_kind_of_update() {
     let controllers_status = status_of("kubecontrollersconfigurations/default");
 
     // `get` shows it, as upstream.
-    let yaml = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    let yaml = ok(Netctl::etcd(&etcd)
+        .args(["get", "node", "node1", "-o", "yaml"])
+        .run());
     assert!(yaml.contains("wireguardPublicKey: jlkVyQ"), "{yaml}");
 
     // label and patch read, modify and write the whole resource.
-    ok(netctl(&etcd, &["label", "node", "node1", "zone=a"]));
-    ok(netctl(
-        &etcd,
-        &[
+    ok(Netctl::etcd(&etcd)
+        .args(["label", "node", "node1", "zone=a"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args([
             "patch",
             "kubecontrollersconfiguration",
             "default",
             "-p",
             r#"{"spec":{"controllers":{"node":{"hostEndpoint":{"autoCreate":"Enabled"}}}}}"#,
-        ],
-    ));
+        ])
+        .run());
     // apply and replace write the user's document, whose status netctl ignores.
-    let yaml = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    let yaml = ok(Netctl::etcd(&etcd)
+        .args(["get", "node", "node1", "-o", "yaml"])
+        .run());
     let edited = yaml
         .replace("10.0.0.1/24", "10.0.0.2/24")
         .replace("jlkVyQ", "forged");
-    ok(netctl_with_input(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(&edited),
-    ));
-    let again = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
-    ok(netctl_with_input(
-        &etcd,
-        &["replace", "-f", "-"],
-        Some(&again),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(&edited)
+        .run());
+    let again = ok(Netctl::etcd(&etcd)
+        .args(["get", "node", "node1", "-o", "yaml"])
+        .run());
+    ok(Netctl::etcd(&etcd)
+        .args(["replace", "-f", "-"])
+        .stdin(&again)
+        .run());
 
     assert_eq!(status_of("nodes/node1"), node_status);
     assert_eq!(
         status_of("kubecontrollersconfigurations/default"),
         controllers_status
     );
-    let node = ok(netctl(&etcd, &["get", "node", "node1", "-o", "yaml"]));
+    let node = ok(Netctl::etcd(&etcd)
+        .args(["get", "node", "node1", "-o", "yaml"])
+        .run());
     assert!(
         node.contains("10.0.0.2/24") && node.contains("zone: a"),
         "{node}"

@@ -9,22 +9,10 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::support::{EtcdServer, Netctl, Run, find_program, ok};
+use crate::support::{EtcdServer, Netctl, find_program, ok};
 use serde_json::{Value, json};
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
-
-fn netctl(etcd: &EtcdServer, args: &[&str], input: Option<&str>) -> Run {
-    let mut command = Netctl::new();
-    command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(args);
-    if let Some(input) = input {
-        command.stdin(input);
-    }
-    command.run()
-}
 
 #[test]
 fn labels_written_with_yaml_1_1_scalars_are_stored_and_selected_as_upstream() {
@@ -40,7 +28,10 @@ metadata:
 spec:
   nets: [10.0.0.0/8]
 ";
-    ok(netctl(&etcd, &["apply", "-f", "-"], Some(document)));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(document)
+        .run());
     let stored = etcd
         .get_json(&format!("{ROOT}/globalnetworksets/reflectors"))
         .unwrap();
@@ -48,18 +39,16 @@ spec:
         stored["metadata"]["labels"],
         json!({"route-reflector": "true", "num": "123", "mode": "256"})
     );
-    let selected = ok(netctl(
-        &etcd,
-        &[
+    let selected = ok(Netctl::etcd(&etcd)
+        .args([
             "get",
             "globalnetworksets",
             "-l",
             "route-reflector == 'true'",
             "-o",
             "name",
-        ],
-        None,
-    ));
+        ])
+        .run());
     assert_eq!(selected.trim(), "globalnetworkset/reflectors");
 }
 
@@ -123,11 +112,10 @@ fn get_output_reads_back_as_the_same_strings_in_a_yaml_1_1_reader() {
         "metadata": {"name": "tricky", "annotations": annotations},
         "spec": {"nets": ["10.0.0.0/8"]}
     });
-    ok(netctl(
-        &etcd,
-        &["apply", "-f", "-"],
-        Some(&document.to_string()),
-    ));
+    ok(Netctl::etcd(&etcd)
+        .args(["apply", "-f", "-"])
+        .stdin(&document.to_string())
+        .run());
     for args in [
         &["get", "globalnetworkset", "tricky", "-o", "yaml"][..],
         &[
@@ -140,7 +128,7 @@ fn get_output_reads_back_as_the_same_strings_in_a_yaml_1_1_reader() {
         ][..],
         &["get", "globalnetworksets", "-o", "yaml"][..],
     ] {
-        let output = ok(netctl(&etcd, args, None));
+        let output = ok(Netctl::etcd(&etcd).args(args).run());
         let documents = pyyaml(&output);
         let object = match &documents[0]["items"] {
             Value::Array(items) => items[0].clone(),

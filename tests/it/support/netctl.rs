@@ -64,14 +64,28 @@ impl Netctl {
         }
     }
 
+    /// netctl run in the source tree, so paths relative to the repository work
+    /// (`tests/fixtures/...`, `runbooks`).
+    pub fn in_source_tree() -> Netctl {
+        let mut netctl = Netctl::new();
+        netctl.current_dir(env!("CARGO_MANIFEST_DIR"));
+        netctl
+    }
+
     /// netctl for one etcd server, through the environment as upstream's calicoctl is usually
     /// pointed (`DATASTORE_TYPE=etcdv3`, `ETCD_ENDPOINTS`); no user, no TLS (use
     /// [`Netctl::config_file`] with [`EtcdServer::netctl_config_yaml`] for those).
     pub fn etcd(etcd: &EtcdServer) -> Netctl {
+        Netctl::endpoints(&etcd.endpoint())
+    }
+
+    /// netctl for the etcd `endpoints` (comma-separated, as `ETCD_ENDPOINTS` takes them): a
+    /// cluster's members, or endpoints that fail.
+    pub fn endpoints(endpoints: &str) -> Netctl {
         let mut netctl = Netctl::new();
         netctl
             .env("DATASTORE_TYPE", "etcdv3")
-            .env("ETCD_ENDPOINTS", etcd.endpoint());
+            .env("ETCD_ENDPOINTS", endpoints);
         netctl
     }
 
@@ -147,8 +161,8 @@ impl Netctl {
         self
     }
 
-    pub fn stdin(&mut self, input: impl Into<Vec<u8>>) -> &mut Self {
-        self.stdin = Some(input.into());
+    pub fn stdin(&mut self, input: impl AsRef<[u8]>) -> &mut Self {
+        self.stdin = Some(input.as_ref().to_vec());
         self
     }
 

@@ -130,14 +130,16 @@ pub fn mask<'a>(
     text: &str,
     filters: impl IntoIterator<Item = (impl AsRef<str> + 'a, &'a str)>,
 ) -> String {
-    let text = filters.into_iter().fold(text.to_string(), |text, (from, to)| {
-        let from = from.as_ref();
-        if from.is_empty() {
-            text
-        } else {
-            text.replace(from, to)
-        }
-    });
+    let text = filters
+        .into_iter()
+        .fold(text.to_string(), |text, (from, to)| {
+            let from = from.as_ref();
+            if from.is_empty() {
+                text
+            } else {
+                text.replace(from, to)
+            }
+        });
     masks().iter().fold(text, |text, (pattern, replacement)| {
         pattern.replace_all(&text, *replacement).into_owned()
     })
@@ -166,19 +168,13 @@ pub const NO_FILTERS: [(&str, &str); 0] = [];
 macro_rules! netctl_snapshot {
     ($name:literal, $command:expr, filters = $filters:expr $(,)?) => {{
         let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
-        insta::assert_snapshot!(
-            $name,
-            $crate::support::snapshot::transcript(&run, $filters)
-        );
+        insta::assert_snapshot!($name, $crate::support::snapshot::transcript(&run, $filters));
         run
     }};
     ($name:literal, $command:expr $(,)?) => {{
         let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
         let filters = $crate::support::snapshot::NO_FILTERS;
-        insta::assert_snapshot!(
-            $name,
-            $crate::support::snapshot::transcript(&run, filters)
-        );
+        insta::assert_snapshot!($name, $crate::support::snapshot::transcript(&run, filters));
         run
     }};
     ($command:expr, filters = $filters:expr $(,)?) => {{
