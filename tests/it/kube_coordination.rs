@@ -194,7 +194,7 @@ fn a_lock_left_by_an_expired_lease_does_not_block() {
 }
 
 /// A runbook set with one upgrade runbook that uses the `kube.*` actions (no rollout wait: the
-/// rollout is covered in `tests/kube_actions.rs`).
+/// rollout is covered in `tests/it/kube_actions.rs`).
 const RUNBOOK: &str = "apiVersion: netctl.projectcalico.org/v1
 kind: Runbook
 metadata: {name: kube-steps, description: kube actions from a runbook}

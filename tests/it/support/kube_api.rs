@@ -19,7 +19,7 @@
 //!
 //! It does not implement watches, RBAC, admission, defaulting, field selectors, tables, protobuf or
 //! the OpenAPI documents: clients that ask for tables get plain lists, as from an older server, and
-//! `kubectl apply` needs `--validate=false` (`tests/kube_kubectl.rs` checks kubectl against it).
+//! `kubectl apply` needs `--validate=false` (`tests/it/kube_kubectl.rs` checks kubectl against it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
