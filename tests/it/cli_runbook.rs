@@ -2,8 +2,8 @@
 //! netctl runs with no datastore configured, in the source tree (the fixtures are named relative
 //! to it); `upgrade plan` runs with `--offline` where it matters.
 
-use crate::support::snapshot::netctl_snapshot;
 use crate::support::Netctl;
+use crate::support::snapshot::netctl_snapshot;
 
 #[test]
 fn lint_of_the_shipped_runbooks_passes() {

@@ -7,6 +7,7 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
+use crate::support::snapshot::netctl_snapshot;
 use crate::support::{self, AuthSetup, Ca, DnsServer, EtcdCluster, EtcdServer, Netctl, Pki};
 
 const NODES: &str = "/calico/resources/v3/projectcalico.org/nodes/";
@@ -136,24 +137,11 @@ fn rbac_user_and_password() {
         .env("ETCD_USERNAME", "netctl")
         .env("ETCD_PASSWORD", "not-the-password")
         .args(["get", "nodes"]);
-    let stderr = stderr_of_failure(&wrong);
-    assert!(
-        stderr.contains("etcd rejected the user name or password"),
-        "{stderr}"
-    );
-    assert!(
-        !stderr.contains("not-the-password"),
-        "the password leaked: {stderr}"
-    );
-    assert!(
-        stderr.contains("hint: check etcdUsername/etcdPassword"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&wrong);
 
     let mut anonymous = Netctl::new();
     etcd_env(&mut anonymous, &etcd.endpoint()).args(["get", "nodes"]);
-    let stderr = stderr_of_failure(&anonymous);
-    assert!(stderr.contains("requires authentication"), "{stderr}");
+    netctl_snapshot!(&anonymous);
 }
 
 #[test]
@@ -167,12 +155,7 @@ fn rbac_permission_denied_is_reported() {
         .env("ETCD_USERNAME", "netctl")
         .env("ETCD_PASSWORD", "netctl-pw")
         .args(["get", "nodes"]);
-    let stderr = stderr_of_failure(&netctl);
-    assert!(stderr.contains("permission denied"), "{stderr}");
-    assert!(
-        stderr.contains("hint: grant the etcd user's role"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&netctl);
 }
 
 fn tls_env<'a>(netctl: &'a mut Netctl, etcd: &EtcdServer, pki: &Pki, client: Ca) -> &'a mut Netctl {
@@ -220,17 +203,11 @@ fn mutual_tls_with_inline_pem_in_the_config_file() {
     // `config view` shows where values came from but never the private key.
     let mut view = Netctl::new();
     view.config_file(&config).args(["config", "view"]);
-    let shown = stdout_of(&view);
-    assert!(shown.contains("etcdKey         <redacted>"), "{shown}");
-    assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+    netctl_snapshot!(&view);
     let mut yaml = Netctl::new();
     yaml.config_file(&config)
         .args(["config", "view", "-o", "yaml"]);
-    let shown = stdout_of(&yaml);
-    assert!(
-        !shown.contains("PRIVATE KEY") && shown.contains("etcdKey: <redacted>"),
-        "{shown}"
-    );
+    netctl_snapshot!(&yaml);
 }
 
 #[test]
@@ -244,12 +221,7 @@ fn untrusted_server_certificate_is_a_distinct_error() {
         .env("ETCD_CA_CERT_FILE", &pki.ca(Ca::C).cert)
         .env("ETCD_CERT_FILE", &pki.client(Ca::A).cert)
         .env("ETCD_KEY_FILE", &pki.client(Ca::A).key);
-    let stderr = stderr_of_failure(&netctl);
-    assert!(
-        stderr.contains("server certificate is not signed by a trusted CA"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("transport error"), "{stderr}");
+    netctl_snapshot!(&netctl);
 }
 
 #[test]
@@ -259,11 +231,7 @@ fn rejected_client_certificate_is_a_distinct_error() {
     let mut netctl = Netctl::new();
     netctl.args(["--request-timeout", "3s", "get", "nodes"]);
     tls_env(&mut netctl, &etcd, &pki, Ca::C);
-    let stderr = stderr_of_failure(&netctl);
-    assert!(
-        stderr.contains("rejected the client certificate"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&netctl);
 }
 
 #[test]
@@ -294,8 +262,7 @@ fn silent_endpoint_times_out_with_a_distinct_error() {
     netctl.args(["--request-timeout", "1s", "get", "nodes"]);
     etcd_env(&mut netctl, &endpoint);
     let started = std::time::Instant::now();
-    let stderr = stderr_of_failure(&netctl);
-    assert!(stderr.contains("did not answer within"), "{stderr}");
+    netctl_snapshot!(&netctl);
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "took {:?}",
@@ -354,11 +321,7 @@ fn srv_discovery_failure_names_the_record() {
         .env("DATASTORE_TYPE", "etcdv3")
         .env("ETCD_DISCOVERY_SRV", "nothing.test")
         .args(["--request-timeout", "3s", "get", "nodes"]);
-    let stderr = stderr_of_failure(&netctl);
-    assert!(
-        stderr.contains("`_etcd-client._tcp.nothing.test`"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&netctl);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use std::os::unix::process::ExitStatusExt;
 
 use crate::exec_common::*;
+use crate::support::snapshot::netctl_snapshot;
 use crate::support::{self, EtcdServer};
 
 fn crash_plan(log: &std::path::Path) -> netctl::plan::Plan {
@@ -252,12 +253,7 @@ fn an_interrupted_step_that_cannot_tell_whether_it_ran_is_not_run_again_blindly(
 
     let refused = operator.run(&["upgrade", "apply", "--resume"], &[]);
     assert_eq!(refused.status.code(), Some(1));
-    let message = text(&refused.stderr);
-    assert!(
-        message.contains("step `pre/append-a` was interrupted and cannot safely run again"),
-        "{message}"
-    );
-    assert!(message.contains("--rerun pre/append-a"), "{message}");
+    netctl_snapshot!(&refused);
 
     // The operator looked: the line is there, so the step is marked done by hand.
     let skipped = operator.run(
@@ -402,11 +398,7 @@ fn ctrl_c_stops_the_run_releases_the_lock_and_resume_continues() {
     support::send_signal(child.id(), support::Signal::INT).unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
-    let message = text(&output.stderr);
-    assert!(
-        message.contains("error: interrupted by SIGINT; the run stopped where it was"),
-        "{message}"
-    );
+    netctl_snapshot!(&output);
     assert_eq!(etcd.get(LOCK_KEY), None, "the lock is released at once");
     let status = status_json(&operator);
     assert_eq!(status["checkpoint"]["steps"][0]["state"], "running");

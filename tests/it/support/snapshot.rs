@@ -18,11 +18,13 @@
 //! error: ...
 //! ```
 //!
-//! Masked always ([`MASKS`]): a directory made in the system's temporary directory (`[TEMP]`), loopback ports
-//! (`127.0.0.1:[PORT]`), RFC 3339 times (`[TIME]`), uuids (`[UUID]`) and datastore revisions
-//! (`resourceVersion: [REVISION]`, `revision [REVISION]`). `filters` are plain text replaced first
-//! (a test's home directory, a server's name). The macro evaluates to the [`Run`], for checks a
-//! snapshot cannot make (what the datastore holds afterwards).
+//! Masked always ([`MASKS`]): a directory made in the system's temporary directory (`[TEMP]`),
+//! loopback ports from the ephemeral range (`127.0.0.1:[PORT]`), RFC 3339 times (`[TIME]`), uuids
+//! (`[UUID]`), datastore revisions (`resourceVersion: [REVISION]`, `revision [REVISION]`), how long
+//! a step took (`([ELAPSED])`), sha256 digests (`sha256:[DIGEST]`: a plan's names the test
+//! servers) and the test etcd members' names. `filters` are plain text replaced first (a test's home
+//! directory as `[HOME]`). The macro evaluates to the [`Run`], for checks a snapshot cannot make
+//! (what the datastore holds afterwards, a value a mask hides).
 
 use std::process::Output;
 use std::sync::OnceLock;
@@ -85,7 +87,7 @@ impl Transcribed for &mut Netctl {
 }
 
 /// What changes from run to run, masked in every transcript: (pattern, replacement).
-pub const MASKS: [(&str, &str); 7] = [
+pub const MASKS: [(&str, &str); 11] = [
     (
         r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
         "[TIME]",
@@ -98,6 +100,13 @@ pub const MASKS: [(&str, &str); 7] = [
     (r#"(resourceVersion"?: )("\d+"|'\d+'|\d+)"#, "$1[REVISION]"),
     (r"\b(revision) \d+\b", "$1 [REVISION]"),
     (r"\b(revisions?) `\d+`", "$1 `[REVISION]`"),
+    // How long a step took, as the progress lines say it.
+    (r"\(\d+(\.\d+)?s\)", "([ELAPSED])"),
+    (r"\bin \d+\.\d+s\b", "in [ELAPSED]"),
+    // Digests of plans, which name the test servers' ports and directories.
+    (r"sha256:[0-9a-f]{64}", "sha256:[DIGEST]"),
+    // The test etcd members' names (`support/etcd.rs`).
+    (r"netctl-test-[A-Za-z0-9]{6}-", "netctl-test-[ID]-"),
     // Filled in by `masks` with the temporary directory.
     ("", "[TEMP]"),
 ];
@@ -162,32 +171,48 @@ pub fn transcript<'a>(
 /// No filters: the transcript with the masks only.
 pub const NO_FILTERS: [(&str, &str); 0] = [];
 
+/// insta's settings for a snapshot taken in `file` (a `file!()`): the snapshot goes to
+/// `tests/it/snapshots/` whichever folder of `tests/it/` the test is in.
+pub fn settings(file: &str) -> insta::Settings {
+    let depth = file
+        .split_once("tests/it/")
+        .map_or(0, |(_, inside)| inside.matches('/').count());
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(format!("{}snapshots", "../".repeat(depth)));
+    settings
+}
+
 /// Runs (or takes what gave) a netctl run and snapshots its transcript; evaluates to the [`Run`]
-/// for further checks. A leading string literal names the snapshot.
+/// for further checks. A leading string literal names the snapshot (else insta names it after the
+/// test function, `-2`, `-3`, … for the second and third in one test).
 #[allow(unused_macros)]
 macro_rules! netctl_snapshot {
     ($name:literal, $command:expr, filters = $filters:expr $(,)?) => {{
         let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
-        insta::assert_snapshot!($name, $crate::support::snapshot::transcript(&run, $filters));
+        let transcript = $crate::support::snapshot::transcript(&run, $filters);
+        $crate::support::snapshot::settings(file!())
+            .bind(|| insta::assert_snapshot!($name, transcript));
         run
     }};
-    ($name:literal, $command:expr $(,)?) => {{
-        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
-        let filters = $crate::support::snapshot::NO_FILTERS;
-        insta::assert_snapshot!($name, $crate::support::snapshot::transcript(&run, filters));
-        run
-    }};
+    ($name:literal, $command:expr $(,)?) => {
+        $crate::support::snapshot::netctl_snapshot!(
+            $name,
+            $command,
+            filters = $crate::support::snapshot::NO_FILTERS
+        )
+    };
     ($command:expr, filters = $filters:expr $(,)?) => {{
         let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
-        insta::assert_snapshot!($crate::support::snapshot::transcript(&run, $filters));
+        let transcript = $crate::support::snapshot::transcript(&run, $filters);
+        $crate::support::snapshot::settings(file!()).bind(|| insta::assert_snapshot!(transcript));
         run
     }};
-    ($command:expr $(,)?) => {{
-        let run = $crate::support::snapshot::Transcribed::transcribed_run($command);
-        let filters = $crate::support::snapshot::NO_FILTERS;
-        insta::assert_snapshot!($crate::support::snapshot::transcript(&run, filters));
-        run
-    }};
+    ($command:expr $(,)?) => {
+        $crate::support::snapshot::netctl_snapshot!(
+            $command,
+            filters = $crate::support::snapshot::NO_FILTERS
+        )
+    };
 }
 
 #[allow(unused_imports)]

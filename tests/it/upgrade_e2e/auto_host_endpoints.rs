@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::common::*;
 use crate::exec_common::text;
+use crate::support::snapshot::netctl_snapshot;
 use crate::support::{EtcdServer, KubeApiServer};
 
 /// One Calico resource as etcd stores it.
@@ -209,11 +210,7 @@ fn auto_host_endpoints_migration_on_etcd_waits_for_kube_controllers_and_resumes(
         );
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         assert_success(&resumed, "resume");
-        let stderr = text(&resumed.stderr);
-        assert!(
-            stderr.contains("waiting for hostendpoints `node-a-auto-hep`"),
-            "the resumed run waited for kube-controllers: {stderr}"
-        );
+        netctl_snapshot!(&resumed);
     });
     let status = status_json(&operator);
     assert_eq!(
@@ -261,11 +258,7 @@ fn auto_host_endpoints_migration_refuses_to_overwrite_a_node_label() {
             .with(&["--skip-preflight", "node-agents"]),
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("node node-b already has label `zone` = `west`; not changing it to `b`"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&output);
     let node_b = etcd.get_json(&format!("{ROOT}/nodes/node-b")).unwrap();
     assert_eq!(
         node_b["metadata"]["labels"],
