@@ -5,6 +5,7 @@
 //! netctl's own environment.
 
 use crate::exec_common::*;
+use crate::support::snapshot::netctl_snapshot;
 use crate::support::{AuthSetup, EtcdServer};
 
 fn files_under(directory: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -64,13 +65,7 @@ fn a_role_limited_to_calico_runs_an_upgrade_and_no_password_is_written_anywhere(
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
         &[],
     );
-    let refusal = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{refusal}");
-    assert!(
-        refusal.contains("step `pre/with-token` takes `API_TOKEN` from netctl's environment")
-            && refusal.contains("hint: export `API_TOKEN`"),
-        "{refusal}"
-    );
+    netctl_snapshot!(&refused);
     let secret = [("API_TOKEN", "token-value-42")];
     let stopped = operator.run(
         &["upgrade", "apply", "--plan", plan_file.to_str().unwrap()],
@@ -223,12 +218,7 @@ spec: {selector: has(web)}
 
     // `create` refuses a file naming an existing resource before writing any of it.
     let output = operator.run(&["create", "-f", file.to_str().unwrap()], &[]);
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("resource already exists: HostEndpoint(node1-eth0)"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&output);
     assert!(
         etcd.get(&format!("{resources}hostendpoints/node2-eth0"))
             .is_none()

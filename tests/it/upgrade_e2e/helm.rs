@@ -8,6 +8,7 @@ use serde_json::json;
 use super::common::*;
 use crate::exec_common::text;
 use crate::support::KubeApiServer;
+use crate::support::snapshot::netctl_snapshot;
 
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
 /// `$HOME/helm-argv` and succeeds. For `install` it also does what Helm leaves behind: it creates
@@ -352,14 +353,7 @@ fn a_saved_helm_plan_is_refused_when_the_release_moved() {
                     "data": {}}));
     let before = install_objects(&kube);
     let refused = operator.apply(&Apply::plan(&plan_file).yes());
-    let stderr = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(
-            "error: the saved plan is stale: fact `helm_release_namespace` was `kube-system` when the plan was made and is `default` now"
-        ),
-        "{stderr}"
-    );
+    netctl_snapshot!(&refused);
     assert_eq!(before, install_objects(&kube), "nothing changed");
 }
 

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use super::common::*;
 use crate::exec_common::text;
 use crate::support::KubeApiServer;
+use crate::support::snapshot::netctl_snapshot;
 
 /// The operator manifest of a release: its namespace, service account and Deployment.
 fn operator_manifest(image: &str) -> String {
@@ -347,16 +348,7 @@ fn a_saved_plan_is_refused_when_its_cluster_facts_cannot_be_read_again() {
     kube.forbid(Some("GET"), "/api/v1/secrets");
     let before = install_objects(&kube);
     let refused = operator.apply(&Apply::plan(&plan_file).yes());
-    let stderr = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(
-            "error: cannot re-read `secrets` from the Kubernetes API to check the plan's facts"
-        ) && stderr.contains(
-            "hint: the plan took facts from the cluster and they are read again before it runs"
-        ) && !stderr.contains("--offline"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&refused);
     assert_eq!(before, install_objects(&kube), "nothing changed");
     assert!(status_json(&operator)["checkpoint"].is_null());
 }
@@ -373,25 +365,13 @@ fn a_saved_plan_with_cluster_facts_is_refused_without_a_cluster() {
     let etcd_only = Operator::with_config(&etcd.netctl_config_yaml());
     // The pre-flight says so first; passed by hand, the stale-plan check still refuses.
     let refused = etcd_only.apply(&Apply::plan(&plan_file).yes());
-    let stderr = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("pre-flight failed before anything was written: cluster:"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&refused);
     let refused = etcd_only.apply(
         &Apply::plan(&plan_file)
             .yes()
             .with(&["--skip-preflight", "cluster"]),
     );
-    let stderr = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(
-            "error: the saved plan discovered fact `install_method` from the Kubernetes cluster, and no cluster is configured to check it again"
-        ) && stderr.contains("hint: configure the cluster the plan was made for"),
-        "{stderr}"
-    );
+    netctl_snapshot!(&refused);
     assert_eq!(
         before,
         etcd.dump_prefix_bytes("/calico/"),
