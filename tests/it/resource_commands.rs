@@ -425,13 +425,13 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
     };
     ok(Netctl::etcd(&etcd)
         .args(["create", "-f", "-"])
-        .stdin(&pool("pool-a", "10.0.0.0/16"))
+        .stdin(pool("pool-a", "10.0.0.0/16"))
         .run());
     let before = etcd.dump_prefix_bytes("/calico/");
     netctl_snapshot!(
         Netctl::etcd(&etcd)
             .args(["create", "-f", "-"])
-            .stdin(&pool("pool-b", "10.0.128.0/24"))
+            .stdin(pool("pool-b", "10.0.128.0/24"))
             .run()
     );
     // Two new pools in one file that overlap each other: neither is written.
@@ -449,7 +449,7 @@ fn rules_that_need_the_datastore_are_checked_before_writing() {
     netctl_snapshot!(
         Netctl::etcd(&etcd)
             .args(["apply", "-f", "-"])
-            .stdin(&pool("pool-a", "10.9.0.0/16"))
+            .stdin(pool("pool-a", "10.9.0.0/16"))
             .run()
     );
     assert_eq!(
@@ -575,7 +575,7 @@ fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
     let etcd = EtcdServer::start();
     ok(Netctl::etcd(&etcd)
         .args(["apply", "-f", "-"])
-        .stdin(&format!("{HOST_ENDPOINTS}---\n{POLICY}"))
+        .stdin(format!("{HOST_ENDPOINTS}---\n{POLICY}"))
         .run());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("wanted.yaml");
@@ -686,7 +686,7 @@ spec: {peerIP: 10.0.0.1, asNumber: 64600, filters: [edge]}
     // Filter and peer in one file: the filter earlier in the batch counts.
     ok(Netctl::etcd(&etcd)
         .args(["create", "-f", "-"])
-        .stdin(&format!("{filter}---\n{peer}"))
+        .stdin(format!("{filter}---\n{peer}"))
         .run());
     let stored = etcd.get_json(&format!("{ROOT}/bgpfilters/edge")).unwrap();
     assert_eq!(stored["kind"], "BGPFilter");

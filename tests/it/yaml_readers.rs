@@ -114,7 +114,7 @@ fn get_output_reads_back_as_the_same_strings_in_a_yaml_1_1_reader() {
     });
     ok(Netctl::etcd(&etcd)
         .args(["apply", "-f", "-"])
-        .stdin(&document.to_string())
+        .stdin(document.to_string())
         .run());
     for args in [
         &["get", "globalnetworkset", "tricky", "-o", "yaml"][..],
