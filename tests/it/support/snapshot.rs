@@ -22,9 +22,10 @@
 //! loopback ports from the ephemeral range (`127.0.0.1:[PORT]`), RFC 3339 times (`[TIME]`), uuids
 //! (`[UUID]`), datastore revisions (`resourceVersion: [REVISION]`, `revision [REVISION]`), how long
 //! a step took (`([ELAPSED])`), sha256 digests (`sha256:[DIGEST]`: a plan's names the test
-//! servers) and the test etcd members' names. `filters` are plain text replaced first (a test's home
-//! directory as `[HOME]`). The macro evaluates to the [`Run`], for checks a snapshot cannot make
-//! (what the datastore holds afterwards, a value a mask hides).
+//! servers), generated certificates (`[CERTIFICATE]`) and the test etcd members' names. `filters`
+//! are plain text replaced first (a test's home directory as `[HOME]`). The macro evaluates to the
+//! [`Run`], for checks a snapshot cannot make (what the datastore holds afterwards, a value a mask
+//! hides).
 
 use std::process::Output;
 use std::sync::OnceLock;
@@ -87,7 +88,7 @@ impl Transcribed for &mut Netctl {
 }
 
 /// What changes from run to run, masked in every transcript: (pattern, replacement).
-pub const MASKS: [(&str, &str); 11] = [
+pub const MASKS: [(&str, &str); 12] = [
     (
         r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
         "[TIME]",
@@ -105,6 +106,11 @@ pub const MASKS: [(&str, &str); 11] = [
     (r"\bin \d+\.\d+s\b", "in [ELAPSED]"),
     // Digests of plans, which name the test servers' ports and directories.
     (r"sha256:[0-9a-f]{64}", "sha256:[DIGEST]"),
+    // Certificates the tests generate (`support/pki.rs`); never a private key, which must show.
+    (
+        r"-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----",
+        "[CERTIFICATE]",
+    ),
     // The test etcd members' names (`support/etcd.rs`).
     (r"netctl-test-[A-Za-z0-9]{6}-", "netctl-test-[ID]-"),
     // Filled in by `masks` with the temporary directory.
