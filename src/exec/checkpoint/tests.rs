@@ -1,6 +1,6 @@
 //! The local books: what a transition writes, what a kill leaves, what compaction keeps, how damage
-//! reads. The datastore mirror is tested against real etcd (`tests/exec_apply.rs`,
-//! `tests/exec_resume.rs`).
+//! reads. The datastore mirror is tested against real etcd (`tests/it/exec_apply.rs`,
+//! `tests/it/exec_resume.rs`).
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
