@@ -454,7 +454,7 @@ fn drift_stops_a_resume_and_repair_runs_the_drifted_step_again() {
     let message = text(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{message}");
     assert!(
-        message.contains("error: the postcondition of completed step `pre/create-h2` no longer holds: HostEndpoint(h2) exists")
+        message.contains("error: the postcondition of completed step `pre/create-h2` no longer holds: resource.get HostEndpoint h2")
             && message.contains("hint: find out who changed it and why; then `netctl upgrade apply --resume --repair`"),
         "{message}"
     );

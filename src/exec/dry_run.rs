@@ -13,7 +13,6 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::actions::describe::describe_action;
 use super::actions::resource_diff::WriteCounts;
 use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
@@ -306,7 +305,7 @@ impl Executor {
                 }
             }
             if let Some(verify) = &step.verify {
-                write(format!("  then would verify: {}", describe_action(verify)))?;
+                write(format!("  then would verify: {verify}"))?;
             }
             if let Some(retry) = &step.retry {
                 write(format!(

@@ -52,7 +52,6 @@ use lock::{Holder, RunLock};
 use progress::ProgressMode;
 use resume::Begin;
 
-pub use actions::describe::describe_action;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
 pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;

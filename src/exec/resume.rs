@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::actions::describe::describe_action;
 use super::actions::{self, process::ChildRecord};
 use super::checkpoint::{Change, Checkpoint, RunState, SavedRun, StepState};
 use super::error::ExecError;
@@ -155,7 +154,7 @@ impl Executor {
             match (state, holds) {
                 (StepState::Succeeded, Ok(true)) => {}
                 (StepState::Succeeded, Ok(false)) => {
-                    let what = describe_action(verify);
+                    let what = verify.to_string();
                     run.record(JournalEvent::Drift, Some(step), |entry| {
                         entry.summary = Some(format!(
                             "completed earlier; its postcondition ({what}) no longer holds"

@@ -19,7 +19,7 @@ pub mod image;
 mod request;
 pub mod run;
 
-pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text, shell_quote};
+pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text};
 pub use engine::{Engine, LocatedEngine};
 pub use error::NodeError;
 pub use request::{

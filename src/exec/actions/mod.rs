@@ -7,7 +7,6 @@
 //! (`verify`), and [`is_idempotent`] says whether an interrupted step may simply run again.
 
 pub mod check;
-pub mod describe;
 pub mod fetch;
 pub mod kube;
 pub mod node;

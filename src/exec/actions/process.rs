@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::{Outcome, RunMode};
-use crate::redaction::{REDACTED, redact_argv, redact_env};
+use crate::redaction::{REDACTED, command_line};
 
 /// At most this much of each output stream is kept.
 const OUTPUT_LIMIT: usize = 64 * 1024;
@@ -68,33 +68,6 @@ fn stderr_tail(stderr: &str) -> String {
     format!(": {}", lines.join(" / "))
 }
 
-/// Quotes an argument for display only when it needs it.
-fn shell_quote(argument: &str) -> String {
-    let plain = !argument.is_empty()
-        && argument
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
-    if plain {
-        argument.to_string()
-    } else {
-        format!("'{}'", argument.replace('\'', r"'\''"))
-    }
-}
-
-/// The command line as the transcript and journal show it (secrets redacted).
-pub fn display_command(argv: &[String], env: &BTreeMap<String, String>) -> String {
-    let mut parts: Vec<String> = redact_env(env)
-        .into_iter()
-        .map(|(name, value)| format!("{name}={}", shell_quote(&value)))
-        .collect();
-    parts.extend(
-        redact_argv(argv)
-            .iter()
-            .map(|argument| shell_quote(argument)),
-    );
-    parts.join(" ")
-}
-
 fn truncate(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(OUTPUT_LIMIT)]);
     text.into_owned()
@@ -147,7 +120,7 @@ pub async fn run(
     mode: RunMode,
     tracking: Option<&ChildTracking>,
 ) -> Result<Outcome, ProcessError> {
-    let shown = display_command(argv, env);
+    let shown = command_line(argv, env);
     if mode == RunMode::DryRun {
         return Ok(Outcome {
             summary: format!("would run {shown}"),
@@ -250,18 +223,6 @@ pub async fn run_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_lines_are_quoted_and_redacted_for_display() {
-        let argv: Vec<String> = ["sh", "-c", "echo 'hi' >> f", "--token", "t0p"]
-            .map(String::from)
-            .to_vec();
-        let env = BTreeMap::from([("API_KEY".to_string(), "k".to_string())]);
-        assert_eq!(
-            display_command(&argv, &env),
-            r#"API_KEY='<redacted>' sh -c 'echo '\''hi'\'' >> f' --token '<redacted>'"#
-        );
-    }
 
     #[tokio::test]
     async fn a_failing_program_reports_its_exit_code_and_stderr() {

@@ -1,0 +1,58 @@
+//! The arguments of `node.run` — start the node agent container — which only `netctl node run`
+//! builds: what a plan's digest keeps of them (the command line and the private files' paths, never
+//! their contents) and their one-line description.
+//!
+//! Starting the container is `exec/actions/node.rs`'s (through `node::run`).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{Arguments, HumanDuration};
+use crate::node::{ContainerCommand, HostPreparation, LocatedEngine};
+
+/// The node agent container to start: the exact engine command (with the private files it reads),
+/// the engine, whether to prepare the host, and how long to wait for the agent's start line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRun {
+    pub command: ContainerCommand,
+    pub engine: LocatedEngine,
+    pub host: HostPreparation,
+    pub startup_timeout: Duration,
+}
+
+/// For the plan's digest only: the command line and the private files' paths, never their
+/// contents (inline certificates, credentials).
+impl Serialize for NodeRun {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let private_files: Vec<String> = self
+            .command
+            .private_files
+            .iter()
+            .map(|file| file.path.display().to_string())
+            .collect();
+        serde_json::json!({
+            "engine": self.engine.path.display().to_string(),
+            "arguments": self.command.arguments,
+            "private_files": private_files,
+            "prepare_host": self.host == HostPreparation::Prepare,
+            "startup_timeout": HumanDuration(self.startup_timeout),
+        })
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeRun {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "`node.run` is made by `netctl node run` and is not read from plans",
+        ))
+    }
+}
+
+impl Arguments for NodeRun {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(out, "{name}: {}", self.command.shell_line())
+    }
+}
