@@ -19,7 +19,7 @@ use netctl::datastore::{
 };
 use netctl::exec::RunMode;
 use netctl::exec::actions::WriteSemantics;
-use netctl::exec::actions::resource_label_each::{LabelTally, label_batch};
+use netctl::exec::actions::resource::label_each::{LabelTally, label_batch};
 use netctl::plan::action::ResourceLabelEach;
 use netctl::plan::{Action, Plan};
 use netctl::resource::{Kind, Resource, ResourceKey};

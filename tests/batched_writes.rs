@@ -17,7 +17,7 @@ use netctl::datastore::{
     WriteOutcome,
 };
 use netctl::exec::RunMode;
-use netctl::exec::actions::resource_apply::{DocumentWrite, write_documents};
+use netctl::exec::actions::resource::apply::{DocumentWrite, write_documents};
 use netctl::plan::action::ResourceDocuments;
 use netctl::resource::{Kind, Resource, ResourceKey};
 use support::{EtcdServer, Netctl, Run, failed, ok};

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::actions::resource_diff::WriteCounts;
+use super::actions::resource::diff::WriteCounts;
 use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;

@@ -5,10 +5,27 @@
 //! for root, prepares the host, writes the private files, replaces the old container and watches the
 //! logs for the agent's start line; with `--init-system` the container's own exit is the outcome.
 
-use super::{Outcome, RunMode};
+use super::{ActionContext, Outcome, Perform, RunMode, StepError};
 use crate::node::run::{self, RunOutcome};
 use crate::node::{NodeError, dry_run_text};
+use crate::plan::Action;
 use crate::plan::action::NodeRun;
+
+impl Perform for NodeRun {
+    async fn perform(
+        &self,
+        _: &Action,
+        _: &ActionContext<'_>,
+        mode: RunMode,
+    ) -> Result<Outcome, StepError> {
+        Ok(start(self, mode).await?)
+    }
+
+    /// It replaces the running container: safe, but not without effect.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
 
 /// Starts (or in dry-run shows) the node container.
 pub async fn start(request: &NodeRun, mode: RunMode) -> Result<Outcome, NodeError> {

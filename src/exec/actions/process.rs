@@ -12,11 +12,54 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::{Outcome, RunMode};
+use super::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::plan::Action;
+use crate::plan::action::{Exec, Helm};
 use crate::redaction::{REDACTED, command_line};
 
 /// At most this much of each output stream is kept.
 const OUTPUT_LIMIT: usize = 64 * 1024;
+
+impl Perform for Helm {
+    async fn perform(
+        &self,
+        _: &Action,
+        context: &ActionContext<'_>,
+        mode: RunMode,
+    ) -> Result<Outcome, StepError> {
+        let tracking = context.child_tracking.as_ref();
+        let env = BTreeMap::new();
+        Ok(run(&self.argv(), &env, self.timeout.0, mode, tracking).await?)
+    }
+
+    /// A program may do anything.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
+
+/// `exec`; as a postcondition, the program exits 0.
+impl Perform for Exec {
+    async fn perform(
+        &self,
+        _: &Action,
+        context: &ActionContext<'_>,
+        mode: RunMode,
+    ) -> Result<Outcome, StepError> {
+        let tracking = context.child_tracking.as_ref();
+        Ok(run(&self.command, &self.env, self.timeout.0, mode, tracking).await?)
+    }
+
+    async fn holds(&self, _: &Action, _: &ActionContext<'_>) -> Result<bool, StepError> {
+        let (code, _, _) = run_status(&self.command, &self.env, self.timeout.0, None).await?;
+        Ok(code == Some(0))
+    }
+
+    /// A program may do anything.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
 
 /// Why a program step failed.
 #[derive(Debug, thiserror::Error)]

@@ -63,17 +63,13 @@ pub trait Arguments {
 /// Defines [`Action`] from `vocabulary::action_table`: one variant per entry, serialised under
 /// the entry's name.
 macro_rules! define_actions {
-    (
-        runbook { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* }
-        netctl { $( $(#[$netctl_doc:meta])* $netctl_variant:ident = $netctl_name:literal ($netctl_arguments:ident), )* }
-    ) => {
+    ( $( $audience:ident { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* } )* ) => {
         /// One fully rendered action. Serialised as `{action: <name>, with: {...}}`, the same shape as
         /// a runbook step, so a saved plan reads like the runbook it came from.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "action", content = "with")]
         pub enum Action {
-            $( $(#[$doc])* #[serde(rename = $name)] $variant($arguments), )*
-            $( $(#[$netctl_doc])* #[serde(rename = $netctl_name)] $netctl_variant($netctl_arguments), )*
+            $( $( $(#[$doc])* #[serde(rename = $name)] $variant($arguments), )* )*
         }
 
         impl Action {
@@ -83,16 +79,14 @@ macro_rules! define_actions {
             /// The name this action has in runbooks and plans, e.g. `resource.label`.
             pub fn name(&self) -> &'static str {
                 match self {
-                    $( Action::$variant(_) => $name, )*
-                    $( Action::$netctl_variant(_) => $netctl_name, )*
+                    $( $( Action::$variant(_) => $name, )* )*
                 }
             }
 
             /// The action's arguments, as what they say of themselves.
             pub fn arguments(&self) -> &dyn Arguments {
                 match self {
-                    $( Action::$variant(arguments) => arguments, )*
-                    $( Action::$netctl_variant(arguments) => arguments, )*
+                    $( $( Action::$variant(arguments) => arguments, )* )*
                 }
             }
         }

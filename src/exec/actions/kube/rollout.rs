@@ -4,7 +4,7 @@
 //! postcondition).
 //!
 //! As every `kube.*` action, each first describes its requests, so a dry-run stays total without a
-//! cluster; the other `kube.*` actions are in `kube.rs`.
+//! cluster.
 
 use std::time::{Duration, Instant};
 
@@ -12,15 +12,65 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Value, json};
 
-use super::kube::{
-    KubeActionError, api_path, body_size, described, done, object_api, plural, request_error,
-    with_lines,
+use super::requests::body_size;
+use super::{
+    KubeActionError, api_path, described, done, object_api, plural, request_error, with_lines,
 };
-use super::{Outcome, RunMode};
+use super::{cluster, without_cluster};
+use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::plan::Action;
 use crate::plan::action::{KubeObject, KubeRestart, KubeWaitRollout};
 
 /// How often a rollout wait reads the cluster again.
 const ROLLOUT_POLL: Duration = Duration::from_millis(500);
+
+/// `kube.restart`. The `restartedAt` value is the run's start time; outside an upgrade run (a
+/// dry-run), the time now stands in.
+impl Perform for KubeRestart {
+    async fn perform(
+        &self,
+        action: &Action,
+        context: &ActionContext<'_>,
+        mode: RunMode,
+    ) -> Result<Outcome, StepError> {
+        let restarted_at = context
+            .run_started_at
+            .clone()
+            .unwrap_or_else(crate::exec::clock::now_rfc3339);
+        match cluster(context, action) {
+            Ok(client) => Ok(restart(client, self, &restarted_at, mode).await?),
+            Err(_) => without_cluster(action, mode, describe_restart(self, &restarted_at)),
+        }
+    }
+
+    /// Idempotent within a run: the value is the run's start time (see `ActionContext`).
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+/// `kube.wait-rollout`; as a postcondition, the rollout is complete now.
+impl Perform for KubeWaitRollout {
+    async fn perform(
+        &self,
+        action: &Action,
+        context: &ActionContext<'_>,
+        mode: RunMode,
+    ) -> Result<Outcome, StepError> {
+        match cluster(context, action) {
+            Ok(client) => Ok(wait_rollout(client, self, mode).await?),
+            Err(_) => without_cluster(action, mode, describe_wait(self)),
+        }
+    }
+
+    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+        Ok(rolled_out(cluster(context, action)?, self).await?)
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
 
 pub fn describe_wait(wait: &KubeWaitRollout) -> Vec<String> {
     let api_version = if wait.kind == "Pod" { "v1" } else { "apps/v1" };
