@@ -126,36 +126,8 @@ impl WritePreview {
 
 /// The resources a datastore write step writes, as `ResourceKey` text; `None` for other steps.
 fn written_resources(action: &Action) -> Option<Vec<String>> {
-    let key = |kind, namespace: &Option<String>, name: &str| {
-        crate::resource::ResourceKey {
-            kind,
-            namespace: namespace.clone(),
-            name: name.to_string(),
-        }
-        .to_string()
-    };
-    Some(match action {
-        Action::ResourceCreate(write)
-        | Action::ResourceApply(write)
-        | Action::ResourceReplace(write) => write
-            .documents
-            .iter()
-            .map(|document| document.key().to_string())
-            .collect(),
-        Action::ResourceDelete(deletion) => deletion
-            .targets
-            .iter()
-            .map(|target| key(target.kind, &target.namespace, &target.name))
-            .collect(),
-        Action::ResourceLabel(label) => vec![key(label.kind, &label.namespace, &label.name)],
-        Action::ResourceLabelEach(each) => each
-            .names
-            .iter()
-            .map(|name| key(each.kind, &each.namespace, name))
-            .collect(),
-        Action::ResourcePatch(patch) => vec![key(patch.kind, &patch.namespace, &patch.name)],
-        _ => return None,
-    })
+    let keys = action.written_resources()?;
+    Some(keys.iter().map(ToString::to_string).collect())
 }
 
 impl Executor {

@@ -174,9 +174,16 @@ pub(crate) trait Perform {
     /// Whether running `action` twice has the same effect as running it once, so an interrupted
     /// step may run again without asking.
     fn is_idempotent(&self, action: &Action) -> bool;
+
+    /// What the action does to which Kubernetes types (for the pre-flight); `None` when that is
+    /// known only when it runs (a manifest downloaded by then). Nothing for actions that do not
+    /// talk to Kubernetes.
+    fn kubernetes_access(&self) -> Option<Vec<kube::ApiAccess>> {
+        Some(Vec::new())
+    }
 }
 
-/// Dispatches [`perform`], [`holds`] and [`is_idempotent`] to the arguments of every action of
+/// Dispatches [`perform`], [`holds`], [`is_idempotent`] and [`kubernetes_access`] to the arguments of every action of
 /// `vocabulary::action_table`.
 macro_rules! dispatch {
     ( $( $audience:ident { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* } )* ) => {
@@ -203,6 +210,13 @@ macro_rules! dispatch {
         pub fn is_idempotent(action: &Action) -> bool {
             match action {
                 $( $( Action::$variant(arguments) => arguments.is_idempotent(action), )* )*
+            }
+        }
+
+        /// What the action does to which Kubernetes types; `None` when known only when it runs.
+        pub fn kubernetes_access(action: &Action) -> Option<Vec<kube::ApiAccess>> {
+            match action {
+                $( $( Action::$variant(arguments) => arguments.kubernetes_access(), )* )*
             }
         }
     };

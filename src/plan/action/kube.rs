@@ -64,6 +64,25 @@ pub struct KubeObject {
     pub namespace: Option<String>,
 }
 
+impl KubeObject {
+    /// The object a manifest document is: its `apiVersion`, `kind`, `metadata.name` and
+    /// `metadata.namespace` (empty where the document has none).
+    pub fn of_document(document: &serde_json::Value) -> KubeObject {
+        let field = |pointer: &str| {
+            document
+                .pointer(pointer)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        KubeObject {
+            api_version: field("/apiVersion").unwrap_or_default(),
+            kind: field("/kind").unwrap_or_default(),
+            name: field("/metadata/name").unwrap_or_default(),
+            namespace: field("/metadata/namespace"),
+        }
+    }
+}
+
 impl fmt::Display for KubeObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.namespace {
@@ -263,6 +282,14 @@ impl Arguments for KubeApply {
             None => Ok(()),
         }
     }
+
+    fn may_add_types(&self) -> bool {
+        true
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
+    }
 }
 
 impl Arguments for KubePatch {
@@ -378,6 +405,10 @@ impl Arguments for KubeRestart {
             "{name} {} -n {} {}",
             self.kind, self.namespace, self.name
         )
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
     }
 
     fn check(&self) -> Result<(), String> {

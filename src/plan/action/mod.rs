@@ -17,6 +17,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::resource::ResourceKey;
+
 mod fetch;
 mod gate;
 mod kube;
@@ -56,6 +58,24 @@ pub trait Arguments {
     /// Whether the action writes resources of the datastore in batches (create, apply, replace,
     /// delete): those stop between two batches on a signal and undo what they wrote.
     fn writes_resources_in_batches(&self) -> bool {
+        false
+    }
+
+    /// The datastore resources the action writes; `None` when it writes none (it is not a
+    /// `resource.*` write).
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        None
+    }
+
+    /// Whether the action may add Kubernetes types (a manifest or chart with CRDs): the
+    /// pre-flight leaves a type it does not find to the run when an earlier step may add it.
+    fn may_add_types(&self) -> bool {
+        false
+    }
+
+    /// Whether the action may change which version the node agents run (installs, restarts,
+    /// programs): the pre-flight checks a step's node agent requirement when it starts instead.
+    fn may_roll_workloads(&self) -> bool {
         false
     }
 }
@@ -106,6 +126,11 @@ impl Action {
     /// delete): those stop between two batches on a signal and undo what they wrote.
     pub fn writes_many_resources(&self) -> bool {
         self.arguments().writes_resources_in_batches()
+    }
+
+    /// The datastore resources the action writes; `None` when it is no `resource.*` write.
+    pub fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        self.arguments().written_resources()
     }
 
     /// Builds an action from its runbook name and rendered `with:` arguments.

@@ -58,6 +58,14 @@ impl Arguments for Helm {
             false => Ok(()),
         }
     }
+
+    fn may_add_types(&self) -> bool {
+        true
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
+    }
 }
 
 impl Arguments for Exec {
@@ -71,6 +79,10 @@ impl Arguments for Exec {
             true => Err("`command` must name a program".to_string()),
             false => Ok(()),
         }
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
     }
 }
 

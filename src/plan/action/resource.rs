@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Arguments, HumanDuration, PatchType, namespace_flag, namespaced};
 use crate::redaction::shell_quote;
-use crate::resource::{Kind, Resource};
+use crate::resource::{Kind, Resource, ResourceKey};
 
 /// One resource by kind and name (and namespace for namespaced kinds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +68,13 @@ impl Arguments for ResourceDeletion {
 
     fn writes_resources_in_batches(&self) -> bool {
         true
+    }
+
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        let key = |target: &DeletionTarget| {
+            ResourceKey::new(target.kind, target.namespace.clone(), &target.name)
+        };
+        Some(self.targets.iter().map(key).collect())
     }
 }
 
@@ -206,6 +213,10 @@ impl Arguments for ResourceDocuments {
     fn writes_resources_in_batches(&self) -> bool {
         true
     }
+
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        Some(self.documents.iter().map(Resource::key).collect())
+    }
 }
 
 /// Reads the documents written in a runbook step of `resource.create`, `resource.apply` or
@@ -302,6 +313,11 @@ impl Arguments for ResourceLabel {
         };
         Err(reason.to_string())
     }
+
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        let key = ResourceKey::new(self.kind, self.namespace.clone(), &self.name);
+        Some(vec![key])
+    }
 }
 
 /// One label change on many resources of a kind (see [`super::Action::ResourceLabelEach`]): the
@@ -390,6 +406,11 @@ impl Arguments for ResourceLabelEach {
             return Err("`names` must name at least one resource".to_string());
         }
         self.label(self.names.first()).check()
+    }
+
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        let key = |name: &String| ResourceKey::new(self.kind, self.namespace.clone(), name);
+        Some(self.names.iter().map(key).collect())
     }
 }
 
@@ -509,5 +530,10 @@ impl Arguments for ResourcePatch {
             self.patch_type,
             shell_quote(&self.patch.to_string())
         )
+    }
+
+    fn written_resources(&self) -> Option<Vec<ResourceKey>> {
+        let key = ResourceKey::new(self.kind, self.namespace.clone(), &self.name);
+        Some(vec![key])
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::requests::describe_apply;
 use super::{
-    KubeActionError, cluster, described, done, object_api, request_error, with_lines,
+    ApiAccess, KubeActionError, cluster, described, done, object_api, request_error, with_lines,
     without_cluster,
 };
 use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
@@ -36,6 +36,24 @@ impl Perform for KubeApply {
 
     fn is_idempotent(&self, _: &Action) -> bool {
         true
+    }
+
+    /// Each object of an inline manifest; a file or URL is read only when the step runs.
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let ManifestSource::Inline(text) = &self.source else {
+            return None;
+        };
+        let documents = manifest_documents(text, "in the plan").ok()?;
+        let verbs: &[&'static str] = match self.server_side {
+            true => &["patch"],
+            false => &["get", "create", "update"],
+        };
+        let objects = documents.iter().map(KubeObject::of_document);
+        Some(
+            objects
+                .map(|object| ApiAccess::object(&object, verbs))
+                .collect(),
+        )
     }
 }
 
@@ -65,7 +83,7 @@ async fn save_previous(
     let mut not_live = Vec::new();
     let mut secrets = Vec::new();
     for document in documents {
-        let object = document_object(document);
+        let object = KubeObject::of_document(document);
         if object.kind == "Secret" {
             secrets.push(object.to_string());
             continue;
@@ -187,21 +205,6 @@ pub fn manifest_documents(text: &str, origin: &str) -> Result<Vec<Value>, KubeAc
     Ok(documents)
 }
 
-fn document_object(document: &Value) -> KubeObject {
-    let field = |pointer: &str| {
-        document
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    KubeObject {
-        api_version: field("/apiVersion").unwrap_or_default(),
-        kind: field("/kind").unwrap_or_default(),
-        name: field("/metadata/name").unwrap_or_default(),
-        namespace: field("/metadata/namespace"),
-    }
-}
-
 /// `kube.apply`: server-side apply (or create-or-replace) of every object of a manifest.
 pub async fn apply(
     client: &kube::Client,
@@ -223,7 +226,7 @@ pub async fn apply(
     let mut lines = Vec::new();
     let mut applied = Vec::new();
     for document in &documents {
-        let object = document_object(document);
+        let object = KubeObject::of_document(document);
         let what = format!(
             "{} of {object}",
             if apply.server_side {

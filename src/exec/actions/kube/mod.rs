@@ -217,6 +217,48 @@ pub(super) fn done(summary: String, output: Value) -> Outcome {
     }
 }
 
+/// One thing a `kube.*` action does to one Kubernetes type, and how (verbs): what the pre-flight
+/// asks discovery and access reviews about (`exec/preflight/cluster_access.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiAccess {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    /// `None`: the whole collection (lists, deletes by selector).
+    pub name: Option<String>,
+    pub verbs: Vec<&'static str>,
+}
+
+impl ApiAccess {
+    /// `verbs` on one object.
+    fn object(object: &KubeObject, verbs: &[&'static str]) -> ApiAccess {
+        ApiAccess {
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: Some(object.name.clone()),
+            verbs: verbs.to_vec(),
+        }
+    }
+
+    /// `verbs` on a type in a namespace (or cluster-wide), or on one object of it by `name`.
+    fn of_type(
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&String>,
+        name: Option<&String>,
+        verbs: &[&'static str],
+    ) -> ApiAccess {
+        ApiAccess {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.cloned(),
+            name: name.cloned(),
+            verbs: verbs.to_vec(),
+        }
+    }
+}
+
 /// The cluster `action` talks to, or why it cannot run.
 fn cluster<'a>(
     context: &'a ActionContext<'_>,

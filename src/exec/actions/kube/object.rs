@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::requests::{describe_metadata, describe_patch};
 use super::{
-    KubeActionError, cluster, described, done, object_api, request_error, with_lines,
+    ApiAccess, KubeActionError, cluster, described, done, object_api, request_error, with_lines,
     without_cluster,
 };
 use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
@@ -33,6 +33,15 @@ impl Perform for KubePatch {
     fn is_idempotent(&self, _: &Action) -> bool {
         self.patch_type == PatchType::Merge
     }
+
+    /// A JSON patch is applied to the object read and written back whole.
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let verbs: &[&'static str] = match self.patch_type {
+            PatchType::Merge => &["patch"],
+            PatchType::Json => &["get", "update"],
+        };
+        Some(vec![ApiAccess::object(&self.object, verbs)])
+    }
 }
 
 /// `kube.annotate` and `kube.label`.
@@ -55,6 +64,10 @@ impl Perform for KubeMetadataChange {
 
     fn is_idempotent(&self, _: &Action) -> bool {
         true
+    }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        Some(vec![ApiAccess::object(&self.object, &["get", "patch"])])
     }
 }
 

@@ -21,8 +21,8 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::requests::object_path;
+use super::{ApiAccess, cluster, without_cluster};
 use super::{KubeActionError, object_api, request_error};
-use super::{cluster, without_cluster};
 use crate::datastore::{Datastore, StoreError};
 use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
 use crate::plan::Action;
@@ -52,6 +52,10 @@ impl Perform for KubeRestoreOwnerReference {
     /// It reads the object and the owner each time and sends nothing when the reference is there.
     fn is_idempotent(&self, _: &Action) -> bool {
         true
+    }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        Some(vec![ApiAccess::object(&self.object, &["get", "patch"])])
     }
 }
 

@@ -66,24 +66,10 @@ pub(super) fn body_size(value: &serde_json::Value) -> usize {
         .unwrap_or(0)
 }
 
-/// The objects of a manifest text: `(apiVersion, kind, namespace, name)` for each document.
+/// The objects of a manifest text.
 fn manifest_objects(text: &str) -> Result<Vec<KubeObject>, String> {
-    let mut objects = Vec::new();
-    for value in crate::yaml::read_values(text).map_err(|error| error.to_string())? {
-        let field = |pointer: &str| {
-            value
-                .pointer(pointer)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        objects.push(KubeObject {
-            api_version: field("/apiVersion").unwrap_or_default(),
-            kind: field("/kind").unwrap_or_default(),
-            name: field("/metadata/name").unwrap_or_default(),
-            namespace: field("/metadata/namespace"),
-        });
-    }
-    Ok(objects)
+    let values = crate::yaml::read_values(text).map_err(|error| error.to_string())?;
+    Ok(values.iter().map(KubeObject::of_document).collect())
 }
 
 /// The requests `kube.apply` would send.

@@ -13,10 +13,10 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Value, json};
 
 use super::requests::body_size;
+use super::{ApiAccess, cluster, without_cluster};
 use super::{
     KubeActionError, api_path, described, done, object_api, plural, request_error, with_lines,
 };
-use super::{cluster, without_cluster};
 use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
 use crate::plan::Action;
 use crate::plan::action::{KubeObject, KubeRestart, KubeWaitRollout};
@@ -47,6 +47,13 @@ impl Perform for KubeRestart {
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let (namespace, name) = (Some(&self.namespace), Some(&self.name));
+        let verbs = &["get", "patch"];
+        let workload = ApiAccess::of_type("apps/v1", &self.kind, namespace, name, verbs);
+        Some(vec![workload])
+    }
 }
 
 /// `kube.wait-rollout`; as a postcondition, the rollout is complete now.
@@ -69,6 +76,22 @@ impl Perform for KubeWaitRollout {
 
     fn is_idempotent(&self, _: &Action) -> bool {
         true
+    }
+
+    /// The workload (one, or a collection by selector) and its pods.
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let namespace = Some(&self.namespace);
+        let pods = ApiAccess::of_type("v1", "Pod", namespace, None, &["list"]);
+        if self.kind == "Pod" {
+            return Some(vec![pods]);
+        }
+        let verbs: &[&'static str] = match self.name {
+            Some(_) => &["get"],
+            None => &["list"],
+        };
+        let name = self.name.as_ref();
+        let workload = ApiAccess::of_type("apps/v1", &self.kind, namespace, name, verbs);
+        Some(vec![workload, pods])
     }
 }
 

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::requests::{collection, describe_delete, describe_list, listing};
 use super::{
-    KubeActionError, api_for, cluster, described, done, request_error, resolve, with_lines,
-    without_cluster,
+    ApiAccess, KubeActionError, api_for, cluster, described, done, request_error, resolve,
+    with_lines, without_cluster,
 };
 use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
 use crate::plan::Action;
@@ -35,6 +35,12 @@ impl Perform for KubeList {
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let namespace = self.namespace.as_ref();
+        let list = ApiAccess::of_type(&self.api_version, &self.kind, namespace, None, &["list"]);
+        Some(vec![list])
+    }
 }
 
 impl Perform for KubeDelete {
@@ -52,6 +58,12 @@ impl Perform for KubeDelete {
 
     fn is_idempotent(&self, _: &Action) -> bool {
         true
+    }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let (namespace, verbs) = (self.namespace.as_ref(), &["list", "deletecollection"]);
+        let delete = ApiAccess::of_type(&self.api_version, &self.kind, namespace, None, verbs);
+        Some(vec![delete])
     }
 }
 
