@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::actions::resource::diff::WriteCounts;
-use super::actions::{self, ActionContext, Outcome, StepError};
+use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
@@ -25,7 +25,7 @@ use crate::plan::{Action, Plan, PlannedStep};
 /// `fetch` steps before this one would make.
 struct Rehearsal<'a> {
     /// The facts, where files would be, the write semantics; `register` is set per step.
-    context: ActionContext<'a>,
+    context: Context<'a>,
     /// File → (URL, step) of the downloads earlier `fetch` steps would make.
     would_download: BTreeMap<String, (String, String)>,
     /// File → the overlaid manifest of those downloads that have a manifest overlay (`None` until
@@ -34,7 +34,7 @@ struct Rehearsal<'a> {
 }
 
 impl<'a> Rehearsal<'a> {
-    fn new(context: ActionContext<'a>) -> Rehearsal<'a> {
+    fn new(context: Context<'a>) -> Rehearsal<'a> {
         Rehearsal {
             context,
             would_download: BTreeMap::new(),

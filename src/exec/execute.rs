@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use super::actions::resource::label_each;
-use super::actions::{self, ActionContext, Outcome, StepError};
+use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
@@ -477,7 +477,7 @@ impl StepRun for OneStep<'_> {
 
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let outputs = Default::default();
-        let mut context: ActionContext<'_> = self.executor.context(
+        let mut context: Context<'_> = self.executor.context(
             &self.plan.facts,
             self.options.files_dir(),
             None,

@@ -104,7 +104,7 @@ impl StepError {
 }
 
 /// What an action may use.
-pub struct ActionContext<'a> {
+pub struct Context<'a> {
     /// `None` for a plan that touches no datastore (`node run`).
     pub datastore: Option<&'a dyn Datastore>,
     /// Facts as the cluster shows them now (discoverable ones re-read).
@@ -136,7 +136,7 @@ pub struct ActionContext<'a> {
     pub interrupt: Option<crate::exec::interrupt::Interrupt>,
 }
 
-impl ActionContext<'_> {
+impl Context<'_> {
     /// The datastore, or why `action` cannot run without one.
     fn store(&self, action: &Action) -> Result<&dyn Datastore, StepError> {
         self.datastore.ok_or(StepError::NoDatastore {
@@ -151,21 +151,22 @@ impl ActionContext<'_> {
     }
 }
 
+/// What [`Perform::perform`] gives back.
+pub type Performed = Result<Outcome, StepError>;
+
+/// What [`Perform::holds`] gives back: whether the postcondition holds.
+pub type Held = Result<bool, StepError>;
+
 /// What the executor does with the arguments of one kind of action. Every argument type of
 /// `plan::action` implements it beside the other actions of its family; `action` is the action
 /// the arguments belong to (two actions share one type: `resource.create`, `resource.apply` and
 /// `resource.replace`; `kube.annotate` and `kube.label`).
 pub(crate) trait Perform {
     /// Performs `action` (or, in dry-run, does its reads and says what it would write).
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError>;
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed;
 
     /// Whether `action` holds as a postcondition (`verify`). Reads only.
-    async fn holds(&self, action: &Action, _: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, _: &Context<'_>) -> Held {
         Err(StepError::NotAPostcondition {
             action: action.name(),
         })
@@ -189,7 +190,7 @@ macro_rules! dispatch {
     ( $( $audience:ident { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* } )* ) => {
         /// Performs (or in dry-run describes) one action.
         pub async fn perform(
-            context: &ActionContext<'_>,
+            context: &Context<'_>,
             action: &Action,
             mode: RunMode,
         ) -> Result<Outcome, StepError> {
@@ -199,7 +200,7 @@ macro_rules! dispatch {
         }
 
         /// Whether a postcondition holds. Reads only.
-        pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool, StepError> {
+        pub async fn holds(context: &Context<'_>, verify: &Action) -> Held {
             match verify {
                 $( $( Action::$variant(arguments) => arguments.holds(verify, context).await, )* )*
             }

@@ -5,19 +5,14 @@
 //! for root, prepares the host, writes the private files, replaces the old container and watches the
 //! logs for the agent's start line; with `--init-system` the container's own exit is the outcome.
 
-use super::{ActionContext, Outcome, Perform, RunMode, StepError};
+use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::node::run::{self, RunOutcome};
 use crate::node::{NodeError, dry_run_text};
 use crate::plan::Action;
 use crate::plan::action::NodeRun;
 
 impl Perform for NodeRun {
-    async fn perform(
-        &self,
-        _: &Action,
-        _: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, _: &Action, _: &Context<'_>, mode: RunMode) -> Performed {
         Ok(start(self, mode).await?)
     }
 

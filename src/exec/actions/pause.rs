@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::{ActionContext, Outcome, Perform, RunMode, StepError};
+use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::Pause;
 
@@ -35,12 +35,7 @@ pub fn describe(gate: &Pause, mode: RunMode) -> Outcome {
 /// The gate itself is the executor's (`exec/gate.rs`): by the time the step is performed, it was
 /// passed.
 impl Perform for Pause {
-    async fn perform(
-        &self,
-        _: &Action,
-        _: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, _: &Action, _: &Context<'_>, mode: RunMode) -> Performed {
         Ok(describe(self, mode))
     }
 

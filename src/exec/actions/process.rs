@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::{ActionContext, Outcome, Perform, RunMode, StepError};
+use super::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::{Exec, Helm};
 use crate::redaction::{REDACTED, command_line};
@@ -21,12 +21,7 @@ use crate::redaction::{REDACTED, command_line};
 const OUTPUT_LIMIT: usize = 64 * 1024;
 
 impl Perform for Helm {
-    async fn perform(
-        &self,
-        _: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let tracking = context.child_tracking.as_ref();
         let env = BTreeMap::new();
         Ok(run(&self.argv(), &env, self.timeout.0, mode, tracking).await?)
@@ -40,17 +35,12 @@ impl Perform for Helm {
 
 /// `exec`; as a postcondition, the program exits 0.
 impl Perform for Exec {
-    async fn perform(
-        &self,
-        _: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let tracking = context.child_tracking.as_ref();
         Ok(run(&self.command, &self.env, self.timeout.0, mode, tracking).await?)
     }
 
-    async fn holds(&self, _: &Action, _: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, _: &Action, _: &Context<'_>) -> Held {
         let (code, _, _) = run_status(&self.command, &self.env, self.timeout.0, None).await?;
         Ok(code == Some(0))
     }

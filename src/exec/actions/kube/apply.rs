@@ -13,17 +13,12 @@ use super::{
     ApiAccess, KubeActionError, cluster, described, done, object_api, request_error, with_lines,
     without_cluster,
 };
-use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::{KubeApply, KubeObject, ManifestSource};
 
 impl Perform for KubeApply {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let files_dir = context.files_dir.as_path();
         match cluster(context, action) {
             Ok(client) => {

@@ -28,7 +28,7 @@ pub use apply::manifest_documents;
 pub use requests::{api_path, plural};
 pub use selected::{Listed, list_names};
 
-use super::{ActionContext, Outcome, RunMode, StepError};
+use super::{Context, Outcome, RunMode, StepError};
 use crate::plan::Action;
 use crate::plan::action::KubeObject;
 
@@ -260,10 +260,7 @@ impl ApiAccess {
 }
 
 /// The cluster `action` talks to, or why it cannot run.
-fn cluster<'a>(
-    context: &'a ActionContext<'_>,
-    action: &Action,
-) -> Result<&'a kube::Client, StepError> {
+fn cluster<'a>(context: &'a Context<'_>, action: &Action) -> Result<&'a kube::Client, StepError> {
     context
         .kubernetes
         .as_ref()

@@ -12,17 +12,12 @@ use super::{
     ApiAccess, KubeActionError, cluster, described, done, object_api, request_error, with_lines,
     without_cluster,
 };
-use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::{KubeMetadataChange, KubePatch, PatchType};
 
 impl Perform for KubePatch {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
             Ok(client) => Ok(patch(client, self, mode).await?),
             Err(_) => without_cluster(action, mode, describe_patch(self)),
@@ -46,12 +41,7 @@ impl Perform for KubePatch {
 
 /// `kube.annotate` and `kube.label`.
 impl Perform for KubeMetadataChange {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let field = match action {
             Action::KubeAnnotate(_) => "annotations",
             _ => "labels",

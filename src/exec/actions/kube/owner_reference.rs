@@ -24,7 +24,7 @@ use super::requests::object_path;
 use super::{ApiAccess, cluster, without_cluster};
 use super::{KubeActionError, object_api, request_error};
 use crate::datastore::{Datastore, StoreError};
-use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::KubeRestoreOwnerReference;
 use crate::resource::{API_VERSION, ResourceKey};
@@ -32,19 +32,14 @@ use crate::resource::{API_VERSION, ResourceKey};
 /// `kube.restore-owner-reference`; as a postcondition, the reference is there with the owner's
 /// current UID.
 impl Perform for KubeRestoreOwnerReference {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
             Ok(client) => Ok(restore(client, context.store(action)?, self, mode).await?),
             Err(_) => without_cluster(action, mode, describe(self)),
         }
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         let client = cluster(context, action)?;
         Ok(holds(client, context.store(action)?, self).await?)
     }

@@ -17,7 +17,7 @@ use super::{ApiAccess, cluster, without_cluster};
 use super::{
     KubeActionError, api_path, described, done, object_api, plural, request_error, with_lines,
 };
-use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::{KubeObject, KubeRestart, KubeWaitRollout};
 
@@ -27,12 +27,7 @@ const ROLLOUT_POLL: Duration = Duration::from_millis(500);
 /// `kube.restart`. The `restartedAt` value is the run's start time; outside an upgrade run (a
 /// dry-run), the time now stands in.
 impl Perform for KubeRestart {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let restarted_at = context
             .run_started_at
             .clone()
@@ -43,7 +38,7 @@ impl Perform for KubeRestart {
         }
     }
 
-    /// Idempotent within a run: the value is the run's start time (see `ActionContext`).
+    /// Idempotent within a run: the value is the run's start time (see `Context`).
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
@@ -58,19 +53,14 @@ impl Perform for KubeRestart {
 
 /// `kube.wait-rollout`; as a postcondition, the rollout is complete now.
 impl Perform for KubeWaitRollout {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
             Ok(client) => Ok(wait_rollout(client, self, mode).await?),
             Err(_) => without_cluster(action, mode, describe_wait(self)),
         }
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         Ok(rolled_out(cluster(context, action)?, self).await?)
     }
 

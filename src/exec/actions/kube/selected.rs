@@ -10,24 +10,19 @@ use super::{
     ApiAccess, KubeActionError, api_for, cluster, described, done, request_error, resolve,
     with_lines, without_cluster,
 };
-use crate::exec::actions::{ActionContext, Outcome, Perform, RunMode, StepError};
+use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::{KubeDelete, KubeList};
 
 impl Perform for KubeList {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
             Ok(client) => Ok(list(client, self, mode).await?),
             Err(_) => without_cluster(action, mode, describe_list(self)),
         }
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         let client = cluster(context, action)?;
         Ok(!list_names(client, self).await?.names.is_empty())
     }
@@ -44,12 +39,7 @@ impl Perform for KubeList {
 }
 
 impl Perform for KubeDelete {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
             Ok(client) => Ok(delete(client, self, mode).await?),
             Err(_) => without_cluster(action, mode, describe_delete(self)),

@@ -28,7 +28,7 @@ use super::{
     prepare_all, prepare_for_write, read_stored, store_error, update_changes_nothing,
 };
 use super::{Outcome, RunMode, diff, store_rules};
-use crate::exec::actions::{ActionContext, Perform, StepError};
+use crate::exec::actions::{Context, Perform, Performed};
 use crate::plan::Action;
 
 /// Which of the three document commands runs.
@@ -309,12 +309,7 @@ fn written_document(
 
 /// `resource.create`, `resource.apply` and `resource.replace`.
 impl Perform for ResourceDocuments {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let command = match action {
             Action::ResourceCreate(_) => DocumentWrite::Create(context.semantics.create_existing),
             Action::ResourceReplace(_) => DocumentWrite::Replace,

@@ -26,7 +26,7 @@ use super::{
     target_key, writable,
 };
 use super::{Outcome, RunMode, store_rules};
-use crate::exec::actions::{ActionContext, Perform, StepError};
+use crate::exec::actions::{Context, Perform, Performed};
 use crate::plan::Action;
 
 /// One resource to delete, as read.
@@ -262,12 +262,7 @@ fn summary(targets: &[Target], tally: &Tally, dry_run: bool) -> String {
 
 /// `resource.delete`.
 impl Perform for ResourceDeletion {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
         let interrupt = context.interrupt.as_ref();
         Ok(delete(store, self, context.semantics, mode, interrupt).await?)

@@ -17,7 +17,7 @@ use super::{
 };
 use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics};
 use super::{diff, store_rules};
-use crate::exec::actions::{ActionContext, Perform, StepError};
+use crate::exec::actions::{Context, Held, Perform, Performed};
 use crate::plan::Action;
 
 /// Reads, changes and conditionally updates one resource, re-reading on conflict.
@@ -303,18 +303,13 @@ pub async fn patch(
 
 /// `resource.label`; as a postcondition, the resource has the labels.
 impl Perform for ResourceLabel {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
         let release = context.release(store).await;
         Ok(label_with(store, self, context.semantics, mode, &release).await?)
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         Ok(label_holds(context.store(action)?, self).await?)
     }
 
@@ -325,12 +320,7 @@ impl Perform for ResourceLabel {
 
 /// `resource.patch`.
 impl Perform for ResourcePatch {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
         let release = context.release(store).await;
         Ok(patch(store, self, mode, &release).await?)

@@ -22,7 +22,7 @@ use super::{
     target_key, writable,
 };
 use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics, diff, store_rules};
-use crate::exec::actions::{ActionContext, Perform, StepError};
+use crate::exec::actions::{Context, Held, Perform, Performed};
 use crate::plan::Action;
 
 /// What the batches of a label step did so far.
@@ -308,18 +308,13 @@ fn batch_read_error(keys: &[ResourceKey], error: StoreError) -> ResourceActionEr
 
 /// `resource.label-each`; as a postcondition, every resource has the label.
 impl Perform for ResourceLabelEach {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
         let release = context.release(store).await;
         Ok(label_all(store, self, context.semantics, mode, &release).await?)
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         Ok(label_all_hold(context.store(action)?, self).await?)
     }
 

@@ -32,7 +32,7 @@ use crate::resource::{Kind, Resource, ResourceKey};
 
 use crate::resource::selector::Selector;
 
-use super::{ActionContext, Outcome, Perform, RunMode, StepError};
+use super::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 
 pub mod apply;
@@ -599,16 +599,11 @@ impl std::fmt::Display for BatchName {
 
 /// `resource.get`: reads one resource; as a postcondition, the resource exists.
 impl Perform for ResourceTarget {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        _: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, _: RunMode) -> Performed {
         Ok(get(context.store(action)?, self).await?)
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         Ok(exists(context.store(action)?, self).await?)
     }
 
@@ -619,16 +614,11 @@ impl Perform for ResourceTarget {
 
 /// `resource.list`: lists names; as a postcondition, at least one resource is listed.
 impl Perform for ResourceList {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        _: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, _: RunMode) -> Performed {
         Ok(list(context.store(action)?, self).await?)
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         let outcome = list(context.store(action)?, self).await?;
         Ok(outcome
             .output

@@ -10,7 +10,7 @@ use crate::resource::Resource;
 
 use super::{Outcome, RunMode};
 use super::{ResourceActionError, for_each_selected, parse_selector, store_error, target_key};
-use crate::exec::actions::{ActionContext, Perform, StepError};
+use crate::exec::actions::{Context, Held, Perform, Performed};
 use crate::plan::Action;
 
 /// How often `resource.wait` reads the datastore again.
@@ -140,16 +140,11 @@ pub async fn waited_for(
 
 /// `resource.wait`; as a postcondition, what it waits for is there now.
 impl Perform for ResourceWait {
-    async fn perform(
-        &self,
-        action: &Action,
-        context: &ActionContext<'_>,
-        mode: RunMode,
-    ) -> Result<Outcome, StepError> {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         Ok(wait(context.store(action)?, self, mode).await?)
     }
 
-    async fn holds(&self, action: &Action, context: &ActionContext<'_>) -> Result<bool, StepError> {
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
         Ok(waited_for(context.store(action)?, self).await?)
     }
 
