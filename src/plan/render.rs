@@ -127,11 +127,7 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(out, "  {name:width$}  {value}  ({origin})");
     }
     let mut number = 0;
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(out, "\n{phase}");
         for (position, step) in steps.iter().enumerate() {
             number += 1;
@@ -171,10 +167,7 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan)
-        .into_iter()
-        .chain(overlay_sections(plan))
-    {
+    for (heading, body) in sections(plan) {
         let _ = writeln!(out, "\n{heading}");
         for line in body.lines() {
             let _ = writeln!(out, "  {line}");
@@ -192,6 +185,21 @@ pub fn text(plan: &Plan) -> String {
         plan.steps.len()
     );
     out
+}
+
+/// The phases that have steps, in the order they run, each with its steps.
+fn phases(plan: &Plan) -> impl Iterator<Item = (Phase, Vec<&PlannedStep>)> {
+    Phase::ALL.into_iter().filter_map(|phase| {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        (!steps.is_empty()).then_some((phase, steps))
+    })
+}
+
+/// What follows the steps: the hand edits looked for, then the manifest overlays.
+fn sections(plan: &Plan) -> Vec<(String, String)> {
+    let mut sections = discovery_sections(plan);
+    sections.extend(overlay_sections(plan));
+    sections
 }
 
 /// One `(heading, body)` per `fetch` step whose hand edits were looked for in the cluster: the
@@ -296,11 +304,7 @@ pub fn markdown(plan: &Plan) -> String {
         );
     }
     let mut number = 0;
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(out, "\n## Phase: {phase}\n");
         for step in steps {
             number += 1;
@@ -332,10 +336,7 @@ pub fn markdown(plan: &Plan) -> String {
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan)
-        .into_iter()
-        .chain(overlay_sections(plan))
-    {
+    for (heading, body) in sections(plan) {
         let fence = if body.starts_with("---") || body.starts_with('@') {
             "diff"
         } else {
@@ -363,11 +364,7 @@ pub fn dot(plan: &Plan) -> String {
         out,
         "  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];"
     );
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(
             out,
             "  subgraph \"cluster_{phase}\" {{\n    label=\"{phase}\";"
@@ -410,11 +407,7 @@ pub fn mermaid(plan: &Plan) -> String {
         .collect();
     let mut out = String::new();
     let _ = writeln!(out, "flowchart TD");
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(
             out,
             "  subgraph {}[\"{phase}\"]",

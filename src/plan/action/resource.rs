@@ -170,12 +170,8 @@ pub struct ResourceList {
 
 impl Arguments for ResourceList {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            out,
-            "{name} {}{}",
-            self.kind,
-            namespace_flag(&self.namespace)
-        )?;
+        let namespace = namespace_flag(&self.namespace);
+        write!(out, "{name} {}{namespace}", self.kind)?;
         selector_flag(out, self.selector.as_deref())
     }
 }
@@ -483,12 +479,8 @@ fn default_resource_wait_timeout() -> HumanDuration {
 
 impl Arguments for ResourceWait {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            out,
-            "{name} {}{}",
-            self.kind,
-            namespace_flag(&self.namespace)
-        )?;
+        let namespace = namespace_flag(&self.namespace);
+        write!(out, "{name} {}{namespace}", self.kind)?;
         for object in &self.names {
             write!(out, " {object}")?;
         }
