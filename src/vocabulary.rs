@@ -87,6 +87,11 @@ macro_rules! action_table {
                 /// action, and never read back from a plan file (its private files are not written
                 /// into one).
                 NodeRun = "node.run" (NodeRun),
+                /// Ask nodes' calico-node for their BGP status: one temporary CalicoNodeStatus per
+                /// node, created, waited on until filled in (bounded), and deleted again, also
+                /// after a timeout or a signal. Built by `netctl node status --node/--all` only: not
+                /// a runbook action.
+                NodeStatus = "node.status" (NodeStatusQuery),
             }
         }
     };

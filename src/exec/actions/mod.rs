@@ -66,6 +66,8 @@ pub enum StepError {
     OwnerReference(#[from] kube::owner_reference::OwnerReferenceError),
     #[error(transparent)]
     Node(#[from] crate::node::NodeError),
+    #[error(transparent)]
+    NodeStatus(#[from] Box<node::status::NodeStatusActionError>),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -91,6 +93,7 @@ impl StepError {
             StepError::Kube(error) => error.hint(),
             StepError::OwnerReference(error) => error.hint(),
             StepError::Node(error) => error.hint(),
+            StepError::NodeStatus(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),

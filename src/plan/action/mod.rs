@@ -11,7 +11,7 @@
 //! live beside this file with what they say of themselves ([`Arguments`]: the one line that
 //! describes the action, the rules serde cannot express): `resource.rs` (`resource.*`), `kube.rs`
 //! (`kube.*`), `fetch.rs`, `process.rs` (`helm`, `exec`), `gate.rs` (`check`, `pause`) and
-//! `node.rs` (`node.run`).
+//! `node.rs` (`node.run`, `node.status`).
 
 use std::fmt;
 
@@ -27,19 +27,13 @@ mod process;
 mod resource;
 
 pub use crate::vocabulary::HumanDuration;
-pub use fetch::{Fetch, is_sha256_digest};
-pub use gate::{Check, Pause};
-pub use kube::{
-    DEFAULT_FIELD_MANAGER, KubeApply, KubeDelete, KubeList, KubeMetadataChange, KubeObject,
-    KubePatch, KubeRestart, KubeRestoreOwnerReference, KubeWaitRollout, LabelSelector,
-    ManifestSource, OwnerResource,
-};
-pub use node::NodeRun;
-pub use process::{Exec, Helm};
-pub use resource::{
-    DeletionTarget, NAMES_SHOWN, ResourceDeletion, ResourceDocuments, ResourceLabel,
-    ResourceLabelEach, ResourceList, ResourcePatch, ResourceTarget, ResourceWait, compact_list,
-};
+// Each family's argument types, as `plan::action::KubeApply`: a new one needs no line here.
+pub use fetch::*;
+pub use gate::*;
+pub use kube::*;
+pub use node::*;
+pub use process::*;
+pub use resource::*;
 
 /// What the arguments of every action say of themselves. The plan, the dry run and the journal
 /// show an action by [`Arguments::describe`] alone (through `Display` of [`Action`]); the planner
@@ -59,6 +53,12 @@ pub trait Arguments {
     /// delete): those stop between two batches on a signal and undo what they wrote.
     fn writes_resources_in_batches(&self) -> bool {
         false
+    }
+
+    /// Whether the action catches Ctrl-C and SIGTERM to stop at a safe point and undo (one-step
+    /// commands): the batched resource writes, and whatever deletes what it created.
+    fn stops_on_signal(&self) -> bool {
+        self.writes_resources_in_batches()
     }
 
     /// The datastore resources the action writes; `None` when it writes none (it is not a
@@ -126,6 +126,12 @@ impl Action {
     /// delete): those stop between two batches on a signal and undo what they wrote.
     pub fn writes_many_resources(&self) -> bool {
         self.arguments().writes_resources_in_batches()
+    }
+
+    /// Whether the action catches Ctrl-C and SIGTERM to stop at a safe point and undo (one-step
+    /// commands).
+    pub fn stops_on_signal(&self) -> bool {
+        self.arguments().stops_on_signal()
     }
 
     /// The datastore resources the action writes; `None` when it is no `resource.*` write.

@@ -1,8 +1,9 @@
-//! The arguments of `node.run` — start the node agent container — which only `netctl node run`
-//! builds: what a plan's digest keeps of them (the command line and the private files' paths, never
-//! their contents) and their one-line description.
+//! The arguments of the `node.*` actions, which only `netctl node` commands build: `node.run`
+//! (start the node agent container; what a plan's digest keeps of it is the command line and the
+//! private files' paths, never their contents) and `node.status` (ask nodes for their BGP status
+//! through temporary CalicoNodeStatus objects), with their one-line descriptions.
 //!
-//! Starting the container is `exec/actions/node.rs`'s (through `node::run`).
+//! Starting the container and asking are `exec/actions/node/`'s.
 
 use std::fmt;
 use std::time::Duration;
@@ -54,5 +55,41 @@ impl<'de> Deserialize<'de> for NodeRun {
 impl Arguments for NodeRun {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(out, "{name}: {}", self.command.shell_line())
+    }
+}
+
+/// The nodes `node.status` asks, each through its own temporary CalicoNodeStatus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStatusQuery {
+    /// The query's id: part of each object's name and the value of its
+    /// `netctl.projectcalico.org/node-status` label.
+    pub id: String,
+    pub nodes: Vec<NodeStatusTarget>,
+    /// How long to wait for every node to answer.
+    pub timeout: HumanDuration,
+}
+
+/// One node and the name of the object that asks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStatusTarget {
+    pub node: String,
+    pub object: String,
+}
+
+impl Arguments for NodeStatusQuery {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nodes: Vec<&str> = self
+            .nodes
+            .iter()
+            .map(|target| target.node.as_str())
+            .collect();
+        write!(out, "{name} {} (timeout {})", nodes.join(","), self.timeout)
+    }
+
+    /// It deletes what it created on Ctrl-C and SIGTERM.
+    fn stops_on_signal(&self) -> bool {
+        true
     }
 }

@@ -1,4 +1,5 @@
-//! `node.run`: starts the node agent container, the one step of `netctl node run`.
+//! The `node.*` actions. `node.run`: starts the node agent container, the one step of `netctl node
+//! run` (this file); `node.status`: asks nodes for their BGP status (`status.rs`).
 //!
 //! In dry-run the transcript is the command and the files it reads, exactly as the real run would
 //! use them (nothing is written, not even the private files). For real, `node::run::execute` checks
@@ -6,6 +7,8 @@
 //! logs for the agent's start line; with `--init-system` the container's own exit is the outcome.
 
 use super::{Context, Outcome, Perform, Performed, RunMode};
+
+pub mod status;
 use crate::node::run::{self, RunOutcome};
 use crate::node::{NodeError, dry_run_text};
 use crate::plan::Action;
