@@ -13,7 +13,7 @@ use crate::support::{self, EtcdServer};
 use netctl::datastore::testing::TestStore;
 use netctl::exec::RunMode;
 use netctl::exec::actions::WriteSemantics;
-use netctl::exec::actions::resource_label_each::{LabelTally, label_batch};
+use netctl::exec::actions::resource::label_each::{LabelTally, label_batch};
 use netctl::plan::action::ResourceLabelEach;
 use netctl::plan::{Action, Plan};
 use netctl::resource::Kind;

@@ -13,7 +13,7 @@ use crate::support::{self, EtcdServer, Netctl, Run, failed, ok};
 use netctl::datastore::testing::TestStore;
 use netctl::datastore::{Datastore, StoreError, Write, WriteOutcome};
 use netctl::exec::RunMode;
-use netctl::exec::actions::resource_apply::{DocumentWrite, write_documents};
+use netctl::exec::actions::resource::apply::{DocumentWrite, write_documents};
 use netctl::plan::action::ResourceDocuments;
 use netctl::resource::{Kind, Resource, ResourceKey};
 

@@ -97,7 +97,7 @@ pub(super) fn update_lines(header: &str, before: &Resource, after: &Resource) ->
 pub(super) fn create_lines(header: &str, created: &Resource) -> Vec<String> {
     let mut lines = vec![format!("{CREATE} {header}:")];
     lines.extend(
-        super::resource::document_lines(created)
+        super::document_lines(created)
             .iter()
             .map(|line| format!("    {CREATE} {}", line.strip_prefix("    ").unwrap_or(line))),
     );

@@ -4,7 +4,7 @@
 //! postcondition).
 //!
 //! As every `kube.*` action, each first describes its requests, so a dry-run stays total without a
-//! cluster; the other `kube.*` actions are in `kube.rs`.
+//! cluster.
 
 use std::time::{Duration, Instant};
 
@@ -12,15 +12,78 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Value, json};
 
-use super::kube::{
-    KubeActionError, api_path, body_size, described, done, object_api, plural, request_error,
-    with_lines,
+use super::requests::body_size;
+use super::{ApiAccess, cluster, without_cluster};
+use super::{
+    KubeActionError, api_path, described, done, object_api, plural, request_error, with_lines,
 };
-use super::{Outcome, RunMode};
+use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
 use crate::plan::action::{KubeObject, KubeRestart, KubeWaitRollout};
 
 /// How often a rollout wait reads the cluster again.
 const ROLLOUT_POLL: Duration = Duration::from_millis(500);
+
+/// `kube.restart`. The `restartedAt` value is the run's start time; outside an upgrade run (a
+/// dry-run), the time now stands in.
+impl Perform for KubeRestart {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let restarted_at = context
+            .run_started_at
+            .clone()
+            .unwrap_or_else(crate::exec::clock::now_rfc3339);
+        match cluster(context, action) {
+            Ok(client) => Ok(restart(client, self, &restarted_at, mode).await?),
+            Err(_) => without_cluster(action, mode, describe_restart(self, &restarted_at)),
+        }
+    }
+
+    /// Idempotent within a run: the value is the run's start time (see `Context`).
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let (namespace, name) = (Some(&self.namespace), Some(&self.name));
+        let verbs = &["get", "patch"];
+        let workload = ApiAccess::of_type("apps/v1", &self.kind, namespace, name, verbs);
+        Some(vec![workload])
+    }
+}
+
+/// `kube.wait-rollout`; as a postcondition, the rollout is complete now.
+impl Perform for KubeWaitRollout {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        match cluster(context, action) {
+            Ok(client) => Ok(wait_rollout(client, self, mode).await?),
+            Err(_) => without_cluster(action, mode, describe_wait(self)),
+        }
+    }
+
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
+        Ok(rolled_out(cluster(context, action)?, self).await?)
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+
+    /// The workload (one, or a collection by selector) and its pods.
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        let namespace = Some(&self.namespace);
+        let pods = ApiAccess::of_type("v1", "Pod", namespace, None, &["list"]);
+        if self.kind == "Pod" {
+            return Some(vec![pods]);
+        }
+        let verbs: &[&'static str] = match self.name {
+            Some(_) => &["get"],
+            None => &["list"],
+        };
+        let name = self.name.as_ref();
+        let workload = ApiAccess::of_type("apps/v1", &self.kind, namespace, name, verbs);
+        Some(vec![workload, pods])
+    }
+}
 
 pub fn describe_wait(wait: &KubeWaitRollout) -> Vec<String> {
     let api_version = if wait.kind == "Pod" { "v1" } else { "apps/v1" };

@@ -1,7 +1,7 @@
 //! Sending the writes of a create, apply, replace or delete in batches, and keeping the books an
 //! undo needs.
 //!
-//! The commands decide what to write (`resource_apply.rs`, `resource_delete.rs`) after reading
+//! The commands decide what to write (`apply.rs`, `delete.rs`) after reading
 //! what is stored; the [`Writer`] sends those writes in batches of the datastore's size
 //! ([`Datastore::write_batch`]: one etcd transaction each) and, per write, records what was applied
 //! (the [`Ledger`] and the per-kind [`Tally`]), hands a refused write back to the command to decide
@@ -9,7 +9,7 @@
 //! refused transaction did not apply, and keeps what may have applied unseen. Up to the datastore's
 //! number of batches are out at once (two on etcd, one elsewhere); before sending one it looks for
 //! Ctrl-C or SIGTERM. It stops at the first failure or signal — sending nothing more, awaiting the
-//! answers of the batches out — and says why ([`Stop`]); undoing is `resource_undo.rs`'s.
+//! answers of the batches out — and says why ([`Stop`]); undoing is `undo.rs`'s.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,7 +21,7 @@ use crate::datastore::{BatchLimits, BatchOutcome, Datastore, StoreError, Write, 
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::resource::{BatchName, CONFLICT_ATTEMPTS, ResourceActionError};
+use super::{BatchName, CONFLICT_ATTEMPTS, ResourceActionError};
 
 /// What a write changes, for the summary and for its undo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

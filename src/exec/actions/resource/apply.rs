@@ -6,9 +6,9 @@
 //! stored metadata merged in), or unchanged (identical to what is stored: not written). A create
 //! that finds a resource, a replace that finds none, or a `resourceVersion` that is no longer the
 //! stored one refuses the whole command here, before the first write. Then the writes go out in
-//! batches (`resource_write.rs`); a write refused because someone changed that resource meanwhile
+//! batches (`write.rs`); a write refused because someone changed that resource meanwhile
 //! is decided again on what is stored now. When the datastore fails half way or Ctrl-C / SIGTERM
-//! arrives, what was written is undone (`resource_undo.rs`).
+//! arrives, what was written is undone (`undo.rs`).
 //!
 //! In dry-run the same checks and reads happen and the transcript shows each document that would
 //! be written; in a real run no document is rendered for show.
@@ -21,13 +21,15 @@ use crate::plan::action::ResourceDocuments;
 use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
-use super::resource::{
+use super::undo::undo;
+use super::write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
+use super::{
     ExistingPolicy, ResourceActionError, initialize, merge_for_update, metadata_for_create,
     prepare_all, prepare_for_write, read_stored, store_error, update_changes_nothing,
 };
-use super::resource_undo::undo;
-use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
-use super::{Outcome, RunMode, resource_diff, store_rules};
+use super::{Outcome, RunMode, diff, store_rules};
+use crate::exec::actions::{Context, Perform, Performed};
+use crate::plan::Action;
 
 /// Which of the three document commands runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,15 +250,12 @@ fn rehearse(command: DocumentWrite, prepared: &[Resource], decided: Vec<Decided>
                 let mut created = resource.clone();
                 metadata_for_create(&mut created);
                 tally.changed(key.kind, Change::Created);
-                transcript.extend(resource_diff::create_lines(
-                    &format!("would create {key}"),
-                    &created,
-                ));
+                transcript.extend(diff::create_lines(&format!("would create {key}"), &created));
             }
             Decided::Update(stored) => {
                 let merged = merge_for_update(resource, &stored);
                 tally.changed(key.kind, Change::Configured);
-                transcript.extend(resource_diff::update_lines(
+                transcript.extend(diff::update_lines(
                     &format!("would update {key} ({})", command.verb()),
                     &stored,
                     &merged,
@@ -266,12 +265,9 @@ fn rehearse(command: DocumentWrite, prepared: &[Resource], decided: Vec<Decided>
                 tally.settled(key.kind, settled);
                 transcript.push(match settled {
                     Settled::AlreadyExisted => {
-                        format!("{} {key} already exists; skipped", resource_diff::UNCHANGED)
+                        format!("{} {key} already exists; skipped", diff::UNCHANGED)
                     }
-                    _ => format!(
-                        "{} {key} unchanged; would not be written",
-                        resource_diff::UNCHANGED
-                    ),
+                    _ => format!("{} {key} unchanged; would not be written", diff::UNCHANGED),
                 });
             }
         }
@@ -309,4 +305,25 @@ fn written_document(
     prepare_for_write(&mut resource, release).ok()?;
     metadata_for_create(&mut resource);
     Some(resource)
+}
+
+/// `resource.create`, `resource.apply` and `resource.replace`.
+impl Perform for ResourceDocuments {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let command = match action {
+            Action::ResourceCreate(_) => DocumentWrite::Create(context.semantics.create_existing),
+            Action::ResourceReplace(_) => DocumentWrite::Replace,
+            _ => DocumentWrite::Apply,
+        };
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        let interrupt = context.interrupt.as_ref();
+        Ok(write_documents(store, self, command, mode, interrupt, &release).await?)
+    }
+
+    /// A second create fails (or, with skip, hides that the first one ran); apply and replace
+    /// write what the documents say again.
+    fn is_idempotent(&self, action: &Action) -> bool {
+        !matches!(action, Action::ResourceCreate(_))
+    }
 }

@@ -20,11 +20,39 @@
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::kube::{KubeActionError, object_api, object_path, request_error};
-use super::{Outcome, RunMode};
+use super::requests::object_path;
+use super::{ApiAccess, cluster, without_cluster};
+use super::{KubeActionError, object_api, request_error};
 use crate::datastore::{Datastore, StoreError};
+use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
 use crate::plan::action::KubeRestoreOwnerReference;
 use crate::resource::{API_VERSION, ResourceKey};
+
+/// `kube.restore-owner-reference`; as a postcondition, the reference is there with the owner's
+/// current UID.
+impl Perform for KubeRestoreOwnerReference {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        match cluster(context, action) {
+            Ok(client) => Ok(restore(client, context.store(action)?, self, mode).await?),
+            Err(_) => without_cluster(action, mode, describe(self)),
+        }
+    }
+
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
+        let client = cluster(context, action)?;
+        Ok(holds(client, context.store(action)?, self).await?)
+    }
+
+    /// It reads the object and the owner each time and sends nothing when the reference is there.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+
+    fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
+        Some(vec![ApiAccess::object(&self.object, &["get", "patch"])])
+    }
+}
 
 /// Why an OwnerReference could not be restored.
 #[derive(Debug, thiserror::Error)]

@@ -24,8 +24,8 @@ use crate::datastore::{Datastore, Write, WriteOutcome, batch};
 use crate::exec::interrupt::Interrupt;
 use crate::resource::{Resource, ResourceKey};
 
-use super::resource::{RecoveryFiles, ResourceActionError, Stopped, UndoReport};
-use super::resource_write::{Change, Done, Ledger, Planned, Stop};
+use super::write::{Change, Done, Ledger, Planned, Stop};
+use super::{RecoveryFiles, ResourceActionError, Stopped, UndoReport};
 
 /// Why a resource is in a recovery file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

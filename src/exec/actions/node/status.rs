@@ -16,12 +16,26 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
-use super::{Outcome, RunMode};
 use crate::datastore::{Datastore, StoreError};
+use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode};
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::node::status::remote::{self, NodeAnswer};
+use crate::plan::Action;
 use crate::plan::action::{NodeStatusQuery, NodeStatusTarget};
 use crate::resource::{Kind, ResourceKey};
+
+impl Perform for NodeStatusQuery {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let interrupt = context.interrupt.as_ref();
+        Ok(ask(store, self, mode, interrupt).await.map_err(Box::new)?)
+    }
+
+    /// Each run asks with objects of its own and deletes them.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
 
 /// How often the objects are read while waiting: from this ...
 const FIRST_POLL: Duration = Duration::from_millis(200);

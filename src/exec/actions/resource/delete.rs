@@ -5,10 +5,10 @@
 //! missing ones count as done: `--skip-not-exists`, and upgrade steps) or whose stored revision is not
 //! the `resourceVersion` its document names refuses the whole command, each such target named.
 //! Deleting a Node on etcd takes what belongs to it along, as upstream does. Then the deletes go out
-//! in batches (`resource_write.rs`), each guarded by the revision read; one changed meanwhile is
+//! in batches (`write.rs`), each guarded by the revision read; one changed meanwhile is
 //! deleted at its new revision unless the user named one, one deleted meanwhile counts as done.
 //! When the datastore fails half way or Ctrl-C / SIGTERM arrives, what was deleted is created again
-//! (`resource_undo.rs`).
+//! (`undo.rs`).
 
 use std::collections::BTreeSet;
 
@@ -19,13 +19,15 @@ use crate::exec::interrupt::Interrupt;
 use crate::plan::action::ResourceDeletion;
 use crate::resource::{Kind, Resource, ResourceKey};
 
-use super::resource::{
+use super::undo::undo;
+use super::write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
+use super::{
     ExistingPolicy, NAMED_PROBLEMS, ResourceActionError, WriteSemantics, read_stored, store_error,
     target_key, writable,
 };
-use super::resource_undo::undo;
-use super::resource_write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
 use super::{Outcome, RunMode, store_rules};
+use crate::exec::actions::{Context, Perform, Performed};
+use crate::plan::Action;
 
 /// One resource to delete, as read.
 struct Target {
@@ -255,5 +257,18 @@ fn summary(targets: &[Target], tally: &Tally, dry_run: bool) -> String {
             tally.total(),
             tally.describe()
         ),
+    }
+}
+
+/// `resource.delete`.
+impl Perform for ResourceDeletion {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let interrupt = context.interrupt.as_ref();
+        Ok(delete(store, self, context.semantics, mode, interrupt).await?)
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
     }
 }

@@ -8,10 +8,10 @@ use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::ResourceWait;
 use crate::resource::Resource;
 
-use super::resource::{
-    ResourceActionError, for_each_selected, parse_selector, store_error, target_key,
-};
 use super::{Outcome, RunMode};
+use super::{ResourceActionError, for_each_selected, parse_selector, store_error, target_key};
+use crate::exec::actions::{Context, Held, Perform, Performed};
+use crate::plan::Action;
 
 /// How often `resource.wait` reads the datastore again.
 const WAIT_POLL: Duration = Duration::from_millis(500);
@@ -136,4 +136,19 @@ pub async fn waited_for(
     request: &ResourceWait,
 ) -> Result<bool, ResourceActionError> {
     Ok(wait_state(store, request).await?.0)
+}
+
+/// `resource.wait`; as a postcondition, what it waits for is there now.
+impl Perform for ResourceWait {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        Ok(wait(context.store(action)?, self, mode).await?)
+    }
+
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
+        Ok(waited_for(context.store(action)?, self).await?)
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
 }

@@ -17,11 +17,13 @@ use crate::plan::action::ResourceLabelEach;
 use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
-use super::resource::{
+use super::{
     CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, prepare_for_write, store_error,
     target_key, writable,
 };
-use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics, resource_diff, store_rules};
+use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics, diff, store_rules};
+use crate::exec::actions::{Context, Held, Perform, Performed};
+use crate::plan::Action;
 
 /// What the batches of a label step did so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -151,7 +153,7 @@ pub async fn label_batch(
         for (stored, resource) in before.iter().zip(&pending) {
             let header = format!("would update {} (label {})", resource.key(), each.key);
             done.transcript
-                .extend(resource_diff::update_lines(&header, stored, resource));
+                .extend(diff::update_lines(&header, stored, resource));
         }
         done.tally.changed = pending.len();
         return Ok(done);
@@ -302,4 +304,22 @@ fn decide(
 /// The error of a batch's read, named by its first resource (a batch is never empty).
 fn batch_read_error(keys: &[ResourceKey], error: StoreError) -> ResourceActionError {
     store_error("read", &keys[0])(error)
+}
+
+/// `resource.label-each`; as a postcondition, every resource has the label.
+impl Perform for ResourceLabelEach {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        Ok(label_all(store, self, context.semantics, mode, &release).await?)
+    }
+
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
+        Ok(label_all_hold(context.store(action)?, self).await?)
+    }
+
+    /// Each batch re-reads its resources and writes only those not yet labelled.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
 }

@@ -4,19 +4,21 @@
 //! Label follows upstream's `--overwrite` rules and messages; a `labels` map is set in one write,
 //! refused whole when a key has another value. Patch is an RFC 7386 merge patch or an RFC 6902 JSON
 //! patch of the stored document. In dry-run the change is computed on what is stored and shown, and
-//! nothing is written. Creating, replacing and deleting are in `resource.rs`.
+//! nothing is written. Creating, replacing and deleting are in `mod.rs`.
 
 use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::{PatchType, ResourceLabel, ResourcePatch};
 use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
 
-use super::resource::{
+use super::{
     CONFLICT_ATTEMPTS, CONFLICT_PAUSE, ResourceActionError, prepare_for_write, store_error,
     target_key, writable,
 };
 use super::{ExistingPolicy, Outcome, RunMode, WriteSemantics};
-use super::{resource_diff, store_rules};
+use super::{diff, store_rules};
+use crate::exec::actions::{Context, Held, Perform, Performed};
+use crate::plan::Action;
 
 /// Reads, changes and conditionally updates one resource, re-reading on conflict.
 async fn read_modify_write(
@@ -147,7 +149,7 @@ pub async fn label_with(
     } else {
         ""
     };
-    outcome.transcript.extend(resource_diff::update_lines(
+    outcome.transcript.extend(diff::update_lines(
         &format!("{would}update {key} ({message})"),
         &stored,
         &resource,
@@ -213,7 +215,7 @@ async fn label_all(
         summary: summary.clone(),
         ..Outcome::default()
     };
-    outcome.transcript.extend(resource_diff::update_lines(
+    outcome.transcript.extend(diff::update_lines(
         &format!("{would}update {key} ({summary})"),
         &stored,
         &resource,
@@ -291,10 +293,42 @@ pub async fn patch(
         summary: format!("Successfully patched 1 '{}' resource", request.kind),
         ..Outcome::default()
     };
-    outcome.transcript.extend(resource_diff::update_lines(
+    outcome.transcript.extend(diff::update_lines(
         &format!("{would}update {key} ({} patch)", request.patch_type),
         &stored,
         &resource,
     ));
     Ok(outcome)
+}
+
+/// `resource.label`; as a postcondition, the resource has the labels.
+impl Perform for ResourceLabel {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        Ok(label_with(store, self, context.semantics, mode, &release).await?)
+    }
+
+    async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {
+        Ok(label_holds(context.store(action)?, self).await?)
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+/// `resource.patch`.
+impl Perform for ResourcePatch {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        Ok(patch(store, self, mode, &release).await?)
+    }
+
+    /// A merge patch leaves the same document however often it is applied; a JSON patch may not
+    /// (`add` to a list).
+    fn is_idempotent(&self, _: &Action) -> bool {
+        self.patch_type == PatchType::Merge
+    }
 }
