@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use super::Context;
 use super::args::FileArgs;
 use crate::exec::actions::WriteSemantics;
-use crate::exec::actions::resource_diff::{WriteCounts, differences};
+use crate::exec::actions::resource::diff::{WriteCounts, differences};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::exit_code;

@@ -116,9 +116,11 @@ fn median(mut samples: Vec<Duration>) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::Phase;
 
     fn step(id: &str, action: &str, with: serde_json::Value) -> PlannedStep {
-        PlannedStep::bare(id, id, Action::from_parts(action, with).unwrap())
+        let action = Action::from_parts(action, with).unwrap();
+        PlannedStep::new(id, "test", Phase::Upgrade, action, id, "test")
     }
 
     #[test]

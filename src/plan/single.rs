@@ -10,33 +10,18 @@ use super::facts::ManifestFlavor;
 use super::{Action, Fact, FactOrigin, Facts, InstallMethod, Phase, Plan, PlannedStep, Release};
 use crate::config::DatastoreType;
 
-impl PlannedStep {
-    /// A step that only runs `action`: no needs, postcondition, gate, retry or span; its runbook is
-    /// the part of `id` before the first `/`.
-    pub fn bare(id: &str, description: impl Into<String>, action: Action) -> PlannedStep {
-        PlannedStep {
-            id: id.to_string(),
-            runbook: id.split('/').next().unwrap_or(id).to_string(),
-            phase: Phase::Upgrade,
-            description: description.into(),
-            needs: vec![],
-            action,
-            verify: None,
-            irreversible: false,
-            requires: None,
-            rollback: None,
-            retry: None,
-            register: None,
-            reason: format!("`netctl {id}`"),
-            span: None,
-        }
-    }
-}
-
 impl Plan {
     /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
     pub fn single(procedure: &str, description: impl Into<String>, action: Action) -> Plan {
-        let step = PlannedStep::bare(procedure, description, action);
+        let reason = format!("`netctl {procedure}`");
+        let step = PlannedStep::new(
+            procedure,
+            procedure,
+            Phase::Upgrade,
+            action,
+            description,
+            reason,
+        );
         Plan::new(
             procedure,
             Release::UNKNOWN,

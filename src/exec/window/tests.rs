@@ -2,9 +2,11 @@
 
 use super::*;
 use crate::exec::estimate::Basis;
+use crate::vocabulary::Phase;
 
 fn step(id: &str, action: &str, with: serde_json::Value) -> PlannedStep {
-    PlannedStep::bare(id, id, Action::from_parts(action, with).unwrap())
+    let action = Action::from_parts(action, with).unwrap();
+    PlannedStep::new(id, "test", Phase::Upgrade, action, id, "test")
 }
 
 fn work(id: &str) -> PlannedStep {
