@@ -42,6 +42,32 @@ fn shell_step(id: &str, script: &str, timeout: &str) -> netctl::plan::PlannedSte
     )
 }
 
+/// `upgrade apply --plan FILE` with `extra` arguments and environment.
+fn apply(
+    operator: &Operator,
+    file: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let mut args = vec!["upgrade", "apply", "--plan", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    operator.run(&args, env)
+}
+
+/// `upgrade plan` of the seeded manifest install (v3.26.4 on etcd) with `extra` arguments.
+fn plan_manifest(operator: &Operator, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "upgrade",
+        "plan",
+        "--install-method",
+        "manifest",
+        "--set",
+        "etcd_endpoints=https://10.0.0.1:2379",
+    ];
+    args.extend_from_slice(extra);
+    operator.run(&args, &[])
+}
+
 fn journal_events(operator: &Operator) -> Vec<serde_json::Value> {
     std::fs::read_to_string(operator.state_dir().join("journal.jsonl"))
         .unwrap_or_default()
@@ -149,19 +175,8 @@ fn detailed_exitcode_is_0_on_a_cluster_at_the_target_and_2_on_one_behind_it() {
     let etcd = EtcdServer::start();
     seed(&etcd);
     let operator = Operator::new(&etcd);
-    let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "upgrade",
-            "plan",
-            "--detailed-exitcode",
-            "--install-method",
-            "manifest",
-            "--set",
-            "etcd_endpoints=https://10.0.0.1:2379",
-        ];
-        args.extend_from_slice(extra);
-        operator.run(&args, &[])
-    };
+    let plan =
+        |extra: &[&str]| plan_manifest(&operator, &[&["--detailed-exitcode"], extra].concat());
     // v3.26.4 installed: an upgrade is pending.
     let behind = plan(&["--to", "v3.29.2"]);
     assert_eq!(behind.status.code(), Some(2), "{}", text(&behind.stderr));
@@ -176,19 +191,7 @@ fn detailed_exitcode_is_0_on_a_cluster_at_the_target_and_2_on_one_behind_it() {
     let refused = plan(&["--to", "v3.29.2", "--from", "v3.20.0"]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
     // Without the flag, a pending plan is a success as always.
-    let plain = operator.run(
-        &[
-            "upgrade",
-            "plan",
-            "--to",
-            "v3.29.2",
-            "--install-method",
-            "manifest",
-            "--set",
-            "etcd_endpoints=https://10.0.0.1:2379",
-        ],
-        &[],
-    );
+    let plain = plan_manifest(&operator, &["--to", "v3.29.2"]);
     assert_eq!(plain.status.code(), Some(0));
 
     // The same cluster once it runs the target: nothing to do.
@@ -260,15 +263,7 @@ fn history_lists_a_succeeded_a_failed_and_a_rolled_back_run() {
     let log = operator.home().join("log.txt");
     let run = |plan: &netctl::plan::Plan, extra: &[&str]| {
         let file = operator.write_plan(plan);
-        let mut args = vec![
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--yes",
-        ];
-        args.extend_from_slice(extra);
-        operator.run(&args, &[])
+        apply(&operator, &file, &[&["--yes"], extra].concat(), &[])
     };
     let succeeded = run(&gated_plan(&log), &[]);
     assert!(succeeded.status.success(), "{}", text(&succeeded.stderr));
@@ -412,17 +407,7 @@ fn a_deadline_that_cannot_be_met_is_refused_before_the_first_write() {
     ]);
     let file = operator.write_plan(&plan);
     let before = etcd.dump_prefix_bytes("");
-    let refused = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--window",
-            "30s",
-        ],
-        &[],
-    );
+    let refused = apply(&operator, &file, &["--window", "30s"], &[]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
     let message = text(&refused.stderr);
     // Each `exec` is estimated at its time limit, at most a minute, with no earlier run to go by.
@@ -443,15 +428,10 @@ fn a_deadline_that_cannot_be_met_is_refused_before_the_first_write() {
         "no lock, no mirror, nothing"
     );
     assert!(!operator.state_dir().exists(), "no state directory either");
-    let past = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--deadline",
-            "2020-01-01T00:00:00Z",
-        ],
+    let past = apply(
+        &operator,
+        &file,
+        &["--deadline", "2020-01-01T00:00:00Z"],
         &[],
     );
     assert!(
@@ -459,34 +439,10 @@ fn a_deadline_that_cannot_be_met_is_refused_before_the_first_write() {
         "{}",
         text(&past.stderr)
     );
-    let unreadable = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--deadline",
-            "tomorrow",
-        ],
-        &[],
-    );
+    let unreadable = apply(&operator, &file, &["--deadline", "tomorrow"], &[]);
     assert_eq!(unreadable.status.code(), Some(64));
     // `upgrade plan` shows the estimate and what the window says.
-    let shown = operator.run(
-        &[
-            "upgrade",
-            "plan",
-            "--to",
-            "v3.29.2",
-            "--install-method",
-            "manifest",
-            "--set",
-            "etcd_endpoints=https://10.0.0.1:2379",
-            "--window",
-            "30s",
-        ],
-        &[],
-    );
+    let shown = plan_manifest(&operator, &["--to", "v3.29.2", "--window", "30s"]);
     assert!(
         text(&shown.stdout)
             .contains("time estimates (from the step kinds; no earlier run of this cluster in"),
@@ -522,23 +478,17 @@ fn a_run_stops_at_a_safe_point_when_its_window_ends_and_resumes_in_the_next() {
     ]);
     let file = operator.write_plan(&plan);
     // An earlier run of this cluster: its times (milliseconds) become the estimates.
-    let earlier = operator.run(&["upgrade", "apply", "--plan", file.to_str().unwrap()], &[]);
+    let earlier = apply(&operator, &file, &[], &[]);
     assert!(earlier.status.success(), "{}", text(&earlier.stderr));
     let state_dir = operator.state_dir();
-    let shown = operator.run(
+    let shown = plan_manifest(
+        &operator,
         &[
-            "upgrade",
-            "plan",
             "--to",
             "v3.29.2",
-            "--install-method",
-            "manifest",
-            "--set",
-            "etcd_endpoints=https://10.0.0.1:2379",
             "--state-dir",
             state_dir.to_str().unwrap(),
         ],
-        &[],
     );
     assert!(
         text(&shown.stdout).contains("from the step kinds and 1 earlier run(s) of this cluster"),
@@ -550,17 +500,7 @@ fn a_run_stops_at_a_safe_point_when_its_window_ends_and_resumes_in_the_next() {
     // The segment fits a 5 s window by those estimates; the first step ends within it, the second
     // starts (a segment under way is not cut for its estimate) and ends past the deadline: the
     // run stops before the third.
-    let stopped = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--window",
-            "5s",
-        ],
-        &[],
-    );
+    let stopped = apply(&operator, &file, &["--window", "5s"], &[]);
     assert_eq!(stopped.status.code(), Some(4), "{}", text(&stopped.stderr));
     let message = text(&stopped.stderr);
     assert!(
@@ -619,12 +559,10 @@ fn a_notification_hook_sees_the_gate_and_the_exit_code_and_no_secret() {
         ("ETCD_ENDPOINTS", "http://192.0.2.1:2379"),
         ("CHANGE_TICKET", "CHG-42"),
     ];
-    let stopped = operator.run(
+    let stopped = apply(
+        &operator,
+        &file,
         &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
             "--on-gate",
             &record("gate.env"),
             "--on-finish",
@@ -723,15 +661,10 @@ fn a_notification_hook_sees_the_gate_and_the_exit_code_and_no_secret() {
 
     let failing = plan(vec![shell_step("pre/fail", "exit 5", "10s")]);
     let file = operator.write_plan(&failing);
-    let failed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--on-failure",
-            &record("failure.env"),
-        ],
+    let failed = apply(
+        &operator,
+        &file,
+        &["--on-failure", &record("failure.env")],
         &[],
     );
     assert_eq!(failed.status.code(), Some(1));
@@ -752,31 +685,17 @@ fn a_resume_takes_over_the_lock_its_own_killed_run_left() {
         append_step("pre/append-a", &log, "a"),
         append_step("pre/append-b", &log, "b"),
     ]));
-    let crashed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            file.to_str().unwrap(),
-            "--lock-ttl",
-            "10m",
-        ],
+    let crashed = apply(
+        &operator,
+        &file,
+        &["--lock-ttl", "10m"],
         &[("NETCTL_TEST_CRASH_AFTER", "pre/append-b:before")],
     );
     assert_eq!(crashed.status.signal(), Some(9));
     let held: serde_json::Value = serde_json::from_str(&etcd.get(LOCK_KEY).expect("left")).unwrap();
     // Another run is still refused: the lock is not its own.
     let other = operator.write_plan(&plan(vec![append_step("pre/other", &log, "o")]));
-    let refused = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            other.to_str().unwrap(),
-            "--discard-checkpoint",
-        ],
-        &[],
-    );
+    let refused = apply(&operator, &other, &["--discard-checkpoint"], &[]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(text(&refused.stderr).contains("its process is gone from this host"));
 
