@@ -101,3 +101,58 @@ fn version_poll_zero_reads_once_and_a_bad_duration_is_a_usage_error() {
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
     assert!(bad.stderr.contains("`soon`"), "{}", bad.stderr);
 }
+
+#[test]
+fn installed_as_kubectl_netctl_it_answers_kubectl_netctl_with_that_name_in_its_help() {
+    let prefix = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install.sh");
+    let installed = std::process::Command::new("bash")
+        .arg(script)
+        .env("PREFIX", prefix.path())
+        .env("NETCTL_BINARY", Netctl::program())
+        .output()
+        .expect("run scripts/install.sh");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let link = prefix.path().join("bin/kubectl-netctl");
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        std::path::Path::new("netctl")
+    );
+    let kubectl = support::find_program("kubectl", "apt-get install kubernetes-client");
+    let path = format!(
+        "{}:{}",
+        prefix.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // kubectl finds the plugin on PATH and runs it for `kubectl netctl ...`.
+    let mut command = Netctl::with_program(&kubectl);
+    command.env("PATH", &path).args(["netctl", "get", "--help"]);
+    let help = ok(command.run());
+    assert!(help.contains("Usage: kubectl netctl get"), "{help}");
+    assert!(help.contains("\n  kubectl netctl get nodes"), "{help}");
+    assert!(!help.contains("\n  netctl get"), "{help}");
+    let mut command = Netctl::with_program(&kubectl);
+    command
+        .env("PATH", &path)
+        .args(["netctl", "version", "--client"]);
+    let version = ok(command.run());
+    assert!(version.starts_with("Client Version:"), "{version}");
+    let mut command = Netctl::with_program(&kubectl);
+    command.env("PATH", &path).args(["plugin", "list"]);
+    let listed = command.run();
+    assert!(
+        listed.stdout.contains("kubectl-netctl"),
+        "{}{}",
+        listed.stdout,
+        listed.stderr
+    );
+    // Run as `netctl`, it stays `netctl`.
+    let mut command = Netctl::with_program(prefix.path().join("bin/netctl"));
+    command.args(["get", "--help"]);
+    let plain = ok(command.run());
+    assert!(plain.contains("Usage: netctl get"), "{plain}");
+}

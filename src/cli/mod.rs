@@ -11,6 +11,7 @@ mod get_forms;
 mod manual;
 mod modeline;
 mod node;
+pub mod plugin;
 mod report;
 mod runbook;
 mod schema;
