@@ -156,3 +156,184 @@ fn installed_as_kubectl_netctl_it_answers_kubectl_netctl_with_that_name_in_its_h
     let plain = ok(command.run());
     assert!(plain.contains("Usage: netctl get"), "{plain}");
 }
+
+/// A policy as a controller stored it: labels, finalizers and owner references on the metadata.
+fn stored_policy(etcd: &EtcdServer) {
+    etcd.put(
+        &format!("{ROOT}/globalnetworkpolicies/default.allow-dns"),
+        serde_json::json!({
+            "kind": "GlobalNetworkPolicy",
+            "apiVersion": "projectcalico.org/v3",
+            "metadata": {
+                "name": "default.allow-dns",
+                "uid": "0b0e8d6c-58c7-4c52-9f0e-2f3b1e7a9d41",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"team": "net", "tier": "base"},
+                "finalizers": ["a.example/keep", "b.example/keep"],
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n1", "uid": "u1"},
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n2", "uid": "u2"}
+                ]
+            },
+            "spec": {"tier": "default", "order": 100, "selector": "all()", "types": ["Ingress"],
+                     "ingress": [{"action": "Allow", "protocol": "UDP", "destination": {"ports": [53]}}]}
+        })
+        .to_string(),
+    );
+}
+
+/// What `kubectl patch --local --type strategic` makes of `patch` on a Service carrying the same
+/// metadata: apimachinery's strategic merge over the Kubernetes types, the code calicoctl runs.
+fn kubectl_strategic(patch: &str) -> serde_json::Value {
+    let kubectl = support::find_program("kubectl", "apt-get install kubernetes-client");
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("service.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {
+                "name": "s", "namespace": "default",
+                "labels": {"team": "net", "tier": "base"},
+                "finalizers": ["a.example/keep", "b.example/keep"],
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n1", "uid": "u1"},
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n2", "uid": "u2"}
+                ]
+            },
+            "spec": {"externalIPs": ["10.0.0.1"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let output = std::process::Command::new(kubectl)
+        .env("KUBECONFIG", "/dev/null")
+        .args([
+            "patch",
+            "--local",
+            "--type",
+            "strategic",
+            "-o",
+            "json",
+            "-f",
+        ])
+        .arg(&file)
+        .args(["-p", patch])
+        .output()
+        .expect("run kubectl");
+    assert!(
+        output.status.success(),
+        "kubectl: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_strategic_merge_patch_merges_and_replaces_lists_as_upstream_does() {
+    let etcd = EtcdServer::start();
+    // v3.29 … v3.31 store a default-tier policy as `default.<name>`, where `stored_policy` puts it.
+    cluster_runs(&etcd, "v3.31.2");
+    let metadata_patches = [
+        r#"{"metadata":{"finalizers":["c.example/keep"]}}"#,
+        r#"{"metadata":{"finalizers":["b.example/keep","c.example/keep"]}}"#,
+        r#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.example/keep"]}}"#,
+        r#"{"metadata":{"$setElementOrder/finalizers":["b.example/keep","a.example/keep","c.example/keep"],"finalizers":["c.example/keep"]}}"#,
+        r#"{"metadata":{"ownerReferences":[{"uid":"u3","apiVersion":"v1","kind":"ConfigMap","name":"n3"},{"uid":"u1","name":"renamed"}]}}"#,
+        r#"{"metadata":{"ownerReferences":[{"uid":"u1","$patch":"delete"}]}}"#,
+        r#"{"metadata":{"ownerReferences":[{"uid":"u9","apiVersion":"v1","kind":"ConfigMap","name":"x"},{"$patch":"replace"}]}}"#,
+        r#"{"metadata":{"labels":{"$patch":"replace","zone":"a"}}}"#,
+        r#"{"metadata":{"labels":{"tier":null,"zone":"a"},"annotations":{"note":"x","gone":null}}}"#,
+    ];
+    for patch in metadata_patches {
+        stored_policy(&etcd);
+        ok(netctl(&etcd, &["patch", "gnp", "allow-dns", "-p", patch]));
+        let ours: serde_json::Value = serde_json::from_str(&ok(netctl(
+            &etcd,
+            &["get", "gnp", "allow-dns", "-o", "json"],
+        )))
+        .unwrap();
+        let theirs = kubectl_strategic(patch);
+        for field in ["labels", "annotations", "finalizers", "ownerReferences"] {
+            assert_eq!(
+                ours["metadata"][field], theirs["metadata"][field],
+                "`{field}` after {patch}"
+            );
+        }
+    }
+    // A list whose field declares no patch strategy is replaced whole: Calico's `spec.types` as
+    // the Service's `spec.externalIPs` (every Calico v3 list is such a list).
+    stored_policy(&etcd);
+    ok(netctl(
+        &etcd,
+        &[
+            "patch",
+            "gnp",
+            "allow-dns",
+            "-p",
+            r#"{"spec":{"types":["Egress"],"egress":[{"action":"Allow"}]}}"#,
+        ],
+    ));
+    let ours: serde_json::Value = serde_json::from_str(&ok(netctl(
+        &etcd,
+        &["get", "gnp", "allow-dns", "-o", "json"],
+    )))
+    .unwrap();
+    assert_eq!(ours["spec"]["types"], serde_json::json!(["Egress"]));
+    assert_eq!(
+        ours["spec"]["ingress"][0]["destination"]["ports"],
+        serde_json::json!([53])
+    );
+    let theirs = kubectl_strategic(r#"{"spec":{"externalIPs":["10.0.0.9"]}}"#);
+    assert_eq!(
+        theirs["spec"]["externalIPs"],
+        serde_json::json!(["10.0.0.9"])
+    );
+
+    // `--type merge` keeps RFC 7386: the finalizers are replaced, not merged.
+    stored_policy(&etcd);
+    ok(netctl(
+        &etcd,
+        &[
+            "patch",
+            "gnp",
+            "allow-dns",
+            "-t",
+            "merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["c.example/keep"]}}"#,
+        ],
+    ));
+    let merged: serde_json::Value = serde_json::from_str(&ok(netctl(
+        &etcd,
+        &["get", "gnp", "allow-dns", "-o", "json"],
+    )))
+    .unwrap();
+    assert_eq!(
+        merged["metadata"]["finalizers"],
+        serde_json::json!(["c.example/keep"])
+    );
+
+    // A directive in a list that is replaced whole is refused, and nothing is written.
+    stored_policy(&etcd);
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let refused = netctl(
+        &etcd,
+        &[
+            "patch",
+            "gnp",
+            "allow-dns",
+            "-p",
+            r#"{"spec":{"ingress":[{"$patch":"delete","action":"Allow"}]}}"#,
+        ],
+    );
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("`spec.ingress` is replaced whole by a strategic merge"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
+}

@@ -115,7 +115,7 @@ pub enum Command {
     Delete(write::DeleteArgs),
     /// Set or remove a label on a resource
     Label(write::LabelArgs),
-    /// Change a resource with a JSON merge patch or JSON patch
+    /// Change a resource with a strategic merge, JSON merge or JSON patch
     Patch(write::PatchArgs),
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),

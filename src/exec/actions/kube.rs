@@ -498,6 +498,17 @@ pub async fn patch(
                 .await
                 .map_err(|error| request_error(what, error))?
         }
+        // The API server applies it with the object's own patch strategies (built-in types only;
+        // custom resources refuse it with 415, as `kubectl patch` would see).
+        PatchType::Strategic => {
+            let params = PatchParams {
+                dry_run,
+                ..PatchParams::default()
+            };
+            api.patch(&object.name, &params, &Patch::Strategic(&patch.patch))
+                .await
+                .map_err(|error| request_error(what, error))?
+        }
         PatchType::Json => {
             let current = api
                 .get(&object.name)

@@ -377,8 +377,9 @@ pub fn is_idempotent(action: &Action) -> bool {
         | Action::Fetch(_)
         | Action::Check(_)
         | Action::Pause(_) => true,
-        Action::ResourcePatch(patch) => patch.patch_type == PatchType::Merge,
-        Action::KubePatch(patch) => patch.patch_type == PatchType::Merge,
+        // Merging again merges the same values (a strategic merge's lists merge as sets or by key).
+        Action::ResourcePatch(patch) => patch.patch_type != PatchType::Json,
+        Action::KubePatch(patch) => patch.patch_type != PatchType::Json,
         // A second create fails (or, with skip, hides that the first one ran); programs may do anything.
         Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
         // It replaces the running container: safe, but not without effect.

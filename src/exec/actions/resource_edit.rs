@@ -9,6 +9,7 @@
 use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::{PatchType, ResourceLabel, ResourcePatch};
 use crate::release::ApiRelease;
+use crate::resource::strategic_merge::strategic_merge;
 use crate::resource::{Resource, ResourceKey};
 
 use super::resource::{
@@ -263,6 +264,10 @@ pub async fn patch(
             serde_json::to_value(&*resource).map_err(|error| failed(error.to_string()))?;
         match request.patch_type {
             PatchType::Merge => json_patch::merge(&mut document, &request.patch),
+            PatchType::Strategic => {
+                document = strategic_merge(&document, &request.patch)
+                    .map_err(|error| failed(error.to_string()))?;
+            }
             PatchType::Json => {
                 let operations: json_patch::Patch =
                     serde_json::from_value(request.patch.clone())

@@ -334,7 +334,7 @@ fn step_needs(step: &PlannedStep) -> Result<Vec<Need>, ()> {
         Action::KubePatch(patch) => {
             let object = &patch.object;
             let verbs: &[&'static str] = match patch.patch_type {
-                PatchType::Merge => &["patch"],
+                PatchType::Merge | PatchType::Strategic => &["patch"],
                 PatchType::Json => &["get", "update"],
             };
             vec![need(
