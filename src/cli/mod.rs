@@ -6,6 +6,7 @@
 mod args;
 pub mod completion;
 mod config;
+mod diags;
 mod get;
 mod get_forms;
 mod manual;
@@ -189,6 +190,13 @@ impl Context {
             home: self.environment.exact("HOME").map(PathBuf::from),
             in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
         }
+    }
+
+    /// The kubeconfig file the configuration names (or `~/.kube/config`), when there is one.
+    pub fn kubeconfig_path(&self) -> Option<PathBuf> {
+        let config = self.client_config().ok()?;
+        let settings = connect::kubernetes_settings(config, &self.connect_options()).ok()?;
+        settings.kubeconfig.map(|sourced| sourced.value)
     }
 
     /// Connects to the configured datastore and proves the connection works.

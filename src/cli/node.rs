@@ -27,6 +27,7 @@ use crate::plan::{Action, Plan};
 pub const EXAMPLES: &str = "\
 Examples:
   netctl node run --dry-run                 # print the container command, run nothing
+  sudo netctl node diags                    # this node's diagnostics bundle (read-only)
   netctl node run --ip autodetect --init-system";
 
 const RUN_AFTER_HELP: &str = "\
@@ -45,7 +46,10 @@ Examples:
 pub enum NodeCommand {
     /// Start the node agent container with the datastore settings passed through
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Collect this node's diagnostics into a .tar.gz (read-only; run on the node, as root)
+    #[command(after_help = super::diags::NODE_DIAGS_AFTER_HELP)]
+    Diags(super::diags::NodeDiagsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,7 +107,10 @@ pub struct RunArgs {
 }
 
 pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<ExitCode> {
-    let NodeCommand::Run(args) = command;
+    let args = match command {
+        NodeCommand::Run(args) => *args,
+        NodeCommand::Diags(args) => return super::diags::node(context, args).await,
+    };
     let mode = match args.dry_run {
         true => RunMode::DryRun,
         false => RunMode::Execute,

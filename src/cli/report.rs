@@ -11,6 +11,7 @@ use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
+use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
@@ -49,6 +50,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             ConnectError,
             StoreError,
             NodeError,
+            DiagnoseError,
             StepError,
             ExecError,
             LockError,

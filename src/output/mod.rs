@@ -15,6 +15,7 @@
 mod columns;
 mod document;
 mod printer;
+pub mod progress;
 mod stored;
 mod table;
 

@@ -1,0 +1,203 @@
+//! `netctl node diags` and `netctl cluster diags`: flags in, options out, the collection run in
+//! `crate::diagnose`, the archive's path on stdout and its size and counts on stderr. Both are
+//! read-only; Ctrl-C stops them and leaves nothing behind.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use super::Context;
+use super::args::parse_duration;
+use crate::diagnose::bundle::{Archive, BundleOptions};
+use crate::diagnose::node_diags::{self, NodeDiagsOptions};
+use crate::diagnose::{DiagnoseError, secrets, timestamp_for_name};
+use crate::redaction::redact_argv;
+
+pub const NODE_DIAGS_AFTER_HELP: &str = "\
+Read-only: runs only programs that print state (ip, nft, iptables-save, ipset, ss, journalctl, the
+container CLI's `ps`, `logs` and `exec ... ipset list`), starts no container and signals nothing.
+Run it on the node, as root (without root the rule-set dumps fail and the index says so).
+
+What is collected, under `diagnostics/` as upstream names it: date, hostname, routes (all tables),
+rules, addresses, links, neighbours, nftables, iptables (legacy and nft), ipsets, sockets (`ss`, or
+`netstat`), the calico-node journal, the log directory (`--log-dir`) as `logs/`, and the logs of
+every container named `calico` through docker, podman, nerdctl or crictl (containerd and CRI-O
+hosts), with `ipset list` inside the running calico-node container. A program that is missing or
+fails is listed in `index.json` with why; it never stops the command. Passwords, tokens and
+private keys (the etcd client key of the netctl configuration among them) are replaced with
+`<redacted>` in every file.
+
+The archive's path is printed on stdout; its size and what it holds on stderr.
+
+Examples:
+  sudo netctl node diags
+  sudo netctl node diags --log-dir /var/log/calico --dir /tmp
+  scp \"$(sudo netctl node diags)\" support@example.com:";
+
+/// `netctl node diags`.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Diagnostics options")]
+pub struct NodeDiagsArgs {
+    /// The directory of the node agent's logs, copied into the bundle as `logs/`
+    #[arg(long, value_name = "DIR", default_value = "/var/log/calico")]
+    log_dir: PathBuf,
+    /// Where the archive `diags-<time>.tar.gz` is written
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// How long one program may run before it is killed (and the index says so)
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    command_timeout: Duration,
+    #[command(flatten)]
+    limits: SizeLimits,
+}
+
+/// The size limits both bundles take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SizeLimits {
+    /// The most one file of the bundle may hold (e.g. 64MiB); the rest is cut and the index says so
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub max_file_size: u64,
+    /// The most the bundle may hold before compression (e.g. 1GiB); later items are skipped
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    pub max_size: u64,
+}
+
+/// Parses `1024`, `64KiB`, `64MiB`, `1GiB` (also `KB`/`MB`/`GB` as powers of 1000, `K`/`M`/`G` as
+/// powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 64MiB or 1GiB"))?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (use KiB, MiB or GiB)"
+            ));
+        }
+    };
+    let size = number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("`{text}` is too large"))?;
+    if size == 0 {
+        return Err(format!("`{text}`: the size must be more than 0"));
+    }
+    Ok(size)
+}
+
+/// The command line as run, secrets redacted, for the bundle's index.
+fn command_line() -> Vec<String> {
+    redact_argv(&std::env::args().collect::<Vec<_>>())
+}
+
+pub async fn node(context: &Context, args: NodeDiagsArgs) -> anyhow::Result<ExitCode> {
+    if !rustix::process::geteuid().is_root() {
+        context.printer.warn(
+            "not running as root: the iptables, nftables and ipset dumps need root and will be listed as failed",
+        );
+    }
+    // The configuration is optional here (a node may have none); its secrets are kept out of the
+    // bundle when there is one.
+    let config = context.client_config().ok();
+    let kubeconfig = context.kubeconfig_path();
+    let options = NodeDiagsOptions {
+        log_dir: args.log_dir,
+        bundle: BundleOptions {
+            dir: args.dir,
+            archive: format!("diags-{}.tar.gz", timestamp_for_name(SystemTime::now())),
+            top: "diagnostics".to_string(),
+            max_file_size: args.limits.max_file_size,
+            max_size: args.limits.max_size,
+        },
+        path: context
+            .environment
+            .exact("PATH")
+            .unwrap_or("/usr/sbin:/usr/bin:/sbin:/bin")
+            .into(),
+        command_timeout: args.command_timeout,
+        secrets: secrets::known_secrets(config, kubeconfig.as_deref()),
+        command_line: command_line(),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(context.printer.progress("collecting", node_diags::ITEMS));
+    let collection = {
+        let stop = Arc::clone(&stop);
+        let progress = Arc::clone(&progress);
+        tokio::task::spawn_blocking(move || {
+            node_diags::collect(&options, stop, &|item| progress.done(item))
+        })
+    };
+    tokio::pin!(collection);
+    let archive = tokio::select! {
+        result = &mut collection => result?,
+        _ = tokio::signal::ctrl_c() => {
+            // The program running is killed, the staging directory removed.
+            stop.store(true, Ordering::Relaxed);
+            let _ = collection.await;
+            Err(DiagnoseError::Interrupted)
+        }
+    };
+    progress.finish();
+    report(context, archive?)
+}
+
+/// The archive's path on stdout, its size and counts on stderr.
+pub fn report(context: &Context, archive: Archive) -> anyhow::Result<ExitCode> {
+    context
+        .printer
+        .data_line(&archive.path.display().to_string())?;
+    context.printer.say(format!(
+        "wrote {} ({}): {}; `index.json` in the archive lists each item",
+        archive.path.display(),
+        human_size(archive.bytes),
+        archive.summary
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `1.2 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} B"),
+        _ => format!("{value:.1} {}", UNITS[unit]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("10MB"), Ok(10_000_000));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5XB").is_err());
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+    }
+}
