@@ -5,11 +5,11 @@
 
 mod support;
 
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use support::bundle::{entry, unpack};
 use support::{Netctl, Signal, send_signal, wait_for_exit};
 
 const PASSWORD: &str = "Zq8-etcd-pass-41";
@@ -161,33 +161,6 @@ esac"#,
             .args(extra);
         command
     }
-}
-
-/// Every file of a `.tar.gz`, by path.
-fn unpack(archive: &Path) -> Vec<(String, Vec<u8>)> {
-    let file = std::fs::File::open(archive).unwrap();
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let mut files = Vec::new();
-    for entry in tar.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        if entry.header().entry_type().is_file() {
-            let name = entry.path().unwrap().to_string_lossy().into_owned();
-            let mut content = Vec::new();
-            entry.read_to_end(&mut content).unwrap();
-            files.push((name, content));
-        }
-    }
-    files.sort();
-    files
-}
-
-fn entry<'a>(index: &'a serde_json::Value, source: &str) -> &'a serde_json::Value {
-    index["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|entry| entry["source"] == source)
-        .unwrap_or_else(|| panic!("no index entry for `{source}`: {index:#}"))
 }
 
 #[test]

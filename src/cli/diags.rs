@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use super::Context;
 use super::args::parse_duration;
 use crate::diagnose::bundle::{Archive, BundleOptions};
+use crate::diagnose::cluster_diags::{self, ClusterDiagsOptions};
 use crate::diagnose::node_diags::{self, NodeDiagsOptions};
 use crate::diagnose::{DiagnoseError, secrets, timestamp_for_name};
 use crate::redaction::redact_argv;
@@ -35,6 +36,132 @@ Examples:
   sudo netctl node diags
   sudo netctl node diags --log-dir /var/log/calico --dir /tmp
   scp \"$(sudo netctl node diags)\" support@example.com:";
+
+pub const CLUSTER_EXAMPLES: &str = "\
+Examples:
+  netctl cluster diags                              # the whole cluster's bundle (read-only)";
+
+pub const CLUSTER_DIAGS_AFTER_HELP: &str = "\
+Read-only: lists objects, reads pod logs and runs read-only programs in the calico-node
+containers (iptables-save, nft list, ip, ipset list, calico-node -bpf ... dump, bpftool, cat of the
+CNI logs). It writes nothing to the cluster and needs no kubectl: everything goes through the
+Kubernetes API named by the configuration (kubeconfig, `--context`).
+
+What is collected, into `calico-diagnostics-<time>/`:
+  cluster/      the server version, nodes, namespaces, events, network policies, webhooks, API
+                services, the Calico CRDs' names and versions
+  calico/       every Calico and Tigera type served: crd.projectcalico.org/v1, projectcalico.org/v3,
+                operator.tigera.io (Installation, TigeraStatus, ...)
+  namespaces/   pods, services, configmaps, service accounts, workloads and censored Secrets of
+                kube-system (manifest installs), calico-system, tigera-operator and any namespace
+                named calico or tigera
+  nodes/        per node: each chosen pod's container logs (and the previous instance's), and the
+                calico-node dataplane dumps (iptables legacy and nft, nft, routes, rules, addresses,
+                links, ipsets, conntrack, eBPF maps as JSON or text, CNI logs)
+  index.json    every item: collected, missing, failed or skipped, and why
+Secret values are censored (certificates kept, as upstream) and kept out of every other file, as
+are netctl's own etcd password, keys and tokens.
+
+Bounds: `--item-timeout` for one list, log or exec; `--timeout` for the whole collection, after
+which the bundle is written with what was collected; `--max-file-size` and `--max-size`.
+
+Examples:
+  netctl cluster diags
+  netctl cluster diags --since 2h --max-logs 2 --focus-nodes worker-3,worker-7
+  netctl cluster diags --dir /tmp --timeout 5m --max-parallelism 4
+  netctl --context prod cluster diags --max-size 200MiB";
+
+/// `netctl cluster ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ClusterCommand {
+    /// Collect the cluster's diagnostics into a .tar.gz through the Kubernetes API (read-only)
+    #[command(after_help = CLUSTER_DIAGS_AFTER_HELP)]
+    Diags(ClusterDiagsArgs),
+}
+
+/// `netctl cluster diags`.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Diagnostics options")]
+pub struct ClusterDiagsArgs {
+    /// Where the archive `calico-diagnostics-<time>.tar.gz` is written
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// Only logs newer than this (e.g. 30m, 2h); `0s`, the default, means all
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_since)]
+    since: Duration,
+    /// Pods whose logs are collected, per Calico workload (DaemonSet, Deployment, StatefulSet)
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    max_logs: usize,
+    /// Comma-separated nodes whose pods are taken first
+    #[arg(
+        long,
+        value_name = "NODES",
+        value_delimiter = ',',
+        alias = "focus-node"
+    )]
+    focus_nodes: Vec<String>,
+    /// Requests, logs and execs at once
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=256))]
+    max_parallelism: u16,
+    /// The whole collection; past it the bundle is written with what was collected
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    timeout: Duration,
+    /// One list, log or exec
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    item_timeout: Duration,
+    #[command(flatten)]
+    limits: SizeLimits,
+}
+
+/// `--since`: a duration, with `0`/`0s` meaning all logs (as upstream and kubectl).
+fn parse_since(text: &str) -> Result<Duration, String> {
+    match text.trim() {
+        "0" => Ok(Duration::ZERO),
+        _ => parse_duration(text),
+    }
+}
+
+pub async fn cluster(context: &Context, command: ClusterCommand) -> anyhow::Result<ExitCode> {
+    let ClusterCommand::Diags(args) = command;
+    let client = context
+        .kubernetes_client()
+        .await?
+        .ok_or(DiagnoseError::NoCluster)?;
+    let config = context.client_config().ok();
+    let kubeconfig = context.kubeconfig_path();
+    let stamp = timestamp_for_name(SystemTime::now());
+    let options = ClusterDiagsOptions {
+        bundle: BundleOptions {
+            dir: args.dir,
+            archive: format!("calico-diagnostics-{stamp}.tar.gz"),
+            top: format!("calico-diagnostics-{stamp}"),
+            max_file_size: args.limits.max_file_size,
+            max_size: args.limits.max_size,
+        },
+        since: Some(args.since).filter(|since| !since.is_zero()),
+        max_logs: args.max_logs,
+        focus_nodes: args
+            .focus_nodes
+            .into_iter()
+            .map(|node| node.trim().to_string())
+            .filter(|node| !node.is_empty())
+            .collect(),
+        max_parallelism: usize::from(args.max_parallelism),
+        timeout: args.timeout,
+        item_timeout: args.item_timeout,
+        secrets: secrets::known_secrets(config, kubeconfig.as_deref()),
+        command_line: command_line(),
+    };
+    let progress = Arc::new(context.printer.progress("collecting", 1));
+    let collection = cluster_diags::collect(client, options, Arc::clone(&progress));
+    let archive = tokio::select! {
+        result = collection => result,
+        // Dropping the collection drops the bundle: the staging directory goes.
+        _ = tokio::signal::ctrl_c() => Err(DiagnoseError::Interrupted),
+    };
+    progress.finish();
+    report(context, archive?)
+}
 
 /// `netctl node diags`.
 #[derive(Debug, clap::Args)]

@@ -137,9 +137,12 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container
+    /// Run the node agent container, or collect a node's diagnostics
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
+    /// Cluster-wide diagnostics through the Kubernetes API
+    #[command(subcommand, after_help = diags::CLUSTER_EXAMPLES)]
+    Cluster(diags::ClusterCommand),
 }
 
 /// What every command may need, created once: the environment, the configuration (loaded on first
@@ -254,6 +257,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Schema(args) => schema::run(&context, args),
         Command::Man(args) => manual::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,
+        Command::Cluster(command) => diags::cluster(&context, command).await,
         Command::Upgrade(command) => upgrade::run(&context, command).await,
         Command::Runbook(command) => runbook::run(&context, command).await,
     }

@@ -273,6 +273,15 @@ impl Bundle {
         Ok(())
     }
 
+    /// Removes a file that is not wanted after all (a failed list that read nothing, a JSON dump
+    /// replaced by its text fallback); its bytes no longer count against the limit.
+    pub fn discard(&self, written: &Written) {
+        if let Ok(path) = self.path_of(&written.file) {
+            let _ = fs::remove_file(path);
+        }
+        self.written.fetch_sub(written.bytes, Ordering::Relaxed);
+    }
+
     /// The entry for an item not collected because the bundle is full.
     pub fn full_entry(&self, source: impl Into<String>) -> Entry {
         Entry::without_file(

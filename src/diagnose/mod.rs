@@ -17,6 +17,7 @@
 //! ipsets), no object written.
 
 pub mod bundle;
+pub mod cluster_diags;
 pub mod node_diags;
 pub mod scrub;
 pub mod secrets;
@@ -61,8 +62,6 @@ pub enum DiagnoseError {
         #[source]
         source: kube::Error,
     },
-    #[error("the collection did not finish within {limit} (`--timeout`): nothing was kept")]
-    TimedOut { limit: String },
 }
 
 impl DiagnoseError {
@@ -84,9 +83,6 @@ impl DiagnoseError {
             DiagnoseError::Cluster { .. } => Some(
                 "check the cluster answers: `netctl config check`, or `kubectl get nodes` with the same kubeconfig"
                     .to_string(),
-            ),
-            DiagnoseError::TimedOut { .. } => Some(
-                "raise `--timeout`, or collect less: `--max-logs 1`, `--focus-nodes NODE`".to_string(),
             ),
             DiagnoseError::BadBundlePath { .. } => {
                 Some("this is a bug in netctl: please report it".to_string())

@@ -50,10 +50,12 @@
 // unused helper or re-export would be a warning (an error under `-D warnings`) in some test binary.
 #![allow(dead_code, unused_imports)]
 
+pub mod bundle;
 pub mod dns;
 pub mod etcd;
 pub mod faults;
 pub mod kube_api;
+pub mod kube_streams;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;
@@ -68,6 +70,7 @@ pub use etcd::{
 };
 pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
 pub use kube_api::KubeApiServer;
+pub use kube_streams::ExecReply;
 pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};
