@@ -337,3 +337,174 @@ fn a_strategic_merge_patch_merges_and_replaces_lists_as_upstream_does() {
     );
     assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
 }
+
+const POLICIES: &str = "apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata:
+  name: allow-dns
+  labels: {team: net, tier: base}
+spec:
+  order: 100
+  selector: all()
+  types: [Ingress, Egress]
+  ingress:
+    - action: Allow
+      protocol: UDP
+      destination: {ports: [53]}
+    - action: Deny
+  egress:
+    - action: Allow
+---
+apiVersion: projectcalico.org/v3
+kind: GlobalNetworkPolicy
+metadata:
+  name: deny-all
+  labels: {team: sec}
+spec:
+  order: 1000000
+  selector: projectcalico.org/namespace == 'prod'
+  doNotTrack: true
+  applyOnForward: true
+  types: [Ingress]
+  ingress:
+    - action: Deny
+";
+
+/// What `kubectl label --local -f FILE x- -o go-template=TEMPLATE` prints: kubectl's own
+/// go-template printer over `document` (removing a label that is not there changes nothing).
+fn kubectl_template(document: &serde_json::Value, template: &str) -> String {
+    let kubectl = support::find_program("kubectl", "apt-get install kubernetes-client");
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("document.json");
+    std::fs::write(&file, document.to_string()).unwrap();
+    let output = std::process::Command::new(kubectl)
+        .env("KUBECONFIG", "/dev/null")
+        .args(["label", "--local", "-f"])
+        .arg(&file)
+        .args(["x-", "-o"])
+        .arg(format!("go-template={template}"))
+        .output()
+        .expect("run kubectl");
+    assert!(
+        output.status.success(),
+        "kubectl: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn a_go_template_renders_what_kubectl_renders_for_the_same_object() {
+    let etcd = EtcdServer::start();
+    let mut apply = Netctl::new();
+    apply
+        .env("DATASTORE_TYPE", "etcdv3")
+        .env("ETCD_ENDPOINTS", etcd.endpoint())
+        .args(["apply", "-f", "-"])
+        .stdin(POLICIES);
+    ok(apply.run());
+
+    // One object: the document `-o json` prints, rendered by kubectl and by netctl.
+    let document: serde_json::Value = serde_json::from_str(&ok(netctl(
+        &etcd,
+        &["get", "gnp", "allow-dns", "-o", "json"],
+    )))
+    .unwrap();
+    for template in [
+        "{{.metadata.name}}",
+        "{{range $key, $value := .metadata.labels}}{{$key}}={{$value}}{{\"\\n\"}}{{end}}",
+        "{{.spec.order}} {{.spec.selector}} {{len .spec.ingress}} {{.spec.types}}",
+        "{{range .spec.ingress}}{{.action}} {{.protocol}} {{.destination.ports}}{{\"\\n\"}}{{end}}",
+        "{{if .spec.doNotTrack}}untracked{{else}}tracked{{end}} {{.spec.applyOnForward}}",
+        "{{.spec.ingress}} {{.metadata.labels}}",
+        "{{printf \"%-20s|%5v|%q\" .metadata.name .spec.order .spec.selector}}",
+        "{{with .spec.egress}}{{len .}} egress rules{{end}} {{index .spec.types 1}}",
+    ] {
+        let ours = ok(netctl(
+            &etcd,
+            &[
+                "get",
+                "gnp",
+                "allow-dns",
+                "-o",
+                &format!("go-template={template}"),
+            ],
+        ));
+        assert_eq!(ours, kubectl_template(&document, template), "{template}");
+    }
+
+    // A listing: `.items` of the List document, as kubectl's documented examples range over it.
+    // kubectl takes any object with `items` for a list and prints each item on its own, so it
+    // gets the same items under another name, and the template ranges over that name.
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(netctl(&etcd, &["get", "gnp", "-o", "json"]))).unwrap();
+    let holder = serde_json::json!({
+        "apiVersion": "test.netctl.example/v1", "kind": "Holder",
+        "metadata": {"name": "holder", "labels": {"a": "b"}},
+        "entries": list["items"]
+    });
+    for template in [
+        "{{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}",
+        "{{range .items}}{{.metadata.name}}{{\"\\t\"}}{{range .spec.ingress}}{{.action}}{{\", \"}}{{end}}{{\"\\n\"}}{{end}}",
+        "{{range $i, $p := .items}}{{$i}}: {{$p.metadata.name}} {{$p.spec.order}}{{\"\\n\"}}{{end}}",
+    ] {
+        let ours = ok(netctl(
+            &etcd,
+            &["get", "gnp", "-o", &format!("go-template={template}")],
+        ));
+        let theirs = kubectl_template(&holder, &template.replace(".items", ".entries"));
+        assert_eq!(ours, theirs, "{template}");
+    }
+
+    // kubectl's other forms: `-o go-template --template T` and a template file.
+    let mut command = Netctl::new();
+    let file = command.write_file("names.tmpl", "{{range .items}}{{.metadata.name}} {{end}}");
+    command
+        .env("DATASTORE_TYPE", "etcdv3")
+        .env("ETCD_ENDPOINTS", etcd.endpoint())
+        .args(["get", "gnp", "-o"])
+        .arg(format!("go-template-file={}", file.display()));
+    assert_eq!(ok(command.run()), "allow-dns deny-all ");
+    assert_eq!(
+        ok(netctl(
+            &etcd,
+            &[
+                "get",
+                "gnp",
+                "deny-all",
+                "-o",
+                "go-template",
+                "--template",
+                "{{.spec.order}}"
+            ]
+        )),
+        "1000000"
+    );
+    // A template that does not parse, or fails on the data, is an error with Go's words.
+    let bad = netctl(&etcd, &["get", "gnp", "-o", "go-template={{.items"]);
+    assert_eq!(bad.code, Some(1), "{}", bad.stdout);
+    assert!(
+        bad.stderr
+            .contains("the go-template does not parse: template: output:1:"),
+        "{}",
+        bad.stderr
+    );
+    let failing = netctl(
+        &etcd,
+        &[
+            "get",
+            "gnp",
+            "deny-all",
+            "-o",
+            "go-template={{.spec.selector.x}}",
+        ],
+    );
+    assert_eq!(failing.code, Some(1), "{}", failing.stdout);
+    assert!(
+        failing
+            .stderr
+            .contains("can't evaluate field x in type string"),
+        "{}",
+        failing.stderr
+    );
+}

@@ -5,7 +5,7 @@
 //! errors stay in their modules; this file only knows which ones can be asked.
 
 use super::UpgradeApplyError;
-use super::get_forms::{JsonPathError, TargetError};
+use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
@@ -68,6 +68,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             UnknownKind,
             SelectorError,
             JsonPathError,
+            GoTemplateError,
             TargetError,
             ReleaseFlagError,
             ModelineError,

@@ -14,6 +14,7 @@
 
 mod columns;
 mod document;
+pub mod go_template;
 mod printer;
 pub mod progress;
 mod stored;
