@@ -12,6 +12,8 @@ mod get_forms;
 mod manual;
 mod modeline;
 mod node;
+mod node_checksystem;
+mod node_status;
 pub mod plugin;
 mod report;
 mod runbook;
@@ -137,7 +139,7 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container, or collect a node's diagnostics
+    /// Run the node agent container; check a node (status, checksystem) or collect its diagnostics
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
     /// Cluster-wide diagnostics through the Kubernetes API

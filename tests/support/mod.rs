@@ -51,10 +51,13 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod bundle;
+pub mod bird;
+pub mod calico_node;
 pub mod dns;
 pub mod etcd;
 pub mod faults;
 pub mod kube_api;
+pub mod kube_crd;
 pub mod kube_streams;
 pub mod kube_strict;
 pub mod netctl;
