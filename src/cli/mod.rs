@@ -139,7 +139,7 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container; check a node (status, checksystem) or collect its diagnostics
+    /// Run the node agent container; check a node (status, checksystem, diags)
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
     /// Cluster-wide diagnostics through the Kubernetes API

@@ -50,8 +50,8 @@
 // unused helper or re-export would be a warning (an error under `-D warnings`) in some test binary.
 #![allow(dead_code, unused_imports)]
 
-pub mod bundle;
 pub mod bird;
+pub mod bundle;
 pub mod calico_node;
 pub mod dns;
 pub mod etcd;
