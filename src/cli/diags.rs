@@ -14,6 +14,7 @@ use crate::diagnose::bundle::{Archive, BundleOptions};
 use crate::diagnose::cluster_diags::{self, ClusterDiagsOptions};
 use crate::diagnose::node_diags::{self, NodeDiagsOptions};
 use crate::diagnose::{DiagnoseError, secrets, timestamp_for_name};
+use crate::output::human_size;
 use crate::redaction::redact_argv;
 
 pub const NODE_DIAGS_AFTER_HELP: &str = "\
@@ -295,21 +296,6 @@ pub fn report(context: &Context, archive: Archive) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `1.2 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} B"),
-        _ => format!("{value:.1} {}", UNITS[unit]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +312,6 @@ mod tests {
         assert!(parse_size("5XB").is_err());
         assert_eq!(human_size(512), "512 B");
         assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 << 30), "3.0 GiB");
     }
 }

@@ -300,25 +300,8 @@ impl<W: Write> Write for ScrubWriter<W> {
 
 /// Standard base64 with padding (RFC 4648), for the encoded forms searched for.
 pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let group = match chunk {
-            [a, b, c] => u32::from_be_bytes([0, *a, *b, *c]),
-            [a, b] => u32::from_be_bytes([0, *a, *b, 0]),
-            [a] => u32::from_be_bytes([0, *a, 0, 0]),
-            _ => unreachable!("chunks of at most three"),
-        };
-        for index in 0..4 {
-            if index <= chunk.len() {
-                let sextet = (group >> (18 - 6 * index)) & 0x3f;
-                out.push(ALPHABET[sextet as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]

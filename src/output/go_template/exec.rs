@@ -743,30 +743,6 @@ fn query_escape(text: &str) -> String {
 
 /// Standard base64 (padding required, as Go's `base64.StdEncoding`).
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    for chunk in text.as_bytes().chunks(4) {
-        let mut bits = 0u32;
-        let mut padding = 0;
-        for &byte in chunk {
-            let value = match byte {
-                b'A'..=b'Z' => byte - b'A',
-                b'a'..=b'z' => byte - b'a' + 26,
-                b'0'..=b'9' => byte - b'0' + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' => {
-                    padding += 1;
-                    0
-                }
-                _ => return None,
-            };
-            bits = (bits << 6) | u32::from(value);
-        }
-        let bytes = bits.to_be_bytes();
-        out.extend_from_slice(&bytes[1..4 - padding]);
-    }
-    Some(out)
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
