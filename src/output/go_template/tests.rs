@@ -1,5 +1,5 @@
 //! Templates and the text `kubectl label --local -f FILE x- -o go-template=...` (kubectl v1.32)
-//! printed for the same object; `tests/calicoctl_surface.rs` runs kubectl itself beside netctl.
+//! printed for the same object; `tests/it/calicoctl_surface.rs` runs kubectl itself beside netctl.
 
 use serde_json::json;
 
