@@ -11,12 +11,7 @@ use crate::support::{EtcdServer, Netctl, Run, Signal, ok, send_signal, wait_for_
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 
 fn netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
-    let mut command = Netctl::new();
-    command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(args);
-    command.run()
+    Netctl::etcd(etcd).args(args).run()
 }
 
 fn cluster_runs(etcd: &EtcdServer, version: &str) {
@@ -47,11 +42,8 @@ fn wait_for_line(lines: &Mutex<Vec<String>>, text: &str) {
 fn version_poll_prints_the_cluster_lines_again_only_when_they_change_and_stops_on_ctrl_c() {
     let etcd = EtcdServer::start();
     cluster_runs(&etcd, "v3.31.2");
-    let mut command = Netctl::new();
-    command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(["version", "--poll", "100ms"]);
+    let mut command = Netctl::etcd(&etcd);
+    command.args(["version", "--poll", "100ms"]);
     let mut child = command.spawn();
     let stdout = child.stdout.take().unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
@@ -103,18 +95,7 @@ fn version_poll_zero_reads_once_and_a_bad_duration_is_a_usage_error() {
 #[test]
 fn installed_as_kubectl_netctl_it_answers_kubectl_netctl_with_that_name_in_its_help() {
     let prefix = tempfile::tempdir().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install.sh");
-    let installed = std::process::Command::new("bash")
-        .arg(script)
-        .env("PREFIX", prefix.path())
-        .env("NETCTL_BINARY", Netctl::program())
-        .output()
-        .expect("run scripts/install.sh");
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    crate::support::install_into(prefix.path());
     let link = prefix.path().join("bin/kubectl-netctl");
     assert_eq!(
         std::fs::read_link(&link).unwrap(),
@@ -183,40 +164,38 @@ fn stored_policy(etcd: &EtcdServer) {
 /// What `kubectl patch --local --type strategic` makes of `patch` on a Service carrying the same
 /// metadata: apimachinery's strategic merge over the Kubernetes types, the code calicoctl runs.
 fn kubectl_strategic(patch: &str) -> serde_json::Value {
+    let service = serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {
+            "name": "s", "namespace": "default",
+            "labels": {"team": "net", "tier": "base"},
+            "finalizers": ["a.example/keep", "b.example/keep"],
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "n1", "uid": "u1"},
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "n2", "uid": "u2"}
+            ]
+        },
+        "spec": {"externalIPs": ["10.0.0.1"]}
+    });
+    let output = kubectl_local(
+        &service,
+        &["patch", "--type", "strategic", "-o", "json", "-p", patch],
+    );
+    serde_json::from_str(&output).unwrap()
+}
+
+/// What `kubectl VERB --local -f FILE ARGS` prints for `document` in FILE, without a cluster.
+fn kubectl_local(document: &serde_json::Value, verb_and_args: &[&str]) -> String {
     let kubectl = crate::support::find_program("kubectl", "apt-get install kubernetes-client");
     let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("service.json");
-    std::fs::write(
-        &file,
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {
-                "name": "s", "namespace": "default",
-                "labels": {"team": "net", "tier": "base"},
-                "finalizers": ["a.example/keep", "b.example/keep"],
-                "ownerReferences": [
-                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n1", "uid": "u1"},
-                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "n2", "uid": "u2"}
-                ]
-            },
-            "spec": {"externalIPs": ["10.0.0.1"]}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let file = directory.path().join("document.json");
+    std::fs::write(&file, document.to_string()).unwrap();
+    let (verb, args) = verb_and_args.split_first().expect("a kubectl verb");
     let output = std::process::Command::new(kubectl)
         .env("KUBECONFIG", "/dev/null")
-        .args([
-            "patch",
-            "--local",
-            "--type",
-            "strategic",
-            "-o",
-            "json",
-            "-f",
-        ])
+        .args([verb, "--local", "-f"])
         .arg(&file)
-        .args(["-p", patch])
+        .args(args)
         .output()
         .expect("run kubectl");
     assert!(
@@ -224,7 +203,22 @@ fn kubectl_strategic(patch: &str) -> serde_json::Value {
         "kubectl: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The policy `stored_policy` writes, after `netctl patch gnp allow-dns FLAGS`, as `get -o json`
+/// prints it.
+fn patched(etcd: &EtcdServer, flags: &[&str]) -> serde_json::Value {
+    stored_policy(etcd);
+    ok(netctl(
+        etcd,
+        &[&["patch", "gnp", "allow-dns"], flags].concat(),
+    ));
+    serde_json::from_str(&ok(netctl(
+        etcd,
+        &["get", "gnp", "allow-dns", "-o", "json"],
+    )))
+    .unwrap()
 }
 
 #[test]
@@ -244,13 +238,7 @@ fn a_strategic_merge_patch_merges_and_replaces_lists_as_upstream_does() {
         r#"{"metadata":{"labels":{"tier":null,"zone":"a"},"annotations":{"note":"x","gone":null}}}"#,
     ];
     for patch in metadata_patches {
-        stored_policy(&etcd);
-        ok(netctl(&etcd, &["patch", "gnp", "allow-dns", "-p", patch]));
-        let ours: serde_json::Value = serde_json::from_str(&ok(netctl(
-            &etcd,
-            &["get", "gnp", "allow-dns", "-o", "json"],
-        )))
-        .unwrap();
+        let ours = patched(&etcd, &["-p", patch]);
         let theirs = kubectl_strategic(patch);
         for field in ["labels", "annotations", "finalizers", "ownerReferences"] {
             assert_eq!(
@@ -261,22 +249,13 @@ fn a_strategic_merge_patch_merges_and_replaces_lists_as_upstream_does() {
     }
     // A list whose field declares no patch strategy is replaced whole: Calico's `spec.types` as
     // the Service's `spec.externalIPs` (every Calico v3 list is such a list).
-    stored_policy(&etcd);
-    ok(netctl(
+    let ours = patched(
         &etcd,
         &[
-            "patch",
-            "gnp",
-            "allow-dns",
             "-p",
             r#"{"spec":{"types":["Egress"],"egress":[{"action":"Allow"}]}}"#,
         ],
-    ));
-    let ours: serde_json::Value = serde_json::from_str(&ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-dns", "-o", "json"],
-    )))
-    .unwrap();
+    );
     assert_eq!(ours["spec"]["types"], serde_json::json!(["Egress"]));
     assert_eq!(
         ours["spec"]["ingress"][0]["destination"]["ports"],
@@ -289,24 +268,15 @@ fn a_strategic_merge_patch_merges_and_replaces_lists_as_upstream_does() {
     );
 
     // `--type merge` keeps RFC 7386: the finalizers are replaced, not merged.
-    stored_policy(&etcd);
-    ok(netctl(
+    let merged = patched(
         &etcd,
         &[
-            "patch",
-            "gnp",
-            "allow-dns",
             "-t",
             "merge",
             "-p",
             r#"{"metadata":{"finalizers":["c.example/keep"]}}"#,
         ],
-    ));
-    let merged: serde_json::Value = serde_json::from_str(&ok(netctl(
-        &etcd,
-        &["get", "gnp", "allow-dns", "-o", "json"],
-    )))
-    .unwrap();
+    );
     assert_eq!(
         merged["metadata"]["finalizers"],
         serde_json::json!(["c.example/keep"])
@@ -371,35 +341,17 @@ spec:
 /// What `kubectl label --local -f FILE x- -o go-template=TEMPLATE` prints: kubectl's own
 /// go-template printer over `document` (removing a label that is not there changes nothing).
 fn kubectl_template(document: &serde_json::Value, template: &str) -> String {
-    let kubectl = crate::support::find_program("kubectl", "apt-get install kubernetes-client");
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("document.json");
-    std::fs::write(&file, document.to_string()).unwrap();
-    let output = std::process::Command::new(kubectl)
-        .env("KUBECONFIG", "/dev/null")
-        .args(["label", "--local", "-f"])
-        .arg(&file)
-        .args(["x-", "-o"])
-        .arg(format!("go-template={template}"))
-        .output()
-        .expect("run kubectl");
-    assert!(
-        output.status.success(),
-        "kubectl: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    kubectl_local(
+        document,
+        &["label", "x-", "-o", &format!("go-template={template}")],
+    )
 }
 
 #[test]
 fn a_go_template_renders_what_kubectl_renders_for_the_same_object() {
     let etcd = EtcdServer::start();
-    let mut apply = Netctl::new();
-    apply
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
-        .args(["apply", "-f", "-"])
-        .stdin(POLICIES);
+    let mut apply = Netctl::etcd(&etcd);
+    apply.args(["apply", "-f", "-"]).stdin(POLICIES);
     ok(apply.run());
 
     // One object: the document `-o json` prints, rendered by kubectl and by netctl.
@@ -455,11 +407,9 @@ fn a_go_template_renders_what_kubectl_renders_for_the_same_object() {
     }
 
     // kubectl's other forms: `-o go-template --template T` and a template file.
-    let mut command = Netctl::new();
+    let mut command = Netctl::etcd(&etcd);
     let file = command.write_file("names.tmpl", "{{range .items}}{{.metadata.name}} {{end}}");
     command
-        .env("DATASTORE_TYPE", "etcdv3")
-        .env("ETCD_ENDPOINTS", etcd.endpoint())
         .args(["get", "gnp", "-o"])
         .arg(format!("go-template-file={}", file.display()));
     assert_eq!(ok(command.run()), "allow-dns deny-all ");

@@ -77,6 +77,6 @@ pub use faults::{
 };
 pub use kube_api::KubeApiServer;
 pub use kube_streams::ExecReply;
-pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
+pub use netctl::{Netctl, Run, failed, install_into, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};
