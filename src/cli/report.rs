@@ -16,6 +16,7 @@ use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::node::NodeError;
 use crate::node::checksystem::CheckSystemError;
@@ -60,6 +61,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             StepError,
             ExecError,
             LockError,
+            HistoryError,
             UpgradeApplyError,
             VersionCheckError,
             RequestError,
