@@ -57,6 +57,7 @@ pub mod etcd;
 pub mod faults;
 pub mod kube_api;
 pub mod kube_crd;
+pub mod kube_crd_fields;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;
@@ -70,7 +71,7 @@ pub use etcd::{
     AuthSetup, EtcdCluster, EtcdClusterBuilder, EtcdServer, EtcdServerBuilder, Etcdctl, KeyValue,
 };
 pub use faults::{NotEtcdServer, ReplyDroppingProxy, SilentListener, refused_endpoint};
-pub use kube_api::KubeApiServer;
+pub use kube_api::{CalicoGroups, KubeApiServer};
 pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};
