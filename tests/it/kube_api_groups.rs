@@ -504,3 +504,46 @@ fn both_groups_holding_objects_are_warned_about_and_the_group_read_is_named() {
         "{out}"
     );
 }
+
+#[test]
+fn upgrade_discovery_reads_the_native_v3_group() {
+    let server = KubeApiServer::start_serving(CalicoGroups::V3);
+    seed_version(&server, V3, "v3.32.0");
+    server.put(
+        json!({"apiVersion": V3, "kind": "FelixConfiguration", "metadata": {"name": "default"},
+                      "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}}),
+    );
+    server.put(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "tigera-operator", "namespace": "tigera-operator"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"k8s-app": "tigera-operator"}},
+                 "template": {"metadata": {"labels": {"k8s-app": "tigera-operator"}},
+                              "spec": {"containers": [{"name": "tigera-operator",
+                                                       "image": "quay.io/tigera/operator:v1.40.0"}]}}}}));
+    let mut command = netctl(&server);
+    command.args([
+        "upgrade",
+        "plan",
+        "-o",
+        "json",
+        "--to",
+        "v3.32.1",
+        "--set",
+        "mesh_version=1.15.7",
+    ]);
+    let output = command.output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for (fact, value) in [
+        ("installed_version", json!("v3.32.0")),
+        ("install_method", json!("operator")),
+        ("alp_enabled", json!(true)),
+    ] {
+        assert_eq!(plan["facts"][fact]["value"], value, "{fact}");
+        assert_eq!(plan["facts"][fact]["origin"], "discovered", "{fact}");
+    }
+    assert_eq!(v1_requests(&server), Vec::<String>::new());
+}

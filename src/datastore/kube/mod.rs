@@ -186,7 +186,7 @@ impl KubeStore {
         ))
     }
 
-    fn from_dynamic(&self, kind: Kind, object: &DynamicObject) -> Result<Resource, StoreError> {
+    fn resource_from(&self, kind: Kind, object: &DynamicObject) -> Result<Resource, StoreError> {
         let value = serde_json::to_value(object).map_err(|source| StoreError::InvalidData {
             location: format!(
                 "{} `{}`",
@@ -221,7 +221,7 @@ impl KubeStore {
                 api.get(name),
             )
             .await?;
-        self.from_dynamic(key.kind, &object)
+        self.resource_from(key.kind, &object)
     }
 
     /// Every custom resource that holds `key`, with its name, in read order (two only for a
@@ -385,7 +385,7 @@ impl Datastore for KubeStore {
         let items = list
             .items
             .iter()
-            .map(|object| self.from_dynamic(options.kind, object))
+            .map(|object| self.resource_from(options.kind, object))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Page {
             items,
@@ -433,7 +433,7 @@ impl Datastore for KubeStore {
                 api.create(&PostParams::default(), &object),
             )
             .await?;
-        self.from_dynamic(resource.kind, &created)
+        self.resource_from(resource.kind, &created)
     }
 
     async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
@@ -481,7 +481,7 @@ impl Datastore for KubeStore {
             )
             .await;
         match result {
-            Ok(updated) => self.from_dynamic(resource.kind, &updated),
+            Ok(updated) => self.resource_from(resource.kind, &updated),
             Err(StoreError::Conflict { key, expected, .. }) => {
                 let current = self.current_version(&key).await;
                 Err(StoreError::Conflict {
