@@ -200,29 +200,31 @@ fn a_body_the_v3_schema_refuses_is_refused_as_the_server_says() {
     let server = KubeApiServer::start_serving(CalicoGroups::V3);
     let body = json!({"apiVersion": V3, "kind": "IPPool", "metadata": {"name": "bad"},
                       "spec": {"cidr": "10.0.0.0/16", "blockSize": "26", "bogus": 1}});
-    let response = http(&server, "POST", "/apis/projectcalico.org/v3/ippools", &body);
+    let response = server.raw_request(
+        "POST",
+        "/apis/projectcalico.org/v3/ippools",
+        &body.to_string(),
+    );
     assert!(response.starts_with("HTTP/1.1 422"), "{response}");
     assert!(
         response.contains(r#"spec.blockSize: Invalid value: \"string\": spec.blockSize in body must be of type integer"#),
         "{response}"
     );
     let no_spec = json!({"apiVersion": V3, "kind": "Tier", "metadata": {"name": "t"}});
-    let response = http(
-        &server,
+    let response = server.raw_request(
         "POST",
         "/apis/projectcalico.org/v3/tiers",
-        &no_spec,
+        &no_spec.to_string(),
     );
     assert!(response.starts_with("HTTP/1.1 422"), "{response}");
     assert!(response.contains("spec: Required value"), "{response}");
     // An unknown spec field is pruned with a warning, as a real server does.
     let pruned = json!({"apiVersion": V3, "kind": "GlobalNetworkSet", "metadata": {"name": "s"},
                         "spec": {"nets": ["192.0.2.0/24"], "bogus": true}});
-    let response = http(
-        &server,
+    let response = server.raw_request(
         "POST",
         "/apis/projectcalico.org/v3/globalnetworksets",
-        &pruned,
+        &pruned.to_string(),
     );
     assert!(response.starts_with("HTTP/1.1 201"), "{response}");
     assert!(
@@ -233,23 +235,6 @@ fn a_body_the_v3_schema_refuses_is_refused_as_the_server_says() {
         server.get(V3, "globalnetworksets", "", "s").unwrap()["spec"],
         json!({"nets": ["192.0.2.0/24"]})
     );
-}
-
-/// One request to the test server over plain HTTP; the whole response as text.
-fn http(server: &KubeApiServer, method: &str, path: &str, body: &Value) -> String {
-    use std::io::{Read, Write};
-    let address = server.url().trim_start_matches("http://").to_string();
-    let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    let body = body.to_string();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 #[test]

@@ -242,17 +242,22 @@ fn from_v3_object(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
     if !kind.is_namespaced() {
         metadata.namespace = None;
     }
+    Ok(resource_of(kind, metadata, object))
+}
+
+/// The resource with `metadata` and the custom resource's spec (`{}` when it has none) and status.
+fn resource_of(kind: Kind, metadata: ObjectMeta, object: &Value) -> Resource {
     let spec = match &object["spec"] {
         Value::Null => json!({}),
         spec => spec.clone(),
     };
-    Ok(Resource {
+    Resource {
         api_version: API_VERSION.to_string(),
         kind,
         metadata,
         spec,
         status: object["status"].clone(),
-    })
+    }
 }
 
 fn from_v1_object(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
@@ -319,17 +324,7 @@ fn from_v1_object(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
     if v3.creation_timestamp.is_none() {
         v3.creation_timestamp = text("creationTimestamp");
     }
-    let spec = match &object["spec"] {
-        Value::Null => json!({}),
-        spec => spec.clone(),
-    };
-    Ok(Resource {
-        api_version: API_VERSION.to_string(),
-        kind,
-        metadata: v3,
-        spec,
-        status: object["status"].clone(),
-    })
+    Ok(resource_of(kind, v3, object))
 }
 
 /// Without the annotation, upstream strips `default.` from default-tier policy names.

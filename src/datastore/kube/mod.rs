@@ -174,6 +174,24 @@ impl KubeStore {
         }
     }
 
+    /// A conflict named with the version stored now; any other outcome as it is.
+    async fn with_current_version<T>(
+        &self,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match result {
+            Err(StoreError::Conflict { key, expected, .. }) => {
+                let current = self.current_version(&key).await;
+                Err(StoreError::Conflict {
+                    key,
+                    expected,
+                    current,
+                })
+            }
+            other => other,
+        }
+    }
+
     fn resource_name(&self, kind: Kind) -> String {
         conversion::resource_name(kind, self.group.group)
     }
@@ -276,18 +294,7 @@ impl KubeStore {
                 api.delete(name, &params),
             )
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(StoreError::Conflict { key, expected, .. }) => {
-                let current = self.current_version(&key).await;
-                Err(StoreError::Conflict {
-                    key,
-                    expected,
-                    current,
-                })
-            }
-            Err(error) => Err(error),
-        }
+        self.with_current_version(result.map(|_| ())).await
     }
 }
 
@@ -480,18 +487,8 @@ impl Datastore for KubeStore {
                 api.replace(&name, &PostParams::default(), &object),
             )
             .await;
-        match result {
-            Ok(updated) => self.resource_from(resource.kind, &updated),
-            Err(StoreError::Conflict { key, expected, .. }) => {
-                let current = self.current_version(&key).await;
-                Err(StoreError::Conflict {
-                    key,
-                    expected,
-                    current,
-                })
-            }
-            Err(error) => Err(error),
-        }
+        let updated = self.with_current_version(result).await?;
+        self.resource_from(resource.kind, &updated)
     }
 
     async fn delete(

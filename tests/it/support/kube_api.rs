@@ -527,6 +527,26 @@ impl KubeApiServer {
         self.lock().calico_api_server = true;
     }
 
+    /// Sends one request over plain HTTP as a client that does not validate would (`body` as
+    /// JSON) and returns the whole response as text, status line and headers included.
+    pub fn raw_request(&self, method: &str, path: &str, body: &str) -> String {
+        use std::io::{Read, Write};
+        let url = self.url();
+        let address = url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(address).expect("connect to the test server");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send the request");
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .expect("read the response");
+        response
+    }
+
     /// Every request received so far, as `METHOD path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.lock().requests.clone()
