@@ -15,6 +15,7 @@ pub mod coordination;
 pub mod etcd;
 pub mod health;
 pub mod initialize;
+pub mod ipam;
 pub mod kube;
 mod pages;
 
@@ -286,6 +287,12 @@ pub trait Datastore: Send + Sync {
 
     /// Proves the datastore is reachable and the credentials work (connections are otherwise lazy).
     async fn check(&self) -> Result<(), StoreError>;
+
+    /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
+    /// for a store that keeps none.
+    fn ipam(&self) -> Option<&dyn ipam::IpamStore> {
+        None
+    }
 
     /// Reads one resource; `resourceVersion` is set to the stored revision.
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError>;

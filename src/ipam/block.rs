@@ -121,7 +121,11 @@ pub enum BlockDamage {
     /// `allocations` does not have one entry per address.
     AllocationsLength { found: usize, expected: u128 },
     /// An allocated ordinal names attributes that do not exist.
-    AttributeIndex { ordinal: usize, index: i64, attributes: usize },
+    AttributeIndex {
+        ordinal: usize,
+        index: i64,
+        attributes: usize,
+    },
     /// A free ordinal outside the block.
     FreeOrdinalOutOfRange { ordinal: i64 },
     /// An ordinal listed as free that is allocated, or listed twice.
@@ -147,7 +151,10 @@ impl std::fmt::Display for BlockDamage {
                 "ordinal {ordinal} names attributes {index}, and there are {attributes}"
             ),
             BlockDamage::FreeOrdinalOutOfRange { ordinal } => {
-                write!(f, "`unallocated` lists ordinal {ordinal}, outside the block")
+                write!(
+                    f,
+                    "`unallocated` lists ordinal {ordinal}, outside the block"
+                )
             }
             BlockDamage::FreeOrdinalInUse { ordinal } => write!(
                 f,
@@ -209,7 +216,10 @@ impl AllocationBlock {
 
     /// How many addresses are allocated.
     pub fn allocated_count(&self) -> usize {
-        self.allocations.iter().filter(|entry| entry.is_some()).count()
+        self.allocations
+            .iter()
+            .filter(|entry| entry.is_some())
+            .count()
     }
 
     /// Every allocated address in ordinal order.

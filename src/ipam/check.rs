@@ -159,10 +159,14 @@ impl Checker {
         self.blocks += 1;
         let damage = block.damage();
         if !damage.is_empty() {
-            self.damaged
-                .insert(key.to_string(), damage.iter().map(ToString::to_string).collect());
+            self.damaged.insert(
+                key.to_string(),
+                damage.iter().map(ToString::to_string).collect(),
+            );
         }
-        let cidr = block.cidr.map_or_else(|| key.to_string(), |cidr| cidr.to_string());
+        let cidr = block
+            .cidr
+            .map_or_else(|| key.to_string(), |cidr| cidr.to_string());
         writeln!(
             out,
             " IPAM block {cidr} affinity={}:",
@@ -270,7 +274,12 @@ impl Checker {
     }
 
     /// A stored handle and what its guarded delete compares; `blocks` its stored counts.
-    pub fn add_handle(&mut self, id: &str, identity: HandleIdentity, blocks: &BTreeMap<String, i64>) {
+    pub fn add_handle(
+        &mut self,
+        id: &str,
+        identity: HandleIdentity,
+        blocks: &BTreeMap<String, i64>,
+    ) {
         if self.in_use_handles.contains(id) {
             for (block, count) in blocks {
                 let held = self
@@ -374,7 +383,10 @@ impl Checker {
             if !self.active_pools.iter().any(|pool| pool.contains(*ip)) {
                 if self.detail.problems() {
                     for owner in owners {
-                        writeln!(out, "  {ip} in use by {owner} is not in any active IP pool.")?;
+                        writeln!(
+                            out,
+                            "  {ip} in use by {owner} is not in any active IP pool."
+                        )?;
                     }
                 }
                 findings.outside_pools.push(ip.to_string());
@@ -542,8 +554,13 @@ fn report_allocation(ip: &str, record: &Allocation) -> ReportAllocation {
         creation_timestamp: text(&record.timestamp),
         in_use: record.in_use,
         borrowed: record.borrowed,
-        owners: (!record.owners.is_empty())
-            .then(|| record.owners.iter().map(|owner| owner.to_string()).collect()),
+        owners: (!record.owners.is_empty()).then(|| {
+            record
+                .owners
+                .iter()
+                .map(|owner| owner.to_string())
+                .collect()
+        }),
     }
 }
 
@@ -594,10 +611,28 @@ mod tests {
             let ip = format!("10.66.0.{last}").parse().unwrap();
             block.allocate(ip, Some(handle), owner("node-1"));
         }
-        checker.add_block("/calico/ipam/v2/assignment/ipv4/block/10.66.0.0-26", &block, &mut out).unwrap();
+        checker
+            .add_block(
+                "/calico/ipam/v2/assignment/ipv4/block/10.66.0.0-26",
+                &block,
+                &mut out,
+            )
+            .unwrap();
         checker.add_active_pool(Cidr::parse("10.66.0.0/16").unwrap());
-        checker.add_in_use("10.66.0.1".parse().unwrap(), "Workload(default/a)", &mut out).unwrap();
-        checker.add_in_use("10.66.0.9".parse().unwrap(), "Workload(default/c)", &mut out).unwrap();
+        checker
+            .add_in_use(
+                "10.66.0.1".parse().unwrap(),
+                "Workload(default/a)",
+                &mut out,
+            )
+            .unwrap();
+        checker
+            .add_in_use(
+                "10.66.0.9".parse().unwrap(),
+                "Workload(default/c)",
+                &mut out,
+            )
+            .unwrap();
         let identity = |revision: &str| HandleIdentity {
             uid: None,
             revision: revision.into(),
@@ -645,12 +680,18 @@ mod tests {
         let mut block = AllocationBlock::empty(cidr, None);
         block.allocate("10.0.0.1".parse().unwrap(), Some("h"), BTreeMap::new());
         checker.add_block("k", &block, &mut out).unwrap();
-        checker.add_in_use("10.0.0.1".parse().unwrap(), "Node(n)", &mut out).unwrap();
+        checker
+            .add_in_use("10.0.0.1".parse().unwrap(), "Node(n)", &mut out)
+            .unwrap();
         let identity = HandleIdentity {
             uid: None,
             revision: "1".into(),
         };
-        checker.add_handle("h", identity, &BTreeMap::from([("10.0.0.0/30".to_string(), 3)]));
+        checker.add_handle(
+            "h",
+            identity,
+            &BTreeMap::from([("10.0.0.0/30".to_string(), 3)]),
+        );
         let findings = checker.finish(&mut out).unwrap();
         assert_eq!(
             findings.handle_counts,

@@ -127,7 +127,9 @@ impl Cidr {
     /// How many addresses the network holds; `u128::MAX` for the whole IPv6 space, which does
     /// not fit.
     pub fn size(&self) -> u128 {
-        1u128.checked_shl(u32::from(self.host_bits())).unwrap_or(u128::MAX)
+        1u128
+            .checked_shl(u32::from(self.host_bits()))
+            .unwrap_or(u128::MAX)
     }
 
     /// Whether `address` lies in this network.
@@ -143,7 +145,10 @@ impl Cidr {
 
     /// The address `ordinal` places into the network (`0` is the network address).
     pub fn nth(&self, ordinal: u128) -> IpAddr {
-        from_number(self.version(), to_number(self.network).wrapping_add(ordinal))
+        from_number(
+            self.version(),
+            to_number(self.network).wrapping_add(ordinal),
+        )
     }
 
     /// How far into the network `address` lies, if it lies in it.
@@ -238,7 +243,14 @@ mod tests {
         let cidr = Cidr::parse("10.65.79.7/26").unwrap();
         assert_eq!(cidr.to_string(), "10.65.79.0/26");
         assert_eq!(cidr.size(), 64);
-        for bad in ["10.0.0.0", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "x/8", "10.0.0/8"] {
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "10.0.0.0/-1",
+            "10.0.0.0/+8",
+            "x/8",
+            "10.0.0/8",
+        ] {
             assert!(Cidr::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(
@@ -269,7 +281,12 @@ mod tests {
         assert_eq!(block.ordinal_of("10.0.0.128".parse().unwrap()), None);
         assert_eq!(block.ordinal_of("fd00::1".parse().unwrap()), None);
         assert_eq!(block.offset(1).unwrap().to_string(), "10.0.0.128/26");
-        assert!(Cidr::parse("255.255.255.192/26").unwrap().offset(1).is_none());
+        assert!(
+            Cidr::parse("255.255.255.192/26")
+                .unwrap()
+                .offset(1)
+                .is_none()
+        );
         let pool = Cidr::parse("10.0.0.0/16").unwrap();
         assert!(pool.overlaps(&block) && block.overlaps(&pool));
         assert!(!block.overlaps(&Cidr::parse("10.0.1.0/24").unwrap()));

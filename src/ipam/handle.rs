@@ -18,7 +18,10 @@ pub struct IpamHandle {
 }
 
 impl IpamHandle {
-    pub fn new(id: impl Into<String>, blocks: impl IntoIterator<Item = (String, i64)>) -> IpamHandle {
+    pub fn new(
+        id: impl Into<String>,
+        blocks: impl IntoIterator<Item = (String, i64)>,
+    ) -> IpamHandle {
         IpamHandle {
             id: id.into(),
             blocks: blocks.into_iter().collect(),

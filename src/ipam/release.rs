@@ -58,10 +58,7 @@ pub fn release(
     for request in requests {
         let verdict = decide(block, request, &freed);
         if let ReleaseVerdict::Released { handle } = &verdict {
-            if let Some(ordinal) = block
-                .cidr
-                .and_then(|cidr| cidr.ordinal_of(request.address))
-            {
+            if let Some(ordinal) = block.cidr.and_then(|cidr| cidr.ordinal_of(request.address)) {
                 freed.push(ordinal as usize);
             }
             if let Some(handle) = handle {
@@ -75,10 +72,7 @@ pub fn release(
 }
 
 fn decide(block: &AllocationBlock, request: &ReleaseRequest, freed: &[usize]) -> ReleaseVerdict {
-    let Some(ordinal) = block
-        .cidr
-        .and_then(|cidr| cidr.ordinal_of(request.address))
-    else {
+    let Some(ordinal) = block.cidr.and_then(|cidr| cidr.ordinal_of(request.address)) else {
         return ReleaseVerdict::OutsideBlock;
     };
     let ordinal = ordinal as usize;
@@ -133,7 +127,10 @@ fn free_ordinals(block: &mut AllocationBlock, freed: &[usize]) {
     }
     let mut renumbered = vec![None; block.attributes.len()];
     let mut kept = Vec::new();
-    for (index, attribute) in std::mem::take(&mut block.attributes).into_iter().enumerate() {
+    for (index, attribute) in std::mem::take(&mut block.attributes)
+        .into_iter()
+        .enumerate()
+    {
         if used[index] {
             renumbered[index] = Some(kept.len() as i64);
             kept.push(attribute);
@@ -156,7 +153,9 @@ fn free_ordinals(block: &mut AllocationBlock, freed: &[usize]) {
 pub enum HandleCountError {
     #[error("handle `{handle}` holds no addresses of block `{block}`")]
     NotLinked { handle: String, block: String },
-    #[error("handle `{handle}` holds {held} addresses of block `{block}`, fewer than the {released} released")]
+    #[error(
+        "handle `{handle}` holds {held} addresses of block `{block}`, fewer than the {released} released"
+    )]
     TooFew {
         handle: String,
         block: String,

@@ -54,9 +54,14 @@ pub fn split(cidr: Cidr, parts: u64, block_size: Option<u8>) -> Result<Vec<Cidr>
             block_size,
         });
     }
-    let first = Cidr::new(cidr.network(), child_prefix).ok_or(SplitError::TooSmall { cidr, parts })?;
+    let first =
+        Cidr::new(cidr.network(), child_prefix).ok_or(SplitError::TooSmall { cidr, parts })?;
     (0..u128::from(parts))
-        .map(|index| first.offset(index).ok_or(SplitError::TooSmall { cidr, parts }))
+        .map(|index| {
+            first
+                .offset(index)
+                .ok_or(SplitError::TooSmall { cidr, parts })
+        })
         .collect()
 }
 
@@ -106,18 +111,27 @@ mod tests {
         assert_eq!(split(pool, 3, None), Err(SplitError::NotAPowerOfTwo(3)));
         assert_eq!(split(pool, 1, None), Err(SplitError::NotAPowerOfTwo(1)));
         assert_eq!(split(pool, 0, None), Err(SplitError::NotAPowerOfTwo(0)));
-        assert!(matches!(split(pool, 8, None), Err(SplitError::TooSmall { .. })));
+        assert!(matches!(
+            split(pool, 8, None),
+            Err(SplitError::TooSmall { .. })
+        ));
         let pool = Cidr::parse("10.0.0.0/24").unwrap();
         assert!(matches!(
             split(pool, 8, Some(26)),
-            Err(SplitError::SmallerThanBlocks { child_prefix: 27, .. })
+            Err(SplitError::SmallerThanBlocks {
+                child_prefix: 27,
+                ..
+            })
         ));
         assert_eq!(split(pool, 4, Some(26)).unwrap().len(), 4);
     }
 
     #[test]
     fn children_are_named_as_upstream_names_them() {
-        assert_eq!(child_name("default-ipv4-ippool", 1), "split-default-ipv4-ippool-1");
+        assert_eq!(
+            child_name("default-ipv4-ippool", 1),
+            "split-default-ipv4-ippool-1"
+        );
         let long = "p".repeat(250);
         assert_eq!(child_name(&long, 3).len(), "split-".len() + 245 + 2);
     }

@@ -220,7 +220,10 @@ mod tests {
         let mut block = AllocationBlock::empty(Cidr::parse("10.65.79.0/26").unwrap(), None);
         block.allocate("10.65.79.1".parse().unwrap(), Some("h"), BTreeMap::new());
         usage.add_block(&block);
-        usage.add_block(&AllocationBlock::empty(Cidr::parse("10.99.0.0/26").unwrap(), None));
+        usage.add_block(&AllocationBlock::empty(
+            Cidr::parse("10.99.0.0/26").unwrap(),
+            None,
+        ));
         let pools = usage.pools();
         assert_eq!(pools.len(), 2);
         assert_eq!(pools[0].in_use, 1);
@@ -234,7 +237,10 @@ mod tests {
         let cidr = Cidr::parse("10.0.0.0/29").unwrap();
         let mut block = AllocationBlock::empty(cidr, Some("host:a".into()));
         let attrs = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
         };
         block.allocate("10.0.0.1".parse().unwrap(), None, attrs(&[("node", "a")]));
         block.allocate(

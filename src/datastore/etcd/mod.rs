@@ -17,6 +17,8 @@ mod conversion;
 pub mod coordination;
 mod endpoints;
 mod errors;
+mod ipam;
+pub mod ipam_encoding;
 mod policy_keys;
 pub mod srv;
 
@@ -351,6 +353,10 @@ fn decode_token(token: &str) -> Result<(i64, usize, Vec<u8>), StoreError> {
 impl Datastore for EtcdStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::EtcdV3
+    }
+
+    fn ipam(&self) -> Option<&dyn crate::datastore::ipam::IpamStore> {
+        Some(self)
     }
 
     fn request_timeout(&self) -> Duration {

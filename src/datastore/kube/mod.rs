@@ -18,6 +18,8 @@ mod conversion;
 pub mod coordination;
 mod derived;
 mod errors;
+mod ipam;
+pub mod ipam_encoding;
 mod workload;
 
 use std::time::Duration;
@@ -38,6 +40,8 @@ use crate::resource::{Kind, Resource, ResourceKey};
 pub struct KubeStore {
     api: ApiClient,
     timeout: Duration,
+    /// Where the IPAM objects live (`kube/ipam.rs`).
+    ipam_group: ipam_encoding::ApiGroup,
 }
 
 impl KubeStore {
@@ -47,7 +51,11 @@ impl KubeStore {
         timeout: Duration,
     ) -> Result<KubeStore, StoreError> {
         let api = client::build(settings, timeout).await?;
-        let store = KubeStore { api, timeout };
+        let store = KubeStore {
+            api,
+            timeout,
+            ipam_group: ipam_encoding::ApiGroup::default(),
+        };
         store.check().await?;
         Ok(store)
     }
@@ -161,6 +169,10 @@ fn page_size(options: &ListOptions) -> u32 {
 impl Datastore for KubeStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::Kubernetes
+    }
+
+    fn ipam(&self) -> Option<&dyn crate::datastore::ipam::IpamStore> {
+        Some(self)
     }
 
     fn request_timeout(&self) -> Duration {
