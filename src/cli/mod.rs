@@ -8,6 +8,7 @@ pub mod completion;
 mod config;
 mod get;
 mod get_forms;
+mod ipam;
 mod manual;
 mod modeline;
 mod node;
@@ -127,6 +128,9 @@ pub enum Command {
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
+    /// IP address management: show use, check for leaks, release, split pools, configure
+    #[command(subcommand, after_help = ipam::EXAMPLES)]
+    Ipam(ipam::IpamCommand),
     /// Show the client version and the version of the cluster
     Version(version::VersionArgs),
     /// Print a shell completion script
@@ -240,6 +244,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
         Command::Config(command) => config::run(&context, command).await,
+        Command::Ipam(command) => ipam::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
         Command::Schema(args) => schema::run(&context, args),

@@ -16,8 +16,9 @@ use super::cidr::Cidr;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockUsage {
     pub cidr: String,
+    #[serde(serialize_with = "serialize_count")]
     pub capacity: u128,
-    #[serde(rename = "inUse")]
+    #[serde(rename = "inUse", serialize_with = "serialize_count")]
     pub in_use: u128,
     /// The node the block belongs to, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -32,13 +33,35 @@ pub struct PoolUsage {
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cidr: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_optional_count"
+    )]
     pub capacity: Option<u128>,
-    #[serde(rename = "inUse")]
+    #[serde(rename = "inUse", serialize_with = "serialize_count")]
     pub in_use: u128,
     pub blocks: Vec<BlockUsage>,
     #[serde(skip)]
     network: Option<Cidr>,
+}
+
+/// A count as a JSON number when it fits in 64 bits (every count but an IPv6 pool's size), else as
+/// its digits in a string: JSON readers lose precision past 2^53 anyway.
+fn serialize_count<S: serde::Serializer>(value: &u128, serializer: S) -> Result<S::Ok, S::Error> {
+    match u64::try_from(*value) {
+        Ok(small) => serializer.serialize_u64(small),
+        Err(_) => serializer.collect_str(value),
+    }
+}
+
+fn serialize_optional_count<S: serde::Serializer>(
+    value: &Option<u128>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => serialize_count(value, serializer),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Utilisation of every pool, built block by block.

@@ -75,6 +75,9 @@ const fn kind(
 /// The group of the Calico CRDs.
 pub const CALICO_GROUP: &str = "crd.projectcalico.org";
 
+/// The group of v3.32's native custom resources.
+pub const NATIVE_GROUP: &str = "projectcalico.org";
+
 /// Every resource type served.
 pub const RESOURCE_TYPES: &[ResourceType] = &[
     kind("", "v1", "Node", "nodes", false),
@@ -182,6 +185,34 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     kind(CALICO_GROUP, "v1", "NetworkPolicy", "networkpolicies", true),
     kind(CALICO_GROUP, "v1", "NetworkSet", "networksets", true),
     kind(CALICO_GROUP, "v1", "Tier", "tiers", false),
+    // IPAM (validated against upstream's CRD schemas: `kube_crd_schema.rs`).
+    kind(CALICO_GROUP, "v1", "IPAMBlock", "ipamblocks", false),
+    kind(
+        CALICO_GROUP,
+        "v1",
+        "BlockAffinity",
+        "blockaffinities",
+        false,
+    ),
+    kind(CALICO_GROUP, "v1", "IPAMHandle", "ipamhandles", false),
+    kind(CALICO_GROUP, "v1", "IPAMConfig", "ipamconfigs", false),
+    // v3.32's native `projectcalico.org/v3` custom resources of IPAM.
+    kind(NATIVE_GROUP, "v3", "IPAMBlock", "ipamblocks", false),
+    kind(
+        NATIVE_GROUP,
+        "v3",
+        "BlockAffinity",
+        "blockaffinities",
+        false,
+    ),
+    kind(NATIVE_GROUP, "v3", "IPAMHandle", "ipamhandles", false),
+    kind(
+        NATIVE_GROUP,
+        "v3",
+        "IPAMConfiguration",
+        "ipamconfigurations",
+        false,
+    ),
 ];
 
 /// Where an object lives: resource type (by group and plural), namespace (`""` for cluster-scoped)
@@ -714,6 +745,9 @@ fn decode_strictly(
     mut object: Value,
 ) -> Result<(Value, Vec<String>), Response> {
     let api_version = resource.api_version();
+    if let Some(schema) = super::kube_crd_schema::schema_for(&api_version, resource.kind) {
+        return validate_custom_resource(resource, query, &schema, object);
+    }
     match super::kube_strict::check(&api_version, resource.kind, &object) {
         Ok(()) => Ok((object, Vec::new())),
         Err(super::kube_strict::Refusal::WrongType {
@@ -742,6 +776,47 @@ fn decode_strictly(
             Ok((object, listed))
         }
     }
+}
+
+/// Validates a custom resource against its CRD's schema (see [`super::kube_crd_schema`]): unknown
+/// fields pruned with a warning (refused with `fieldValidation=Strict`), then 422 for anything the
+/// schema refuses.
+#[allow(clippy::result_large_err)]
+fn validate_custom_resource(
+    resource: &ResourceType,
+    query: &BTreeMap<String, String>,
+    schema: &Value,
+    mut object: Value,
+) -> Result<(Value, Vec<String>), Response> {
+    let outcome = super::kube_crd_schema::validate(schema, &mut object);
+    let listed: Vec<String> = outcome
+        .unknown
+        .iter()
+        .map(|path| format!("unknown field \"{path}\""))
+        .collect();
+    if !listed.is_empty() && query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+        return Err(bad_request(format!(
+            "strict decoding error: {}",
+            listed.join(", ")
+        )));
+    }
+    if !outcome.invalid.is_empty() {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let detail = match outcome.invalid.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        return Err(status_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!(
+                "{}.{} \"{name}\" is invalid: {detail}",
+                resource.kind, resource.group
+            ),
+            json!({}),
+        ));
+    }
+    Ok((object, listed))
 }
 
 /// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's

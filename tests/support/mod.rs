@@ -54,6 +54,7 @@ pub mod dns;
 pub mod etcd;
 pub mod faults;
 pub mod kube_api;
+pub mod kube_crd_schema;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;
