@@ -6,9 +6,11 @@
 mod args;
 pub mod completion;
 mod config;
+mod datastore;
 mod get;
 mod get_forms;
 mod ipam;
+mod journaled;
 mod manual;
 mod modeline;
 mod node;
@@ -128,6 +130,9 @@ pub enum Command {
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
+    /// Lock or unlock the datastore (`datastore migrate lock|unlock`)
+    #[command(subcommand, after_help = datastore::EXAMPLES)]
+    Datastore(datastore::DatastoreCommand),
     /// IP address management: show use, check for leaks, release, split pools, configure
     #[command(subcommand, after_help = ipam::EXAMPLES)]
     Ipam(ipam::IpamCommand),
@@ -245,6 +250,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Validate(args) => write::validate(&context, args),
         Command::Config(command) => config::run(&context, command).await,
         Command::Ipam(command) => ipam::run(&context, command).await,
+        Command::Datastore(command) => datastore::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
         Command::Schema(args) => schema::run(&context, args),

@@ -18,6 +18,7 @@ pub mod initialize;
 pub mod ipam;
 pub mod kube;
 mod pages;
+pub mod readiness;
 
 use std::time::Duration;
 

@@ -94,6 +94,22 @@ pub enum Action {
     /// never read back from a plan file (its private files are not written into one).
     #[serde(rename = "node.run")]
     NodeRun(NodeRun),
+    /// Lock the datastore (ClusterInformation `datastoreReady: false`). Built by `netctl datastore
+    /// migrate lock`; not a runbook action.
+    #[serde(rename = "datastore.lock")]
+    DatastoreLock(super::ipam_action::DatastoreLock),
+    /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore migrate unlock`.
+    #[serde(rename = "datastore.unlock")]
+    DatastoreUnlock(super::ipam_action::DatastoreLock),
+    /// Free addresses and delete handles, each guarded. Built by `netctl ipam release`.
+    #[serde(rename = "ipam.release")]
+    IpamRelease(super::ipam_action::IpamRelease),
+    /// Replace a pool by 2^k children. Built by `netctl ipam split`.
+    #[serde(rename = "ipam.split")]
+    IpamSplit(super::ipam_action::IpamSplit),
+    /// Change the allocator's configuration. Built by `netctl ipam configure`.
+    #[serde(rename = "ipam.configure")]
+    IpamConfigure(super::ipam_action::IpamConfigure),
 }
 
 impl Action {
@@ -128,6 +144,11 @@ impl Action {
             Action::Check(_) => "check",
             Action::Pause(_) => "pause",
             Action::NodeRun(_) => "node.run",
+            Action::DatastoreLock(_) => "datastore.lock",
+            Action::DatastoreUnlock(_) => "datastore.unlock",
+            Action::IpamRelease(_) => "ipam.release",
+            Action::IpamSplit(_) => "ipam.split",
+            Action::IpamConfigure(_) => "ipam.configure",
         }
     }
 
@@ -140,6 +161,8 @@ impl Action {
                 | Action::ResourceApply(_)
                 | Action::ResourceReplace(_)
                 | Action::ResourceDelete(_)
+                | Action::IpamRelease(_)
+                | Action::IpamSplit(_)
         )
     }
 

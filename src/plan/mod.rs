@@ -13,6 +13,7 @@ mod cluster_facts;
 pub mod edit_discovery;
 mod error;
 pub mod facts;
+pub mod ipam_action;
 pub mod lint;
 pub mod overlay;
 pub mod release;

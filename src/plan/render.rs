@@ -740,5 +740,32 @@ pub fn describe(action: &Action) -> String {
         },
         Action::Pause(pause) => format!("{name} \"{}\"", pause.message),
         Action::NodeRun(request) => format!("{name}: {}", request.command.shell_line()),
+        Action::DatastoreLock(lock) | Action::DatastoreUnlock(lock) => {
+            format!("{name} (as {})", lock.by)
+        }
+        Action::IpamRelease(release) => format!(
+            "{name} {} address(es), {} handle(s){}",
+            release.addresses.len(),
+            release.handles.len(),
+            match &release.taken_at {
+                Some(taken) => format!(
+                    " from reports of cluster {} at revision {}",
+                    taken.cluster_guid, taken.cluster_information_revision
+                ),
+                None => String::new(),
+            }
+        ),
+        Action::IpamSplit(split) => {
+            let children: Vec<String> = split
+                .children
+                .iter()
+                .map(|child| format!("{} {}", child.name, child.cidr))
+                .collect();
+            format!("{name} IPPool {} into {}", split.pool, children.join(", "))
+        }
+        Action::IpamConfigure(configure) => format!(
+            "{name} {}",
+            serde_json::to_string(&configure.change).unwrap_or_default()
+        ),
     }
 }

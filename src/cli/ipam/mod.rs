@@ -7,8 +7,11 @@
 //! the journal and Ctrl-C handling as every other write.
 
 mod check;
+mod configure;
 mod pools;
+mod release;
 mod show;
+mod split;
 
 use std::process::ExitCode;
 
@@ -25,7 +28,9 @@ Examples:
   netctl ipam show --ip 10.65.79.2
   netctl ipam check --show-problem-ips -o report.json
   netctl datastore migrate lock && netctl ipam check -o report.json
-  netctl ipam release --from-report report.json --dry-run";
+  netctl ipam release --from-report report.json --dry-run
+  netctl ipam split 2 --name default-ipv4-ippool
+  netctl ipam configure --strictaffinity=true";
 
 #[derive(Debug, Subcommand)]
 pub enum IpamCommand {
@@ -35,12 +40,24 @@ pub enum IpamCommand {
     /// Check IPAM against what uses addresses: leaked addresses and handles, addresses without an allocation
     #[command(after_help = check::EXAMPLES)]
     Check(check::CheckArgs),
+    /// Release addresses, or what `ipam check` reports call leaked (addresses and handles)
+    #[command(after_help = release::EXAMPLES)]
+    Release(release::ReleaseArgs),
+    /// Split an IP pool into 2^k equal pools (needs the datastore locked)
+    #[command(after_help = split::EXAMPLES)]
+    Split(split::SplitArgs),
+    /// Change the allocator's configuration (strict affinity, blocks per host, KubeVirt addresses)
+    #[command(after_help = configure::EXAMPLES)]
+    Configure(configure::ConfigureArgs),
 }
 
 pub async fn run(context: &Context, command: IpamCommand) -> anyhow::Result<ExitCode> {
     match command {
         IpamCommand::Show(args) => show::run(context, args).await,
         IpamCommand::Check(args) => check::run(context, args).await,
+        IpamCommand::Release(args) => release::run(context, args).await,
+        IpamCommand::Split(args) => split::run(context, args).await,
+        IpamCommand::Configure(args) => configure::run(context, args).await,
     }
 }
 

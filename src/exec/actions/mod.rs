@@ -9,6 +9,7 @@
 pub mod check;
 pub mod describe;
 pub mod fetch;
+pub mod ipam;
 pub mod kube;
 pub mod node;
 pub mod owner_reference;
@@ -77,6 +78,8 @@ pub enum StepError {
     OwnerReference(#[from] owner_reference::OwnerReferenceError),
     #[error(transparent)]
     Node(#[from] crate::node::NodeError),
+    #[error(transparent)]
+    Ipam(#[from] ipam::IpamActionError),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -102,6 +105,7 @@ impl StepError {
             StepError::Kube(error) => error.hint(),
             StepError::OwnerReference(error) => error.hint(),
             StepError::Node(error) => error.hint(),
+            StepError::Ipam(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
@@ -291,6 +295,27 @@ pub async fn perform(
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
         Action::NodeRun(request) => node::start(request, mode).await?,
+        Action::DatastoreLock(lock) => ipam::readiness::set(store()?, true, &lock.by, mode).await?,
+        Action::DatastoreUnlock(lock) => {
+            ipam::readiness::set(store()?, false, &lock.by, mode).await?
+        }
+        Action::IpamRelease(release) => {
+            let cluster = crate::plan::release::cluster_release(store()?)
+                .await
+                .map_err(ipam::IpamActionError::from)?;
+            let encoding = crate::ipam::BlockEncoding::for_release(cluster.as_ref());
+            ipam::release::release(store()?, release, encoding, mode, interrupt).await?
+        }
+        Action::IpamSplit(split) => {
+            let release = api_release(store()?, context.release).await;
+            ipam::split::split(store()?, split, &release, mode, interrupt).await?
+        }
+        Action::IpamConfigure(configure) => {
+            let cluster = crate::plan::release::cluster_release(store()?)
+                .await
+                .map_err(ipam::IpamActionError::from)?;
+            ipam::configure::configure(store()?, &configure.change, cluster.as_ref(), mode).await?
+        }
     })
 }
 
@@ -383,5 +408,13 @@ pub fn is_idempotent(action: &Action) -> bool {
         Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
         // It replaces the running container: safe, but not without effect.
         Action::NodeRun(_) => false,
+        // The flag is set (or cleared) whatever it was; a release's guards skip what is done; a
+        // configuration change is the same twice.
+        Action::DatastoreLock(_)
+        | Action::DatastoreUnlock(_)
+        | Action::IpamRelease(_)
+        | Action::IpamConfigure(_) => true,
+        // The second run finds the pool gone (changed) and refuses.
+        Action::IpamSplit(_) => false,
     }
 }
