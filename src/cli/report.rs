@@ -11,10 +11,14 @@ use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
+use crate::datastore::ipam::IpamError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::actions::ipam::IpamActionError;
 use crate::exec::lock::LockError;
+use crate::ipam::report::ReportError;
+use crate::ipam::split::SplitError;
 use crate::node::NodeError;
 use crate::output::OutputFormatError;
 use crate::plan::catalog::CatalogError;
@@ -69,6 +73,10 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             TargetError,
             ReleaseFlagError,
             ModelineError,
+            IpamActionError,
+            IpamError,
+            ReportError,
+            SplitError,
         );
         None
     })

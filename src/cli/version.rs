@@ -37,6 +37,7 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let store = context.datastore().await?;
+    crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
     let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
     let (version, cluster_type) = match store.get(&key).await {
         Ok(info) => {
