@@ -268,6 +268,15 @@ async fn write_documents(
         },
         DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
+    if store.kind() == crate::datastore::DatastoreType::EtcdV3
+        && documents
+            .iter()
+            .any(|document| document.kind == Kind::IpamConfiguration)
+    {
+        context
+            .printer
+            .warn(crate::ipam::config::ETCD_RESOURCE_CAVEAT);
+    }
     let description = describe(verb, &documents);
     // The step does not validate the documents again for the release they were loaded for.
     let action = build(ResourceDocuments {

@@ -7,6 +7,10 @@
 //! `default` on Kubernetes. The `IPAMConfiguration` resource kind is a different object on etcd
 //! (see `docs/architecture.md`, "IPAM").
 
+/// What a user of the IPAMConfiguration resource on etcd is told: upstream keeps that v3 object
+/// apart from what the allocator reads there (only on Kubernetes are the two one object).
+pub const ETCD_RESOURCE_CAVEAT: &str = "on etcd, the IPAMConfiguration resource `default` (/calico/resources/v3/projectcalico.org/ipamconfigurations/default) is not what the allocator reads: it reads /calico/ipam/v2/config, which `netctl ipam show --show-configuration` shows and `netctl ipam configure` changes";
+
 /// The values of KubeVirt address persistence.
 pub const PERSISTENCE_VALUES: [&str; 2] = ["Enabled", "Disabled"];
 

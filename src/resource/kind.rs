@@ -28,6 +28,7 @@ pub enum Kind {
     GlobalNetworkPolicy,
     GlobalNetworkSet,
     HostEndpoint,
+    IpamConfiguration,
     IpPool,
     IpReservation,
     KubeControllersConfiguration,
@@ -44,7 +45,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 20] = [
+    pub const ALL: [Kind; 21] = [
         Kind::BgpConfiguration,
         Kind::BgpFilter,
         Kind::BgpPeer,
@@ -53,6 +54,7 @@ impl Kind {
         Kind::GlobalNetworkPolicy,
         Kind::GlobalNetworkSet,
         Kind::HostEndpoint,
+        Kind::IpamConfiguration,
         Kind::IpPool,
         Kind::IpReservation,
         Kind::KubeControllersConfiguration,
@@ -78,6 +80,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "GlobalNetworkPolicy",
             Kind::GlobalNetworkSet => "GlobalNetworkSet",
             Kind::HostEndpoint => "HostEndpoint",
+            Kind::IpamConfiguration => "IPAMConfiguration",
             Kind::IpPool => "IPPool",
             Kind::IpReservation => "IPReservation",
             Kind::KubeControllersConfiguration => "KubeControllersConfiguration",
@@ -104,6 +107,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "globalnetworkpolicies",
             Kind::GlobalNetworkSet => "globalnetworksets",
             Kind::HostEndpoint => "hostendpoints",
+            Kind::IpamConfiguration => "ipamconfigurations",
             Kind::IpPool => "ippools",
             Kind::IpReservation => "ipreservations",
             Kind::KubeControllersConfiguration => "kubecontrollersconfigurations",
@@ -150,6 +154,12 @@ impl Kind {
             ],
             Kind::GlobalNetworkSet => &["globalnetworkset", "globalnetworksets", "gnetsets"],
             Kind::HostEndpoint => &["hostendpoint", "hostendpoints", "hep", "heps"],
+            Kind::IpamConfiguration => &[
+                "ipamconfiguration",
+                "ipamconfigurations",
+                "ipamconfig",
+                "ipamconfigs",
+            ],
             Kind::IpPool => &["ippool", "ippools", "ipp", "ipps", "pool", "pools"],
             Kind::IpReservation => &[
                 "ipreservation",

@@ -76,7 +76,7 @@ pub async fn run(context: &Context, args: ShowArgs) -> anyhow::Result<ExitCode> 
         }
         (None, true, _) => show_borrowed(context, ipam, args.output, &mut out).await?,
         (None, false, true) => {
-            show_configuration(context, ipam, args.output, &mut out).await?;
+            show_configuration(context, store.kind(), ipam, args.output, &mut out).await?;
             0
         }
         (None, false, false) => {
@@ -394,11 +394,17 @@ struct ConfigurationDocument {
 
 async fn show_configuration(
     context: &Context,
+    datastore: crate::datastore::DatastoreType,
     ipam: &dyn IpamStore,
     format: ShowFormat,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let stored = ipam.get_config().await?;
+    if datastore == crate::datastore::DatastoreType::EtcdV3 {
+        context
+            .printer
+            .say(format!("Note: {}.", crate::ipam::config::ETCD_RESOURCE_CAVEAT));
+    }
     if stored.is_none() {
         context.printer.say(format!(
             "`{}` is not stored: these are the allocator's defaults, which it writes on first use (netctl writes nothing here)",

@@ -26,11 +26,22 @@ pub const CRD_VERSION: &str = "v1";
 /// The annotation that holds the v3 metadata of a custom resource.
 pub const METADATA_ANNOTATION: &str = "projectcalico.org/metadata";
 
+/// The kind and plural of the custom resource that holds a kind: the kind's own, except
+/// IPAMConfiguration, which upstream keeps in the allocator's `IPAMConfig` object `ipamconfigs`
+/// (`libcalico-go/lib/backend/k8s/resources/ipam_config_v3.go`): one object for both.
+pub fn crd_names(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::IpamConfiguration => ("IPAMConfig", "ipamconfigs"),
+        other => (other.as_str(), other.plural()),
+    }
+}
+
 /// The API resource of a custom-resource kind.
 pub fn api_resource(kind: Kind) -> ApiResource {
+    let (crd_kind, plural) = crd_names(kind);
     ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(CRD_GROUP, CRD_VERSION, kind.as_str()),
-        kind.plural(),
+        &GroupVersionKind::gvk(CRD_GROUP, CRD_VERSION, crd_kind),
+        plural,
     )
 }
 
@@ -145,14 +156,24 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
     if let Some(uid) = &resource.metadata.uid {
         metadata["uid"] = json!(convert_uid(uid));
     }
-    let spec = if resource.spec.is_null() {
+    let mut spec = if resource.spec.is_null() {
         json!({})
     } else {
         resource.spec.clone()
     };
+    // The `ipamconfigs` object is also the allocator's, and its CRD requires both flags: an
+    // IPAMConfiguration of a release before v3.32 has no `autoAllocateBlocks`; the allocator's
+    // default (true) is what it means.
+    if kind == Kind::IpamConfiguration {
+        for (field, default) in [("autoAllocateBlocks", true), ("strictAffinity", false)] {
+            if spec.get(field).is_none() {
+                spec[field] = json!(default);
+            }
+        }
+    }
     let mut object = json!({
         "apiVersion": format!("{CRD_GROUP}/{CRD_VERSION}"),
-        "kind": kind.as_str(),
+        "kind": crd_names(kind).0,
         "metadata": metadata,
         "spec": spec,
     });

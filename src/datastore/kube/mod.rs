@@ -126,7 +126,7 @@ impl KubeStore {
     }
 
     fn resource_name(kind: Kind) -> String {
-        format!("{}.{CRD_GROUP}", kind.plural())
+        format!("{}.{CRD_GROUP}", conversion::crd_names(kind).1)
     }
 }
 
