@@ -518,3 +518,24 @@ fn the_ipam_configuration_kind_on_both_datastores() {
     assert_eq!(shown["strictAffinity"], true);
     assert_eq!(shown["maxBlocksPerHost"], 4);
 }
+
+#[test]
+fn every_ipam_and_lock_command_has_help_with_examples() {
+    for command in [
+        vec!["ipam", "show"],
+        vec!["ipam", "check"],
+        vec!["ipam", "release"],
+        vec!["ipam", "split"],
+        vec!["ipam", "configure"],
+        vec!["datastore", "migrate"],
+        vec!["datastore", "migrate", "lock"],
+        vec!["datastore", "migrate", "unlock"],
+        vec!["datastore", "lock"],
+        vec!["datastore", "unlock"],
+    ] {
+        let mut help = support::Netctl::new();
+        help.args(&command).arg("--help");
+        let out = ok(help.run());
+        assert!(out.contains("Examples:\n  netctl "), "{command:?}: {out}");
+    }
+}
