@@ -7,12 +7,11 @@
 //! the resource writes in `mod.rs`), so a lost answer is never reported as someone else's change.
 
 use async_trait::async_trait;
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnOpResponse};
 
-use super::conversion::prefix_end;
 use super::endpoints::Delivery;
 use super::ipam_encoding as encoding;
-use super::{EtcdStore, FULL_PAGE_BYTES, Succession, decode_token, encode_token, next_page_size};
+use super::{EtcdStore, FULL_PAGE_BYTES, Range, Succession};
 use crate::datastore::StoreError;
 use crate::datastore::ipam::{Damaged, IpamError, IpamPage, IpamStore};
 use crate::ipam::{
@@ -34,49 +33,14 @@ impl EtcdStore {
         prefix: &str,
         token: Option<&str>,
     ) -> Result<(Vec<KeyValue>, Option<String>), StoreError> {
-        let (pinned, limit, start) = match token {
-            Some(token) => {
-                let (revision, limit, key) = decode_token(token)?;
-                (Some(revision), limit, key)
-            }
-            None => (None, FIRST_PAGE, prefix.as_bytes().to_vec()),
+        let range = Range {
+            operation: "a list of IPAM keys",
+            prefix,
+            first: FIRST_PAGE,
+            page_bytes: FULL_PAGE_BYTES,
         };
-        let mut options = GetOptions::new()
-            .with_range(prefix_end(prefix))
-            .with_limit(limit as i64);
-        if let Some(revision) = pinned {
-            options = options.with_revision(revision);
-        }
-        let mut response = self
-            .request("a list of IPAM keys", |mut connection| {
-                let (start, options) = (start.clone(), options.clone());
-                async move { connection.kv.get(start, Some(options)).await }
-            })
-            .await?;
-        let revision = pinned.unwrap_or_else(|| {
-            response
-                .header()
-                .map(|header| header.revision())
-                .unwrap_or_default()
-        });
-        let entries = response.kvs();
-        let next = match (response.more(), entries.last()) {
-            (true, Some(last)) => {
-                let mut next = last.key().to_vec();
-                next.push(0);
-                let remaining = (response.count() as usize).saturating_sub(entries.len());
-                let bytes: usize = entries.iter().map(|entry| entry.value().len()).sum();
-                let size = next_page_size(
-                    FULL_PAGE_BYTES,
-                    FIRST_PAGE,
-                    bytes / entries.len(),
-                    remaining,
-                );
-                Some(encode_token(revision, size, &next))
-            }
-            _ => None,
-        };
-        Ok((response.take_kvs(), next))
+        let (entries, next, _) = self.range_page(range, token).await?;
+        Ok((entries, next))
     }
 
     async fn read_key(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
