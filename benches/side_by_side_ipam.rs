@@ -26,20 +26,38 @@ pub(super) fn ipam(options: &Options, tools: &Tools, size: usize, report: &mut R
     load_ipam(&endpoint, size, blocks);
 
     let show = tools.netctl(&endpoint, &["ipam", "show", "--show-blocks"]);
-    let read_blocks = tools.etcdctl(&endpoint, &["get", "--prefix", "/calico/ipam/v2/assignment/"]);
-    let figures = interleaved(options, tools, [(&show, true), (&read_blocks, true)], |_| {}, |_| {});
+    let read_blocks = tools.etcdctl(
+        &endpoint,
+        &["get", "--prefix", "/calico/ipam/v2/assignment/"],
+    );
+    let figures = interleaved(
+        options,
+        tools,
+        [(&show, true), (&read_blocks, true)],
+        |_| {},
+        |_| {},
+    );
     let show_figure = figures[0];
     report.ratio_row(
         &format!("`ipam show --show-blocks`, {thousands}k allocations in {blocks} blocks"),
         figures,
         "`etcdctl get --prefix` of the blocks",
         None,
-        (size == 100_000).then_some(("≤ 1 s", !show_figure.timed_out && show_figure.seconds <= 1.0)),
+        (size == 100_000).then_some((
+            "≤ 1 s",
+            !show_figure.timed_out && show_figure.seconds <= 1.0,
+        )),
     );
 
     let check = tools.netctl(&endpoint, &["ipam", "check"]);
     let read_all = tools.etcdctl(&endpoint, &["get", "--prefix", "/calico/"]);
-    let figures = interleaved(options, tools, [(&check, true), (&read_all, true)], |_| {}, |_| {});
+    let figures = interleaved(
+        options,
+        tools,
+        [(&check, true), (&read_all, true)],
+        |_| {},
+        |_| {},
+    );
     let check_figure = figures[0];
     let memory_met = check_figure.peak_kib > 0 && check_figure.peak_kib <= 256 * 1024;
     if !check_figure.timed_out {
@@ -48,9 +66,7 @@ pub(super) fn ipam(options: &Options, tools: &Tools, size: usize, report: &mut R
             .push((size, check_figure.seconds / size as f64));
     }
     report.ratio_row(
-        &format!(
-            "`ipam check`, {thousands}k allocations, handles and workload endpoints"
-        ),
+        &format!("`ipam check`, {thousands}k allocations, handles and workload endpoints"),
         figures,
         "`etcdctl get --prefix /calico/` (IPAM and endpoint keys)",
         (size == 100_000).then_some(3.0),
@@ -127,7 +143,11 @@ fn load_ipam(endpoint: &str, allocations: usize, blocks: usize) {
                 format!(r#"{{"block":{{"{cidr}":1}},"deleted":false}}"#).into_bytes(),
             ));
             if made % 100 != 99 {
-                let name = format!("{}-k8s-{}-eth0", node.replace('-', "--"), pod.replace('-', "--"));
+                let name = format!(
+                    "{}-k8s-{}-eth0",
+                    node.replace('-', "--"),
+                    pod.replace('-', "--")
+                );
                 entries.push((
                     format!("/calico/resources/v3/projectcalico.org/workloadendpoints/default/{name}"),
                     json!({"apiVersion": "projectcalico.org/v3", "kind": "WorkloadEndpoint",

@@ -466,12 +466,26 @@ fn the_ipam_configuration_kind_on_both_datastores() {
     validate.args(["validate", "-f", "-"]).stdin(document);
     ok(validate.run());
     for (bad, expected) in [
-        (document.replace("name: default", "name: other"), "an IPAMConfiguration must be named `default`"),
-        (document.replace("maxBlocksPerHost: 4", "maxBlocksPerHost: 2000000"), "spec.maxBlocksPerHost"),
-        (document.replace("maxBlocksPerHost: 4", "maxBlocksPerHost: 4, autoAllocateBlocks: true"), "v3.32"),
+        (
+            document.replace("name: default", "name: other"),
+            "an IPAMConfiguration must be named `default`",
+        ),
+        (
+            document.replace("maxBlocksPerHost: 4", "maxBlocksPerHost: 2000000"),
+            "spec.maxBlocksPerHost",
+        ),
+        (
+            document.replace(
+                "maxBlocksPerHost: 4",
+                "maxBlocksPerHost: 4, autoAllocateBlocks: true",
+            ),
+            "v3.32",
+        ),
     ] {
         let mut validate = support::Netctl::new();
-        validate.args(["validate", "--release", "v3.31", "-f", "-"]).stdin(bad.as_str());
+        validate
+            .args(["validate", "--release", "v3.31", "-f", "-"])
+            .stdin(bad.as_str());
         let error = failed(validate.run());
         assert!(error.contains(expected), "{expected}: {error}");
     }
@@ -483,19 +497,31 @@ fn the_ipam_configuration_kind_on_both_datastores() {
         .args(["apply", "-f", "-"])
         .stdin(document);
     let run = apply.run();
-    assert!(run.stderr.contains("is not what the allocator reads"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is not what the allocator reads"),
+        "{}",
+        run.stderr
+    );
     ok(run);
-    assert!(both
-        .etcd
-        .get("/calico/resources/v3/projectcalico.org/ipamconfigurations/default")
-        .is_some());
+    assert!(
+        both.etcd
+            .get("/calico/resources/v3/projectcalico.org/ipamconfigurations/default")
+            .is_some()
+    );
     // The allocator's configuration on etcd is another object: still not stored.
     assert!(both.etcd.get("/calico/ipam/v2/config").is_none());
     let run = etcd_netctl(&both.etcd, &["get", "ipamconfigurations", "-o", "wide"]);
-    assert!(run.stderr.contains("is not what the allocator reads"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is not what the allocator reads"),
+        "{}",
+        run.stderr
+    );
     let out = ok(run);
     assert!(out.starts_with("NAME"), "{out}");
-    assert!(line_with(&out, &["default", "true", "false", "4"]).is_some(), "{out}");
+    assert!(
+        line_with(&out, &["default", "true", "false", "4"]).is_some(),
+        "{out}"
+    );
 
     // On Kubernetes both are one object: `ipamconfigs` `default`, kind IPAMConfig.
     let mut apply = support::Netctl::new();
@@ -505,7 +531,11 @@ fn the_ipam_configuration_kind_on_both_datastores() {
         .args(["apply", "-f", "-"])
         .stdin(document);
     let run = apply.run();
-    assert!(!run.stderr.contains("is not what the allocator reads"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("is not what the allocator reads"),
+        "{}",
+        run.stderr
+    );
     ok(run);
     let stored = both
         .kube
@@ -513,7 +543,10 @@ fn the_ipam_configuration_kind_on_both_datastores() {
         .unwrap();
     assert_eq!(stored["kind"], "IPAMConfig");
     assert_eq!(stored["spec"]["strictAffinity"], true);
-    let out = ok(kube_netctl(&both.kube, &["ipam", "show", "--show-configuration", "-o", "json"]));
+    let out = ok(kube_netctl(
+        &both.kube,
+        &["ipam", "show", "--show-configuration", "-o", "json"],
+    ));
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["strictAffinity"], true);
     assert_eq!(shown["maxBlocksPerHost"], 4);

@@ -565,7 +565,12 @@ fn definition(kind: Kind) -> KindColumns {
         // As calicoctl's `resourcemgr/ipamconfiguration.go`.
         Kind::IpamConfiguration => KindColumns {
             ps: &["NAME", "STRICTAFFINITY", "AUTOALLOCATEBLOCKS"],
-            wide: &["NAME", "STRICTAFFINITY", "AUTOALLOCATEBLOCKS", "MAXBLOCKSPERHOST"],
+            wide: &[
+                "NAME",
+                "STRICTAFFINITY",
+                "AUTOALLOCATEBLOCKS",
+                "MAXBLOCKSPERHOST",
+            ],
             all: &[
                 NAME,
                 Column {

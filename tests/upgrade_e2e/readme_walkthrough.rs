@@ -67,9 +67,17 @@ fn quickstart_datastore() -> EtcdServer {
         r#"{"apiVersion":"projectcalico.org/v3","kind":"IPPool","metadata":{"name":"default-ipv4-ippool"},"spec":{"cidr":"192.168.0.0/16","blockSize":26,"ipipMode":"Always","natOutgoing":true}}"#,
     );
     let nulls = |from: usize| vec!["null"; 64 - from].join(",");
-    let free = |from: usize| (from..64).map(|o| o.to_string()).collect::<Vec<_>>().join(",");
-    let owner = |handle: &str, pairs: &str| format!(r#"{{"handle_id":"{handle}","secondary":{{{pairs}}}}}"#);
-    let pod = |node: &str, pod: &str| format!(r#""namespace":"default","node":"{node}","pod":"{pod}""#);
+    let free = |from: usize| {
+        (from..64)
+            .map(|o| o.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let owner = |handle: &str, pairs: &str| {
+        format!(r#"{{"handle_id":"{handle}","secondary":{{{pairs}}}}}"#)
+    };
+    let pod =
+        |node: &str, pod: &str| format!(r#""namespace":"default","node":"{node}","pod":"{pod}""#);
     etcd.put(
         "/calico/ipam/v2/assignment/ipv4/block/192.168.10.0-26",
         format!(

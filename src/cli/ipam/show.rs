@@ -401,9 +401,10 @@ async fn show_configuration(
 ) -> anyhow::Result<()> {
     let stored = ipam.get_config().await?;
     if datastore == crate::datastore::DatastoreType::EtcdV3 {
-        context
-            .printer
-            .say(format!("Note: {}.", crate::ipam::config::ETCD_RESOURCE_CAVEAT));
+        context.printer.say(format!(
+            "Note: {}.",
+            crate::ipam::config::ETCD_RESOURCE_CAVEAT
+        ));
     }
     if stored.is_none() {
         context.printer.say(format!(

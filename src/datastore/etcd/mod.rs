@@ -261,8 +261,12 @@ impl EtcdStore {
                 // `count` is how many keys the range held from this page's start.
                 let remaining = (response.count() as usize).saturating_sub(entries.len());
                 let bytes: usize = entries.iter().map(|entry| entry.value().len()).sum();
-                let size =
-                    next_page_size(range.page_bytes, range.first, bytes / entries.len(), remaining);
+                let size = next_page_size(
+                    range.page_bytes,
+                    range.first,
+                    bytes / entries.len(),
+                    remaining,
+                );
                 Some(encode_token(revision, size, &next))
             }
             _ => None,
