@@ -18,6 +18,7 @@ use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
 use crate::exec::actions::ipam::IpamActionError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::ipam::report::ReportError;
 use crate::ipam::split::SplitError;
@@ -64,6 +65,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             StepError,
             ExecError,
             LockError,
+            HistoryError,
             UpgradeApplyError,
             VersionCheckError,
             RequestError,
