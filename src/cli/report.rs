@@ -12,12 +12,16 @@ use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
+use crate::datastore::ipam::IpamError;
 use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::actions::ipam::IpamActionError;
 use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
+use crate::ipam::report::ReportError;
+use crate::ipam::split::SplitError;
 use crate::node::NodeError;
 use crate::node::checksystem::CheckSystemError;
 use crate::node::status::LocalStatusError;
@@ -80,6 +84,10 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             TargetError,
             ReleaseFlagError,
             ModelineError,
+            IpamActionError,
+            IpamError,
+            ReportError,
+            SplitError,
         );
         None
     })

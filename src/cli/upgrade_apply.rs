@@ -355,7 +355,10 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
     }
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
-        Ok((_, coordination)) => Some(coordination),
+        Ok((datastore, coordination)) => {
+            crate::datastore::readiness::warn_if_locked(datastore.as_ref()).await;
+            Some(coordination)
+        }
         Err(error) => {
             context.printer.warn(format!(
                 "showing the local checkpoint only; the datastore is not reachable: {}",

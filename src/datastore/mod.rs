@@ -15,8 +15,10 @@ pub mod coordination;
 pub mod etcd;
 pub mod health;
 pub mod initialize;
+pub mod ipam;
 pub mod kube;
 mod pages;
+pub mod readiness;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -292,6 +294,12 @@ pub trait Datastore: Send + Sync {
     /// The API group the Calico resources live in (`kubernetes` only: `crd.projectcalico.org/v1`
     /// or v3.32's native `projectcalico.org/v3`); `None` for a datastore without groups.
     fn calico_api_group(&self) -> Option<crate::config::CalicoApiGroup> {
+        None
+    }
+
+    /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
+    /// for a store that keeps none.
+    fn ipam(&self) -> Option<&dyn ipam::IpamStore> {
         None
     }
 

@@ -12,6 +12,7 @@
 //! reads nothing from a datastore: values a printer needs from elsewhere (the global AS number) are
 //! passed in.
 
+mod boxed;
 mod columns;
 mod document;
 pub mod go_template;
@@ -29,6 +30,7 @@ use std::str::FromStr;
 
 use crate::resource::{Kind, Resource};
 
+pub use boxed::write_boxed;
 pub use columns::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, TableColumns,
     headings_for, sort_tiers_by_order,

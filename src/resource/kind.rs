@@ -29,6 +29,7 @@ pub enum Kind {
     GlobalNetworkPolicy,
     GlobalNetworkSet,
     HostEndpoint,
+    IpamConfiguration,
     IpPool,
     IpReservation,
     KubeControllersConfiguration,
@@ -45,7 +46,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::BgpConfiguration,
         Kind::BgpFilter,
         Kind::BgpPeer,
@@ -55,6 +56,7 @@ impl Kind {
         Kind::GlobalNetworkPolicy,
         Kind::GlobalNetworkSet,
         Kind::HostEndpoint,
+        Kind::IpamConfiguration,
         Kind::IpPool,
         Kind::IpReservation,
         Kind::KubeControllersConfiguration,
@@ -81,6 +83,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "GlobalNetworkPolicy",
             Kind::GlobalNetworkSet => "GlobalNetworkSet",
             Kind::HostEndpoint => "HostEndpoint",
+            Kind::IpamConfiguration => "IPAMConfiguration",
             Kind::IpPool => "IPPool",
             Kind::IpReservation => "IPReservation",
             Kind::KubeControllersConfiguration => "KubeControllersConfiguration",
@@ -108,6 +111,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "globalnetworkpolicies",
             Kind::GlobalNetworkSet => "globalnetworksets",
             Kind::HostEndpoint => "hostendpoints",
+            Kind::IpamConfiguration => "ipamconfigurations",
             Kind::IpPool => "ippools",
             Kind::IpReservation => "ipreservations",
             Kind::KubeControllersConfiguration => "kubecontrollersconfigurations",
@@ -161,6 +165,12 @@ impl Kind {
             ],
             Kind::GlobalNetworkSet => &["globalnetworkset", "globalnetworksets", "gnetsets"],
             Kind::HostEndpoint => &["hostendpoint", "hostendpoints", "hep", "heps"],
+            Kind::IpamConfiguration => &[
+                "ipamconfiguration",
+                "ipamconfigurations",
+                "ipamconfig",
+                "ipamconfigs",
+            ],
             Kind::IpPool => &["ippool", "ippools", "ipp", "ipps", "pool", "pools"],
             Kind::IpReservation => &[
                 "ipreservation",
