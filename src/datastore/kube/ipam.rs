@@ -343,8 +343,12 @@ impl IpamStore for KubeStore {
         _: BlockEncoding,
     ) -> Result<Stored<AllocationBlock>, IpamError> {
         let cidr = block_cidr(&block.value)?;
-        let object =
-            encoding::encode_block(self.ipam_group(), &block.value, &cidr, Some(&block.revision));
+        let object = encoding::encode_block(
+            self.ipam_group(),
+            &block.value,
+            &cidr,
+            Some(&block.revision),
+        );
         let written = self
             .write_object(IpamType::Block, &encoding::block_name(&cidr), object, false)
             .await?;
@@ -360,7 +364,8 @@ impl IpamStore for KubeStore {
         let cidr = block_cidr(&block.value)?;
         let mut marked = block.value.clone();
         marked.deleted = true;
-        let object = encoding::encode_block(self.ipam_group(), &marked, &cidr, Some(&block.revision));
+        let object =
+            encoding::encode_block(self.ipam_group(), &marked, &cidr, Some(&block.revision));
         self.delete_marked(
             IpamType::Block,
             &encoding::block_name(&cidr),

@@ -21,9 +21,9 @@ mod conversion;
 pub mod coordination;
 mod derived;
 mod errors;
-mod names;
 mod ipam;
 pub mod ipam_encoding;
+mod names;
 mod workload;
 
 use std::time::Duration;
