@@ -19,6 +19,8 @@ pub mod ipam;
 pub mod kube;
 mod pages;
 pub mod readiness;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::time::Duration;
 
