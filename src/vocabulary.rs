@@ -98,6 +98,9 @@ macro_rules! action_table {
                 /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
                 /// migrate unlock`.
                 DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Put a backup back into the datastore it was taken of (resources; IPAM when
+                /// asked). Built by `netctl datastore restore`.
+                DatastoreRestore = "datastore.restore" (DatastoreRestore),
                 /// Free addresses and delete handles, each guarded. Built by `netctl ipam release`.
                 IpamRelease = "ipam.release" (IpamRelease),
                 /// Replace a pool by 2^k children. Built by `netctl ipam split`.

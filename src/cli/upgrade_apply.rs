@@ -25,7 +25,9 @@ use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, 
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
-use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
+use crate::exec::{
+    ApplyOptions, BackupChoice, Confirmation, CrashPoint, Executor, RunMode, StartMode,
+};
 use crate::plan::Plan;
 use crate::plan::request::FactSources;
 use crate::runbook::UPGRADE_PROCEDURE;
@@ -98,6 +100,9 @@ pub struct ApplyArgs {
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     etcd_quota_bytes: Option<u64>,
+    /// Do not back the datastore up into the state directory before the first write (journaled)
+    #[arg(long)]
+    no_backup: bool,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
@@ -238,6 +243,10 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         skip_preflight: args.skip_preflight.into_iter().collect(),
         etcd_quota_bytes: args.etcd_quota_bytes,
         progress_interval: args.progress_interval,
+        backup: match args.no_backup {
+            true => BackupChoice::Skip,
+            false => BackupChoice::Take,
+        },
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;

@@ -52,6 +52,7 @@ use lock::{Holder, RunLock};
 use progress::ProgressMode;
 use resume::Begin;
 
+pub use clock::now_rfc3339;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
 pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
@@ -112,6 +113,25 @@ pub struct ApplyOptions {
     pub etcd_quota_bytes: Option<u64>,
     /// Without a terminal, a wait prints a line at least this often (`--progress-interval`).
     pub progress_interval: Duration,
+    /// Whether a new run backs the datastore up into the state directory before its first write
+    /// (`--no-backup`: not, journaled).
+    pub backup: BackupChoice,
+}
+
+/// Whether `upgrade apply` takes a backup before its first write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackupChoice {
+    /// Into `<state dir>/backups/<run id>.jsonl` (`datastore/backup.rs`), before the first step of
+    /// a new run (a resumed run has its backup from when it started).
+    #[default]
+    Take,
+    /// `--no-backup`.
+    Skip,
+}
+
+/// Where a run's backup goes in the state directory.
+pub fn backup_path(state_dir: &std::path::Path, run_id: &str) -> PathBuf {
+    state_dir.join("backups").join(format!("{run_id}.jsonl"))
 }
 
 impl ApplyOptions {

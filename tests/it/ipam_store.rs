@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::{EtcdServer, KubeApiServer};
 use netctl::config::{
     EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings, Origin, Sourced,
 };
@@ -20,7 +21,6 @@ use netctl::datastore::{Datastore, StoreError};
 use netctl::ipam::{
     AffinityType, AllocationBlock, BlockAffinity, BlockEncoding, Cidr, IpamConfig, IpamHandle,
 };
-use crate::support::{EtcdServer, KubeApiServer};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -21,6 +21,7 @@ mod cli_habits;
 mod cli_runbook;
 mod completion;
 mod config_refusals;
+mod datastore_backup;
 mod etcd_connect;
 mod etcd_faults;
 mod etcd_store;

@@ -99,4 +99,3 @@ fn config_spec(maximum: i64) -> Value {
         "required": ["autoAllocateBlocks", "strictAffinity"],
     })
 }
-
