@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::support::{EtcdServer, KubeApiServer};
-use netctl::config::{
-    EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings, Origin, Sourced,
-};
+use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings};
 use netctl::datastore::etcd::{EtcdStore, Timeouts};
 use netctl::datastore::ipam::{
     IpamError, IpamStore, for_each_affinity, for_each_block, for_each_handle,
@@ -42,19 +40,7 @@ async fn etcd_store(etcd: &EtcdServer) -> EtcdStore {
 }
 
 async fn kube_store(server: &KubeApiServer, group: ApiGroup) -> KubeStore {
-    let settings = KubernetesSettings {
-        kubeconfig: Some(Sourced {
-            value: server.kubeconfig_path(),
-            origin: Origin::Default,
-        }),
-        api_endpoint: None,
-        certificate_file: None,
-        key_file: None,
-        ca_file: None,
-        token: None,
-        insecure_skip_tls_verify: false,
-        context: None,
-    };
+    let settings = KubernetesSettings::from_kubeconfig(server.kubeconfig_path(), None);
     KubeStore::connect(&settings, Duration::from_secs(10))
         .await
         .unwrap()

@@ -3,9 +3,9 @@
 //! [`perform`] is the only way the executor touches the world. It is generated from the one list
 //! of actions (`vocabulary::action_table`): every action's arguments implement [`Perform`], beside
 //! the other actions of their family — `resource/` (`resource.*`), `kube/` (`kube.*`), `fetch`,
-//! `process` (`helm`, `exec`), `check`, `pause`, `node/` (`node.run`, `node.status`) and `ipam/`
-//! (`datastore.lock`, `datastore.unlock`, `ipam.*`) — so an action without an implementation does
-//! not compile. Each takes the [`RunMode`]: in dry-run it does every read it
+//! `process` (`helm`, `exec`), `check`, `pause`, `node` (`node.run`, `node.status`) and `ipam`
+//! (`ipam.*`, `datastore.lock|unlock`) — so an action without an
+//! implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
 //! needs (so the transcript shows the real document that would be written) and nothing else.
 //! [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`] says whether
 //! an interrupted step may simply run again.

@@ -1,5 +1,6 @@
 //! The arguments of the IPAM and datastore actions: `datastore.lock`, `datastore.unlock`,
-//! `datastore.restore`, `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them).
+//! `datastore.restore`, `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them),
+//! with their one-line descriptions.
 //!
 //! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl ipam
 //! release|split|configure`), fully decided before the executor runs them: a release carries each
@@ -134,8 +135,7 @@ impl Arguments for IpamRelease {
         Ok(())
     }
 
-    /// It stops between two blocks and says what it released (never undone: its guards make a
-    /// second run safe).
+    /// It stops between two blocks on Ctrl-C and SIGTERM and says what it released.
     fn stops_on_signal(&self) -> bool {
         true
     }
@@ -156,7 +156,7 @@ impl Arguments for IpamSplit {
         )
     }
 
-    /// On Kubernetes it undoes what it wrote when stopped.
+    /// On Kubernetes it undoes its writes on Ctrl-C and SIGTERM.
     fn stops_on_signal(&self) -> bool {
         true
     }

@@ -798,7 +798,7 @@ fn check_custom_resource(
     schema: &Value,
     mut object: Value,
 ) -> Result<(Value, Vec<String>), Response> {
-    let findings = super::kube_crd::check_and_prune(schema, &mut object);
+    let findings = super::kube_crd::check(schema, &object);
     let listed: Vec<String> = findings
         .unknown
         .iter()
@@ -830,6 +830,9 @@ fn check_custom_resource(
                    "causes": findings.invalid.iter().map(|cause| json!({"message": cause})).collect::<Vec<_>>()}),
         ));
     }
+    for path in findings.unknown.iter().chain(&findings.nulls) {
+        super::kube_crd::prune(&mut object, path);
+    }
     Ok((object, listed))
 }
 
@@ -837,8 +840,7 @@ fn check_custom_resource(
 /// CRDs have none but KubeControllersConfiguration: a PUT of a CalicoNodeStatus writes its status,
 /// as calico-node's does.
 fn has_status_subresource(resource: &ResourceType) -> bool {
-    ![CALICO_GROUP, NATIVE_GROUP].contains(&resource.group)
-        || resource.kind == "KubeControllersConfiguration"
+    resource.group != CALICO_GROUP || resource.kind == "KubeControllersConfiguration"
 }
 
 /// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's

@@ -1,57 +1,62 @@
 //! Custom resources checked against their CRD's structural schema, as kube-apiserver checks them,
 //! for the test API server ([`super::kube_api`]).
 //!
-//! The schemas are written from the CRD manifests upstream ships (field names, types, enums,
-//! `nullable`, `required`, `minimum`/`maximum`, `pattern`), not copied: CalicoNodeStatus here, from
-//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32; the
-//! IPAM kinds in both API groups in [`super::kube_crd_ipam`]. What a real server does with a body,
-//! reproduced:
+//! The schemas are written here from the CRD manifests upstream ships (field names, types, enums,
+//! `nullable`, `required`, `pattern`, bounds), not copied: CalicoNodeStatus, from
+//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32, and
+//! the IPAM kinds in both API groups ([`super::kube_crd_ipam`]). What a real server does with a
+//! body, reproduced:
 //! - a field the schema does not have is pruned from what is stored (a `Warning: unknown field
 //!   "spec.x"` header), or refused with `fieldValidation=Strict` (400, `strict decoding error`);
-//! - a null in a field that is not `nullable` is pruned, as if the field were absent;
-//! - a value of the wrong type, outside an `enum`, a `minimum` or a `maximum`, not matching a
-//!   `pattern`, or a missing `required` field make the request `422 Invalid` with one cause per
-//!   problem (`spec.classes[0]: Unsupported value: "x": supported values: "Agent", "BGP",
-//!   "Routes"`);
-//! - the object name must be a lowercase RFC 1123 subdomain (`metadata.name: Invalid value: ...`).
+//! - a null in a field that is not `nullable` is pruned;
+//! - a value of the wrong type, a value outside an `enum`, a `minimum` or a `maximum`, a string
+//!   not matching a `pattern`, a missing `required` field and a name that is not a lowercase RFC
+//!   1123 subdomain make the request `422 Invalid` with one cause per problem
+//!   (`spec.classes[0]: Unsupported value: "x": supported values: "Agent", "BGP", "Routes"`).
 //!
-//! Otherwise `metadata` is the server's own business (`x-preserve`), and `apiVersion`/`kind` are
-//! matched by routing.
+//! `metadata` is the server's own business and `apiVersion`/`kind` are matched by routing.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+/// What the schema says about a body.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Findings {
+    /// Paths of fields to prune (`spec.foo`), unknown ones first.
+    pub unknown: Vec<String>,
+    pub nulls: Vec<String>,
+    /// One cause per problem, as the server words it.
+    pub invalid: Vec<String>,
+}
 
 /// The schema of a custom resource kind the server checks, if it checks it.
 pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     match (api_version, kind) {
         ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
-        _ => super::kube_crd_ipam::schema_for(api_version, kind),
+        _ => super::kube_crd_ipam::schema(api_version, kind),
     }
 }
 
-/// What checking an object found.
-#[derive(Debug, Default)]
-pub struct Findings {
-    /// Fields the schema does not declare (pruned, or refused with strict field validation).
-    pub unknown: Vec<String>,
-    /// Validation errors, each as the API server words it.
-    pub invalid: Vec<String>,
-}
-
-/// Prunes `object` (unknown fields, nulls where not nullable) and validates what remains.
-pub fn check_and_prune(schema: &Value, object: &mut Value) -> Findings {
-    let mut outcome = Findings::default();
-    prune(schema, object, "", &mut outcome.unknown);
-    check(schema, object, "", &mut outcome.invalid);
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+/// Checks `body` against `schema` (the whole object's `openAPIV3Schema`).
+pub fn check(schema: &Value, body: &Value) -> Findings {
+    let mut findings = Findings::default();
+    let name = body["metadata"]["name"].as_str().unwrap_or_default();
     if !is_subdomain(name) {
-        outcome.invalid.insert(
-            0,
-            format!(
-                "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        );
+        findings.invalid.push(format!(
+            "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ));
     }
-    outcome
+    if let (Some(properties), Some(object)) = (schema["properties"].as_object(), body.as_object()) {
+        for (key, value) in object {
+            if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            match properties.get(key) {
+                Some(field) => walk(field, value, key, &mut findings),
+                None => findings.unknown.push(key.clone()),
+            }
+        }
+    }
+    findings
 }
 
 fn is_subdomain(name: &str) -> bool {
@@ -67,155 +72,133 @@ fn is_subdomain(name: &str) -> bool {
         })
 }
 
-fn child(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}.{name}")
-    }
-}
-
-fn prune(schema: &Value, value: &mut Value, path: &str, unknown: &mut Vec<String>) {
-    if schema.get("x-preserve").is_some() {
+fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
+    if value.is_null() {
+        if schema["nullable"] != json!(true) {
+            findings.nulls.push(path.to_string());
+        }
         return;
     }
-    match value {
-        Value::Object(map) => {
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties");
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for key in keys {
-                let field_schema = properties
-                    .and_then(|properties| properties.get(&key))
-                    .or(additional);
-                let Some(field_schema) = field_schema else {
-                    map.remove(&key);
-                    unknown.push(child(path, &key));
-                    continue;
-                };
-                let nullable = field_schema.get("nullable") == Some(&Value::Bool(true));
-                if map[&key].is_null() && !nullable {
-                    map.remove(&key);
-                    continue;
-                }
-                prune(
-                    field_schema,
-                    map.get_mut(&key).unwrap(),
-                    &child(path, &key),
-                    unknown,
-                );
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (index, item) in items.iter_mut().enumerate() {
-                    prune(item_schema, item, &format!("{path}[{index}]"), unknown);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
+    let expected = schema["type"].as_str().unwrap_or("");
+    let found = match value {
         Value::Bool(_) => "boolean",
         Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
         Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
-    if value.is_null() && schema.get("nullable") == Some(&Value::Bool(true)) {
+        Value::Null => "null",
+    };
+    let fits =
+        expected.is_empty() || expected == found || (expected == "number" && found == "integer");
+    if !fits {
+        findings.invalid.push(format!(
+            "{path}: Invalid value: \"{found}\": {path} in body must be of type {expected}: \"{found}\""
+        ));
         return;
     }
-    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        let found = type_name(value);
-        if found != expected {
-            errors.push(format!(
-                "{path}: Invalid value: \"{found}\": {path} in body must be of type {expected}: \"{found}\""
-            ));
-            return;
-        }
-    }
-    if schema.get("x-preserve").is_some() {
-        return;
-    }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+    if let Some(allowed) = schema["enum"].as_array() {
         if !allowed.contains(value) {
             let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            errors.push(format!(
+            findings.invalid.push(format!(
                 "{path}: Unsupported value: {value}: supported values: {}",
                 listed.join(", ")
             ));
         }
     }
-    if let (Some(minimum), Some(number)) = (
-        schema.get("minimum").and_then(Value::as_i64),
-        value.as_i64(),
-    ) {
-        if number < minimum {
-            errors.push(format!(
-                "{path}: Invalid value: {number}: {path} in body should be greater than or equal to {minimum}"
-            ));
-        }
-    }
-    if let (Some(maximum), Some(number)) = (
-        schema.get("maximum").and_then(Value::as_i64),
-        value.as_i64(),
-    ) {
-        if number > maximum {
-            errors.push(format!(
-                "{path}: Invalid value: {number}: {path} in body should be less than or equal to {maximum}"
-            ));
-        }
-    }
-    if let (Some(pattern), Some(text)) = (
-        schema.get("pattern").and_then(Value::as_str),
-        value.as_str(),
-    ) {
-        if !regex::Regex::new(pattern).unwrap().is_match(text) {
-            errors.push(format!(
-                "{path}: Invalid value: \"{text}\": {path} in body should match '{pattern}'"
-            ));
-        }
-    }
+    bounds(schema, value, path, findings);
     match value {
-        Value::Object(map) => {
-            for required in schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                if !map.contains_key(required) {
-                    errors.push(format!("{}: Required value", child(path, required)));
+        Value::Object(object) => {
+            if let Some(required) = schema["required"].as_array() {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if object.get(name).is_none_or(Value::is_null) {
+                        findings
+                            .invalid
+                            .push(format!("{path}.{name}: Required value"));
+                    }
                 }
             }
-            let properties = schema.get("properties").and_then(Value::as_object);
+            let properties = schema["properties"].as_object();
             let additional = schema.get("additionalProperties");
-            for (key, field) in map {
-                if let Some(field_schema) = properties
-                    .and_then(|properties: &Map<String, Value>| properties.get(key))
+            for (key, child) in object {
+                let child_path = format!("{path}.{key}");
+                match properties
+                    .and_then(|properties| properties.get(key))
                     .or(additional)
                 {
-                    check(field_schema, field, &child(path, key), errors);
+                    Some(field) => walk(field, child, &child_path, findings),
+                    None => findings.unknown.push(child_path),
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (index, item) in items.iter().enumerate() {
-                    check(item_schema, item, &format!("{path}[{index}]"), errors);
-                }
+            for (index, item) in items.iter().enumerate() {
+                walk(
+                    &schema["items"],
+                    item,
+                    &format!("{path}[{index}]"),
+                    findings,
+                );
             }
         }
         _ => {}
+    }
+}
+
+/// `minimum`, `maximum` and `pattern`, worded as the server words them.
+fn bounds(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
+    if let Some(number) = value.as_i64() {
+        if let Some(minimum) = schema["minimum"]
+            .as_i64()
+            .filter(|minimum| number < *minimum)
+        {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: {number}: {path} in body should be greater than or equal to {minimum}"
+            ));
+        }
+        if let Some(maximum) = schema["maximum"]
+            .as_i64()
+            .filter(|maximum| number > *maximum)
+        {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: {number}: {path} in body should be less than or equal to {maximum}"
+            ));
+        }
+    }
+    if let (Some(pattern), Some(text)) = (schema["pattern"].as_str(), value.as_str()) {
+        if !regex::Regex::new(pattern).unwrap().is_match(text) {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: \"{text}\": {path} in body should match '{pattern}'"
+            ));
+        }
+    }
+}
+
+/// Removes a pruned field (`spec.a.b`, `status.bgp.peersV4[0].x`) from `object`.
+pub fn prune(object: &mut Value, path: &str) {
+    let mut parts: Vec<(String, Option<usize>)> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((name, index)) => {
+                parts.push((name.to_string(), None));
+                let index = index.trim_end_matches(']').parse().ok();
+                parts.push((String::new(), index));
+            }
+            None => parts.push((part.to_string(), None)),
+        }
+    }
+    let Some(((last, _), parents)) = parts.split_last() else {
+        return;
+    };
+    let mut node = object;
+    for (name, index) in parents {
+        node = match index {
+            Some(index) => &mut node[*index],
+            None => &mut node[name.as_str()],
+        };
+    }
+    if let Some(object) = node.as_object_mut() {
+        object.remove(last);
     }
 }
 
@@ -264,7 +247,7 @@ fn calico_node_status() -> Value {
     json!({"type": "object", "properties": {
         "apiVersion": string(),
         "kind": string(),
-        "metadata": {"type": "object", "x-preserve": true},
+        "metadata": {"type": "object"},
         "spec": {"type": "object", "properties": {
             "classes": {"type": "array", "items": strings(&["Agent", "BGP", "Routes"])},
             "node": string(),

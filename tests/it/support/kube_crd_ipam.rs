@@ -1,16 +1,18 @@
-//! The structural schemas of the IPAM custom resources, which the test API server checks bodies
-//! against ([`super::kube_crd`] holds the checking).
+//! The IPAM custom resources' structural schemas for [`super::kube_crd`]: upstream's CRDs of
+//! v3.32, written out here from their facts (field names, types, enums, patterns, bounds,
+//! `required`): `libcalico-go/config/crd/crd.projectcalico.org_{ipamblocks,blockaffinities,
+//! ipamhandles,ipamconfigs}.yaml` and, for v3.32's native API group, `api/config/crd/
+//! projectcalico.org_{ipamblocks,blockaffinities,ipamhandles,ipamconfigurations}.yaml`. So a wrong
+//! encoding meets what kube-apiserver would answer: `IPAMBlock.crd.projectcalico.org "10-0-0-0-26"
+//! is invalid: spec.allocations[0]: Invalid value: "string": spec.allocations[0] in body must be of
+//! type integer: "string"`.
 //!
-//! The schemas are upstream's CRDs of v3.32, written out here from their facts:
-//! `libcalico-go/config/crd/crd.projectcalico.org_{ipamblocks,blockaffinities,ipamhandles,
-//! ipamconfigs}.yaml` and `api/config/crd/projectcalico.org_{ipamblocks,blockaffinities,
-//! ipamhandles,ipamconfigurations}.yaml`. Defaulting (`default:`) is not applied: netctl always
-//! sends the fields that have defaults.
+//! Defaulting (`default:`) is not applied: netctl always sends the fields that have defaults.
 
 use serde_json::{Value, json};
 
 /// The schema of an IPAM kind of `api_version`, when the server checks it.
-pub fn schema_for(api_version: &str, kind: &str) -> Option<Value> {
+pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     let v3 = match api_version {
         "crd.projectcalico.org/v1" => false,
         "projectcalico.org/v3" => true,
@@ -81,7 +83,7 @@ pub fn schema_for(api_version: &str, kind: &str) -> Option<Value> {
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
-            "metadata": {"type": "object", "x-preserve": true},
+            "metadata": {"type": "object"},
             "spec": spec,
         },
     }))

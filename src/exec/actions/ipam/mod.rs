@@ -1,4 +1,4 @@
-//! The IPAM family of actions and the datastore lock: `datastore.lock`, `datastore.unlock`
+//! The IPAM family of actions and the datastore's own: `datastore.lock`, `datastore.unlock`
 //! (`readiness.rs`), `datastore.restore` (`restore.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
 //! (`configure.rs`).
 //!
@@ -18,6 +18,7 @@ pub mod split;
 use super::{Context, Perform, Performed, RunMode};
 use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
+use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit};
 
@@ -109,7 +110,7 @@ impl Perform for IpamRelease {
         let cluster = crate::plan::release::cluster_release(store)
             .await
             .map_err(IpamActionError::from)?;
-        let encoding = crate::ipam::BlockEncoding::for_release(cluster.as_ref());
+        let encoding = BlockEncoding::for_release(cluster.as_ref());
         let interrupt = context.interrupt.as_ref();
         Ok(release::release(store, self, encoding, mode, interrupt).await?)
     }
@@ -143,7 +144,7 @@ impl Perform for IpamConfigure {
         Ok(configure::configure(store, &self.change, cluster.as_ref(), mode).await?)
     }
 
-    /// A configuration change is the same twice.
+    /// The same change twice is the change once.
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
