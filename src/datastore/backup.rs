@@ -338,7 +338,7 @@ pub fn check(path: &Path) -> Result<(Header, Counts), BackupError> {
 /// One record of a backup.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Resource(Resource),
+    Resource(Box<Resource>),
     Ipam(IpamRecord),
 }
 
@@ -414,7 +414,7 @@ impl Reader {
         match parsed {
             Line::Resource(resource) => {
                 self.counts.resources += 1;
-                Ok(Some(Record::Resource(*resource)))
+                Ok(Some(Record::Resource(resource)))
             }
             Line::Ipam(record) => {
                 self.counts.ipam += 1;

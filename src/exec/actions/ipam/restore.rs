@@ -149,7 +149,7 @@ fn read(datastore: DatastoreType, request: &DatastoreRestore) -> Result<Contents
     {
         match record {
             Record::Resource(resource) if resource.kind == Kind::ClusterInformation => {
-                contents.cluster_information = Some(resource);
+                contents.cluster_information = Some(*resource);
             }
             Record::Resource(resource)
                 if datastore == DatastoreType::Kubernetes
@@ -162,7 +162,7 @@ fn read(datastore: DatastoreType, request: &DatastoreRestore) -> Result<Contents
                 resource.metadata.creation_timestamp = None;
                 resource.metadata.resource_version = None;
                 resource.metadata.other.clear();
-                contents.documents.push(resource);
+                contents.documents.push(*resource);
             }
             Record::Ipam(record) => {
                 let object = backup::object(&record).map_err(|reason| {
