@@ -98,6 +98,9 @@ macro_rules! action_table {
                 /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
                 /// migrate unlock` only.
                 DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Put a backup back into the datastore it was taken of (resources; IPAM when
+                /// asked). Built by `netctl datastore restore`.
+                DatastoreRestore = "datastore.restore" (DatastoreRestore),
                 /// Free addresses and delete leaked handles, each guarded by the allocation's
                 /// sequence number and the handle's revision. Built by `netctl ipam release` only.
                 IpamRelease = "ipam.release" (IpamRelease),

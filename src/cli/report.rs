@@ -11,6 +11,7 @@ use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
+use crate::datastore::backup::BackupError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::ipam::IpamError;
 use crate::diagnose::DiagnoseError;
@@ -86,6 +87,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             ModelineError,
             IpamActionError,
             IpamError,
+            BackupError,
             ReportError,
             SplitError,
         );

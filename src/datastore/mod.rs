@@ -9,6 +9,7 @@
 //! ([`Datastore::write_batch`], `batch.rs`): one etcd transaction each, or one request per object
 //! where the backend has no transactions, with an outcome per write either way.
 
+pub mod backup;
 pub mod batch;
 pub mod connect;
 pub mod coordination;

@@ -22,6 +22,7 @@ mod cli_habits;
 mod cli_runbook;
 mod completion;
 mod config_refusals;
+mod datastore_backup;
 mod diagnostics_cluster;
 mod diagnostics_node;
 mod etcd_connect;
