@@ -346,9 +346,12 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
         &["apply"],
         &host_endpoints("c", 0..200, "a"),
     ));
-    let documents: Vec<Resource> =
-        netctl::resource::parse_documents(&host_endpoints("c", 0..200, "b"), "test")
-            .expect("documents parse");
+    let documents: Vec<Resource> = netctl::resource::Loader::unvalidated()
+        .load_text(&host_endpoints("c", 0..200, "b"), "test")
+        .expect("documents parse")
+        .into_iter()
+        .map(|loaded| loaded.resource)
+        .collect();
     runtime().block_on(async {
         let store = Interfering {
             store: EtcdStore::connect(&settings(&etcd), Timeouts::default())

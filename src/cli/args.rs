@@ -19,7 +19,7 @@ use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::release::{ApiRelease, ReleaseFlagError};
-use crate::resource::{Input, Kind, Resource, load_and_validate_each};
+use crate::resource::{Input, Kind, LoadError, Loader, Resource};
 use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -95,22 +95,25 @@ impl FileArgs {
                     text,
                 });
             } else {
-                inputs.push(Input::Path {
-                    path: path.clone(),
-                    recursive: self.recursive,
-                });
+                inputs.push(Input::Path(path.clone()));
             }
         }
+        let loader = Loader::new(release)
+            .namespace(self.namespace.as_deref())
+            .recursive(self.recursive)
+            .skip_empty(self.skip_empty);
         let mut count = 0;
-        load_and_validate_each(&inputs, self.namespace.as_deref(), release, |resource| {
-            count += 1;
-            visit(resource);
-        })?;
-        if count == 0 && !self.skip_empty {
-            anyhow::bail!(
-                "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
+        let mut problems = Vec::new();
+        for document in loader.documents(inputs) {
+            match document {
+                Ok(loaded) => {
+                    count += 1;
+                    visit(loaded.resource);
+                }
+                Err(problem) => problems.push(problem),
+            }
         }
+        LoadError::from_problems(problems)?;
         Ok(count)
     }
 }

@@ -161,12 +161,7 @@ pub fn check_kind(kind: Kind, api: &ApiRelease) -> Option<FieldError> {
 /// Every field and value of `document` (a whole resource document of `kind`) that the release
 /// lacks, each with its path (`spec.nextHopMode`, `spec.allowedUses[0]`).
 pub fn check_document(kind: Kind, document: &Value, api: &ApiRelease) -> Vec<FieldError> {
-    // Most documents are checked for a release that has everything their kind's schema names:
-    // then no walk can find anything (this runs per document; the walk was a tenth of `validate`).
-    if annotations_of(kind)
-        .iter()
-        .all(|availability| availability.at(&api.release).is_ok())
-    {
+    if !is_walked(kind, api) {
         return Vec::new();
     }
     let schema = schema_of(kind);
@@ -178,6 +173,15 @@ pub fn check_document(kind: Kind, document: &Value, api: &ApiRelease) -> Vec<Fie
     let mut path = String::new();
     walker.walk(schema, document, &mut path, &mut errors);
     errors
+}
+
+/// Whether a document of `kind` can lack anything at the release: most documents are checked for
+/// a release that has everything their kind's schema names, and then no walk can find anything
+/// (the walk was a tenth of `validate`).
+pub fn is_walked(kind: Kind, api: &ApiRelease) -> bool {
+    !annotations_of(kind)
+        .iter()
+        .all(|availability| availability.at(&api.release).is_ok())
 }
 
 /// One value of a string field and the releases that have it.
@@ -423,6 +427,7 @@ pub fn schema_for_release(schema: &Value, release: &Release) -> Value {
 fn prune(schema: &mut Value, release: &Release) {
     match schema {
         Value::Object(object) => {
+            prune_values(object, release);
             if let Some(Value::Object(properties)) = object.get_mut("properties") {
                 properties
                     .retain(|_, property| Availability::of_field(property).at(release).is_ok());
@@ -439,6 +444,43 @@ fn prune(schema: &mut Value, release: &Release) {
         Value::Array(items) => items.iter_mut().for_each(|item| prune(item, release)),
         _ => {}
     }
+}
+
+/// A field's allowed values (`enum`, its own or its items') without those the release lacks
+/// (`x-netctl-values`).
+fn prune_values(object: &mut Map<String, Value>, release: &Release) {
+    let Some(Value::Object(rules)) = object.get(VALUES) else {
+        return;
+    };
+    let lacking: Vec<String> = rules
+        .iter()
+        .filter(|(_, rule)| {
+            rule.as_object().is_some_and(|rule| {
+                Availability::read(rule, "since", "until")
+                    .at(release)
+                    .is_err()
+            })
+        })
+        .map(|(value, _)| value.clone())
+        .collect();
+    if lacking.is_empty() {
+        return;
+    }
+    let retain = |values: Option<&mut Value>| {
+        if let Some(Value::Array(values)) = values {
+            values.retain(|value| {
+                value
+                    .as_str()
+                    .is_none_or(|text| !lacking.iter().any(|l| l == text))
+            });
+        }
+    };
+    retain(object.get_mut("enum"));
+    retain(
+        object
+            .get_mut("items")
+            .and_then(|items| items.get_mut("enum")),
+    );
 }
 
 #[cfg(test)]

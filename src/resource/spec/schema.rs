@@ -47,6 +47,7 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
 
 fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Value {
     let mut spec = schemars::schema_for!(T).to_value();
+    allow_null_in_enums(&mut spec);
     let mut status = serde_json::json!({
         "description": "Owned by the system (e.g. a Node's status): accepted and ignored."
     });
@@ -113,6 +114,29 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
         document["x-netctl-since"] = serde_json::json!(since.to_string());
     }
     document
+}
+
+/// An optional field's allowed values (written beside the field, `enum`) include `null`: a document
+/// may write `field: ~`, which is the field left out.
+fn allow_null_in_enums(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(object) => {
+            let nullable = object
+                .get("type")
+                .and_then(|kind| kind.as_array())
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "null"));
+            if let (true, Some(serde_json::Value::Array(values))) =
+                (nullable, object.get_mut("enum"))
+            {
+                if !values.iter().any(serde_json::Value::is_null) {
+                    values.push(serde_json::Value::Null);
+                }
+            }
+            object.values_mut().for_each(allow_null_in_enums);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(allow_null_in_enums),
+        _ => {}
+    }
 }
 
 /// What every `$id` starts with; the rest is the file's path under `schemas/`

@@ -2,21 +2,19 @@
 //! ClusterInformation (upstream `validateFelixConfigSpec`, the clientv3 defaulting of
 //! FelixConfiguration, KubeControllersConfiguration and Tier, through v3.32).
 //!
-//! FelixConfiguration's enum values and duration fields are checked here, over the union of every
-//! line's values; which line has a field or value is `resource::availability`'s business.
+//! The allowed values and durations are written on the spec types (`resource::spec`) and read from
+//! their schemas (`field_rules.rs`); the rules that need code are here. Which line has a field or
+//! value is `resource::availability`'s business.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::field_rules::field_rules;
 use super::{Checker, Family};
-use crate::resource::ObjectMeta;
 use crate::resource::spec::numorstring::{NumberOrString, PortMeaning, parse_port};
 use crate::resource::spec::{FelixConfigurationSpec, KubeControllersConfigurationSpec, TierSpec};
-
-/// `Trace` exists from v3.30.1; older releases are refused it by `resource::availability`.
-const LOG_LEVELS: [&str; 6] = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"];
-const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
+use crate::resource::{Kind, ObjectMeta};
 
 /// Upstream's limit on `kubeNodePortRanges` (an iptables multiport match holds 15 ports; each range
 /// takes two).
@@ -26,256 +24,28 @@ const MAXIMUM_NODE_PORT_RANGES: usize = 7;
 /// a DNS label of at most 63 characters.
 const MAXIMUM_OPENSTACK_REGION_LENGTH: usize = 63 - "openstack-region-".len();
 
+/// The rules written beside FelixConfiguration's fields: each field's allowed values (an empty
+/// string is unset, as upstream's `omitempty`) and each duration, in the order of the fields.
+fn schema_rules(checker: &mut Checker, spec: &FelixConfigurationSpec) {
+    let rules = field_rules(Kind::FelixConfiguration);
+    // The spec is small and FelixConfiguration documents are few: the fields are read by name.
+    let fields = serde_json::to_value(spec).unwrap_or_default();
+    let text = |field: &str| {
+        fields
+            .get(field)
+            .and_then(|value| value.as_str().map(str::to_string))
+    };
+    for (field, path) in rules.top_level_allowed() {
+        checker.one_of_field(path, text(field).as_ref());
+    }
+    for (field, path) in rules.top_level_durations() {
+        checker.duration(path, text(field).as_ref());
+    }
+}
+
 pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigurationSpec) {
     default_felix(spec);
-    let enums: [(&str, Option<&String>, &[&str]); 37] = [
-        ("floatingIPs", spec.floating_ips.as_ref(), &ENABLED_DISABLED),
-        (
-            "iptablesBackend",
-            spec.iptables_backend.as_ref(),
-            &["Legacy", "NFT", "Auto"],
-        ),
-        (
-            "defaultEndpointToHostAction",
-            spec.default_endpoint_to_host_action.as_ref(),
-            &["Drop", "Accept", "Return"],
-        ),
-        (
-            "logSeverityFile",
-            spec.log_severity_file.as_ref(),
-            &LOG_LEVELS,
-        ),
-        (
-            "logSeverityScreen",
-            spec.log_severity_screen.as_ref(),
-            &LOG_LEVELS,
-        ),
-        (
-            "logSeveritySys",
-            spec.log_severity_sys.as_ref(),
-            &LOG_LEVELS,
-        ),
-        (
-            "iptablesFilterAllowAction",
-            spec.iptables_filter_allow_action.as_ref(),
-            &["Accept", "Return"],
-        ),
-        (
-            "iptablesMangleAllowAction",
-            spec.iptables_mangle_allow_action.as_ref(),
-            &["Accept", "Return"],
-        ),
-        (
-            "iptablesFilterDenyAction",
-            spec.iptables_filter_deny_action.as_ref(),
-            &["Drop", "Reject"],
-        ),
-        (
-            "nftablesFilterAllowAction",
-            spec.nftables_filter_allow_action.as_ref(),
-            &["Accept", "Return"],
-        ),
-        (
-            "nftablesMangleAllowAction",
-            spec.nftables_mangle_allow_action.as_ref(),
-            &["Accept", "Return"],
-        ),
-        (
-            "nftablesFilterDenyAction",
-            spec.nftables_filter_deny_action.as_ref(),
-            &["Drop", "Reject"],
-        ),
-        (
-            "nftablesMode",
-            spec.nftables_mode.as_ref(),
-            &["Enabled", "Disabled", "Auto"],
-        ),
-        (
-            "bpfLogLevel",
-            spec.bpf_log_level.as_ref(),
-            &["Off", "Info", "Debug"],
-        ),
-        (
-            "bpfConnectTimeLoadBalancing",
-            spec.bpf_connect_time_load_balancing.as_ref(),
-            &["TCP", "Enabled", "Disabled"],
-        ),
-        (
-            "bpfHostNetworkedNATWithoutCTLB",
-            spec.bpf_host_networked_nat_without_ctlb.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "bpfExternalServiceMode",
-            spec.bpf_external_service_mode.as_ref(),
-            &["Tunnel", "DSR"],
-        ),
-        (
-            "bpfEnforceRPF",
-            spec.bpf_enforce_rpf.as_ref(),
-            &["Disabled", "Strict", "Loose"],
-        ),
-        (
-            "routeSource",
-            spec.route_source.as_ref(),
-            &["WorkloadIPs", "CalicoIPAM"],
-        ),
-        (
-            "serviceLoopPrevention",
-            spec.service_loop_prevention.as_ref(),
-            &["Drop", "Reject", "Disabled"],
-        ),
-        (
-            "workloadSourceSpoofing",
-            spec.workload_source_spoofing.as_ref(),
-            &["Disabled", "Any"],
-        ),
-        (
-            "awsSrcDstCheck",
-            spec.aws_src_dst_check.as_ref(),
-            &["DoNothing", "Enable", "Disable"],
-        ),
-        (
-            "ipForwarding",
-            spec.ip_forwarding.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "windowsManageFirewallRules",
-            spec.windows_manage_firewall_rules.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "bpfRedirectToPeer",
-            spec.bpf_redirect_to_peer.as_ref(),
-            &["Enabled", "Disabled", "L2Only"],
-        ),
-        (
-            "bpfConntrackMode",
-            spec.bpf_conntrack_mode.as_ref(),
-            &["Auto", "Userspace", "BPFProgram"],
-        ),
-        (
-            "bpfConntrackLogLevel",
-            spec.bpf_conntrack_log_level.as_ref(),
-            &["Off", "Debug"],
-        ),
-        (
-            "bpfMapSizeConntrackScaling",
-            spec.bpf_map_size_conntrack_scaling.as_ref(),
-            &["Disabled", "DoubleIfFull"],
-        ),
-        (
-            "bpfProfiling",
-            spec.bpf_profiling.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "flowLogsPolicyEvaluationMode",
-            spec.flow_logs_policy_evaluation_mode.as_ref(),
-            &["None", "Continuous"],
-        ),
-        (
-            "flowLogsLocalReporter",
-            spec.flow_logs_local_reporter.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "bpfAttachType",
-            spec.bpf_attach_type.as_ref(),
-            &["TC", "TCX"],
-        ),
-        (
-            "bpfJITHardening",
-            spec.bpf_jit_hardening.as_ref(),
-            &["Auto", "Strict"],
-        ),
-        (
-            "natOutgoingExclusions",
-            spec.nat_outgoing_exclusions.as_ref(),
-            &["IPPoolsOnly", "IPPoolsAndHostIPs"],
-        ),
-        (
-            "programClusterRoutes",
-            spec.program_cluster_routes.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "istioAmbientMode",
-            spec.istio_ambient_mode.as_ref(),
-            &ENABLED_DISABLED,
-        ),
-        (
-            "prometheusMetricsClientAuth",
-            spec.prometheus_metrics_client_auth.as_ref(),
-            &[
-                "RequireAndVerifyClientCert",
-                "RequireAnyClientCert",
-                "VerifyClientCertIfGiven",
-                "NoClientCert",
-            ],
-        ),
-    ];
-    for (field, value, allowed) in enums {
-        // Upstream treats an empty string as unset for these.
-        checker.one_of(
-            &format!("spec.{field}"),
-            value.filter(|value| !value.is_empty()),
-            allowed,
-        );
-    }
-    let durations = [
-        ("dataplaneWatchdogTimeout", &spec.dataplane_watchdog_timeout),
-        ("routeRefreshInterval", &spec.route_refresh_interval),
-        ("interfaceRefreshInterval", &spec.interface_refresh_interval),
-        ("iptablesRefreshInterval", &spec.iptables_refresh_interval),
-        (
-            "iptablesPostWriteCheckInterval",
-            &spec.iptables_post_write_check_interval,
-        ),
-        ("iptablesLockTimeout", &spec.iptables_lock_timeout),
-        (
-            "iptablesLockProbeInterval",
-            &spec.iptables_lock_probe_interval,
-        ),
-        ("ipsetsRefreshInterval", &spec.ipsets_refresh_interval),
-        ("xdpRefreshInterval", &spec.xdp_refresh_interval),
-        ("netlinkTimeout", &spec.netlink_timeout),
-        ("reportingInterval", &spec.reporting_interval),
-        ("reportingTTL", &spec.reporting_ttl),
-        ("endpointReportingDelay", &spec.endpoint_reporting_delay),
-        (
-            "debugSimulateCalcGraphHangAfter",
-            &spec.debug_simulate_calc_graph_hang_after,
-        ),
-        (
-            "debugSimulateDataplaneHangAfter",
-            &spec.debug_simulate_dataplane_hang_after,
-        ),
-        (
-            "debugSimulateDataplaneApplyDelay",
-            &spec.debug_simulate_dataplane_apply_delay,
-        ),
-        (
-            "usageReportingInitialDelay",
-            &spec.usage_reporting_initial_delay,
-        ),
-        ("usageReportingInterval", &spec.usage_reporting_interval),
-        ("nftablesRefreshInterval", &spec.nftables_refresh_interval),
-        (
-            "bpfKubeProxyMinSyncPeriod",
-            &spec.bpf_kube_proxy_min_sync_period,
-        ),
-        ("wireguardKeepAlive", &spec.wireguard_keep_alive),
-        ("flowLogsFlushInterval", &spec.flow_logs_flush_interval),
-        (
-            "liveMigrationRouteConvergenceTime",
-            &spec.live_migration_route_convergence_time,
-        ),
-    ];
-    for (field, value) in durations {
-        checker.duration(&format!("spec.{field}"), value.as_ref());
-    }
+    schema_rules(checker, spec);
     later_felix_fields(checker, spec);
     for (field, value) in [
         ("featureDetectOverride", &spec.feature_detect_override),
@@ -446,11 +216,7 @@ pub(super) fn felix_configuration(checker: &mut Checker, spec: &mut FelixConfigu
     ] {
         for (index, entry) in ports.iter().enumerate() {
             let path = format!("spec.{field}[{index}]");
-            checker.one_of(
-                &format!("{path}.protocol"),
-                Some(&entry.protocol),
-                &["TCP", "UDP", "SCTP"],
-            );
+            checker.one_of_field(&format!("{path}.protocol"), Some(&entry.protocol));
             checker.in_range(&format!("{path}.port"), Some(entry.port), 0, 65535);
             if let Some(net) = entry.net.as_ref().filter(|net| !net.is_empty()) {
                 checker.address_or_cidr(&format!("{path}.net"), net, Family::Any);
@@ -779,16 +545,8 @@ pub(super) fn kube_controllers_configuration(
             "a KubeControllersConfiguration must be named `default`",
         );
     }
-    checker.one_of(
-        "spec.logSeverityScreen",
-        spec.log_severity_screen.as_ref(),
-        &LOG_LEVELS,
-    );
-    checker.one_of(
-        "spec.healthChecks",
-        spec.health_checks.as_ref(),
-        &ENABLED_DISABLED,
-    );
+    checker.one_of_field("spec.logSeverityScreen", spec.log_severity_screen.as_ref());
+    checker.one_of_field("spec.healthChecks", spec.health_checks.as_ref());
     checker.duration(
         "spec.etcdV3CompactionPeriod",
         spec.etcd_v3_compaction_period.as_ref(),
@@ -810,21 +568,18 @@ pub(super) fn kube_controllers_configuration(
             "spec.controllers.node.leakGracePeriod",
             node.leak_grace_period.as_ref(),
         );
-        checker.one_of(
+        checker.one_of_field(
             "spec.controllers.node.syncLabels",
             node.sync_labels.as_ref(),
-            &ENABLED_DISABLED,
         );
         if let Some(host_endpoint) = &node.host_endpoint {
-            checker.one_of(
+            checker.one_of_field(
                 "spec.controllers.node.hostEndpoint.autoCreate",
                 host_endpoint.auto_create.as_ref(),
-                &ENABLED_DISABLED,
             );
-            checker.one_of(
+            checker.one_of_field(
                 "spec.controllers.node.hostEndpoint.createDefaultHostEndpoint",
                 host_endpoint.create_default_host_endpoint.as_ref(),
-                &ENABLED_DISABLED,
             );
             for (index, template) in host_endpoint.templates.iter().enumerate() {
                 host_endpoint_template(
@@ -836,17 +591,15 @@ pub(super) fn kube_controllers_configuration(
         }
     }
     if let Some(load_balancer) = &controllers.load_balancer {
-        checker.one_of(
+        checker.one_of_field(
             "spec.controllers.loadBalancer.assignIPs",
             load_balancer.assign_ips.as_ref(),
-            &["AllServices", "RequestedServicesOnly"],
         );
     }
     if let Some(migration) = &controllers.policy_migration {
-        checker.one_of(
+        checker.one_of_field(
             "spec.controllers.policyMigration.enabled",
             migration.enabled.as_ref(),
-            &ENABLED_DISABLED,
         );
     }
     for (name, reconciler) in [
@@ -947,11 +700,7 @@ pub(super) fn tier(checker: &mut Checker, spec: &mut TierSpec, metadata: &Object
             );
         }
     }
-    checker.one_of(
-        "spec.defaultAction",
-        spec.default_action.as_ref(),
-        &["Deny", "Pass"],
-    );
+    checker.one_of_field("spec.defaultAction", spec.default_action.as_ref());
 }
 
 pub(super) fn cluster_information(checker: &mut Checker, metadata: &ObjectMeta) {
