@@ -293,11 +293,11 @@ pub fn decode(key: &str, value: &[u8], mod_revision: i64) -> Result<Resource, St
     Ok(as_read(resource, mod_revision))
 }
 
-/// Parses a stored value for [`Detail::Document`](crate::datastore::Detail): the resource
-/// without its spec and status, which are handed back as their stored JSON text to be printed
-/// without being decoded. A policy is decoded whole first (its name may come from `spec.tier`)
-/// and its spec written back to text: the same output, at the old cost, for a kind that is
-/// seldom listed by the thousand.
+/// Parses a stored value for [`Detail::Document`](crate::datastore::Detail), once: the resource
+/// without its spec and status, which are handed back as tapes of the stored text for the printer
+/// (`output::StoredJson`), never decoded into values. A policy's spec is also decoded (its name
+/// may come from `spec.tier`): the same output, at the old cost, for a kind that is seldom listed
+/// by the thousand.
 pub fn decode_document(
     key: &str,
     value: &[u8],
@@ -307,11 +307,30 @@ pub fn decode_document(
         location: key.to_string(),
         source,
     };
-    let envelope: DocumentEnvelope<'_> = serde_json::from_slice(value).map_err(invalid)?;
-    let text = |raw: Option<&serde_json::value::RawValue>| raw.map(|raw| Box::from(raw.get()));
+    let text: std::sync::Arc<str> = match std::str::from_utf8(value) {
+        Ok(text) => std::sync::Arc::from(text),
+        // Not UTF-8: serde_json says where, as for any other read.
+        Err(_) => {
+            let error = serde_json::from_slice::<serde::de::IgnoredAny>(value).err();
+            return Err(invalid(error.unwrap_or_else(|| {
+                serde::de::Error::custom("the stored value is not UTF-8")
+            })));
+        }
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(&text);
+    let envelope = serde::de::DeserializeSeed::deserialize(
+        document::Envelope { text: &text },
+        &mut deserializer,
+    )
+    .and_then(|envelope| deserializer.end().map(|()| envelope))
+    .map_err(invalid)?;
+    let part = |tape: Option<crate::output::StoredTape>| {
+        tape.filter(|tape| !tape.is_null())
+            .map(|tape| tape.into_json(text.clone()))
+    };
     let body = StoredBody {
-        spec: text(envelope.spec),
-        status: text(envelope.status),
+        spec: part(envelope.spec),
+        status: part(envelope.status),
     };
     let mut resource = Resource {
         api_version: envelope.api_version,
@@ -320,30 +339,14 @@ pub fn decode_document(
         spec: serde_json::Value::Null,
         status: serde_json::Value::Null,
     };
-    if !is_policy(resource.kind) {
-        return Ok((as_read(resource, mod_revision), body));
+    if is_policy(resource.kind) {
+        resource.spec = body
+            .spec
+            .as_ref()
+            .map(crate::output::StoredJson::to_value)
+            .unwrap_or_default();
     }
-    let parse = |text: &Option<Box<str>>| match text {
-        Some(text) => serde_json::from_str(text).map_err(invalid),
-        None => Ok(serde_json::Value::Null),
-    };
-    resource.spec = parse(&body.spec)?;
-    resource = as_read(resource, mod_revision);
-    Ok((resource, body))
-}
-
-/// What [`decode_document`] reads: [`Resource`]'s fields, the spec and status left as text.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DocumentEnvelope<'a> {
-    api_version: String,
-    kind: Kind,
-    #[serde(default)]
-    metadata: crate::resource::ObjectMeta,
-    #[serde(default, borrow)]
-    spec: Option<&'a serde_json::value::RawValue>,
-    #[serde(default, borrow)]
-    status: Option<&'a serde_json::value::RawValue>,
+    Ok((as_read(resource, mod_revision), body))
 }
 
 /// Parses only what [`Detail::Summary`](crate::datastore::Detail) asks for: kind, name, namespace,
@@ -406,6 +409,7 @@ fn strip_default_tier(resource: &Resource) -> String {
     }
 }
 
+mod document;
 mod summary;
 #[cfg(test)]
 mod tests;

@@ -255,10 +255,10 @@ fn a_document_read_is_the_whole_read_with_its_spec_and_status_as_text() {
             (resource.kind, &resource.api_version),
             (whole.kind, &whole.api_version)
         );
-        let parse = |text: &Option<Box<str>>| {
-            text.as_deref().map_or(serde_json::Value::Null, |text| {
-                serde_json::from_str(text).unwrap()
-            })
+        let parse = |stored: &Option<crate::output::StoredJson>| {
+            stored
+                .as_ref()
+                .map_or(serde_json::Value::Null, crate::output::StoredJson::to_value)
         };
         assert_eq!(parse(&body.spec), whole.spec, "{value}");
         assert_eq!(parse(&body.status), whole.status, "{value}");
