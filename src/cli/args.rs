@@ -81,8 +81,21 @@ impl FileArgs {
     pub fn read_each(
         &self,
         release: &ApiRelease,
-        mut visit: impl FnMut(Resource),
+        visit: impl FnMut(Resource),
     ) -> anyhow::Result<usize> {
+        self.each(self.loader(release), visit)
+    }
+
+    /// The loader of these flags, validating for `release`.
+    pub fn loader(&self, release: &ApiRelease) -> Loader {
+        Loader::new(release)
+            .namespace(self.namespace.as_deref())
+            .recursive(self.recursive)
+            .skip_empty(self.skip_empty)
+    }
+
+    /// As [`FileArgs::read_each`], with `loader`.
+    pub fn each(&self, loader: Loader, mut visit: impl FnMut(Resource)) -> anyhow::Result<usize> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -98,10 +111,6 @@ impl FileArgs {
                 inputs.push(Input::Path(path.clone()));
             }
         }
-        let loader = Loader::new(release)
-            .namespace(self.namespace.as_deref())
-            .recursive(self.recursive)
-            .skip_empty(self.skip_empty);
         let mut count = 0;
         let mut problems = Vec::new();
         for document in loader.documents(inputs) {

@@ -17,11 +17,9 @@
 //! annotations, and [`schema_for_release`] gives the schema of one release. This module reads only
 //! schemas and documents; what the annotations say is upstream's (every tag's API types).
 
-use std::sync::LazyLock;
-
 use serde_json::{Map, Value};
 
-use super::spec::document_schema;
+use super::kind::PerKind;
 use super::{FieldError, Kind};
 use crate::release::{ApiRelease, Release};
 
@@ -190,21 +188,12 @@ pub type ValueRule = (String, Availability);
 /// Every value of the kind's fields that only some releases have (`x-netctl-values`), with its
 /// releases: what a validator's list of allowed values leaves out for a release that lacks it.
 pub fn value_rules(kind: Kind) -> &'static [ValueRule] {
-    static RULES: LazyLock<Vec<(Kind, Vec<ValueRule>)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let mut rules = Vec::new();
-                collect_value_rules(schema_of(*kind), &mut rules);
-                (*kind, rules)
-            })
-            .collect()
-    });
-    RULES
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, rules)| rules.as_slice())
-        .unwrap_or_default()
+    static RULES: PerKind<Vec<ValueRule>> = PerKind::new();
+    RULES.get(kind, |kind| {
+        let mut rules = Vec::new();
+        collect_value_rules(schema_of(kind), &mut rules);
+        rules
+    })
 }
 
 fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
@@ -232,22 +221,13 @@ fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
 /// included, and more than the walk reads) or on a value ([`value_rules`]): when a release has all
 /// of them, the walk of a document can refuse nothing.
 fn annotations_of(kind: Kind) -> &'static [Availability] {
-    static ANNOTATIONS: LazyLock<Vec<(Kind, Vec<Availability>)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let mut found = Vec::new();
-                collect_field_annotations(schema_of(*kind), &mut found);
-                found.extend(value_rules(*kind).iter().map(|(_, rule)| rule.clone()));
-                (*kind, found)
-            })
-            .collect()
-    });
-    ANNOTATIONS
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, found)| found.as_slice())
-        .unwrap_or_default()
+    static ANNOTATIONS: PerKind<Vec<Availability>> = PerKind::new();
+    ANNOTATIONS.get(kind, |kind| {
+        let mut found = Vec::new();
+        collect_field_annotations(schema_of(kind), &mut found);
+        found.extend(value_rules(kind).iter().map(|(_, rule)| rule.clone()));
+        found
+    })
 }
 
 fn collect_field_annotations(schema: &Value, found: &mut Vec<Availability>) {
@@ -270,17 +250,7 @@ fn collect_field_annotations(schema: &Value, found: &mut Vec<Availability>) {
 
 /// The document schema of each kind, built once.
 fn schema_of(kind: Kind) -> &'static Value {
-    static SCHEMAS: LazyLock<Vec<(Kind, Value)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| (*kind, document_schema(*kind)))
-            .collect()
-    });
-    SCHEMAS
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, schema)| schema)
-        .expect("every kind has a document schema")
+    super::spec::schema::document_schema_of(kind)
 }
 
 struct Walker<'a> {
@@ -632,7 +602,7 @@ mod tests {
 
     #[test]
     fn a_release_schema_leaves_out_what_the_release_lacks() {
-        let schema = document_schema(Kind::BgpPeer);
+        let schema = crate::resource::spec::document_schema(Kind::BgpPeer);
         let old = schema_for_release(&schema, &Release::new(3, 29, 7));
         let spec = &old["properties"]["spec"]["properties"];
         assert!(spec.get("peerIP").is_some());

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 use super::Resource;
-use super::validate::{ValidationError, validate_node_and_default};
+use super::validate::{ValidationError, validate_node, validate_node_and_default};
 use crate::release::ApiRelease;
 use crate::yaml;
 
@@ -140,6 +140,8 @@ enum Checks {
     Validate {
         release: ApiRelease,
         namespace: Option<String>,
+        /// Whether each resource keeps its defaulted spec (not for a command that keeps nothing).
+        keep_specs: bool,
     },
     /// Keeps each resource as written (tests, fuzzing, documents validated later).
     None,
@@ -176,6 +178,7 @@ impl Loader {
             checks: Checks::Validate {
                 release: release.clone(),
                 namespace: None,
+                keep_specs: true,
             },
             recursive: false,
             skip_empty: true,
@@ -201,6 +204,16 @@ impl Loader {
         } = &mut self.checks
         {
             *flag = namespace.map(str::to_string);
+        }
+        self
+    }
+
+    /// Whether each resource keeps its validated, defaulted spec (it does unless told otherwise).
+    /// Without, resources come with no spec: for a command that only reports (`validate`), which
+    /// then never builds it.
+    pub fn keep_specs(mut self, keep: bool) -> Loader {
+        if let Checks::Validate { keep_specs, .. } = &mut self.checks {
+            *keep_specs = keep;
         }
         self
     }
@@ -321,7 +334,12 @@ impl Loader {
     /// release, its spec decoded straight from the document; a problem names the document and,
     /// for YAML input, the line of the field.
     fn check(&self, read: Read<'_>) -> Result<Loaded, LoadError> {
-        let Checks::Validate { release, namespace } = &self.checks else {
+        let Checks::Validate {
+            release,
+            namespace,
+            keep_specs,
+        } = &self.checks
+        else {
             let location = read.location.clone();
             return Ok(Loaded {
                 location,
@@ -351,7 +369,11 @@ impl Loader {
                 _ => {}
             }
         }
-        match validate_node_and_default(&mut resource, node.key("spec"), release) {
+        let checked = match keep_specs {
+            true => validate_node_and_default(&mut resource, node.key("spec"), release),
+            false => validate_node(&resource, node.key("spec"), release),
+        };
+        match checked {
             Ok(()) => Ok(Loaded { location, resource }),
             Err(mut error) => {
                 if positioned {

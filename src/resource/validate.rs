@@ -24,6 +24,7 @@
 //! before validation, as upstream calicoctl does; a missing one is an error here.
 
 mod config;
+mod felix;
 pub(crate) mod field_rules;
 mod kubernetes_policy;
 mod network;
@@ -135,6 +136,16 @@ pub(crate) fn validate_node_and_default(
     Ok(())
 }
 
+/// As [`validate_node_and_default`], without writing the defaulted spec anywhere: for a command
+/// that keeps nothing (`validate`).
+pub(crate) fn validate_node(
+    resource: &Resource,
+    spec: Option<&Node<'_>>,
+    release: &ApiRelease,
+) -> Result<(), ValidationError> {
+    check(resource, SpecSource::Node(spec), release).map(|_| ())
+}
+
 /// Where a spec being validated comes from.
 #[derive(Clone, Copy)]
 enum SpecSource<'a, 'text> {
@@ -233,7 +244,7 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         TypedSpec::BgpPeer(spec) => peering::bgp_peer(checker, spec),
         TypedSpec::BgpFilter(spec) => peering::bgp_filter(checker, spec),
         TypedSpec::BgpConfiguration(spec) => peering::bgp_configuration(checker, spec, metadata),
-        TypedSpec::FelixConfiguration(spec) => config::felix_configuration(checker, spec),
+        TypedSpec::FelixConfiguration(spec) => felix::felix_configuration(checker, spec),
         TypedSpec::KubeControllersConfiguration(spec) => {
             config::kube_controllers_configuration(checker, spec, metadata)
         }

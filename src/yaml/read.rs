@@ -49,16 +49,18 @@ fn excessive_aliasing(from_aliases: usize, written: usize) -> bool {
 /// A mapping with more entries than this looks its keys up in a set, not by scanning.
 const SCANNED_KEYS: usize = 16;
 
-/// A node under construction: a collection being filled, with its line.
+/// A node under construction: a collection being filled, with its line. Its items (entries) are
+/// the reader's pending ones from `start` on, moved into a vector of exactly their number when it
+/// closes (no vector growing item by item).
 enum Open<'input> {
     Sequence {
-        items: Vec<Node<'input>>,
+        start: usize,
         line: usize,
         column: usize,
         anchor: usize,
     },
     Mapping {
-        entries: Vec<(Cow<'input, str>, Node<'input>)>,
+        start: usize,
         /// The keys of a long mapping, for refusing repeated ones.
         keys: Option<HashSet<Cow<'input, str>>>,
         /// Entries from merge (`<<`) keys, applied at the end where no explicit key is given.
@@ -87,6 +89,10 @@ impl<'input> Open<'input> {
 }
 
 struct Reader<'input> {
+    /// The items of the open sequences, innermost last.
+    items: Vec<Node<'input>>,
+    /// The entries of the open mappings, innermost last.
+    entries: Vec<(Cow<'input, str>, Node<'input>)>,
     /// The document just finished, waiting to be handed out by [`Trees`].
     finished: Option<Tree<'input>>,
     /// How many documents have been finished (for the 1-based index in errors).
@@ -136,6 +142,8 @@ impl<'input> Trees<'input> {
         Trees {
             parser: Parser::new_from_str(text),
             reader: Reader {
+                items: Vec::new(),
+                entries: Vec::new(),
                 finished: None,
                 count: 0,
                 stack: Vec::new(),
@@ -280,7 +288,7 @@ impl<'input> Reader<'input> {
                 self.open(line)?;
                 self.written += 1;
                 self.stack.push(Open::Sequence {
-                    items: Vec::new(),
+                    start: self.items.len(),
                     line,
                     column: self.column,
                     anchor,
@@ -290,7 +298,7 @@ impl<'input> Reader<'input> {
                 self.open(line)?;
                 self.written += 1;
                 self.stack.push(Open::Mapping {
-                    entries: Vec::new(),
+                    start: self.entries.len(),
                     keys: None,
                     merged: Vec::new(),
                     pending_key: None,
@@ -304,7 +312,7 @@ impl<'input> Reader<'input> {
                 let Some(open) = self.stack.pop() else {
                     return Ok(());
                 };
-                let (node, anchor) = close(open);
+                let (node, anchor) = self.close(open);
                 if anchor != 0 {
                     let nodes = count_nodes(&node);
                     self.anchors.insert(anchor, (node.clone(), nodes));
@@ -339,9 +347,9 @@ impl<'input> Reader<'input> {
     ) -> Result<(), Failure> {
         let column = self.column;
         if let Some(Open::Mapping {
+            start,
             pending_key,
             pending_merge,
-            entries,
             keys,
             ..
         }) = self.stack.last_mut()
@@ -353,7 +361,7 @@ impl<'input> Reader<'input> {
                 }
                 let key = key_text(node, line)?;
                 // Explicit keys may override merged ones (`<<`), never each other.
-                if Open::has_key(entries, keys, &key) {
+                if Open::has_key(&self.entries[*start..], keys, &key) {
                     return Err((line, YamlErrorKind::DuplicateKey(key.into_owned())));
                 }
                 *pending_key = Some((key, line, column));
@@ -373,9 +381,9 @@ impl<'input> Reader<'input> {
         let column = self.column;
         match self.stack.last_mut() {
             None => self.root = Some(node),
-            Some(Open::Sequence { items, .. }) => items.push(node),
+            Some(Open::Sequence { .. }) => self.items.push(node),
             Some(Open::Mapping {
-                entries,
+                start,
                 keys,
                 merged,
                 pending_key,
@@ -386,6 +394,7 @@ impl<'input> Reader<'input> {
                     *pending_merge = false;
                     return merge_into(merged, node, line);
                 }
+                let entries = &mut self.entries;
                 match pending_key.take() {
                     Some((key, key_line, key_column)) => {
                         // A field is where its name is written.
@@ -393,9 +402,11 @@ impl<'input> Reader<'input> {
                         (node.line, node.column) = (key_line, key_column);
                         if let Some(keys) = keys {
                             keys.insert(key.clone());
-                        } else if entries.len() >= SCANNED_KEYS {
-                            let mut set: HashSet<Cow<'input, str>> =
-                                entries.iter().map(|(known, _)| known.clone()).collect();
+                        } else if entries.len() - *start >= SCANNED_KEYS {
+                            let mut set: HashSet<Cow<'input, str>> = entries[*start..]
+                                .iter()
+                                .map(|(known, _)| known.clone())
+                                .collect();
                             set.insert(key.clone());
                             *keys = Some(set);
                         }
@@ -404,7 +415,7 @@ impl<'input> Reader<'input> {
                     None if from_alias => {
                         // An alias used as a key: it must be a scalar.
                         let key = key_text(node, line)?;
-                        if Open::has_key(entries, keys, &key) {
+                        if Open::has_key(&entries[*start..], keys, &key) {
                             return Err((line, YamlErrorKind::DuplicateKey(key.into_owned())));
                         }
                         *pending_key = Some((key, line, column));
@@ -414,6 +425,39 @@ impl<'input> Reader<'input> {
             }
         }
         Ok(())
+    }
+
+    /// A collection ends: its pending items (entries, then those merged in) become its node.
+    fn close(&mut self, open: Open<'input>) -> (Node<'input>, usize) {
+        match open {
+            Open::Sequence {
+                start,
+                line,
+                column,
+                anchor,
+            } => {
+                let items: Vec<Node<'input>> = self.items.drain(start..).collect();
+                (Node::new(line, column, NodeValue::Sequence(items)), anchor)
+            }
+            Open::Mapping {
+                start,
+                keys,
+                merged,
+                line,
+                column,
+                anchor,
+                ..
+            } => {
+                for (key, node) in merged {
+                    if !Open::has_key(&self.entries[start..], &keys, &key) {
+                        self.entries.push((key, node));
+                    }
+                }
+                let entries: Vec<(Cow<'input, str>, Node<'input>)> =
+                    self.entries.drain(start..).collect();
+                (Node::new(line, column, NodeValue::Mapping(entries)), anchor)
+            }
+        }
     }
 }
 
@@ -444,33 +488,6 @@ fn merge_into<'input>(
         _ => return Err((line, YamlErrorKind::BadMerge)),
     }
     Ok(())
-}
-
-fn close(open: Open<'_>) -> (Node<'_>, usize) {
-    match open {
-        Open::Sequence {
-            items,
-            line,
-            column,
-            anchor,
-        } => (Node::new(line, column, NodeValue::Sequence(items)), anchor),
-        Open::Mapping {
-            mut entries,
-            keys,
-            merged,
-            line,
-            column,
-            anchor,
-            ..
-        } => {
-            for (key, node) in merged {
-                if !Open::has_key(&entries, &keys, &key) {
-                    entries.push((key, node));
-                }
-            }
-            (Node::new(line, column, NodeValue::Mapping(entries)), anchor)
-        }
-    }
 }
 
 fn count_nodes(node: &Node<'_>) -> usize {

@@ -7,10 +7,10 @@
 //! document, item and line.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
 use super::split::Document;
 use super::{LoadError, Location};
+use crate::resource::kind::PerKind;
 use crate::resource::{API_VERSION, Kind, Resource};
 use crate::yaml::{self, FieldNames, Node, NodeValue, Shapes};
 
@@ -334,22 +334,10 @@ fn put_entry<'text>(node: &mut Node<'text>, key: &str, value: Option<NodeValue<'
 
 /// The shape of each kind's document (envelope, metadata and typed spec), from its JSON Schema.
 fn document_shapes(kind: Kind) -> &'static Shapes {
-    static SHAPES: LazyLock<Vec<(Kind, Shapes)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                (
-                    *kind,
-                    Shapes::from_schema(&crate::resource::spec::document_schema(*kind)),
-                )
-            })
-            .collect()
-    });
-    SHAPES
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, shapes)| shapes)
-        .expect("every kind has a document schema")
+    static SHAPES: PerKind<Shapes> = PerKind::new();
+    SHAPES.get(kind, |kind| {
+        Shapes::from_schema(crate::resource::spec::schema::document_schema_of(kind))
+    })
 }
 
 /// Renames keys that match one of `names` ignoring case (encoding/json's rule for the envelope,

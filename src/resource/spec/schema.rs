@@ -14,6 +14,13 @@ use serde::Serialize;
 use super::*;
 use crate::resource::Kind;
 
+/// [`document_schema`], built once per kind and process (what validation and loading read).
+pub fn document_schema_of(kind: Kind) -> &'static serde_json::Value {
+    static SCHEMAS: crate::resource::kind::PerKind<serde_json::Value> =
+        crate::resource::kind::PerKind::new();
+    SCHEMAS.get(kind, document_schema)
+}
+
 /// The JSON Schema of a whole resource document of `kind` (envelope, metadata and typed spec).
 pub fn document_schema(kind: Kind) -> serde_json::Value {
     match kind {

@@ -7,12 +7,11 @@
 //! and messages do not list it. Which release has a value is `resource::availability`'s business
 //! (`x-netctl-values`). This module decides nothing about a document by itself.
 
-use std::sync::LazyLock;
-
 use serde_json::{Map, Value};
 
 use crate::resource::Kind;
-use crate::resource::spec::document_schema;
+use crate::resource::kind::PerKind;
+use crate::resource::spec::schema::document_schema_of;
 
 /// The rules of one kind's spec, by field path (`spec.floatingIPs`; list items and map values as
 /// `[]`: `spec.failsafeInboundHostPorts[].protocol`), in the order the spec declares its fields.
@@ -71,28 +70,19 @@ fn pattern_of(path: &str) -> String {
 
 /// The rules of `kind`, read from its schema once.
 pub(crate) fn field_rules(kind: Kind) -> &'static FieldRules {
-    static RULES: LazyLock<Vec<(Kind, FieldRules)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let schema = document_schema(*kind);
-                let mut collector = Collector {
-                    definitions: schema.get("$defs").and_then(Value::as_object),
-                    rules: FieldRules::default(),
-                    references: Vec::new(),
-                };
-                if let Some(spec) = schema.pointer("/properties/spec") {
-                    collector.walk(spec, &mut "spec".to_string());
-                }
-                (*kind, collector.rules)
-            })
-            .collect()
-    });
-    RULES
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, rules)| rules)
-        .expect("every kind has field rules")
+    static RULES: PerKind<FieldRules> = PerKind::new();
+    RULES.get(kind, |kind| {
+        let schema = document_schema_of(kind);
+        let mut collector = Collector {
+            definitions: schema.get("$defs").and_then(Value::as_object),
+            rules: FieldRules::default(),
+            references: Vec::new(),
+        };
+        if let Some(spec) = schema.pointer("/properties/spec") {
+            collector.walk(spec, &mut "spec".to_string());
+        }
+        collector.rules
+    })
 }
 
 struct Collector<'a> {
