@@ -274,6 +274,8 @@ fn spec_fields_read(kind: Kind, heading: &str) -> Option<&'static [&'static str]
         (Kind::ClusterInformation, "DATASTOREREADY") => &["datastoreReady"],
         (Kind::GlobalNetworkSet | Kind::NetworkSet, "NETS") => &["nets"],
         (Kind::IpReservation, "CIDRS") => &["reservedCIDRs"],
+        (Kind::CalicoNodeStatus, "NODE") => &["node"],
+        (Kind::CalicoNodeStatus, "CLASSES") => &["classes"],
         (Kind::Profile, "LABELS") => &["labelsToApply"],
         (Kind::WorkloadEndpoint, "WORKLOAD") => &["workload", "pod"],
         (Kind::WorkloadEndpoint, "ORCHESTRATOR") => &["orchestrator"],

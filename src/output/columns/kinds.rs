@@ -302,6 +302,22 @@ pub(super) fn definition(kind: Kind) -> KindColumns {
                 },
             ],
         },
+        // calicoctl's columns (`resourcemgr/nodestatus.go`).
+        Kind::CalicoNodeStatus => KindColumns {
+            ps: &["NAME", "NODE"],
+            wide: &["NAME", "NODE", "CLASSES"],
+            all: &[
+                NAME,
+                Column {
+                    heading: "NODE",
+                    cell: |resource, _| scalar(spec(resource, &["node"])),
+                },
+                Column {
+                    heading: "CLASSES",
+                    cell: |resource, _| join(spec(resource, &["classes"])),
+                },
+            ],
+        },
         Kind::Profile => KindColumns {
             ps: &["NAME"],
             wide: &["NAME", "LABELS"],
