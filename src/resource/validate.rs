@@ -555,19 +555,23 @@ impl Checker {
     /// An address or a strictly masked network (upstream's `net`). Returns the parsed network.
     pub(crate) fn network(&mut self, path: &str, value: &str, family: Family) -> Option<Cidr> {
         let cidr = self.address_or_cidr(path, value, family)?;
+        self.strictly_masked(path, value, cidr)
+    }
+
+    /// A network `value` parsed as `cidr` that must be strictly masked (no host bits set).
+    pub(crate) fn strictly_masked(&mut self, path: &str, value: &str, cidr: Cidr) -> Option<Cidr> {
         if cidr.is_strictly_masked() {
-            Some(cidr)
-        } else {
-            self.fail(
-                path,
-                Some(value),
-                format!(
-                    "CIDR is not strictly masked (did you mean `{}`?)",
-                    cidr.network()
-                ),
-            );
-            None
+            return Some(cidr);
         }
+        self.fail(
+            path,
+            Some(value),
+            format!(
+                "CIDR is not strictly masked (did you mean `{}`?)",
+                cidr.network()
+            ),
+        );
+        None
     }
 
     /// An address or a network, not necessarily strictly masked. Returns the parsed network.

@@ -216,6 +216,24 @@ pub(super) mod test_support {
     use crate::plan::facts::{DiscoveredFacts, FactOverrides, Facts, InstallMethod};
     use crate::runbook::RunbookSet;
 
+    /// A release catalog of two targets and one version edge, for the stages' tests.
+    pub const CATALOG: &str = "\
+apiVersion: netctl.projectcalico.org/v1
+kind: ReleaseCatalog
+spec:
+  targets:
+    - release: v3.20
+      upgradeFrom: \">=3.0.0\"
+    - release: v3.29
+      latest: v3.29.7
+      upgradeFrom: \">=3.15.0\"
+  edges:
+    - name: helm-ownership
+      from: \"<3.23.0\"
+      to: \">=3.23.0\"
+      description: the chart moves
+";
+
     /// A set of `runbooks` (in this order) and, unless empty, the release `catalog`.
     pub fn runbook_set(runbooks: &[String], catalog: &str) -> RunbookSet {
         let mut files: Vec<(String, String)> = runbooks

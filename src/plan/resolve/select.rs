@@ -174,22 +174,7 @@ fn runbook_context(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::resolve::test_support::{facts, runbook_set};
-
-    const CATALOG: &str = "\
-apiVersion: netctl.projectcalico.org/v1
-kind: ReleaseCatalog
-spec:
-  targets:
-    - release: v3.29
-      latest: v3.29.7
-      upgradeFrom: \">=3.15.0\"
-  edges:
-    - name: helm-ownership
-      from: \"<3.23.0\"
-      to: \">=3.23.0\"
-      description: the chart moves
-";
+    use crate::plan::resolve::test_support::{CATALOG, facts, runbook_set};
 
     fn runbook(name: &str, phase: &str, applies_to: &str, extra: &str) -> String {
         format!(

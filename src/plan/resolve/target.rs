@@ -66,18 +66,7 @@ pub(super) fn resolve_target(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CATALOG: &str = "\
-apiVersion: netctl.projectcalico.org/v1
-kind: ReleaseCatalog
-spec:
-  targets:
-    - release: v3.20
-      upgradeFrom: \">=3.0.0\"
-    - release: v3.29
-      latest: v3.29.7
-      upgradeFrom: \">=3.15.0\"
-";
+    use crate::plan::resolve::test_support::CATALOG;
 
     fn resolve(from: &str, to: Option<&str>) -> Result<Release, PlanError> {
         let catalog = Catalog::parse(CATALOG).unwrap();

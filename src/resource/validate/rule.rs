@@ -216,18 +216,7 @@ fn rule_net(checker: &mut Checker, path: &str, value: &str) -> Option<Cidr> {
             );
             None
         }
-        Some(cidr) if !cidr.is_strictly_masked() => {
-            checker.fail(
-                path,
-                Some(value),
-                format!(
-                    "CIDR is not strictly masked (did you mean `{}`?)",
-                    cidr.network()
-                ),
-            );
-            None
-        }
-        Some(cidr) => Some(cidr),
+        Some(cidr) => checker.strictly_masked(path, value, cidr),
     }
 }
 
