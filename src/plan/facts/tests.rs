@@ -217,81 +217,16 @@ mod assemble {
 }
 
 mod discovery {
-    //! Discovery against an in-memory datastore (paged, like the real backends); the lead's etcd
-    //! tests cover the real store.
-
-    use std::collections::BTreeMap;
-
-    use async_trait::async_trait;
+    //! Discovery against the in-memory test datastore, paged two resources at a time (as the real
+    //! backends page); the etcd tests cover the real store.
 
     use super::super::*;
-    use crate::datastore::{self, Datastore, ListOptions, Page};
-    use crate::resource::Resource;
-    use crate::resource::{Kind, ResourceKey};
+    use crate::datastore::testing::TestStore;
+    use crate::resource::{Kind, Resource};
 
-    struct MemoryStore {
-        resources: BTreeMap<ResourceKey, Resource>,
-        page_size: usize,
-    }
-
-    impl MemoryStore {
-        fn new(resources: Vec<Resource>) -> MemoryStore {
-            MemoryStore {
-                resources: resources.into_iter().map(|r| (r.key(), r)).collect(),
-                page_size: 2,
-            }
-        }
-    }
-
-    #[async_trait]
-    impl Datastore for MemoryStore {
-        fn kind(&self) -> DatastoreType {
-            DatastoreType::EtcdV3
-        }
-
-        async fn check(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-
-        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-            self.resources
-                .get(key)
-                .cloned()
-                .ok_or_else(|| StoreError::NotFound(key.clone()))
-        }
-
-        async fn list_page(
-            &self,
-            options: &ListOptions,
-            continue_token: Option<&str>,
-        ) -> Result<datastore::Page, StoreError> {
-            let start: usize = continue_token.map_or(0, |token| token.parse().unwrap_or(0));
-            let all: Vec<Resource> = self
-                .resources
-                .values()
-                .filter(|resource| resource.kind == options.kind)
-                .cloned()
-                .collect();
-            let end = (start + self.page_size).min(all.len());
-            Ok(Page {
-                items: all[start..end].to_vec(),
-                bodies: Vec::new(),
-                continue_token: (end < all.len()).then(|| end.to_string()),
-                revision: "1".into(),
-            })
-        }
-
-        async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
-        }
-
-        async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
-        }
-
-        async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
-        }
+    /// A store holding `resources`, listed two at a time.
+    fn store(resources: Vec<Resource>) -> TestStore {
+        TestStore::with_resources(resources).page_size(2)
     }
 
     fn host_endpoint(name: &str, interface: &str) -> Resource {
@@ -322,7 +257,7 @@ mod discovery {
             "projectcalico.org/created-by".into(),
             "calico-kube-controllers".into(),
         );
-        let store = MemoryStore::new(vec![
+        let store = store(vec![
             information,
             host_endpoint("d-all", "*"),
             host_endpoint("a-eth0", "eth0"),
@@ -346,7 +281,7 @@ mod discovery {
 
     #[tokio::test]
     async fn a_missing_cluster_information_leaves_the_version_unknown() {
-        let store = MemoryStore::new(vec![]);
+        let store = store(vec![]);
         let discovered = discover_facts(&store).await.unwrap();
         assert_eq!(discovered.installed_version, None);
         let overrides = FactOverrides {
