@@ -109,23 +109,13 @@ pub(super) fn definition(kind: Kind) -> KindColumns {
                 },
             ],
         },
-        Kind::GlobalNetworkPolicy => KindColumns {
+        // The staged kinds as calicoctl's `resourcemgr/staged*.go`: the columns of what they stage.
+        Kind::GlobalNetworkPolicy | Kind::StagedGlobalNetworkPolicy => KindColumns {
             ps: &["NAME", "TIER"],
             wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
             all: POLICY_COLUMNS,
         },
-        Kind::NetworkPolicy => KindColumns {
-            ps: &["NAME", "TIER"],
-            wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
-            all: NAMESPACED_POLICY_COLUMNS,
-        },
-        // As calicoctl's `resourcemgr/staged*.go`.
-        Kind::StagedGlobalNetworkPolicy => KindColumns {
-            ps: &["NAME", "TIER"],
-            wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
-            all: POLICY_COLUMNS,
-        },
-        Kind::StagedNetworkPolicy => KindColumns {
+        Kind::NetworkPolicy | Kind::StagedNetworkPolicy => KindColumns {
             ps: &["NAME", "TIER"],
             wide: &["NAME", "TIER", "ORDER", "SELECTOR"],
             all: NAMESPACED_POLICY_COLUMNS,

@@ -125,7 +125,7 @@ pub(super) fn any<T>(_: &'static str, _: &T) -> Result<(), FactError> {
 }
 
 /// A DNS-1123 label.
-pub(super) fn namespace(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn namespace(name: &'static str, value: &str) -> Result<(), FactError> {
     if is_dns_label(value) {
         return Ok(());
     }
@@ -139,7 +139,7 @@ pub(super) fn namespace(name: &'static str, value: &String) -> Result<(), FactEr
 }
 
 /// A namespace, or nothing.
-pub(super) fn optional_namespace(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn optional_namespace(name: &'static str, value: &str) -> Result<(), FactError> {
     match value.is_empty() {
         true => Ok(()),
         false => namespace(name, value),
@@ -151,7 +151,7 @@ fn object_name(name: &'static str, value: &str) -> Result<(), FactError> {
 }
 
 /// A Helm release name: a DNS-1123 subdomain of at most 53 characters (Helm's rule).
-pub(super) fn helm_release(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn helm_release(name: &'static str, value: &str) -> Result<(), FactError> {
     object_name(name, value)?;
     if value.len() > 53 {
         return Err(invalid(
@@ -164,12 +164,12 @@ pub(super) fn helm_release(name: &'static str, value: &String) -> Result<(), Fac
 }
 
 /// Where manifests are read from: an `https`, `http` or `file` URL.
-pub(super) fn manifest_url(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn manifest_url(name: &'static str, value: &str) -> Result<(), FactError> {
     check_url(name, value, &["https", "http", "file"])
 }
 
 /// etcd endpoints: `https` or `http` URLs separated by commas, or nothing.
-pub(super) fn endpoint_urls(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn endpoint_urls(name: &'static str, value: &str) -> Result<(), FactError> {
     if value.is_empty() {
         return Ok(());
     }
@@ -179,7 +179,7 @@ pub(super) fn endpoint_urls(name: &'static str, value: &String) -> Result<(), Fa
 }
 
 /// A full version (`1.20.2`), or nothing.
-pub(super) fn optional_version(name: &'static str, value: &String) -> Result<(), FactError> {
+pub(super) fn optional_version(name: &'static str, value: &str) -> Result<(), FactError> {
     if value.is_empty() || semver::Version::parse(value).is_ok() {
         return Ok(());
     }

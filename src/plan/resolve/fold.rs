@@ -232,13 +232,11 @@ mod tests {
             foreach: Some("{{ facts.x }}".into()),
             item: Some(0),
             serial: false,
-            planned: PlannedStep {
-                id: format!("book/mark[{name}]"),
-                runbook: "book".into(),
-                phase: Phase::PreUpgrade,
-                description: format!("Label {name}"),
-                needs: Vec::new(),
-                action: Action::ResourceLabel(ResourceLabel {
+            planned: PlannedStep::new(
+                format!("book/mark[{name}]"),
+                "book",
+                Phase::PreUpgrade,
+                Action::ResourceLabel(ResourceLabel {
                     kind: Kind::HostEndpoint,
                     name: name.into(),
                     namespace: None,
@@ -248,14 +246,9 @@ mod tests {
                     overwrite: true,
                     remove: false,
                 }),
-                verify: None,
-                irreversible: false,
-                requires: None,
-                rollback: None,
-                retry: None,
-                register: None,
-                reason: format!("why; item `{name}`"),
-            },
+                format!("Label {name}"),
+                format!("why; item `{name}`"),
+            ),
         }
     }
 
