@@ -7,8 +7,10 @@
 pub mod cli;
 pub mod config;
 pub mod datastore;
+pub mod diagnose;
 pub mod errors;
 pub mod exec;
+pub mod exit_code;
 pub mod node;
 pub mod output;
 pub mod plan;

@@ -6,6 +6,8 @@
 mod args;
 pub mod completion;
 mod config;
+mod diags;
+mod diff;
 mod get;
 mod get_forms;
 mod manual;
@@ -13,11 +15,13 @@ mod modeline;
 mod node;
 mod node_checksystem;
 mod node_status;
+pub mod plugin;
 mod report;
 mod runbook;
 mod schema;
 mod upgrade;
 mod upgrade_apply;
+mod upgrade_history;
 mod version;
 mod write;
 
@@ -39,22 +43,9 @@ use crate::output::Printer;
 use crate::terminal::{self, LogLevel};
 use args::parse_duration;
 
-/// The exit codes `main` produces, as `--help` shows them (a macro so `concat!` can take it).
-macro_rules! exit_codes {
-    () => {
-        "\
-Exit codes:
-  0  success (also when the reader of stdout goes away, e.g. `netctl get nodes | head -1`)
-  1  the command failed (bad input, refused configuration, datastore error); stderr says why
-  2  bad usage: unknown command or flag, missing argument
-  3  `upgrade apply` stopped at a human gate; `upgrade apply --resume --approve STEP` continues"
-    };
-}
-
 // Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
 // once split "else the environment" across lines.
-const AFTER_HELP: &str = concat!(
-    "\
+const CONFIGURATION_AND_EXAMPLES: &str = "\
 Configuration, first found wins:
   -c FILE                   a NetAPIConfig document
   /etc/netctl/netctl.cfg    when it exists
@@ -65,14 +56,19 @@ Examples:
   DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
   netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
   netctl config view
+";
 
-",
-    exit_codes!()
-);
+/// The top-level help's closing text: configuration, examples, and every exit code `main` produces.
+fn after_help() -> String {
+    format!(
+        "{CONFIGURATION_AND_EXAMPLES}\n{}",
+        crate::exit_code::help_text()
+    )
+}
 
 /// Administer a Calico-compatible container network: resources, safe upgrades, the node agent.
 #[derive(Debug, Parser)]
-#[command(name = "netctl", version, about, after_help = AFTER_HELP, propagate_version = true)]
+#[command(name = "netctl", version, about, after_help = after_help(), propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOptions,
@@ -116,14 +112,17 @@ pub enum Command {
     Delete(write::DeleteArgs),
     /// Set or remove a label on a resource
     Label(write::LabelArgs),
-    /// Change a resource with a JSON merge patch or JSON patch
+    /// Change a resource with a strategic merge, JSON merge or JSON patch
     Patch(write::PatchArgs),
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),
+    /// Show how resource files differ from what is stored (as `apply` would change it)
+    #[command(after_help = diff::AFTER_HELP)]
+    Diff(diff::DiffArgs),
     /// Show or check the client configuration
     #[command(subcommand, after_help = config::EXAMPLES)]
     Config(config::ConfigCommand),
-    /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
+    /// Plan and run upgrades from the runbooks: plan, apply, status, history, unlock
     #[command(subcommand, after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
@@ -137,9 +136,23 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container; check a node (status, checksystem)
+    /// Run the node agent container; check a node (status, checksystem, diags)
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
+    /// Cluster-wide diagnostics through the Kubernetes API
+    #[command(subcommand, after_help = diags::CLUSTER_EXAMPLES)]
+    Cluster(diags::ClusterCommand),
+}
+
+impl Command {
+    /// The exit code an error of this command ends with: kubectl diff's errors exit above its 1
+    /// ("differences"), every other command's exit 1.
+    pub fn failure_code(&self) -> u8 {
+        match self {
+            Command::Diff(_) => crate::exit_code::DIFF_FAILED,
+            _ => crate::exit_code::FAILURE,
+        }
+    }
 }
 
 /// What every command may need, created once: the environment, the configuration (loaded on first
@@ -192,6 +205,13 @@ impl Context {
         }
     }
 
+    /// The kubeconfig file the configuration names (or `~/.kube/config`), when there is one.
+    pub fn kubeconfig_path(&self) -> Option<PathBuf> {
+        let config = self.client_config().ok()?;
+        let settings = connect::kubernetes_settings(config, &self.connect_options()).ok()?;
+        settings.kubeconfig.map(|sourced| sourced.value)
+    }
+
     /// Connects to the configured datastore and proves the connection works.
     pub async fn datastore(&self) -> anyhow::Result<Arc<dyn Datastore>> {
         Ok(connect::connect(self.client_config()?, &self.connect_options()).await?)
@@ -241,12 +261,14 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
+        Command::Diff(args) => diff::run(&context, args).await,
         Command::Config(command) => config::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
         Command::Schema(args) => schema::run(&context, args),
         Command::Man(args) => manual::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,
+        Command::Cluster(command) => diags::cluster(&context, command).await,
         Command::Upgrade(command) => upgrade::run(&context, command).await,
         Command::Runbook(command) => runbook::run(&context, command).await,
     }

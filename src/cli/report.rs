@@ -5,16 +5,18 @@
 //! errors stay in their modules; this file only knows which ones can be asked.
 
 use super::UpgradeApplyError;
-use super::get_forms::{JsonPathError, TargetError};
+use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
+use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::node::NodeError;
 use crate::node::checksystem::CheckSystemError;
@@ -55,9 +57,11 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             LocalStatusError,
             CheckSystemError,
             NodeStatusCommandError,
+            DiagnoseError,
             StepError,
             ExecError,
             LockError,
+            HistoryError,
             UpgradeApplyError,
             VersionCheckError,
             RequestError,
@@ -72,6 +76,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             UnknownKind,
             SelectorError,
             JsonPathError,
+            GoTemplateError,
             TargetError,
             ReleaseFlagError,
             ModelineError,

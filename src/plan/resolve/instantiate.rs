@@ -223,6 +223,7 @@ impl StepScope<'_> {
                 retry: step.retry.clone(),
                 register: step.register.clone(),
                 reason,
+                span: step.span.clone(),
             },
         })
     }
