@@ -230,7 +230,7 @@ impl StoreError {
                 datastore: DatastoreType::Kubernetes,
                 ..
             } => {
-                "ask a cluster administrator for RBAC access to the `crd.projectcalico.org` resources (see `kubectl auth can-i`)"
+                "ask a cluster administrator for RBAC access to the Calico resources named above (see `kubectl auth can-i`)"
             }
             StoreError::Unavailable {
                 datastore: DatastoreType::Kubernetes,
@@ -246,7 +246,7 @@ impl StoreError {
                 "check KUBECONFIG (or `kubeconfig`), the context (`--context`, k8sCurrentContext) and the k8s* overrides"
             }
             StoreError::NotInstalled { .. } => {
-                "install the Calico CRDs (`crd.projectcalico.org`) in the cluster, or check the kubeconfig context"
+                "install the Calico CRDs in the cluster, or check the kubeconfig context; netctl reads the API group calico-node reads, `crd.projectcalico.org/v1` unless only `projectcalico.org/v3` is served, and `NET_CALICO_API_GROUP` (or `calicoAPIGroup`) names it"
             }
             StoreError::AuthenticationFailed { .. } => {
                 "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
@@ -289,6 +289,12 @@ pub trait Datastore: Send + Sync {
 
     /// Proves the datastore is reachable and the credentials work (connections are otherwise lazy).
     async fn check(&self) -> Result<(), StoreError>;
+
+    /// The API group the Calico resources live in (`kubernetes` only: `crd.projectcalico.org/v1`
+    /// or v3.32's native `projectcalico.org/v3`); `None` for a datastore without groups.
+    fn calico_api_group(&self) -> Option<crate::config::CalicoApiGroup> {
+        None
+    }
 
     /// Reads one resource; `resourceVersion` is set to the stored revision.
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError>;
