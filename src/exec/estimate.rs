@@ -80,6 +80,8 @@ pub fn by_kind(action: &Action) -> Duration {
             per_item(2, release.addresses.len() + release.handles.len())
         }
         Action::IpamSplit(split) => per_item(3, split.children.len()),
+        // A whole datastore's worth of reads and writes; a restore is not an upgrade step.
+        Action::DatastoreRestore(_) => seconds(120),
     }
 }
 
