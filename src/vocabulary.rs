@@ -75,6 +75,10 @@ macro_rules! action_table {
                 Check = "check" (Check),
                 /// A human gate: stop and wait for the operator to confirm.
                 Pause = "pause" (Pause),
+                /// Move the default-tier policies an etcd datastore still keeps under
+                /// `default.<name>` (v3.29–v3.31) to their own names, as v3.32 stores them; each
+                /// move one guarded transaction. Also `netctl datastore migrate-policy-names`.
+                DatastoreMigratePolicyNames = "datastore.migrate-policy-names" (DatastoreMigratePolicyNames),
             }
             netctl {
                 /// One label set on (or removed from) many resources of a kind: what the planner

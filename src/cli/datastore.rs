@@ -19,7 +19,7 @@ use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
 use crate::datastore::backup;
 use crate::exec::actions::ipam::restore::file_digest;
-use crate::plan::action::{DatastoreLock, DatastoreRestore};
+use crate::plan::action::{DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore};
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\
@@ -29,7 +29,8 @@ Examples:
   netctl datastore migrate lock
   netctl ipam check -o report.json && netctl ipam release --from-report report.json
   netctl datastore migrate unlock
-  netctl datastore lock --dry-run";
+  netctl datastore lock --dry-run
+  netctl datastore migrate-policy-names --dry-run";
 
 const LOCK_EXAMPLES: &str = "\
 Examples:
@@ -65,6 +66,18 @@ difference resource by resource. IPAM objects are compared always and written on
 --include-ipam, because live allocations move (never undone: a second run finishes the rest). On
 Kubernetes, Profiles and WorkloadEndpoints are derived from Namespaces and Pods and not restored.";
 
+const POLICY_NAMES_EXAMPLES: &str = "\
+Examples:
+  netctl datastore migrate-policy-names --dry-run
+  netctl datastore migrate-policy-names
+On an etcd datastore upgraded in place to v3.32 (OpenStack and other platforms without
+kube-controllers), moves each default-tier policy still stored as `default.<name>` (as v3.29-v3.31
+wrote it) to its own name, as v3.32 stores it; prints how many. Each move is one transaction, so a
+policy is never under two names or none; safe to run again (the second run renames 0). Refused,
+before anything is written, when another policy already holds a policy's own name (upstream keeps
+that one and deletes the other), on the Kubernetes datastore (kube-controllers moves them there),
+and on a cluster before v3.32 (`--allow-version-mismatch` overrides that).";
+
 #[derive(Debug, Subcommand)]
 pub enum DatastoreCommand {
     /// Write a backup of the whole datastore (resources, ClusterInformation, IPAM)
@@ -76,6 +89,9 @@ pub enum DatastoreCommand {
     /// Datastore migration: lock and unlock
     #[command(subcommand, after_help = EXAMPLES)]
     Migrate(MigrateCommand),
+    /// Rename default-tier policies stored as `default.<name>` to their own names (etcd, v3.32)
+    #[command(after_help = POLICY_NAMES_EXAMPLES)]
+    MigratePolicyNames(JournalArgs),
     /// Lock the datastore (the same as `datastore migrate lock`)
     #[command(after_help = LOCK_EXAMPLES)]
     Lock(JournalArgs),
@@ -117,6 +133,9 @@ pub async fn run(context: &Context, command: DatastoreCommand) -> anyhow::Result
     let (lock, args) = match command {
         DatastoreCommand::Backup(args) => return take_backup(context, args).await,
         DatastoreCommand::Restore(args) => return restore(context, args).await,
+        DatastoreCommand::MigratePolicyNames(args) => {
+            return migrate_policy_names(context, args).await;
+        }
         DatastoreCommand::Migrate(MigrateCommand::Lock(args)) | DatastoreCommand::Lock(args) => {
             (true, args)
         }
@@ -163,6 +182,20 @@ async fn take_backup(context: &Context, args: BackupArgs) -> anyhow::Result<Exit
         "Backed up {} resource(s) and {} IPAM object(s){place}.",
         counts.resources, counts.ipam
     ));
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn migrate_policy_names(context: &Context, args: JournalArgs) -> anyhow::Result<ExitCode> {
+    let store = context.datastore().await?;
+    let request = DatastoreMigratePolicyNames {
+        allow_version_mismatch: context.global.allow_version_mismatch,
+    };
+    let plan = Plan::single(
+        "datastore-migrate-policy-names",
+        "rename default-tier policies stored as `default.<name>` to their own names",
+        Action::DatastoreMigratePolicyNames(request),
+    );
+    run_journaled(context, store, &plan, &args, None).await?;
     Ok(ExitCode::SUCCESS)
 }
 

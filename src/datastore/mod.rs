@@ -19,6 +19,7 @@ pub mod initialize;
 pub mod ipam;
 pub mod kube;
 mod pages;
+pub mod policy_names;
 pub mod readiness;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -302,6 +303,12 @@ pub trait Datastore: Send + Sync {
     /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
     /// for a store that keeps none.
     fn ipam(&self) -> Option<&dyn ipam::IpamStore> {
+        None
+    }
+
+    /// The store's misnamed default-tier policies (`datastore migrate-policy-names`); `None` for
+    /// a store whose policy names are another component's business (Kubernetes: kube-controllers).
+    fn policy_names(&self) -> Option<&dyn policy_names::PolicyNameStore> {
         None
     }
 

@@ -53,6 +53,7 @@ mod node_run_etcd;
 mod node_status_local;
 mod node_status_remote;
 mod plan_properties;
+mod policy_names;
 mod release_lines;
 mod resource_commands;
 mod runbook_lint;

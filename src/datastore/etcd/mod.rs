@@ -20,6 +20,7 @@ mod errors;
 mod ipam;
 pub mod ipam_encoding;
 mod policy_keys;
+mod policy_names;
 pub mod srv;
 
 use std::sync::Arc;
@@ -422,6 +423,10 @@ impl Datastore for EtcdStore {
     }
 
     fn ipam(&self) -> Option<&dyn crate::datastore::ipam::IpamStore> {
+        Some(self)
+    }
+
+    fn policy_names(&self) -> Option<&dyn crate::datastore::policy_names::PolicyNameStore> {
         Some(self)
     }
 

@@ -1,12 +1,14 @@
 //! The arguments of the IPAM and datastore actions: `datastore.lock`, `datastore.unlock`,
-//! `datastore.restore`, `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them),
-//! with their one-line descriptions.
+//! `datastore.restore`, `datastore.migrate-policy-names`, `ipam.release`, `ipam.split`,
+//! `ipam.configure` (one family; `exec/actions/ipam/` performs them), with their one-line
+//! descriptions.
 //!
-//! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl ipam
-//! release|split|configure`), fully decided before the executor runs them: a release carries each
-//! address with the guards its report gave (sequence number, handle) and each handle with the
-//! revision and UID it had; a split carries the children's names and CIDRs and the pool's revision
-//! when the plan was made. Not runbook actions (yet): a runbook names none of them.
+//! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl datastore
+//! migrate-policy-names`, `netctl ipam release|split|configure`), fully decided before the executor
+//! runs them: a release carries each address with the guards its report gave (sequence number,
+//! handle) and each handle with the revision and UID it had; a split carries the children's names
+//! and CIDRs and the pool's revision when the plan was made. Only `datastore.migrate-policy-names`
+//! is also a runbook action (the `policy-names-v3` runbook on etcd); the others a runbook names not.
 
 use std::fmt;
 
@@ -34,6 +36,18 @@ pub struct DatastoreRestore {
     /// Restore the IPAM objects too (`--include-ipam`).
     #[serde(default)]
     pub include_ipam: bool,
+}
+
+/// `datastore.migrate-policy-names`: the default-tier policies stored as `default.<name>` moved to
+/// their own names (etcd).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatastoreMigratePolicyNames {
+    /// Move them even when ClusterInformation does not say the cluster runs v3.32 or later
+    /// (`--allow-version-mismatch`): older releases look for `default.<name>` and do not find a
+    /// moved policy by its name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_version_mismatch: bool,
 }
 
 /// `ipam.release`: addresses and handles to free, each guarded.
@@ -114,6 +128,21 @@ pub struct IpamConfigure {
 impl Arguments for DatastoreLock {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(out, "{name} (as {})", self.by)
+    }
+}
+
+impl Arguments for DatastoreMigratePolicyNames {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        out.write_str(name)?;
+        if self.allow_version_mismatch {
+            out.write_str(" --allow-version-mismatch")?;
+        }
+        Ok(())
+    }
+
+    /// It stops between two moves on Ctrl-C and SIGTERM (each move is whole).
+    fn stops_on_signal(&self) -> bool {
+        true
     }
 }
 

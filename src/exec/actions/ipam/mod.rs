@@ -1,5 +1,6 @@
 //! The IPAM family of actions and the datastore's own: `datastore.lock`, `datastore.unlock`
-//! (`readiness.rs`), `datastore.restore` (`restore.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
+//! (`readiness.rs`), `datastore.restore` (`restore.rs`), `datastore.migrate-policy-names`
+//! (`policy_names.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
 //! (`configure.rs`).
 //!
 //! Every IPAM write is a compare-and-swap on the object's revision (`IpamStore`); each action
@@ -10,6 +11,7 @@
 //! transaction; on Kubernetes it is undone, newest write first, when a later write fails.
 
 pub mod configure;
+pub mod policy_names;
 pub mod readiness;
 pub mod release;
 pub mod restore;
@@ -20,7 +22,10 @@ use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
-use crate::plan::action::{DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit};
+use crate::plan::action::{
+    DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, IpamConfigure, IpamRelease,
+    IpamSplit,
+};
 
 /// Why an IPAM or lock action failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +58,8 @@ pub enum IpamActionError {
     },
     #[error("{reason}")]
     Refused { reason: String },
+    #[error(transparent)]
+    PolicyNames(#[from] policy_names::PolicyNameError),
     #[error("{done}; it stopped on {signal}")]
     Interrupted { done: String, signal: &'static str },
     #[error("{done}; then it failed")]
@@ -68,6 +75,7 @@ impl IpamActionError {
         Some(match self {
             IpamActionError::Store(error) => return error.hint().map(str::to_string),
             IpamActionError::Ipam(error) => return error.hint().map(str::to_string),
+            IpamActionError::PolicyNames(error) => return error.hint(),
             IpamActionError::NotLocked { .. } => {
                 "lock it first (`netctl datastore migrate lock`), or pass `--force`".into()
             }
@@ -159,6 +167,19 @@ impl Perform for DatastoreRestore {
     }
 
     /// What is restored already is unchanged the second time; the rest is written.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for DatastoreMigratePolicyNames {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let interrupt = context.interrupt.as_ref();
+        Ok(policy_names::migrate(store, self, mode, interrupt).await?)
+    }
+
+    /// A moved policy is not misnamed any more: the second run finds nothing to move.
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
