@@ -17,7 +17,7 @@ use clap::Subcommand;
 
 use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
-use crate::datastore::backup;
+use crate::datastore::{backup, snapshot};
 use crate::exec::actions::ipam::restore::file_digest;
 use crate::plan::action::{DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore};
 use crate::plan::{Action, Plan};
@@ -48,12 +48,16 @@ Examples:
 const BACKUP_EXAMPLES: &str = "\
 Examples:
   netctl datastore backup -o calico-backup.jsonl
+  netctl datastore backup -o calico-backup.jsonl --no-snapshot
   netctl datastore backup > calico-backup.jsonl
 Every resource of every kind as stored (WorkloadEndpoints and Profiles too), ClusterInformation and
 the IPAM objects (blocks, affinities, handles, configuration; keyed by etcd path as upstream's
 migration export keys them), on etcd and on Kubernetes; nothing is locked and nothing renamed. One
 JSON value a line, read back by `netctl datastore restore`. `upgrade apply` takes one into its state
-directory before its first write.";
+directory before its first write.
+On etcd, `-o FILE` also saves an etcd snapshot through the maintenance API beside it,
+FILE.etcd-snapshot.db (what `etcdctl snapshot save` writes; restore a whole cluster from it with
+`etcdutl snapshot restore`), its size and closing sha256 checked; `--no-snapshot` skips it.";
 
 const RESTORE_EXAMPLES: &str = "\
 Examples:
@@ -115,6 +119,9 @@ pub struct BackupArgs {
     /// Write the backup to FILE (owner-only, complete or absent) instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// On etcd, do not save an etcd snapshot beside the backup file
+    #[arg(long)]
+    pub no_snapshot: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -182,6 +189,27 @@ async fn take_backup(context: &Context, args: BackupArgs) -> anyhow::Result<Exit
         "Backed up {} resource(s) and {} IPAM object(s){place}.",
         counts.resources, counts.ipam
     ));
+    if args.no_snapshot || store.kind() != crate::datastore::DatastoreType::EtcdV3 {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(path) = &args.output else {
+        context.printer.say(
+            "No etcd snapshot: the backup went to stdout (with `-o FILE` one is saved beside it).",
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let saved = snapshot::save_beside(store.as_ref(), path)
+        .await
+        .with_context(|| format!("the backup `{}` is whole, but", path.display()))?;
+    if let Some((snapshot_path, taken)) = saved {
+        context.printer.say(format!(
+            "Saved an etcd snapshot of `{}` to `{}` ({} bytes, sha256 {} checked).",
+            taken.member,
+            snapshot_path.display(),
+            taken.bytes,
+            taken.sha256
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -21,6 +21,7 @@ pub mod kube;
 mod pages;
 pub mod policy_names;
 pub mod readiness;
+pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -303,6 +304,15 @@ pub trait Datastore: Send + Sync {
     /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
     /// for a store that keeps none.
     fn ipam(&self) -> Option<&dyn ipam::IpamStore> {
+        None
+    }
+
+    /// Streams a snapshot of the whole database into `out` (etcd's maintenance API), checked;
+    /// `None` for a store that has none (Kubernetes).
+    async fn snapshot(
+        &self,
+        _out: &mut (dyn std::io::Write + Send),
+    ) -> Option<Result<snapshot::SnapshotTaken, snapshot::SnapshotError>> {
         None
     }
 

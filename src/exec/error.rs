@@ -129,6 +129,11 @@ pub enum ExecError {
     /// The backup taken before the run's first write failed: nothing was written.
     #[error("cannot take the backup before the first write; nothing was written")]
     Backup(#[source] crate::datastore::backup::BackupError),
+    /// The etcd snapshot beside that backup failed: nothing was written.
+    #[error(
+        "cannot take the etcd snapshot beside the backup before the first write; nothing was written"
+    )]
+    Snapshot(#[source] crate::datastore::snapshot::SnapshotError),
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -243,6 +248,10 @@ impl ExecError {
             ExecError::Backup(error) => {
                 let cause = error.hint().map(|hint| format!("{hint}; ")).unwrap_or_default();
                 format!("{cause}or run without it with `--no-backup` (journaled)")
+            }
+            ExecError::Snapshot(error) => {
+                let cause = error.hint().map(|hint| format!("{hint}; ")).unwrap_or_default();
+                format!("{cause}or run without a backup with `--no-backup` (journaled)")
             }
             ExecError::Cancelled { .. } => {
                 "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()

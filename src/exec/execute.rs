@@ -221,13 +221,24 @@ impl Executor {
         let counts = crate::datastore::backup::write_file(datastore, &taken_at, &path)
             .await
             .map_err(ExecError::Backup)?;
-        let summary = format!(
+        // On etcd, the whole database too (the disaster-recovery copy), beside it.
+        let snapshot = crate::datastore::snapshot::save_beside(datastore, &path)
+            .await
+            .map_err(ExecError::Snapshot)?;
+        let mut summary = format!(
             "backed up {} resource(s) and {} IPAM object(s) to {} (restore: netctl datastore restore -f {})",
             counts.resources,
             counts.ipam,
             path.display(),
             path.display()
         );
+        if let Some((snapshot, _)) = snapshot {
+            // Not its size (it varies with etcd's pages) nor the member: the line is for people.
+            summary.push_str(&format!(
+                "; etcd snapshot (sha256 checked) to {}",
+                snapshot.display()
+            ));
+        }
         run.progress.note(&summary);
         run.record(JournalEvent::BackupTaken, None, |entry| {
             entry.summary = Some(summary);

@@ -329,6 +329,16 @@ fn an_upgrade_run_leaves_its_backup_taken_before_its_first_write() {
         .join(format!("{run_id}.jsonl"));
     let summary = events[backup_at]["summary"].as_str().unwrap();
     assert!(summary.contains(file.to_str().unwrap()), "{summary}");
+    // On etcd the whole database beside it, named in the journal.
+    let snapshot = operator
+        .state_dir()
+        .join("backups")
+        .join(format!("{run_id}.jsonl.etcd-snapshot.db"));
+    assert!(
+        summary.contains(&format!("(sha256 checked) to {}", snapshot.display())),
+        "{summary}"
+    );
+    assert_eq!(&std::fs::read(&snapshot).unwrap()[16..20], BOLT_MAGIC);
     // The backup holds h1 as it was before the run labelled it.
     let h1 = lines(&file)
         .into_iter()
@@ -374,10 +384,107 @@ fn an_upgrade_run_leaves_its_backup_taken_before_its_first_write() {
         !last_run.iter().any(|line| line.contains("backup-taken")),
         "{journal}"
     );
+    // The first run's backup and its etcd snapshot only.
     assert_eq!(
         std::fs::read_dir(operator.state_dir().join("backups"))
             .unwrap()
             .count(),
-        1
+        2
     );
+}
+
+/// The meta page's magic of a bbolt database (etcd's backend): `0xED0CDAED` little-endian after
+/// the 16-byte page header (`go.etcd.io/bbolt/db.go`, `magic`).
+const BOLT_MAGIC: [u8; 4] = [0xed, 0xda, 0x0c, 0xed];
+
+#[test]
+fn an_etcd_backup_saves_a_checked_etcd_snapshot_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let etcd = EtcdServer::start();
+    three_problems_scenario().seed_etcd(&etcd);
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("calico-backup.jsonl");
+    let backup = file.to_str().unwrap();
+    let taken = etcd_run(
+        &etcd,
+        state.path(),
+        &["datastore", "backup", "-o", backup],
+        None,
+    );
+    let snapshot = state.path().join("calico-backup.jsonl.etcd-snapshot.db");
+    let said = format!("to `{}` (", snapshot.display());
+    assert!(
+        taken
+            .stderr
+            .contains("Saved an etcd snapshot of `http://127.0.0.1:")
+            && taken.stderr.contains(&said),
+        "{taken:?}"
+    );
+    ok(taken.clone());
+    let bytes = std::fs::read(&snapshot).unwrap();
+    assert!(
+        taken
+            .stderr
+            .contains(&format!("({} bytes, sha256 ", bytes.len())),
+        "{taken:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&snapshot).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(&bytes[16..20], BOLT_MAGIC, "a bolt database");
+    // etcd's own reader of snapshots accepts it, with the keys the datastore holds.
+    let status = etcd
+        .etcdctl()
+        .args([
+            "snapshot",
+            "status",
+            snapshot.to_str().unwrap(),
+            "-w",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let keys = etcd.entries("/").len() as u64;
+    assert!(
+        status["totalKey"].as_u64().unwrap() >= keys,
+        "{status} < {keys}"
+    );
+    assert!(
+        !state
+            .path()
+            .join("calico-backup.jsonl.etcd-snapshot.db.partial")
+            .exists()
+    );
+
+    // `--no-snapshot` skips it; a backup to stdout has no place beside it, and says so.
+    let other = state.path().join("other.jsonl");
+    let skipped = ok(etcd_run(
+        &etcd,
+        state.path(),
+        &[
+            "datastore",
+            "backup",
+            "-o",
+            other.to_str().unwrap(),
+            "--no-snapshot",
+        ],
+        None,
+    ));
+    assert!(skipped.is_empty());
+    assert!(!state.path().join("other.jsonl.etcd-snapshot.db").exists());
+    let to_stdout = etcd_run(&etcd, state.path(), &["datastore", "backup"], None);
+    assert!(
+        to_stdout
+            .stderr
+            .contains("No etcd snapshot: the backup went to stdout"),
+        "{to_stdout:?}"
+    );
+    ok(to_stdout);
 }

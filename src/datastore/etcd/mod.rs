@@ -21,6 +21,7 @@ mod ipam;
 pub mod ipam_encoding;
 mod policy_keys;
 mod policy_names;
+mod snapshot;
 pub mod srv;
 
 use std::sync::Arc;
@@ -428,6 +429,18 @@ impl Datastore for EtcdStore {
 
     fn policy_names(&self) -> Option<&dyn crate::datastore::policy_names::PolicyNameStore> {
         Some(self)
+    }
+
+    async fn snapshot(
+        &self,
+        out: &mut (dyn std::io::Write + Send),
+    ) -> Option<
+        Result<
+            crate::datastore::snapshot::SnapshotTaken,
+            crate::datastore::snapshot::SnapshotError,
+        >,
+    > {
+        Some(self.stream_snapshot(out).await)
     }
 
     fn request_timeout(&self) -> Duration {
