@@ -105,7 +105,8 @@ Examples:
   netctl upgrade plan --to v3.29.2 --window 2h          # does each segment fit a 2-hour window?
 
 Exit codes with `--detailed-exitcode` (Terraform's):
-  0   nothing to do: the cluster runs the target already (without `--to`: no newer release)
+  0   nothing to do: the cluster runs the target already (without `--to`: no newer release;
+      `--procedure NAME`: none of its steps would change anything as things stand now)
   1   an error (64 on bad usage)
   2   an upgrade or a fix-up step is pending (without `--to`: a newer release exists)")]
 pub struct PlanArgs {
@@ -226,7 +227,27 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         shown.push_str(&estimates(context, &args, &plan, store.as_ref()).await);
     }
     context.printer.data(&shown)?;
-    Ok(detailed(args.detailed_exitcode, !plan.steps.is_empty()))
+    // An upgrade is pending while it has steps; a fix-up procedure only while one of its steps
+    // would do something to the cluster as it is now (issue 30 item 5).
+    let pending = match (&store, args.detailed_exitcode, request.procedure.as_str()) {
+        (Some(store), true, procedure) if procedure != UPGRADE_PROCEDURE => {
+            let executor = crate::exec::Executor::new(
+                store.clone(),
+                None,
+                crate::exec::lock::Holder::current(),
+            )
+            .with_kubernetes(cluster.clone());
+            let pending = executor.pending_steps(&plan).await?;
+            if pending.is_empty() && !plan.steps.is_empty() {
+                context.printer.say(format!(
+                    "nothing to do: every step of `{procedure}` would change nothing as things stand now"
+                ));
+            }
+            !pending.is_empty()
+        }
+        _ => !plan.steps.is_empty(),
+    };
+    Ok(detailed(args.detailed_exitcode, pending))
 }
 
 /// The plan's time estimates per segment (and whether each fits `--deadline`/`--window`), learnt

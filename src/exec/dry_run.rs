@@ -172,6 +172,55 @@ impl Executor {
         Ok(preview)
     }
 
+    /// The steps of `plan` that would do something now, for `upgrade plan --detailed-exitcode` of
+    /// a fix-up procedure: not a gate (`pause`: it asks, it does nothing), not a datastore write
+    /// whose rehearsal against what is stored now creates, changes and deletes nothing, not a step
+    /// whose `verify` holds already. Any other step counts as pending, as does a write that would
+    /// fail. Reads only.
+    pub async fn pending_steps(&self, plan: &Plan) -> Result<Vec<String>, ExecError> {
+        let outputs = BTreeMap::new();
+        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
+        let mut rehearsal = Rehearsal::new(self.context(
+            &plan.facts,
+            files,
+            None,
+            plan_semantics(),
+            &outputs,
+            None,
+        ));
+        let mut pending = Vec::new();
+        for step in &plan.steps {
+            if matches!(step.action, Action::Pause(_)) {
+                continue;
+            }
+            if written_resources(&step.action).is_some() {
+                let (_, result) = rehearsal.step(step).await;
+                let mut counts = WriteCounts::default();
+                let changes = match result {
+                    Ok(outcome) => {
+                        counts.add(&outcome.transcript);
+                        counts.created + counts.changed + counts.deleted > 0
+                    }
+                    Err(_) => true,
+                };
+                if changes {
+                    pending.push(step.id.clone());
+                }
+                continue;
+            }
+            let done = match &step.verify {
+                Some(verify) => {
+                    matches!(actions::holds(&rehearsal.context, verify).await, Ok(true))
+                }
+                None => false,
+            };
+            if !done {
+                pending.push(step.id.clone());
+            }
+        }
+        Ok(pending)
+    }
+
     /// The dry run of an upgrade plan, from the checkpoint's state when one is resumed.
     pub(super) async fn dry_run(
         &self,

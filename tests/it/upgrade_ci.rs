@@ -720,3 +720,96 @@ fn a_resume_takes_over_the_lock_its_own_killed_run_left() {
     );
     assert_eq!(etcd.get(LOCK_KEY), None, "released at the end");
 }
+
+/// A fix-up procedure is pending only while it has something to do (issue 30 item 5: it exited 2
+/// whenever its plan had steps): `--procedure auto-host-endpoints` exits 0 without an
+/// all-interfaces host endpoint and 2 with one; a procedure whose steps are a gate and a label
+/// already set exits 0 (every step would change nothing), and 2 once the label differs.
+#[test]
+fn detailed_exitcode_of_a_fix_up_procedure_is_0_when_it_has_nothing_to_do() {
+    let etcd = EtcdServer::start();
+    seed(&etcd);
+    let operator = Operator::new(&etcd);
+    let plan = |extra: &[&str]| {
+        let output = plan_manifest(&operator, &[&["--detailed-exitcode"], extra].concat());
+        let shown = format!("{}\n{}", text(&output.stdout), text(&output.stderr));
+        (output.status.code(), shown)
+    };
+    // h1 is an ordinary host endpoint: nothing to migrate.
+    let (code, shown) = plan(&["--procedure", "auto-host-endpoints"]);
+    assert_eq!(code, Some(0), "{shown}");
+    etcd.put(
+        &format!("{HOST_ENDPOINTS}h2"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"h2","uid":"u2","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"role":"edge"}},"spec":{"node":"n1","interfaceName":"*"}}"#,
+    );
+    let (code, shown) = plan(&["--procedure", "auto-host-endpoints"]);
+    assert_eq!(code, Some(2), "{shown}");
+
+    // A fix-up whose steps are a gate and a label h1 carries already.
+    let runbooks = tempfile::tempdir().unwrap();
+    std::fs::write(
+        runbooks.path().join("edge-label.yaml"),
+        r#"apiVersion: netctl.projectcalico.org/v1
+kind: Runbook
+metadata:
+  name: edge-label
+  description: Label the edge host endpoint
+spec:
+  procedure: edge-label
+  phase: upgrade
+  steps:
+    - id: confirm
+      description: Confirm the label
+      action: pause
+      with:
+        message: label h1?
+    - id: label-h1
+      description: Label h1 role=edge
+      needs: [confirm]
+      action: resource.label
+      with:
+        kind: HostEndpoint
+        name: h1
+        key: role
+        value: edge
+        overwrite: true
+"#,
+    )
+    .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/runbooks/releases.yaml"),
+        runbooks.path().join("releases.yaml"),
+    )
+    .unwrap();
+    let dir = runbooks.path().to_str().unwrap();
+    let (code, shown) = plan(&["--procedure", "edge-label", "--runbooks", dir]);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains(
+            "nothing to do: every step of `edge-label` would change nothing as things stand now"
+        ),
+        "{shown}"
+    );
+    let (code, shown) = plan(&[
+        "--procedure",
+        "edge-label",
+        "--runbooks",
+        dir,
+        "--offline",
+        "--from",
+        "v3.26.4",
+        "--datastore-type",
+        "etcdv3",
+    ]);
+    assert_eq!(
+        code,
+        Some(2),
+        "offline, nothing can be read: pending\n{shown}"
+    );
+    etcd.put(
+        &format!("{HOST_ENDPOINTS}h1"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"h1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"role":"core"}},"spec":{"node":"n1","interfaceName":"eth0","expectedIPs":["10.0.0.1"]}}"#,
+    );
+    let (code, shown) = plan(&["--procedure", "edge-label", "--runbooks", dir]);
+    assert_eq!(code, Some(2), "{shown}");
+}
