@@ -8,7 +8,7 @@ use clap::Parser;
 
 use netctl::cli::{self, Cli};
 use netctl::config::Environment;
-use netctl::terminal;
+use netctl::output::Printer;
 
 fn main() -> ExitCode {
     // Before anything else: the completion script calling back (it exits when it did).
@@ -31,8 +31,9 @@ fn main() -> ExitCode {
         }
     };
     let environment = Environment::capture();
-    terminal::configure(
-        cli.global.log_level,
+    // The one voice every part of the command talks through (stdout data, stderr talk).
+    let printer = Printer::process(
+        cli.global.verbosity(),
         environment.exact("NO_COLOR").is_some(),
     );
 
@@ -43,21 +44,21 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            terminal::error(&format!("cannot start the async runtime: {error}"), None);
+            printer.error(&format!("cannot start the async runtime: {error}"), None);
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(cli, environment)) {
+    match runtime.block_on(cli::run(cli, environment, printer.clone())) {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) if is_stopped_at_gate(&error) => {
             let (message, hint) = cli::report(&error);
-            terminal::stopped(&message, hint.as_deref());
+            printer.stopped(&message, hint.as_deref());
             ExitCode::from(3)
         }
         Err(error) => {
             let (message, hint) = cli::report(&error);
-            terminal::error(&message, hint.as_deref());
+            printer.error(&message, hint.as_deref());
             ExitCode::FAILURE
         }
     }

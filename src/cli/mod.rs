@@ -33,8 +33,7 @@ use crate::config::{ClientConfig, Environment};
 use crate::datastore::Datastore;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::coordination::Coordination;
-use crate::output::Printer;
-use crate::terminal::{self, LogLevel};
+use crate::output::{LogLevel, Printer, Verbosity};
 use args::parse_duration;
 
 /// The exit codes `main` produces, as `--help` shows them (a macro so `concat!` can take it).
@@ -84,7 +83,15 @@ pub struct GlobalOptions {
     /// Client configuration file (a NetAPIConfig document)
     #[arg(short = 'c', long = "config", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// How much to say on stderr
+    /// Say nothing on stderr but errors (and questions at a gate on a terminal); data still goes
+    /// to stdout
+    #[arg(short = 'q', long, global = true, conflicts_with_all = ["verbose", "log_level"])]
+    pub quiet: bool,
+    /// Say more on stderr: `-v` adds notes (like `--log-level info`), `-vv` debug detail
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Which levelled messages to show on stderr (warnings, notes, debug); `-v` and `-q` are
+    /// shorter ways to say the common ones
     #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
     pub log_level: LogLevel,
     /// Allow writes to a cluster running a newer release than netctl knows
@@ -140,6 +147,13 @@ pub enum Command {
     Node(node::NodeCommand),
 }
 
+impl GlobalOptions {
+    /// How much to say, from `-q`, `-v` and `--log-level` together.
+    pub fn verbosity(&self) -> Verbosity {
+        Verbosity::from_flags(self.quiet, self.verbose, self.log_level)
+    }
+}
+
 /// What every command may need, created once: the environment, the configuration (loaded on first
 /// use), connections to what it names, and the printer.
 pub struct Context {
@@ -150,11 +164,11 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(global: GlobalOptions, environment: Environment) -> Context {
+    pub fn new(global: GlobalOptions, environment: Environment, printer: Printer) -> Context {
         Context {
             global,
             environment,
-            printer: Printer,
+            printer,
             client_config: OnceLock::new(),
         }
     }
@@ -166,10 +180,10 @@ impl Context {
         }
         let config = crate::config::load(self.global.config.as_deref(), &self.environment)?;
         for warning in &config.warnings {
-            terminal::warn(warning);
+            self.printer.warn(warning);
         }
         for ignored in &config.ignored {
-            terminal::info(ignored);
+            self.printer.info(ignored);
         }
         Ok(self.client_config.get_or_init(|| config))
     }
@@ -187,6 +201,7 @@ impl Context {
             kube_context: self.global.context.clone(),
             home: self.environment.exact("HOME").map(PathBuf::from),
             in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
+            printer: self.printer.clone(),
         }
     }
 
@@ -218,7 +233,7 @@ impl Context {
             return Ok(None);
         }
         if !connect::names_a_datastore(self.client_config()?, &self.connect_options())? {
-            terminal::warn(
+            self.printer.warn(
                 "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
             );
             return Ok(None);
@@ -228,8 +243,8 @@ impl Context {
 }
 
 /// Runs a parsed command line.
-pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {
-    let context = Context::new(cli.global, environment);
+pub async fn run(cli: Cli, environment: Environment, printer: Printer) -> anyhow::Result<ExitCode> {
+    let context = Context::new(cli.global, environment, printer);
     match cli.command {
         Command::Get(args) => get::run(&context, args).await,
         Command::Create(args) => write::create(&context, args).await,

@@ -182,7 +182,8 @@ pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<Exit
         format!("start the node agent `{image}`"),
         action,
     );
-    let executor = Executor::without_datastore(Holder::current());
+    let executor =
+        Executor::without_datastore(Holder::current()).with_printer(context.printer.clone());
     let mut stdout = context.printer.stdout();
     match executor
         .run_one(&plan, mode, &RunOneOptions::default(), &mut stdout)

@@ -29,7 +29,7 @@ pub enum RunbookCommand {
 }
 
 pub async fn run(context: &Context, command: RunbookCommand) -> anyhow::Result<ExitCode> {
-    let printer = context.printer;
+    let printer = &context.printer;
     match command {
         RunbookCommand::Lint(args) => args.run(printer)?,
         RunbookCommand::Render(args) => args.run(printer).await?,
@@ -70,7 +70,7 @@ impl LintFailed {
 }
 
 impl LintArgs {
-    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let findings = if self.paths.is_empty() {
             lint::lint_embedded()
         } else {
@@ -105,7 +105,7 @@ pub struct RenderArgs {
 
 impl RenderArgs {
     /// Renders offline: every fact comes from flags or defaults.
-    pub async fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub async fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let request = self
             .target
             .request(&ManifestEditArgs::default(), true, None)?;
@@ -130,7 +130,7 @@ pub struct ListArgs {
 }
 
 impl ListArgs {
-    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let set = RunbookSet::load(self.runbooks.as_deref())?;
         let headings = [
             "NAME",

@@ -180,7 +180,8 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     if let (PlanOutput::Text, Some(store)) = (args.output, &store) {
         let executor =
             crate::exec::Executor::new(store.clone(), None, crate::exec::lock::Holder::current())
-                .with_kubernetes(cluster.clone());
+                .with_kubernetes(cluster.clone())
+                .with_printer(context.printer.clone());
         shown.push_str(&executor.preview_writes(&plan).await?.text());
     }
     context.printer.data(&shown)?;

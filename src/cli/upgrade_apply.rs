@@ -6,7 +6,7 @@
 //! `unlock` removes a lock by its id. Planning (`--to`) goes through `plan::request`, as `upgrade plan`.
 
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,7 +20,6 @@ use super::args::{FactArgs, ManifestEditArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
-use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
@@ -221,7 +220,7 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
-    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let printer = &context.printer;
     let options = ApplyOptions {
         mode: if args.dry_run {
             RunMode::DryRun
@@ -238,12 +237,11 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         } else {
             Confirmation::Ask
         },
-        interaction: if std::io::stdin().is_terminal() && stderr_is_terminal {
-            Interaction::Terminal
-        } else {
-            Interaction::Unattended
-        },
-        progress: match (args.progress, stderr_is_terminal) {
+        interaction: printer.interaction(),
+        // `-q` silences progress whatever `--progress` says (the printer draws no bar and says
+        // no line); a bar needs a terminal.
+        progress: match (args.progress, printer.can_draw_bars()) {
+            _ if printer.is_quiet() => ProgressMode::Silent,
             (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
             (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
         },
@@ -291,8 +289,9 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         }
         (false, saved) => saved,
     };
-    let executor =
-        Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);
+    let executor = Executor::new(datastore, Some(coordination), Holder::current())
+        .with_kubernetes(cluster)
+        .with_printer(context.printer.clone());
     let mut stdout = context.printer.stdout();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;

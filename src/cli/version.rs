@@ -10,7 +10,6 @@ use super::Context;
 use crate::datastore::StoreError;
 use crate::release::{Release, newest_known};
 use crate::resource::{Kind, ResourceKey};
-use crate::terminal;
 
 /// The commit netctl was built from, or `unknown` (see `build.rs`).
 pub const GIT_COMMIT: &str = env!("NETCTL_GIT_COMMIT");
@@ -29,7 +28,7 @@ fn line(label: &str, value: &str) -> String {
 }
 
 pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCode> {
-    let printer = context.printer;
+    let printer = &context.printer;
     printer.data_line(&line("Client Version", env!("CARGO_PKG_VERSION")))?;
     printer.data_line(&line("Release Line", &newest_known().line()))?;
     printer.data_line(&line("Git commit", GIT_COMMIT))?;
@@ -60,7 +59,7 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
     if let Ok((cluster, _)) = Release::parse_with_precision(&version)
         && let Some(warning) = mismatch(&cluster, &newest_known())
     {
-        terminal::warn(warning);
+        printer.warn(warning);
     }
     Ok(ExitCode::SUCCESS)
 }

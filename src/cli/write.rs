@@ -7,7 +7,6 @@
 //! the cluster runs a release newer than any netctl knows (seed §7: an older tool must not be used after
 //! an upgrade), unless `--allow-version-mismatch`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -176,7 +175,9 @@ async fn run_step(
     release: Option<ApiRelease>,
 ) -> anyhow::Result<()> {
     let mode = dry_run.mode();
-    let executor = Executor::new(store, None, Holder::current()).with_release(release);
+    let executor = Executor::new(store, None, Holder::current())
+        .with_release(release)
+        .with_printer(context.printer.clone());
     let options = RunOneOptions {
         semantics,
         journal: None,
@@ -188,10 +189,14 @@ async fn run_step(
         Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
         Err(error) => return Err(error.into()),
     };
+    drop(stdout);
     if mode == RunMode::Execute {
+        // calicoctl's result line, on stdout where scripts read it; `-q` leaves it out.
         match outcome.summary.strip_prefix("Successfully ") {
-            Some(_) => writeln!(stdout, "{}", outcome.summary)?,
-            None => writeln!(stdout, "Successfully {}", outcome.summary)?,
+            Some(_) => context.printer.summary(&outcome.summary)?,
+            None => context
+                .printer
+                .summary(&format!("Successfully {}", outcome.summary))?,
         }
     }
     Ok(())
@@ -460,11 +465,12 @@ pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCod
     if let Some(error) = failure {
         return Err(error.into());
     }
-    let mut stdout = context.printer.stdout();
     if args.show_defaults {
-        write!(stdout, "{shown}")?;
+        context.printer.data(&shown)?;
     } else {
-        writeln!(stdout, "Successfully validated {count} resource(s)")?;
+        context
+            .printer
+            .summary(&format!("Successfully validated {count} resource(s)"))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,6 +16,7 @@ use super::etcd::{EtcdStore, Timeouts};
 use super::kube::KubeStore;
 use super::{Datastore, DatastoreType, StoreError};
 use crate::config::{ClientConfig, ConfigError, KubernetesSettings, Origin};
+use crate::output::Printer;
 
 /// Set in every pod: its presence means the in-cluster service account can be used.
 pub const IN_CLUSTER_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
@@ -31,6 +32,8 @@ pub struct ConnectOptions {
     pub home: Option<PathBuf>,
     /// Whether this process runs in a pod ([`IN_CLUSTER_VARIABLE`] is set).
     pub in_cluster: bool,
+    /// Where connecting says what it tried (debug detail).
+    pub printer: Printer,
 }
 
 /// Why no connection could be made.
@@ -109,9 +112,9 @@ pub async fn kubernetes_client(
 ) -> Result<Option<kube::Client>, ConnectError> {
     let settings = kubernetes_settings(config, options)?;
     if !names_a_cluster(&settings, options) {
-        crate::terminal::debug(
-            "no Kubernetes cluster is configured: `kube.*` steps are only described",
-        );
+        options
+            .printer
+            .debug("no Kubernetes cluster is configured: `kube.*` steps are only described");
         return Ok(None);
     }
     let api = super::kube::client::build(&settings, options.request_timeout)
@@ -146,7 +149,7 @@ async fn connect_kubernetes(
             datastore: "kubernetes",
             source,
         })?;
-    crate::terminal::debug(format!(
+    options.printer.debug(format!(
         "connected to the Kubernetes API at {}",
         store.server()
     ));
@@ -162,12 +165,14 @@ async fn connect_etcd(
         connect: options.request_timeout,
         request: options.request_timeout,
     };
-    let store = EtcdStore::connect(&settings, timeouts)
+    let store = EtcdStore::connect_with(&settings, timeouts, options.printer.clone())
         .await
         .map_err(|source| ConnectError::Datastore {
             datastore: "etcd",
             source,
         })?;
-    crate::terminal::debug(format!("connected to etcd at {}", store.endpoints()));
+    options
+        .printer
+        .debug(format!("connected to etcd at {}", store.endpoints()));
     Ok(store)
 }

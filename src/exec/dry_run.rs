@@ -246,7 +246,8 @@ impl Executor {
         if refused.report.failures().next().is_some() {
             write(format!("the run would stop here: {refused}"))?;
             write(format!("  to fix: {}", refused.hint()))?;
-            crate::terminal::warn(format!("the run's pre-flight would refuse it: {refused}"));
+            self.printer
+                .warn(format!("the run's pre-flight would refuse it: {refused}"));
         }
         let skipped = refused.report.skipped_steps;
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
@@ -322,7 +323,7 @@ impl Executor {
             ))?;
         }
         if problems > 0 {
-            crate::terminal::warn(format!(
+            self.printer.warn(format!(
                 "{problems} step(s) would fail if run against the datastore as it is now (see the transcript)"
             ));
         }

@@ -66,7 +66,8 @@ impl Executor {
             &checkpoint.plan_digest,
             &self.holder,
         )?;
-        let progress = Progress::with_interval(
+        let progress = Progress::new(
+            &self.printer,
             options.progress,
             plan.steps.len(),
             checkpoint.done_count(),
@@ -456,6 +457,7 @@ impl UpgradeStep<'_, '_> {
             step: step.id.clone(),
         });
         context.run_started_at = Some(run.checkpoint.started_at.clone());
+        context.progress = run.progress.clone();
         actions::perform(&context, &step.action, RunMode::Execute).await
     }
 }

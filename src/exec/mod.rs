@@ -42,6 +42,7 @@ use std::time::Duration;
 use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
+use crate::output::Printer;
 use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
 use crate::release::ApiRelease;
 
@@ -49,7 +50,7 @@ use actions::pause::Interaction;
 use actions::{ActionContext, Outcome, WriteSemantics};
 use checkpoint::CheckpointStore;
 use lock::{Holder, RunLock};
-use progress::ProgressMode;
+use progress::{Progress, ProgressMode};
 use resume::Begin;
 
 pub use actions::describe::describe_action;
@@ -163,6 +164,8 @@ pub struct Executor {
     kubernetes: Option<kube::Client>,
     /// The release resource documents are validated for (`--release`); else the cluster's.
     release: Option<ApiRelease>,
+    /// Where the run's progress, warnings, findings and questions go.
+    printer: Printer,
 }
 
 impl Executor {
@@ -179,6 +182,7 @@ impl Executor {
             holder,
             kubernetes: None,
             release: None,
+            printer: Printer::default(),
         }
     }
 
@@ -190,12 +194,20 @@ impl Executor {
             holder,
             kubernetes: None,
             release: None,
+            printer: Printer::default(),
         }
     }
 
     /// Gives `kube.*` actions a Kubernetes API client; without one they are only described.
     pub fn with_kubernetes(mut self, client: Option<kube::Client>) -> Executor {
         self.kubernetes = client;
+        self
+    }
+
+    /// Talks through `printer` (the command's): progress, warnings, pre-flight findings and the
+    /// questions of gates. Without it, the process's streams at the default verbosity.
+    pub fn with_printer(mut self, printer: Printer) -> Executor {
+        self.printer = printer;
         self
     }
 
@@ -228,6 +240,8 @@ impl Executor {
             run_started_at: None,
             release: self.release.as_ref(),
             interrupt: None,
+            // A run gives its steps its own progress; everything else talks without one.
+            progress: Progress::silent(&self.printer),
         }
     }
 
@@ -372,7 +386,7 @@ impl Executor {
         if let Some(lock) = lock {
             let released = lock.release().await;
             if let (Ok(_), Err(error)) = (&result, released) {
-                crate::terminal::warn(format!(
+                self.printer.warn(format!(
                     "{error}; it expires by itself when its lease runs out"
                 ));
             }
@@ -456,7 +470,7 @@ impl Executor {
         let report =
             preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, options).await;
         for line in report.lines() {
-            crate::terminal::info(line);
+            self.printer.info(line);
         }
         Some(report)
     }

@@ -32,7 +32,7 @@ pub use columns::{
     headings_for, sort_tiers_by_order,
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
-pub use printer::Printer;
+pub use printer::{Capture, Interaction, LogLevel, Printer, Stdout, Verbosity};
 pub use stored::{StoredTree, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 

@@ -35,7 +35,7 @@ use super::errors::{self, Classified, EndpointFailure, EndpointFailures, classif
 use super::{RESOURCE_ROOT, Timeouts};
 use crate::config::{EtcdEndpoint, EtcdSettings, Scheme};
 use crate::datastore::StoreError;
-use crate::terminal;
+use crate::output::Printer;
 
 /// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
 pub(super) const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -101,6 +101,8 @@ pub struct Pool {
     /// How a member is dialled (without a TLS server name), for members found in the member list.
     base: ConnectOptions,
     tls: Option<TlsOptions>,
+    /// Where the pool says which endpoints it uses and how others failed (debug detail).
+    printer: Printer,
 }
 
 impl Pool {
@@ -111,6 +113,7 @@ impl Pool {
         endpoints: &[EtcdEndpoint],
         settings: &EtcdSettings,
         timeouts: Timeouts,
+        printer: Printer,
     ) -> Result<Arc<Pool>, StoreError> {
         let tls = match endpoints
             .iter()
@@ -161,6 +164,7 @@ impl Pool {
             timeouts,
             base: dial.0,
             tls: dial.1,
+            printer,
         });
 
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -177,7 +181,7 @@ impl Pool {
             match outcome {
                 Ok(()) => {
                     pool.state().current = index;
-                    terminal::debug(format!(
+                    pool.printer.debug(format!(
                         "using etcd endpoint `{}` (the first of {count} to answer)",
                         pool.members[index].url
                     ));
@@ -193,7 +197,7 @@ impl Pool {
         // Nobody answered cleanly; a member that answered "not now" is still worth its requests,
         // which wait for the cluster like any other.
         if let Some((index, message)) = busy {
-            terminal::debug(format!(
+            pool.printer.debug(format!(
                 "using etcd endpoint `{}`, which answered `{message}`",
                 pool.members[index].url
             ));
@@ -315,7 +319,7 @@ impl Pool {
                 Classified::Final(error) => return Err(error),
                 Classified::Endpoint(failure) => {
                     let failure = with_limit(failure, self.timeouts.request);
-                    terminal::debug(format!(
+                    self.printer.debug(format!(
                         "etcd {operation}: endpoint `{}` {failure}; trying another{said}",
                         member.url
                     ));
@@ -343,7 +347,7 @@ impl Pool {
                         self.rotate(index);
                     }
                     let pause = backoff(attempts);
-                    terminal::debug(format!(
+                    self.printer.debug(format!(
                         "etcd {operation} at `{}`: `{message}`; retrying in {}",
                         member.url,
                         humantime::format_duration(pause)
@@ -517,7 +521,7 @@ impl Pool {
             Ok(()) => self.mark(index, Health::Healthy),
             Err(Classified::Endpoint(failure)) => {
                 let failure = with_limit(failure.clone(), self.timeouts.request);
-                terminal::debug(format!(
+                self.printer.debug(format!(
                     "etcd endpoint `{}` {failure}",
                     self.members[index].url
                 ));

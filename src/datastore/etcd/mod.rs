@@ -38,6 +38,7 @@ use super::{
     ListOptions, Page, StoreError, Write,
 };
 use crate::config::{EndpointSource, EtcdSettings};
+use crate::output::Printer;
 use crate::resource::{Kind, Resource, ResourceKey};
 use endpoints::{Connection, Delivery, Pool};
 
@@ -71,13 +72,23 @@ impl EtcdStore {
         settings: &EtcdSettings,
         timeouts: Timeouts,
     ) -> Result<EtcdStore, StoreError> {
+        EtcdStore::connect_with(settings, timeouts, Printer::default()).await
+    }
+
+    /// As [`EtcdStore::connect`], saying through `printer` which endpoints it tries and uses
+    /// (debug detail).
+    pub async fn connect_with(
+        settings: &EtcdSettings,
+        timeouts: Timeouts,
+        printer: Printer,
+    ) -> Result<EtcdStore, StoreError> {
         let endpoints = match &settings.endpoints {
             EndpointSource::Static(list) => list.clone(),
             EndpointSource::Srv { domain } => {
                 srv::discover(domain, settings.tls.is_some(), settings.resolver).await?
             }
         };
-        let pool = Pool::connect(&endpoints, settings, timeouts).await?;
+        let pool = Pool::connect(&endpoints, settings, timeouts, printer).await?;
         Ok(EtcdStore { pool })
     }
 

@@ -145,6 +145,9 @@ pub struct ActionContext<'a> {
     /// Ctrl-C and SIGTERM as the resource writes see them (one-step commands): they stop between
     /// two batches and undo. `None`: the run handles signals itself.
     pub interrupt: Option<crate::exec::interrupt::Interrupt>,
+    /// Where waits report and the node run talks: the run's progress, or a silent one over the
+    /// command's printer.
+    pub progress: crate::exec::progress::Progress,
 }
 
 /// Performs (or in dry-run describes) one action.
@@ -213,7 +216,9 @@ pub async fn perform(
             let release = api_release(store()?, context.release).await;
             resource_edit::patch(store()?, patch, mode, &release).await?
         }
-        Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
+        Action::ResourceWait(wait) => {
+            resource_wait::wait(store()?, wait, mode, &context.progress).await?
+        }
         Action::KubeApply(apply) => match &context.kubernetes {
             Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
             None => describe(kube::describe_apply(apply, files_dir))?,
@@ -239,7 +244,7 @@ pub async fn perform(
             None => describe(kube::describe_delete(delete))?,
         },
         Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => rollout::wait_rollout(client, wait, mode).await?,
+            Some(client) => rollout::wait_rollout(client, wait, mode, &context.progress).await?,
             None => describe(rollout::describe_wait(wait))?,
         },
         Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
@@ -290,7 +295,7 @@ pub async fn perform(
         }
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
-        Action::NodeRun(request) => node::start(request, mode).await?,
+        Action::NodeRun(request) => node::start(request, mode, context.progress.printer()).await?,
     })
 }
 

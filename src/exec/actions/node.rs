@@ -8,10 +8,15 @@
 use super::{Outcome, RunMode};
 use crate::node::run::{self, RunOutcome};
 use crate::node::{NodeError, dry_run_text};
+use crate::output::Printer;
 use crate::plan::action::NodeRun;
 
 /// Starts (or in dry-run shows) the node container.
-pub async fn start(request: &NodeRun, mode: RunMode) -> Result<Outcome, NodeError> {
+pub async fn start(
+    request: &NodeRun,
+    mode: RunMode,
+    printer: &Printer,
+) -> Result<Outcome, NodeError> {
     if mode == RunMode::DryRun {
         let transcript: Vec<String> = dry_run_text(&request.command)
             .lines()
@@ -28,6 +33,7 @@ pub async fn start(request: &NodeRun, mode: RunMode) -> Result<Outcome, NodeErro
         &request.engine,
         request.host,
         request.startup_timeout,
+        printer,
     )
     .await?;
     match outcome {

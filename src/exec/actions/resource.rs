@@ -593,6 +593,8 @@ mod tests {
     use super::super::resource_edit::label;
     use super::super::resource_wait::wait;
     use crate::datastore::{DatastoreType, Page};
+    use crate::exec::progress::Progress;
+    use crate::output::{Printer, Verbosity};
     use crate::plan::action::{ResourceLabel, ResourceWait};
     use std::sync::Mutex;
 
@@ -766,21 +768,43 @@ mod tests {
             selector: Some(selector.into()),
             timeout: crate::plan::HumanDuration(Duration::from_millis(600)),
         };
-        let outcome = wait(&store, &request("all()"), RunMode::Execute)
+        // What the user sees, captured in process: outside a run a wait warns when its count
+        // changes.
+        let (printer, capture) = Printer::capture(Verbosity::DEFAULT);
+        let progress = Progress::silent(&printer);
+        let outcome = wait(&store, &request("all()"), RunMode::Execute, &progress)
             .await
             .unwrap();
         assert_eq!(
             outcome.summary,
             "hostendpoints `h1` matching `all()`: 1/1 present"
         );
-        let error = wait(&store, &request("role == 'edge'"), RunMode::Execute)
-            .await
-            .unwrap_err();
+        let error = wait(
+            &store,
+            &request("role == 'edge'"),
+            RunMode::Execute,
+            &progress,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(
             error.to_string(),
             "hostendpoints `h1` matching `role == 'edge'` did not appear within 600ms: 0/1 present; not matching the selector: h1"
         );
         assert!(error.hint().is_some());
+        assert_eq!(
+            capture.stderr(),
+            "warning: waiting for hostendpoints `h1` matching `role == 'edge'`: 0/1 present; not matching the selector: h1\n"
+        );
+        let (quiet, silent) = Printer::capture(Verbosity::QUIET);
+        let progress = Progress::silent(&quiet);
+        let request = request("role == 'edge'");
+        assert!(
+            wait(&store, &request, RunMode::Execute, &progress)
+                .await
+                .is_err()
+        );
+        assert_eq!(silent.stderr(), "", "`-q` silences the wait's warning");
     }
 
     #[tokio::test]

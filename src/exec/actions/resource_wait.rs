@@ -93,6 +93,7 @@ pub async fn wait(
     store: &dyn Datastore,
     request: &ResourceWait,
     mode: RunMode,
+    progress: &crate::exec::progress::Progress,
 ) -> Result<Outcome, ResourceActionError> {
     let what = describe_wait(request);
     if mode == RunMode::DryRun {
@@ -107,7 +108,7 @@ pub async fn wait(
         });
     }
     let started = std::time::Instant::now();
-    let mut reporter = crate::exec::progress::WaitReporter::new(what.clone());
+    let mut reporter = crate::exec::progress::WaitReporter::new(progress, what.clone());
     loop {
         let (done, report) = wait_state(store, request).await?;
         if done {

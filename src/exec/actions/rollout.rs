@@ -314,6 +314,7 @@ pub async fn wait_rollout(
     client: &kube::Client,
     wait: &KubeWaitRollout,
     mode: RunMode,
+    progress: &crate::exec::progress::Progress,
 ) -> Result<Outcome, KubeActionError> {
     let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
     let target = describe_target(wait);
@@ -325,7 +326,7 @@ pub async fn wait_rollout(
         ));
     }
     let started = Instant::now();
-    let mut reporter = crate::exec::progress::WaitReporter::new(target.clone());
+    let mut reporter = crate::exec::progress::WaitReporter::new(progress, target.clone());
     loop {
         let state = rollout_state(client, wait, expected).await?;
         if !state.done {
