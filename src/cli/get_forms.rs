@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
+use crate::errors::Hint;
 use crate::output::{
     ColumnSet, OutputError, OutputFormat, PrintOptions, ResourcePrinter, Shape, TableColumns,
     TableWriter,
@@ -38,9 +39,9 @@ pub enum TargetError {
     MixedForms(String),
 }
 
-impl TargetError {
-    pub fn hint(&self) -> &'static str {
-        "write every argument as KIND/NAME (`get hep/a gnp/b`), or give one KIND and then NAMEs (`get hep a b`)"
+impl Hint for TargetError {
+    fn hint(&self) -> Option<String> {
+        Some("write every argument as KIND/NAME (`get hep/a gnp/b`), or give one KIND and then NAMEs (`get hep a b`)".into())
     }
 }
 
@@ -330,9 +331,9 @@ pub enum JsonPathError {
     },
 }
 
-impl JsonPathError {
-    pub fn hint(&self) -> &'static str {
-        "as kubectl: -o jsonpath='{.items[*].metadata.name}' or -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'"
+impl Hint for JsonPathError {
+    fn hint(&self) -> Option<String> {
+        Some("as kubectl: -o jsonpath='{.items[*].metadata.name}' or -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'".into())
     }
 }
 

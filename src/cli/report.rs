@@ -1,8 +1,8 @@
 //! What `main` prints for an error that ends a command: the error with its causes (`a: b: c`, see
 //! `errors::error_chain`), and the advice of the first error in that chain that offers some.
 //!
-//! Advice comes only from typed errors' `hint()` methods, never from the text of a message. Typed
-//! errors stay in their modules; this file only knows which ones can be asked.
+//! Advice comes only from typed errors' [`Hint`] implementations, never from the text of a message.
+//! Typed errors stay in their modules; this file only knows which ones can be asked.
 
 use super::UpgradeApplyError;
 use super::get_forms::{JsonPathError, TargetError};
@@ -11,7 +11,9 @@ use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
-use crate::errors::error_chain;
+use crate::datastore::etcd::EtcdError;
+use crate::datastore::kube::KubeError;
+use crate::errors::{Hint, error_chain};
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
 use crate::exec::lock::LockError;
@@ -32,73 +34,50 @@ pub fn report(error: &anyhow::Error) -> (String, Option<String>) {
     (error_chain(error.as_ref()), hint_for(error))
 }
 
-/// The advice for the first error in the chain that has some.
+/// The advice of the first error in the chain, outermost first, that offers some.
 pub fn hint_for(error: &anyhow::Error) -> Option<String> {
-    error.chain().find_map(|cause| {
-        macro_rules! ask {
-            ($($error:ty),* $(,)?) => {
-                $(
-                    if let Some(error) = cause.downcast_ref::<$error>() {
-                        return error.hint().advice();
-                    }
-                )*
-            };
-        }
-        ask!(
-            ConfigError,
-            ConnectError,
-            StoreError,
-            NodeError,
-            StepError,
-            ExecError,
-            LockError,
-            UpgradeApplyError,
-            VersionCheckError,
-            RequestError,
-            PlanError,
-            PlanFileError,
-            FactError,
-            OverlayError,
-            CatalogError,
-            RunbookError,
-            OutputFormatError,
-            LintFailed,
-            UnknownKind,
-            SelectorError,
-            JsonPathError,
-            TargetError,
-            ReleaseFlagError,
-            ModelineError,
-        );
-        None
-    })
+    error.chain().find_map(|cause| advising(cause)?.hint())
 }
 
-/// The forms `hint()` methods answer in, as the one `report` prints.
-trait Advice {
-    fn advice(self) -> Option<String>;
-}
-
-impl Advice for Option<String> {
-    fn advice(self) -> Option<String> {
-        self
+/// `cause` as an error with advice, when it is one of the types that offer some. The one list
+/// of them: an error type with a [`Hint`] belongs here.
+fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hint> {
+    macro_rules! advising {
+        ($($error:ty),* $(,)?) => {
+            $(
+                if let Some(error) = cause.downcast_ref::<$error>() {
+                    return Some(error);
+                }
+            )*
+        };
     }
-}
-
-impl Advice for Option<&'static str> {
-    fn advice(self) -> Option<String> {
-        self.map(str::to_string)
-    }
-}
-
-impl Advice for String {
-    fn advice(self) -> Option<String> {
-        Some(self)
-    }
-}
-
-impl Advice for &'static str {
-    fn advice(self) -> Option<String> {
-        Some(self.to_string())
-    }
+    advising!(
+        ConfigError,
+        ConnectError,
+        StoreError,
+        EtcdError,
+        KubeError,
+        NodeError,
+        StepError,
+        ExecError,
+        LockError,
+        UpgradeApplyError,
+        VersionCheckError,
+        RequestError,
+        PlanError,
+        PlanFileError,
+        FactError,
+        OverlayError,
+        CatalogError,
+        RunbookError,
+        OutputFormatError,
+        LintFailed,
+        UnknownKind,
+        SelectorError,
+        JsonPathError,
+        TargetError,
+        ReleaseFlagError,
+        ModelineError,
+    );
+    None
 }

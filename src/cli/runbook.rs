@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 
 use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
+use crate::errors::Hint;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::output::{Printer, TableWriter};
 use crate::plan::lint::{self, Severity};
@@ -63,9 +64,9 @@ pub struct LintFailed {
     pub errors: usize,
 }
 
-impl LintFailed {
-    pub fn hint(&self) -> &'static str {
-        "each finding above names the file, line and check"
+impl Hint for LintFailed {
+    fn hint(&self) -> Option<String> {
+        Some("each finding above names the file, line and check".into())
     }
 }
 

@@ -18,6 +18,7 @@ use clap_complete::engine::ArgValueCompleter;
 use super::Context;
 use super::args::{FactArgs, ManifestEditArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
+use crate::errors::Hint;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
@@ -189,8 +190,8 @@ pub enum UpgradeApplyError {
     },
 }
 
-impl UpgradeApplyError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for UpgradeApplyError {
+    fn hint(&self) -> Option<String> {
         match self {
             UpgradeApplyError::NoStateDirectory => Some("pass `--state-dir DIR`".to_string()),
             _ => None,

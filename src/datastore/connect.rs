@@ -16,6 +16,7 @@ use super::etcd::{EtcdStore, Timeouts};
 use super::kube::KubeStore;
 use super::{Datastore, DatastoreType, StoreError};
 use crate::config::{ClientConfig, ConfigError, KubernetesSettings, Origin};
+use crate::errors::Hint;
 use crate::output::Printer;
 
 /// Set in every pod: its presence means the in-cluster service account can be used.
@@ -52,13 +53,11 @@ pub enum ConnectError {
     Cluster(#[source] StoreError),
 }
 
-impl ConnectError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ConnectError {
+    fn hint(&self) -> Option<String> {
         match self {
             ConnectError::Config(error) => error.hint(),
-            ConnectError::Datastore { source, .. } | ConnectError::Cluster(source) => {
-                source.hint().map(str::to_string)
-            }
+            ConnectError::Datastore { source, .. } | ConnectError::Cluster(source) => source.hint(),
         }
     }
 }

@@ -130,7 +130,7 @@ mod tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::datastore::DatastoreType;
+    use crate::datastore::{DatastoreType, Plain};
     use crate::resource::{Kind, Resource, ResourceKey};
 
     /// A store of `pages` pages of one host endpoint each (`h0`, `h1`, …) that counts the pages
@@ -178,7 +178,10 @@ mod tests {
             let index: usize = token.map_or(0, |token| token.parse().unwrap());
             self.fetched.fetch_add(1, Ordering::SeqCst);
             if self.fail_at == Some(index) {
-                return Err(StoreError::Other(format!("page {index} could not be read")));
+                return Err(StoreError::failed(
+                    format!("a read of page {index}"),
+                    Plain("the test says so".into()),
+                ));
             }
             let next = (index + 1 < self.pages).then(|| (index + 1).to_string());
             let panics = self.panic_at == Some(index);
@@ -281,7 +284,7 @@ mod tests {
             [
                 Ok("h0".to_string()),
                 Ok("h1".to_string()),
-                Err("datastore request failed: page 2 could not be read".to_string())
+                Err("a read of page 2 failed".to_string())
             ]
         );
         assert_eq!(store.fetched.load(Ordering::SeqCst), 3);

@@ -19,6 +19,7 @@ use super::actions::{self, ActionContext, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use crate::errors::Hint;
 use crate::plan::action::ManifestSource;
 use crate::plan::{Action, Plan, PlannedStep};
 
@@ -245,7 +246,9 @@ impl Executor {
         let refused = super::preflight::PreflightFailed { report: preflight };
         if refused.report.failures().next().is_some() {
             write(format!("the run would stop here: {refused}"))?;
-            write(format!("  to fix: {}", refused.hint()))?;
+            if let Some(fix) = refused.hint() {
+                write(format!("  to fix: {fix}"))?;
+            }
             self.printer
                 .warn(format!("the run's pre-flight would refuse it: {refused}"));
         }

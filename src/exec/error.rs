@@ -11,6 +11,7 @@ use super::checkpoint::CheckpointError;
 use super::crash_hook::InvalidCrashHook;
 use super::journal::JournalError;
 use super::lock::LockError;
+use crate::errors::Hint;
 use crate::plan::FactError;
 
 /// Why a run could not start, stopped, or failed.
@@ -141,8 +142,8 @@ fn others_suffix(others: &[String]) -> String {
     }
 }
 
-impl ExecError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ExecError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             ExecError::InvalidPlanDigest { .. } => {
                 "the plan file was edited or damaged; make a new one with `netctl upgrade plan --out FILE`".to_string()
@@ -197,7 +198,7 @@ impl ExecError {
             ExecError::SecretNotInEnvironment { variable, .. } => format!(
                 "export `{variable}` in the shell that runs `netctl upgrade apply`; the program inherits it"
             ),
-            ExecError::Preflight(failed) => failed.hint(),
+            ExecError::Preflight(failed) => return failed.hint(),
             ExecError::NodeAgentsBehind { version, .. } => format!(
                 "finish rolling the node agents to `{version}` (`kubectl -n NAMESPACE rollout status daemonset/calico-node`), then `netctl upgrade apply --resume`; nothing of this step was written"
             ),

@@ -26,6 +26,7 @@ use super::run::Run;
 use super::signal;
 use super::step::{self, Attempt, StepRun};
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use crate::errors::Hint;
 use crate::errors::error_chain;
 use crate::plan::action::ResourceLabelEach;
 use crate::plan::release::api_release;

@@ -26,6 +26,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::datastore::health::DatastoreHealth;
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::plan::PlannedStep;
 use crate::resource::{Kind, ResourceKey};
 
@@ -166,8 +167,8 @@ fn summary(report: &PreflightReport) -> String {
         .join("; ")
 }
 
-impl PreflightFailed {
-    pub fn hint(&self) -> String {
+impl Hint for PreflightFailed {
+    fn hint(&self) -> Option<String> {
         let mut fixes: Vec<String> = self
             .report
             .failures()
@@ -181,7 +182,7 @@ impl PreflightFailed {
             "only if you are sure, `--skip-preflight {}` runs anyway (journaled)",
             names.join(" --skip-preflight ")
         ));
-        fixes.join("; ")
+        Some(fixes.join("; "))
     }
 }
 
@@ -280,7 +281,6 @@ async fn datastore(store: &dyn Datastore) -> Verdict {
             ),
             fix: error
                 .hint()
-                .map(str::to_string)
                 .unwrap_or_else(|| "check the datastore settings and that it runs".to_string()),
         },
     }

@@ -68,7 +68,7 @@ pub fn choose(cluster: Result<Option<String>, String>) -> ImageChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datastore::{DatastoreType, ListOptions, Page};
+    use crate::datastore::{DatastoreType, ListOptions, Page, Plain};
     use crate::resource::Resource;
 
     /// A datastore that holds at most a ClusterInformation `default`; everything else is refused.
@@ -88,16 +88,16 @@ mod tests {
                 .ok_or_else(|| StoreError::NotFound(key.clone()))
         }
         async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
-            Err(StoreError::Other("not used".into()))
+            Err(StoreError::failed("a read", Plain("not used".into())))
         }
         async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
+            Err(StoreError::failed("a read", Plain("not used".into())))
         }
         async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
+            Err(StoreError::failed("a read", Plain("not used".into())))
         }
         async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
+            Err(StoreError::failed("a read", Plain("not used".into())))
         }
     }
 

@@ -12,6 +12,8 @@
 //! reads nothing from a datastore: values a printer needs from elsewhere (the global AS number) are
 //! passed in.
 
+use crate::errors::Hint;
+
 mod columns;
 mod document;
 mod printer;
@@ -124,16 +126,17 @@ pub enum OutputFormatError {
     NoColumns,
 }
 
-impl OutputFormatError {
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl Hint for OutputFormatError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
             OutputFormatError::Unrecognized(_) => {
                 "use one of ps, wide, yaml, json, name or custom-columns=HEADING,..."
             }
             OutputFormatError::NoColumns => {
                 "list headings after the `=`, e.g. `custom-columns=NAME,NODE`"
             }
-        }
+        };
+        Some(advice.into())
     }
 }
 

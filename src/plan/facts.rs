@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::Release;
 use crate::config::DatastoreType;
 use crate::datastore::{self, Datastore, Detail, ListOptions, StoreError};
+use crate::errors::Hint;
 use crate::resource::{Kind, ResourceKey};
 pub use crate::vocabulary::InstallMethod;
 
@@ -342,8 +343,8 @@ pub enum FactError {
     },
 }
 
-impl FactError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for FactError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             FactError::MissingInstalledVersion => "pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`".to_string(),
             FactError::MissingInstallMethod => {
@@ -351,7 +352,7 @@ impl FactError {
             }
             FactError::UnknownFact { known, .. } => format!("known facts are {known}"),
             FactError::ClusterDiscovery { .. } => "give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`".to_string(),
-            FactError::Discovery { source, .. } => return source.hint().map(str::to_string),
+            FactError::Discovery { source, .. } => return source.hint(),
             _ => return None,
         })
     }
@@ -1065,7 +1066,7 @@ mod discovery_tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::datastore::Page;
+    use crate::datastore::{Page, Plain};
     use crate::resource::Resource;
 
     struct MemoryStore {
@@ -1121,15 +1122,15 @@ mod discovery_tests {
         }
 
         async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
+            Err(StoreError::failed("a write", Plain("read-only".into())))
         }
 
         async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
+            Err(StoreError::failed("a write", Plain("read-only".into())))
         }
 
         async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("read-only".into()))
+            Err(StoreError::failed("a write", Plain("read-only".into())))
         }
     }
 

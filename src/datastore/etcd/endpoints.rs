@@ -31,10 +31,11 @@ use etcd_client::{
 };
 use tokio::sync::OnceCell;
 
-use super::errors::{self, Classified, EndpointFailure, EndpointFailures, classify};
+use super::errors::{Classified, EndpointFailure, EndpointFailures, EtcdError, classify};
 use super::{RESOURCE_ROOT, Timeouts};
 use crate::config::{EtcdEndpoint, EtcdSettings, Scheme};
 use crate::datastore::StoreError;
+use crate::errors::error_chain;
 use crate::output::Printer;
 
 /// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
@@ -226,7 +227,7 @@ impl Pool {
         let mut client = match tokio::time::timeout(self.timeouts.connect, connect).await {
             Ok(Ok(client)) => client,
             Ok(Err(error)) => {
-                return Err(format!("cannot connect: {}", errors::chain_text(&error)));
+                return Err(format!("cannot connect: {}", error_chain(&error)));
             }
             Err(_) => {
                 return Err(format!(
@@ -242,8 +243,8 @@ impl Pool {
         match tokio::time::timeout(self.timeouts.request, client.status()).await {
             Ok(Ok(status)) => Ok(status),
             // The client's own request timeout (the same limit) fired first.
-            Ok(Err(error)) if errors::chain_text(&error).contains("Timeout expired") => Err(silent),
-            Ok(Err(error)) => Err(errors::chain_text(&error)),
+            Ok(Err(error)) if error_chain(&error).contains("Timeout expired") => Err(silent),
+            Ok(Err(error)) => Err(error_chain(&error)),
             Err(_) => Err(silent),
         }
     }
@@ -301,8 +302,8 @@ impl Pool {
                             return Ok(value);
                         }
                         Ok(Err(error)) => {
-                            said = format!(" ({})", errors::chain_text(&error));
-                            let failure = classify(&error, operation, member.https);
+                            said = format!(" ({})", error_chain(&error));
+                            let failure = classify(error, operation, member.https);
                             if may_have_applied(&failure) {
                                 delivery.maybe_applied = true;
                             }
@@ -328,13 +329,13 @@ impl Pool {
                 Classified::Busy(message) => {
                     let since = *busy_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= self.timeouts.request || attempts >= MAX_BUSY_ATTEMPTS {
-                        return Err(StoreError::EtcdBusy {
+                        return Err(StoreError::Unavailable(Box::new(EtcdError::Busy {
                             operation: operation.to_string(),
                             attempts,
                             seconds: since.elapsed().as_secs().max(1),
-                            detail: message,
+                            answer: message,
                             failed: self.failures(),
-                        });
+                        })));
                     }
                     // A member briefly without a leader (an election, a leadership transfer) is
                     // normal; one that stays so may be cut off from the others, which may serve.
@@ -423,7 +424,7 @@ impl Pool {
                 state.health[index] = Health::Failed(EndpointFailure::Leaderless);
             }
         }
-        StoreError::EtcdEndpoints(self.failures())
+        StoreError::Unavailable(Box::new(EtcdError::Endpoints(self.failures())))
     }
 
     /// `Some(index)` when member `index` answers a status request and has no leader.
@@ -434,11 +435,12 @@ impl Pool {
         match tokio::time::timeout(limit, maintenance.status()).await {
             Ok(Ok(status)) if status.leader() == 0 => Some(index),
             // Asked to require a leader, a member without one says so instead of answering.
-            Ok(Err(error)) => match classify(&error, "a status request", self.members[index].https)
-            {
-                Classified::Busy(message) if member_is_cut_off(&message) => Some(index),
-                _ => None,
-            },
+            Ok(Err(error)) => {
+                match classify(error, "a status request", self.members[index].https) {
+                    Classified::Busy(message) if member_is_cut_off(&message) => Some(index),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }
@@ -473,7 +475,7 @@ impl Pool {
                             .max_decoding_message_size(MAX_MESSAGE_BYTES);
                         Ok(Connection { client, kv })
                     }
-                    Ok(Err(error)) => Err(match classify(&error, "connect", member.https) {
+                    Ok(Err(error)) => Err(match classify(error, "connect", member.https) {
                         Classified::Endpoint(failure) => {
                             Classified::Endpoint(with_limit(failure, self.timeouts.connect))
                         }
@@ -500,7 +502,7 @@ impl Pool {
                 let read = kv.get(probe, Some(GetOptions::new().with_keys_only()));
                 match tokio::time::timeout(self.timeouts.request, read).await {
                     Ok(Ok(_)) => Ok(()),
-                    Ok(Err(error)) => Err(classify(&error, "a read of `/calico/`", https)),
+                    Ok(Err(error)) => Err(classify(error, "a read of `/calico/`", https)),
                     Err(_) => Err(Classified::Endpoint(EndpointFailure::TimedOut(
                         self.timeouts.request,
                     ))),
@@ -542,9 +544,9 @@ fn may_have_applied(failure: &Classified) -> bool {
     match failure {
         Classified::Endpoint(failure) => !failure.before_sending(),
         Classified::Busy(_) => true,
-        Classified::Final(
-            StoreError::PermissionDenied { .. } | StoreError::AuthenticationFailed { .. },
-        ) => false,
+        Classified::Final(StoreError::PermissionDenied { .. } | StoreError::Unauthenticated(_)) => {
+            false
+        }
         Classified::Final(_) => true,
     }
 }
@@ -585,11 +587,11 @@ pub(super) fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreEr
     let mut tls = TlsOptions::new();
     let ca = match settings.tls.as_ref().and_then(|tls| tls.ca.as_ref()) {
         Some(ca) => ca.bytes.clone(),
-        None => std::fs::read(SYSTEM_CA_BUNDLE).map_err(|error| StoreError::Tls {
-            endpoint: "(all)".into(),
-            detail: format!(
-                "no CA certificate is configured and the system bundle `{SYSTEM_CA_BUNDLE}` cannot be read ({error}); set etcdCACertFile"
-            ),
+        None => std::fs::read(SYSTEM_CA_BUNDLE).map_err(|source| {
+            StoreError::Misconfigured(Box::new(EtcdError::NoCaBundle {
+                path: SYSTEM_CA_BUNDLE,
+                source,
+            }))
         })?,
     };
     // Every certificate in the bundle becomes a trust root (several CAs are allowed, seed §2.1).

@@ -30,7 +30,7 @@ use etcd_client::{
 };
 
 pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
-pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
+pub use errors::{EndpointFailure, EndpointFailures, EtcdError, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
@@ -202,7 +202,7 @@ impl EtcdStore {
         match self.read_at(path, revision).await {
             Ok(Some(at)) if at.mod_revision() == revision => {}
             Ok(_) => return Ok(Succession::Other),
-            Err(StoreError::Other(detail)) if detail.contains("compacted") => {
+            Err(error) if matches!(error.backend_as::<EtcdError>(), Some(EtcdError::Compacted)) => {
                 return Ok(Succession::Forgotten);
             }
             Err(error) => return Err(error),
@@ -339,7 +339,8 @@ fn encode_token(revision: i64, limit: usize, next_key: &[u8]) -> String {
 }
 
 fn decode_token(token: &str) -> Result<(i64, usize, Vec<u8>), StoreError> {
-    let invalid = || StoreError::Other(format!("invalid list continue token `{token}`"));
+    let invalid =
+        || StoreError::failed("a list", EtcdError::InvalidContinueToken(token.to_string()));
     let mut parts = token.splitn(3, '.');
     let (Some(revision), Some(limit), Some(hex)) = (parts.next(), parts.next(), parts.next())
     else {

@@ -18,6 +18,8 @@ mod conversion;
 pub mod coordination;
 mod derived;
 mod errors;
+
+pub use errors::KubeError;
 mod workload;
 
 use std::time::Duration;
@@ -87,11 +89,12 @@ impl KubeStore {
     ) -> Result<T, StoreError> {
         match tokio::time::timeout(self.timeout, future).await {
             Ok(result) => result.map_err(|error| errors::classify(error, &request)),
-            Err(_) => Err(StoreError::Timeout {
-                datastore: DatastoreType::Kubernetes,
-                endpoints: self.api.server.clone(),
-                seconds: self.timeout.as_secs(),
-            }),
+            Err(_) => Err(StoreError::TimedOut(Box::new(
+                errors::KubeError::TimedOut {
+                    server: self.api.server.clone(),
+                    seconds: self.timeout.as_secs(),
+                },
+            ))),
         }
     }
 

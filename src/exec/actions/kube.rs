@@ -26,6 +26,7 @@ pub(super) use requests::{body_size, object_path};
 use requests::{collection, listing};
 
 use super::{Outcome, RunMode};
+use crate::errors::Hint;
 use crate::plan::action::{
     KubeApply, KubeDelete, KubeList, KubeMetadataChange, KubeObject, KubePatch, ManifestSource,
     PatchType,
@@ -174,8 +175,8 @@ pub enum KubeActionError {
     },
 }
 
-impl KubeActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for KubeActionError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             KubeActionError::Refused { code: 409, message, .. } if message.contains("conflict with") => {
                 "another field manager owns these fields: set `force_conflicts: true` on the step if netctl should take them over".into()

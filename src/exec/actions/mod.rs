@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::datastore::Datastore;
+use crate::errors::Hint;
 use crate::plan::action::PatchType;
 use crate::plan::release::api_release;
 use crate::plan::{Action, Facts};
@@ -93,8 +94,8 @@ pub enum StepError {
     },
 }
 
-impl StepError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for StepError {
+    fn hint(&self) -> Option<String> {
         match self {
             StepError::Resource(error) => error.hint(),
             StepError::Process(error) => error.hint(),

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::kube::{KubeActionError, object_api, object_path, request_error};
 use super::{Outcome, RunMode};
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::plan::action::KubeRestoreOwnerReference;
 use crate::resource::{API_VERSION, ResourceKey};
 
@@ -47,8 +48,8 @@ pub enum OwnerReferenceError {
     Kube(#[from] KubeActionError),
 }
 
-impl OwnerReferenceError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for OwnerReferenceError {
+    fn hint(&self) -> Option<String> {
         match self {
             OwnerReferenceError::OwnerMissing { owner, object } => Some(format!(
                 "the upgrade should have kept {owner}: check with `netctl get {}`; once it exists, resume; to leave {object} without this owner, resume with `--skip` and this step's id",
@@ -57,7 +58,7 @@ impl OwnerReferenceError {
             OwnerReferenceError::ObjectMissing { .. } => Some(
                 "the object was deleted (garbage collected, or by hand); if that is expected, resume with `--skip` and this step's id".to_string(),
             ),
-            OwnerReferenceError::ReadOwner { source, .. } => source.hint().map(str::to_string),
+            OwnerReferenceError::ReadOwner { source, .. } => source.hint(),
             OwnerReferenceError::Kube(error) => error.hint(),
             OwnerReferenceError::OwnerWithoutUid { .. } => None,
         }

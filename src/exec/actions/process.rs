@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::{Outcome, RunMode};
+use crate::errors::Hint;
 use crate::redaction::{REDACTED, redact_argv, redact_env};
 
 /// At most this much of each output stream is kept.
@@ -41,8 +42,8 @@ pub enum ProcessError {
     },
 }
 
-impl ProcessError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ProcessError {
+    fn hint(&self) -> Option<String> {
         match self {
             ProcessError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("install the program or give its full path in the runbook".to_string())

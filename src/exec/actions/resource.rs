@@ -25,6 +25,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::datastore::{Datastore, Detail, ListOptions, StoreError};
+use crate::errors::Hint;
 use crate::exec::interrupt::StopSignal;
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
 use crate::release::ApiRelease;
@@ -338,12 +339,12 @@ pub enum ResourceActionError {
     },
 }
 
-impl ResourceActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ResourceActionError {
+    fn hint(&self) -> Option<String> {
         match self {
             ResourceActionError::Store { source, .. }
             | ResourceActionError::Batch { source, .. }
-            | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
+            | ResourceActionError::GaveUp { source, .. } => source.hint(),
             ResourceActionError::LabelConflict { .. } => Some(
                 "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
             ),
@@ -923,7 +924,10 @@ mod tests {
         let failed = ResourceActionError::Store {
             operation: "apply",
             key: ResourceKey::new(Kind::HostEndpoint, None, "h1"),
-            source: Box::new(StoreError::Other("permission denied".into())),
+            source: Box::new(StoreError::failed(
+                "a guarded transaction",
+                crate::datastore::Plain("permission denied".into()),
+            )),
         };
         let error = ResourceActionError::RolledBack {
             stop: Stopped::Failed,
@@ -933,7 +937,7 @@ mod tests {
         let text = crate::errors::error_chain(&error);
         assert_eq!(
             text,
-            "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
+            "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): a guarded transaction failed: permission denied"
         );
     }
 
