@@ -9,6 +9,7 @@ pub mod config;
 pub mod datastore;
 pub mod errors;
 pub mod exec;
+pub mod listing;
 pub mod node;
 pub mod output;
 pub mod plan;

@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         cli.global.verbosity(),
         environment.exact("NO_COLOR").is_some(),
     );
+    printer.set_listing(cli.global.listing());
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -52,12 +53,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) if is_stopped_at_gate(&error) => {
-            let (message, hint) = cli::report(&error);
+            let (message, hint) = cli::report(&error, &printer);
             printer.stopped(&message, hint.as_deref());
             ExitCode::from(3)
         }
         Err(error) => {
-            let (message, hint) = cli::report(&error);
+            let (message, hint) = cli::report(&error, &printer);
             printer.error(&message, hint.as_deref());
             ExitCode::FAILURE
         }

@@ -429,22 +429,29 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
     );
     assert!(
         stderr.contains(
-            "nothing was deleted: resource does not exist: HostEndpoint(missing-1); resource does not exist: HostEndpoint(missing-2)"
+            "nothing was deleted: 2 targets cannot be deleted:\n- resource does not exist: HostEndpoint(missing-1)\n- resource does not exist: HostEndpoint(missing-2)\n"
         ),
         "{stderr}"
     );
     assert!(stderr.contains("hint: check the names"), "{stderr}");
     assert_eq!(etcd.revision(), before);
 
-    // Many missing targets: the first ten are named, the rest counted (one short line).
+    // Many missing targets: the first twenty are named, the rest counted by kind (the bounded
+    // lister).
     let mut missing = host_endpoints("d", 0..10, "a");
     missing.push_str(&host_endpoints("absent", 0..25, "a"));
     let stderr = failed(with_documents(&etcd, &["delete"], &missing));
     assert!(
-        stderr.contains("HostEndpoint(absent-00009); and 15 more target(s) that cannot be deleted"),
+        stderr.contains("nothing was deleted: 25 targets cannot be deleted:\n"),
         "{stderr}"
     );
-    assert!(!stderr.contains("absent-00010"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "- resource does not exist: HostEndpoint(absent-00019)\n5 more, by kind of problem:\n  5 × does not exist\n"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("absent-00020"), "{stderr}");
     assert_eq!(etcd.revision(), before);
 
     // A file whose 700th document names a resource that is not there deletes nothing.

@@ -17,6 +17,7 @@ use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_o
 use super::modeline::{ModelineError, ModelineWriter, modeline};
 use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
+use crate::listing::Limit;
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
     PrintOptions, Shape, TableColumns, sort_tiers_by_order,
@@ -207,6 +208,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
             keep: &keep,
             export: args.export,
             presentation: &presentation,
+            listing: context.printer.listing(),
         };
         get_named(store.as_ref(), keys, &mut out, &options, named).await
     } else {
@@ -340,6 +342,7 @@ async fn run_from_files(
         keep: &keep,
         export: args.export,
         presentation,
+        listing: context.printer.listing(),
     };
     let code = get_named(store.as_ref(), keys, &mut out, &options, named).await;
     out.flush()?;
@@ -414,6 +417,7 @@ async fn get_named<W: Write>(
         keep,
         export,
         presentation,
+        listing,
     } = named;
     let per_kind = matches!(
         options.format,
@@ -448,7 +452,10 @@ async fn get_named<W: Write>(
         [key] => Err(StoreError::NotFound(key.clone()).into()),
         keys => {
             let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-            anyhow::bail!("resources do not exist: {}", names.join(", "))
+            anyhow::bail!(
+                "resources do not exist: {}",
+                crate::listing::inline(&names, &listing)
+            )
         }
     }
 }
@@ -458,6 +465,8 @@ struct Named<'a> {
     keep: &'a dyn Fn(&Resource) -> bool,
     export: bool,
     presentation: &'a Presentation,
+    /// How many missing names the error names (`--all-errors`).
+    listing: Limit,
 }
 
 /// What `--export` leaves out: the fields that belong to this datastore's copy of the resource

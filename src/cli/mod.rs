@@ -33,6 +33,7 @@ use crate::config::{ClientConfig, Environment};
 use crate::datastore::Datastore;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::coordination::Coordination;
+use crate::listing::Limit;
 use crate::output::{LogLevel, Printer, Verbosity};
 use args::parse_duration;
 
@@ -94,6 +95,14 @@ pub struct GlobalOptions {
     /// shorter ways to say the common ones
     #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
     pub log_level: LogLevel,
+    /// List every problem (invalid documents, lint findings, refused targets); without it, past
+    /// 20 problems the rest are counted by kind
+    #[arg(long, global = true, conflicts_with = "errors_file")]
+    pub all_errors: bool,
+    /// When the command fails, write its error with every problem to FILE (overwritten); stderr
+    /// shows the first 20 and counts the rest
+    #[arg(long, global = true, value_name = "FILE")]
+    pub errors_file: Option<PathBuf>,
     /// Allow writes to a cluster running a newer release than netctl knows
     #[arg(long, global = true)]
     pub allow_version_mismatch: bool,
@@ -151,6 +160,15 @@ impl GlobalOptions {
     /// How much to say, from `-q`, `-v` and `--log-level` together.
     pub fn verbosity(&self) -> Verbosity {
         Verbosity::from_flags(self.quiet, self.verbose, self.log_level)
+    }
+
+    /// How much of a list of problems to show, from `--all-errors` and `--errors-file`.
+    pub fn listing(&self) -> Limit {
+        match (&self.errors_file, self.all_errors) {
+            (Some(path), _) => Limit::WrittenTo(path.clone()),
+            (None, true) => Limit::All,
+            (None, false) => Limit::Bounded,
+        }
     }
 }
 

@@ -66,7 +66,7 @@ pub struct LintFailed {
 
 impl Hint for LintFailed {
     fn hint(&self) -> Option<String> {
-        Some("each finding above names the file, line and check".into())
+        Some("each finding names the file, line and check".into())
     }
 }
 
@@ -77,10 +77,9 @@ impl LintArgs {
         } else {
             lint::lint_paths(&self.paths)?
         };
-        let mut stdout = printer.stdout();
-        for finding in &findings {
-            writeln!(stdout, "{finding}")?;
-        }
+        // Past twenty findings the rest are counted by check (`--all-errors` lists them, and
+        // `--errors-file` has them all).
+        printer.list_lines(&findings)?;
         let errors = findings
             .iter()
             .filter(|finding| finding.severity == Severity::Error)

@@ -154,6 +154,7 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         let steps: Vec<_> = plan.steps.iter().collect();
         let options = preflight::PreflightOptions {
             etcd_quota_bytes: args.etcd_quota_bytes,
+            listing: context.printer.listing(),
             ..Default::default()
         };
         let report = preflight::preflight(store.as_ref(), cluster.as_ref(), &steps, &options).await;

@@ -231,7 +231,10 @@ impl Executor {
             .map(|(_, step)| step)
             .collect();
         let preflight = self
-            .preflight_report(remaining, &options.preflight_options())
+            .preflight_report(
+                remaining,
+                &options.preflight_options(self.printer.listing()),
+            )
             .await
             .unwrap_or_default();
         if !preflight.findings.is_empty() {

@@ -138,7 +138,11 @@ pub enum ExecError {
 fn others_suffix(others: &[String]) -> String {
     match others.len() {
         0 => String::new(),
-        count => format!(" (and of {count} more: {})", others.join(", ")),
+        // Steps, named through the bounded lister: a plan has few, but a folded one may not.
+        count => format!(
+            " (and of {count} more: {})",
+            crate::listing::inline(others, &crate::listing::Limit::Bounded)
+        ),
     }
 }
 

@@ -222,7 +222,8 @@ impl Executor {
                 "no cluster is configured to read the calico-node pods from (`--skip-preflight node-agents` if they run outside Kubernetes and you checked them)".to_string(),
             ));
         };
-        super::preflight::node_agents::check_version(client, &requirement.node_agents)
+        let limit = self.printer.listing();
+        super::preflight::node_agents::check_version(client, &requirement.node_agents, &limit)
             .await
             .map(|_| ())
             .map_err(behind)

@@ -42,6 +42,7 @@ use std::time::Duration;
 use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
+use crate::listing::Limit;
 use crate::output::Printer;
 use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
 use crate::release::ApiRelease;
@@ -117,11 +118,12 @@ pub struct ApplyOptions {
 }
 
 impl ApplyOptions {
-    /// What the pre-flight is told.
-    pub fn preflight_options(&self) -> preflight::PreflightOptions {
+    /// What the pre-flight is told; it names nodes as `listing` says (the printer's limit).
+    pub fn preflight_options(&self, listing: Limit) -> preflight::PreflightOptions {
         preflight::PreflightOptions {
             skip: self.skip_preflight.clone(),
             etcd_quota_bytes: self.etcd_quota_bytes,
+            listing,
         }
     }
 }
@@ -363,7 +365,10 @@ impl Executor {
             && let Some(plan) = &plan
         {
             skipped_steps = self
-                .preflight(plan.steps.iter().collect(), &options.preflight_options())
+                .preflight(
+                    plan.steps.iter().collect(),
+                    &options.preflight_options(self.printer.listing()),
+                )
                 .await?;
         }
         // The lock comes first: while another run is under way, who runs it is the answer that
@@ -428,7 +433,10 @@ impl Executor {
                 .map(|(step, _)| step)
                 .collect();
             skipped_steps = self
-                .preflight(remaining, &options.preflight_options())
+                .preflight(
+                    remaining,
+                    &options.preflight_options(self.printer.listing()),
+                )
                 .await?;
         }
         match options.mode {

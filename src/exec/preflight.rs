@@ -27,6 +27,7 @@ use k8s_openapi::api::core::v1::Node;
 use crate::datastore::health::DatastoreHealth;
 use crate::datastore::{Datastore, StoreError};
 use crate::errors::Hint;
+use crate::listing::{self, Limit};
 use crate::plan::PlannedStep;
 use crate::resource::{Kind, ResourceKey};
 
@@ -193,6 +194,8 @@ pub struct PreflightOptions {
     pub skip: BTreeSet<Check>,
     /// `--etcd-quota-bytes`: the members' `--quota-backend-bytes`, for etcd that does not report it.
     pub etcd_quota_bytes: Option<u64>,
+    /// How many nodes and pods a finding names (`--all-errors`: all; else twenty, then a count).
+    pub listing: Limit,
 }
 
 /// Runs the checks `steps` need, except those `options` skips.
@@ -237,7 +240,9 @@ pub async fn preflight(
                 {
                     Verdict::NotRun("the cluster check did not pass".to_string())
                 }
-                Check::NodesReady => nodes_ready(cluster, &kubernetes_steps).await,
+                Check::NodesReady => {
+                    nodes_ready(cluster, &kubernetes_steps, &options.listing).await
+                }
                 Check::Apis | Check::Permissions => {
                     let (Some(client), false) = (cluster, kubernetes_steps.is_empty()) else {
                         report.findings.push(Finding {
@@ -258,7 +263,7 @@ pub async fn preflight(
                         _ => found.permissions_verdict(client).await,
                     }
                 }
-                Check::NodeAgents => node_agents::verdict(cluster, steps).await,
+                Check::NodeAgents => node_agents::verdict(cluster, steps, &options.listing).await,
             }
         };
         report.findings.push(Finding { check, verdict });
@@ -453,7 +458,11 @@ async fn cluster_reachable(cluster: Option<&kube::Client>, kubernetes_steps: &[&
     }
 }
 
-async fn nodes_ready(cluster: Option<&kube::Client>, kubernetes_steps: &[&str]) -> Verdict {
+async fn nodes_ready(
+    cluster: Option<&kube::Client>,
+    kubernetes_steps: &[&str],
+    limit: &Limit,
+) -> Verdict {
     if kubernetes_steps.is_empty() {
         return Verdict::NotRun("no step talks to Kubernetes".to_string());
     }
@@ -487,7 +496,7 @@ async fn nodes_ready(cluster: Option<&kube::Client>, kubernetes_steps: &[&str]) 
             "{} of {} node(s) not Ready: {}",
             not_ready.len(),
             list.items.len(),
-            not_ready.join(", ")
+            listing::inline(&not_ready, limit)
         ),
         fix: "a rolling update waits on every node agent: bring the nodes back (`kubectl describe node`) or cordon and remove them first".to_string(),
     }

@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use indicatif::{ProgressBar, ProgressDrawTarget};
 
+use crate::listing::{self, Limit, Problem};
+
 /// The level of detail of levelled messages (upstream's level names for `--log-level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum LogLevel {
@@ -122,6 +124,8 @@ struct Captured {
 
 struct Inner {
     verbosity: Verbosity,
+    /// How much of a list of problems to show (`--all-errors`, `--errors-file`).
+    listing: Mutex<Limit>,
     color: bool,
     streams: Streams,
     /// The progress bar on screen, if any: lines go above it, questions hide it.
@@ -195,11 +199,23 @@ impl Printer {
         Printer {
             inner: Arc::new(Inner {
                 verbosity,
+                listing: Mutex::new(Limit::Bounded),
                 color,
                 streams,
                 bar: Mutex::new(None),
             }),
         }
+    }
+
+    /// Lists problems as `limit` says from now on, in every clone (`main` sets it once from
+    /// `--all-errors` and `--errors-file`).
+    pub fn set_listing(&self, limit: Limit) {
+        *lock(&self.inner.listing) = limit;
+    }
+
+    /// How much of a list of problems to show.
+    pub fn listing(&self) -> Limit {
+        lock(&self.inner.listing).clone()
     }
 
     pub fn verbosity(&self) -> Verbosity {
@@ -276,6 +292,22 @@ impl Printer {
     /// Writes `line` and a line break to stdout.
     pub fn data_line(&self, line: &str) -> io::Result<()> {
         writeln!(self.stdout(), "{line}")
+    }
+
+    /// Lists `problems` on stdout one a line (findings, checks) through the bounded lister: the
+    /// first twenty and counts of the rest, every one with `--all-errors`; with `--errors-file`
+    /// the file gets every one.
+    pub fn list_lines<P: Problem>(&self, problems: &[P]) -> io::Result<()> {
+        let limit = self.listing();
+        if let Limit::WrittenTo(path) = &limit {
+            std::fs::write(path, listing::lines(problems, &Limit::All)).map_err(|error| {
+                io::Error::new(
+                    error.kind(),
+                    format!("cannot write `{}`: {error}", path.display()),
+                )
+            })?;
+        }
+        self.data(&listing::lines(problems, &limit))
     }
 
     /// A command's result line on stdout, as calicoctl prints it (`Successfully applied 3

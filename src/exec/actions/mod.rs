@@ -94,6 +94,16 @@ pub enum StepError {
     },
 }
 
+/// A resource action's listing (a refused delete's targets) is the step's.
+impl crate::listing::Listed for StepError {
+    fn listed(&self, limit: &crate::listing::Limit) -> Option<String> {
+        match self {
+            StepError::Resource(error) => error.listed(limit),
+            _ => None,
+        }
+    }
+}
+
 impl Hint for StepError {
     fn hint(&self) -> Option<String> {
         match self {
