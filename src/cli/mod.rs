@@ -63,6 +63,13 @@ Examples:
   DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
   netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
   netctl config view
+  netctl -q apply -f policies/          # nothing on stderr but errors
+  netctl -vv get nodes                  # also which etcd endpoints were tried
+  netctl validate -f hosts.yaml --errors-file errors.txt   # all problems to a file
+
+Talk (progress, warnings, notes) goes to stderr and data to stdout. Past 20 problems (invalid
+documents, lint findings, refused targets) the rest are counted by kind; `--all-errors` lists
+every one.
 
 ",
     exit_codes!()

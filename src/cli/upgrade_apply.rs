@@ -39,10 +39,13 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
+  netctl -q upgrade apply --plan plan.json --yes   # from cron: errors only, gates approved
 
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
 says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate without a terminal to
-ask on (`--resume --approve STEP` continues).")]
+ask on (`--resume --approve STEP` continues).
+With `-q` there is no progress and no warning; a gate on a terminal still asks its question, and
+without a terminal the run stops at the gate with exit 3 and its one `stopped:` line.")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)

@@ -153,7 +153,7 @@ pub enum PatchTypeArg {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\n  netctl validate -f peers.yaml --release v3.29\nNo datastore is needed; documents are validated for `--release`, else the newest release netctl\nknows. The exit status is 1 when any document is invalid."
+    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\n  netctl validate -f peers.yaml --release v3.29\n  netctl -q validate -f hosts.yaml && echo valid\n  netctl validate -f hosts.yaml --all-errors\nNo datastore is needed; documents are validated for `--release`, else the newest release netctl\nknows. The exit status is 1 when any document is invalid; past 20 problems the rest are counted\nby kind (`--all-errors` lists every one, `--errors-file FILE` writes them to FILE)."
 )]
 pub struct ValidateArgs {
     #[command(flatten)]
