@@ -409,7 +409,7 @@ fn an_unreachable_api_server_is_reported_with_its_address() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "cannot connect to the kubernetes datastore: no datastore endpoint could be reached (http://{address}): connection refused"
+            "cannot connect to the kubernetes datastore: the datastore is unavailable: `http://{address}` refused the connection"
         )),
         "{stderr}"
     );
@@ -461,7 +461,10 @@ fn a_missing_kubeconfig_or_context_is_a_configuration_error() {
         None,
     ));
     assert!(stderr.contains("has no context `other`"), "{stderr}");
-    assert!(stderr.contains("hint: check KUBECONFIG"), "{stderr}");
+    assert!(
+        stderr.contains("hint: choose a context of the kubeconfig with `--context`"),
+        "{stderr}"
+    );
 
     // Without any kubeconfig, outside a pod.
     let output = Netctl::new()

@@ -44,10 +44,7 @@ fn bad_host_endpoints(count: usize) -> String {
 fn quiet_leaves_data_and_errors_only() {
     let mut netctl = Netctl::new();
     let good = netctl.write_file("good.yaml", GOOD);
-    let run = netctl
-        .args(["-q", "validate", "-f"])
-        .arg(&good)
-        .run();
+    let run = netctl.args(["-q", "validate", "-f"]).arg(&good).run();
     assert_eq!(
         (run.code, run.stdout.as_str(), run.stderr.as_str()),
         (Some(0), "", ""),
@@ -77,7 +74,9 @@ fn quiet_leaves_data_and_errors_only() {
         "{stderr}"
     );
     // -q and -v contradict each other.
-    let run = Netctl::new().args(["-q", "-v", "version", "--client"]).run();
+    let run = Netctl::new()
+        .args(["-q", "-v", "version", "--client"])
+        .run();
     assert_eq!(run.code, Some(2), "{}", run.stderr);
 }
 
@@ -142,7 +141,10 @@ fn twenty_thousand_bad_documents_print_under_ten_kilobytes() {
             .run(),
     );
     assert_eq!(all.matches("\n- `").count(), 20_000);
-    assert!(all.contains("document 20000 (from line"), "the last one too");
+    assert!(
+        all.contains("document 20000 (from line"),
+        "the last one too"
+    );
     assert!(!all.contains("more, by kind of problem"));
 
     // `--errors-file` writes every one; the screen stays bounded and names the file.
@@ -159,10 +161,7 @@ fn twenty_thousand_bad_documents_print_under_ten_kilobytes() {
     );
     assert!(stderr.len() < 10_000, "{} bytes", stderr.len());
     assert!(
-        stderr.ends_with(&format!(
-            "\n(all 20,000 are in `{}`)\n",
-            errors.display()
-        )),
+        stderr.ends_with(&format!("\n(all 20,000 are in `{}`)\n", errors.display())),
         "{stderr}"
     );
     let written = std::fs::read_to_string(&errors).expect("the errors file");
@@ -196,7 +195,10 @@ fn apply_lists_by_the_same_rule_and_groups_each_kind_of_mistake() {
         stderr.starts_with("error: found 55 problems in the input:"),
         "{stderr}"
     );
-    let counts = stderr.split_once("\n35 more, by kind of problem:\n").unwrap().1;
+    let counts = stderr
+        .split_once("\n35 more, by kind of problem:\n")
+        .unwrap()
+        .1;
     assert!(
         counts.starts_with("  25 × spec.nets[2]: "),
         "the most frequent kind first: {counts}"
@@ -263,7 +265,10 @@ fn what_a_user_sees_is_captured_in_process() {
     };
 
     let (code, seen) = validate(&["-q"], &good);
-    assert_eq!((code, seen.stdout(), seen.stderr()), (0, String::new(), String::new()));
+    assert_eq!(
+        (code, seen.stdout(), seen.stderr()),
+        (0, String::new(), String::new())
+    );
     let (code, seen) = validate(&[], &good);
     assert_eq!(code, 0);
     assert_eq!(seen.stdout(), "Successfully validated 2 resource(s)\n");
@@ -326,8 +331,11 @@ fn gated_plan() -> Plan {
             step("pre/before", label("before")),
             step(
                 "pre/window",
-                Action::from_parts("pause", serde_json::json!({"message": "is the window open?"}))
-                    .unwrap(),
+                Action::from_parts(
+                    "pause",
+                    serde_json::json!({"message": "is the window open?"}),
+                )
+                .unwrap(),
             ),
             step("pre/after", label("after")),
         ],
@@ -364,13 +372,14 @@ fn a_gate_asks_on_a_terminal_even_when_quiet() {
             state_dir.to_str().unwrap(),
         ];
         args.extend_from_slice(flags);
-        let environment = Environment::from_pairs([
-            ("HOME", home.path().to_str().unwrap()),
-            ("USER", "ops"),
-        ]);
+        let environment =
+            Environment::from_pairs([("HOME", home.path().to_str().unwrap()), ("USER", "ops")]);
         run_in_process(&args, environment, answers)
     };
-    let label = || etcd.get("/calico/resources/v3/projectcalico.org/hostendpoints/h1").unwrap();
+    let label = || {
+        etcd.get("/calico/resources/v3/projectcalico.org/hostendpoints/h1")
+            .unwrap()
+    };
 
     // Quiet, on a terminal: the question and nothing else; answered yes, the run goes on.
     let (code, seen) = run(&["-q"], Some(&["y"]), "quiet");
@@ -390,8 +399,14 @@ fn a_gate_asks_on_a_terminal_even_when_quiet() {
     let (code, seen) = run(&[], Some(&["n"]), "declined");
     assert_eq!(code, 1, "{}", seen.stderr());
     let stderr = seen.stderr();
-    assert!(stderr.contains("[1/3] pre/before: step pre/before\n"), "{stderr}");
-    assert!(stderr.contains("continue with step `pre/window`? [y/N] \n"), "{stderr}");
+    assert!(
+        stderr.contains("[1/3] pre/before: step pre/before\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("continue with step `pre/window`? [y/N] \n"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("[3/3]"), "{stderr}");
 
     // Quiet without a terminal: the run stops at the gate and says so (exit 3), nothing else.

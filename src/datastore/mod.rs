@@ -224,28 +224,20 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(backend) = self.carried() {
+            return Some(backend);
+        }
         match self {
-            StoreError::Unauthenticated(source)
-            | StoreError::PermissionDenied { source, .. }
-            | StoreError::Unavailable(source)
-            | StoreError::TimedOut(source)
-            | StoreError::Misconfigured(source)
-            | StoreError::Failed { source, .. } => Some(source.as_ref()),
             StoreError::OutcomeUnknown { source, .. } => Some(source.as_ref()),
             StoreError::InvalidData { source, .. } => Some(source),
-            StoreError::NotFound(_)
-            | StoreError::AlreadyExists(_)
-            | StoreError::Conflict { .. }
-            | StoreError::Unsupported { .. }
-            | StoreError::InvalidResourceVersion(_) => None,
+            _ => None,
         }
     }
 }
 
 impl StoreError {
-    /// The backend's own error, when this one carries it: what exactly failed, in the backend's
-    /// terms (callers of one backend downcast it to `EtcdError` or `KubeError`).
-    pub fn backend(&self) -> Option<&(dyn std::error::Error + 'static)> {
+    /// The backend's error this one carries as its own source.
+    fn carried(&self) -> Option<&dyn BackendError> {
         match self {
             StoreError::Unauthenticated(source)
             | StoreError::PermissionDenied { source, .. }
@@ -253,8 +245,19 @@ impl StoreError {
             | StoreError::TimedOut(source)
             | StoreError::Misconfigured(source)
             | StoreError::Failed { source, .. } => Some(source.as_ref()),
-            StoreError::OutcomeUnknown { source, .. } => source.backend(),
             _ => None,
+        }
+    }
+
+    /// The backend's own error, when this one carries it (or, for a lost answer, its cause does):
+    /// what exactly failed, in the backend's terms (callers of one backend downcast it to
+    /// `EtcdError` or `KubeError`).
+    pub fn backend(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::OutcomeUnknown { source, .. } => source.backend(),
+            _ => self
+                .carried()
+                .map(|backend| backend as &(dyn std::error::Error + 'static)),
         }
     }
 
@@ -296,13 +299,7 @@ impl Hint for StoreError {
                 "change or delete the Pod through Kubernetes (e.g. `kubectl delete pod -n NAMESPACE POD`); its workload endpoint follows it".into(),
             ),
             StoreError::OutcomeUnknown { source, .. } => source.hint(),
-            StoreError::Unauthenticated(source)
-            | StoreError::PermissionDenied { source, .. }
-            | StoreError::Unavailable(source)
-            | StoreError::TimedOut(source)
-            | StoreError::Misconfigured(source)
-            | StoreError::Failed { source, .. } => source.hint(),
-            _ => None,
+            _ => self.carried()?.hint(),
         }
     }
 }

@@ -15,7 +15,7 @@ use regex::Regex;
 
 use super::validate::{ValidationError, validate_and_default_for};
 use super::{API_VERSION, Kind, Resource};
-use crate::listing::{self, Limit, Listed, Problem, ProblemKind};
+use crate::listing::{Limit, Listed};
 use crate::release::ApiRelease;
 use crate::yaml::{self, FieldNames, Lines, Shapes};
 
@@ -76,47 +76,6 @@ pub enum LoadError {
     /// past twenty, the rest are counted by kind (`listing`).
     #[error("{}", self.listed(&Limit::Bounded).unwrap_or_default())]
     Problems(Vec<LoadError>),
-}
-
-impl Listed for LoadError {
-    fn listed(&self, limit: &Limit) -> Option<String> {
-        let LoadError::Problems(problems) = self else {
-            return None;
-        };
-        let noun = match problems.len() {
-            1 => "problem",
-            _ => "problems",
-        };
-        let headline = format!(
-            "found {} {noun} in the input:",
-            listing::thousands(problems.len())
-        );
-        Some(listing::render(&headline, problems, limit))
-    }
-}
-
-/// A problem of the input counts as its fields' mistakes (an invalid resource) or its message.
-impl Problem for LoadError {
-    fn entry(&self) -> String {
-        self.to_string()
-    }
-
-    fn kinds(&self) -> Vec<ProblemKind> {
-        match self {
-            LoadError::Invalid { error, .. } => error
-                .errors
-                .iter()
-                .map(|field| ProblemKind::field(&field.path, &field.reason))
-                .collect(),
-            LoadError::Document { reason, .. } => vec![ProblemKind::message(reason)],
-            LoadError::Read { path, source } => vec![ProblemKind::message(&format!(
-                "cannot read `{}`: {source}",
-                path.display()
-            ))],
-            LoadError::StandardInputAsPath => vec![ProblemKind::message(&self.to_string())],
-            LoadError::Problems(problems) => problems.iter().flat_map(Problem::kinds).collect(),
-        }
-    }
 }
 
 /// One input to [`load_and_validate`].
@@ -945,5 +904,6 @@ fn describe_json_type(value: &serde_json::Value) -> &'static str {
 }
 
 mod chunks;
+mod problems;
 #[cfg(test)]
 mod tests;
