@@ -5,15 +5,15 @@
 //! printer that writes to memory — an `upgrade apply` gate asked and answered on a "terminal",
 //! even with `-q`, against a real etcd.
 
+mod exec_common;
 mod support;
 
 use clap::Parser;
+use exec_common::{HOST_ENDPOINTS, action, plan, seed, step};
 use netctl::cli::{self, Cli};
 use netctl::config::Environment;
 use netctl::output::{Capture, Printer};
-use netctl::plan::{
-    Action, DiscoveredFacts, FactOverrides, Facts, InstallMethod, Phase, Plan, PlannedStep, Release,
-};
+use netctl::plan::Plan;
 use support::{EtcdServer, Netctl, failed, ok};
 
 const GOOD: &str = "apiVersion: projectcalico.org/v3
@@ -287,72 +287,27 @@ fn what_a_user_sees_is_captured_in_process() {
 
 /// A plan of a human gate between two label steps, made for the seeded etcd.
 fn gated_plan() -> Plan {
-    let step = |id: &str, action: Action| PlannedStep {
-        id: id.to_string(),
-        runbook: "pre".to_string(),
-        phase: Phase::PreUpgrade,
-        description: format!("step {id}"),
-        needs: vec![],
-        action,
-        verify: None,
-        irreversible: false,
-        requires: None,
-        rollback: None,
-        retry: None,
-        register: None,
-        reason: "test".to_string(),
-    };
     let label = |value: &str| {
-        Action::from_parts(
+        action(
             "resource.label",
             serde_json::json!({"kind": "HostEndpoint", "name": "h1", "key": "upgrade", "value": value, "overwrite": true}),
         )
-        .unwrap()
     };
-    let facts = Facts::assemble(
-        &DiscoveredFacts {
-            installed_version: Some(Release::new(3, 26, 4)),
-            datastore_type: Some(netctl::datastore::DatastoreType::EtcdV3),
-            all_interfaces_host_endpoints: Some(vec![]),
-            ..Default::default()
-        },
-        &FactOverrides {
-            install_method: Some(InstallMethod::Manifest),
-            ..FactOverrides::default()
-        },
-    )
-    .unwrap();
-    Plan::new(
-        "upgrade",
-        Release::new(3, 26, 4),
-        Release::new(3, 29, 2),
-        facts,
-        vec![
-            step("pre/before", label("before")),
-            step(
-                "pre/window",
-                Action::from_parts(
-                    "pause",
-                    serde_json::json!({"message": "is the window open?"}),
-                )
-                .unwrap(),
-            ),
-            step("pre/after", label("after")),
-        ],
-    )
+    let gate = action(
+        "pause",
+        serde_json::json!({"message": "is the window open?"}),
+    );
+    plan(vec![
+        step("pre/before", "step pre/before", label("before")),
+        step("pre/window", "step pre/window", gate),
+        step("pre/after", "step pre/after", label("after")),
+    ])
 }
 
 #[test]
 fn a_gate_asks_on_a_terminal_even_when_quiet() {
     let etcd = EtcdServer::start();
-    etcd.put(
-        "/calico/resources/v3/projectcalico.org/clusterinformations/default",
-        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.26.4","datastoreReady":true}}"#,
-    );
-    etcd.put(
-        "/calico/resources/v3/projectcalico.org/hostendpoints/h1",
-        r#"{"apiVersion":"projectcalico.org/v3","kind":"HostEndpoint","metadata":{"name":"h1"},"spec":{"node":"n1","interfaceName":"eth0","expectedIPs":["10.0.0.1"]}}"#,
-    );
+    seed(&etcd);
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("netctl.cfg");
     std::fs::write(&config, etcd.netctl_config_yaml()).unwrap();
@@ -376,10 +331,7 @@ fn a_gate_asks_on_a_terminal_even_when_quiet() {
             Environment::from_pairs([("HOME", home.path().to_str().unwrap()), ("USER", "ops")]);
         run_in_process(&args, environment, answers)
     };
-    let label = || {
-        etcd.get("/calico/resources/v3/projectcalico.org/hostendpoints/h1")
-            .unwrap()
-    };
+    let label = || etcd.get(&format!("{HOST_ENDPOINTS}h1")).unwrap();
 
     // Quiet, on a terminal: the question and nothing else; answered yes, the run goes on.
     let (code, seen) = run(&["-q"], Some(&["y"]), "quiet");
