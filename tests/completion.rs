@@ -177,7 +177,7 @@ fn kinds_and_their_aliases_complete_after_get() {
     assert_eq!(complete("netctl get he"), ["hep", "heps"]);
     // Nothing typed: one name per kind, the plural kubectl users know.
     let every = complete("netctl get ");
-    assert_eq!(every.len(), 20, "{every:?}");
+    assert_eq!(every.len(), netctl::resource::Kind::ALL.len(), "{every:?}");
     assert!(every.contains(&"globalnetworkpolicies".to_string()));
     // The next kind of a list, and the kinds of `delete` and `label` too.
     assert_eq!(
@@ -338,4 +338,18 @@ fn zsh_fish_elvish_and_powershell_scripts_call_netctl_back() {
         .output();
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "yaml");
+}
+
+#[test]
+fn node_status_completes_node_names_from_the_datastore() {
+    let etcd = EtcdServer::start();
+    for node in ["node-1", "node-2", "other"] {
+        etcd.put(
+            &format!("/calico/resources/v3/projectcalico.org/nodes/{node}"),
+            format!(r#"{{"kind":"Node","apiVersion":"projectcalico.org/v3","metadata":{{"name":"{node}"}},"spec":{{}}}}"#),
+        );
+    }
+    let completion = complete_with(&mut against(&etcd), "netctl node status --node no");
+    assert_eq!(completion.stderr, "");
+    assert_eq!(completion.candidates, ["node-1", "node-2"]);
 }

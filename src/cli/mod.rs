@@ -11,6 +11,8 @@ mod get_forms;
 mod manual;
 mod modeline;
 mod node;
+mod node_checksystem;
+mod node_status;
 mod report;
 mod runbook;
 mod schema;
@@ -158,7 +160,7 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container
+    /// Run the node agent container; check a node (status, checksystem)
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
 }

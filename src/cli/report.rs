@@ -9,6 +9,7 @@ use std::path::Path;
 use super::UpgradeApplyError;
 use super::get_forms::{JsonPathError, TargetError};
 use super::modeline::ModelineError;
+use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
@@ -22,6 +23,8 @@ use crate::exec::actions::resource::ResourceActionError;
 use crate::exec::lock::LockError;
 use crate::listing::{Limit, Listed};
 use crate::node::NodeError;
+use crate::node::checksystem::CheckSystemError;
+use crate::node::status::LocalStatusError;
 use crate::output::OutputFormatError;
 use crate::output::Printer;
 use crate::plan::catalog::CatalogError;
@@ -117,6 +120,9 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         EtcdError,
         KubeError,
         NodeError,
+        LocalStatusError,
+        CheckSystemError,
+        NodeStatusCommandError,
         StepError,
         ExecError,
         LockError,

@@ -490,7 +490,7 @@ impl StepRun for OneStep<'_> {
         );
         // Writes of many resources stop at a safe point on Ctrl-C or SIGTERM and undo; other
         // actions keep the default (the process ends at once).
-        if step.action.writes_many_resources() {
+        if step.action.stops_on_signal() {
             context.interrupt = Interrupt::listen().ok();
         }
         actions::perform(&context, &step.action, RunMode::Execute).await

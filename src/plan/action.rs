@@ -94,6 +94,11 @@ pub enum Action {
     /// never read back from a plan file (its private files are not written into one).
     #[serde(rename = "node.run")]
     NodeRun(NodeRun),
+    /// Ask nodes' calico-node for their BGP status: one temporary CalicoNodeStatus per node,
+    /// created, waited on until filled in (bounded), and deleted again, also after a timeout or a
+    /// signal. Built by `netctl node status --node/--all` only: not a runbook action.
+    #[serde(rename = "node.status")]
+    NodeStatus(NodeStatusQuery),
 }
 
 impl Action {
@@ -128,6 +133,7 @@ impl Action {
             Action::Check(_) => "check",
             Action::Pause(_) => "pause",
             Action::NodeRun(_) => "node.run",
+            Action::NodeStatus(_) => "node.status",
         }
     }
 
@@ -141,6 +147,12 @@ impl Action {
                 | Action::ResourceReplace(_)
                 | Action::ResourceDelete(_)
         )
+    }
+
+    /// Whether the action catches Ctrl-C and SIGTERM to stop at a safe point and undo (one-step
+    /// commands): the batched resource writes, and `node.status`, which deletes what it created.
+    pub fn stops_on_signal(&self) -> bool {
+        self.writes_many_resources() || matches!(self, Action::NodeStatus(_))
     }
 
     /// Replaces the secrets of a program's command line and environment by the one rule
@@ -994,6 +1006,26 @@ impl Serialize for NodeRun {
         })
         .serialize(serializer)
     }
+}
+
+/// The nodes `node.status` asks, each through its own temporary CalicoNodeStatus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStatusQuery {
+    /// The query's id: part of each object's name and the value of its
+    /// `netctl.projectcalico.org/node-status` label.
+    pub id: String,
+    pub nodes: Vec<NodeStatusTarget>,
+    /// How long to wait for every node to answer.
+    pub timeout: HumanDuration,
+}
+
+/// One node and the name of the object that asks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStatusTarget {
+    pub node: String,
+    pub object: String,
 }
 
 impl<'de> Deserialize<'de> for NodeRun {

@@ -740,5 +740,13 @@ pub fn describe(action: &Action) -> String {
         },
         Action::Pause(pause) => format!("{name} \"{}\"", pause.message),
         Action::NodeRun(request) => format!("{name}: {}", request.command.shell_line()),
+        Action::NodeStatus(query) => {
+            let nodes: Vec<&str> = query
+                .nodes
+                .iter()
+                .map(|target| target.node.as_str())
+                .collect();
+            format!("{name} {} (timeout {})", nodes.join(","), query.timeout)
+        }
     }
 }

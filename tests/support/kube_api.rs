@@ -15,7 +15,10 @@
 //! Request bodies of the core kinds are decoded strictly into their `k8s-openapi` types as a real
 //! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
 //! "0400"`) or an unknown field is refused with the status code and `Status` message a real server
-//! gives, for create/update and for server-side apply alike.
+//! gives, for create/update and for server-side apply alike. Custom resources whose CRD schema
+//! [`super::kube_crd`] carries (CalicoNodeStatus) are checked against it on create and update
+//! (`422 Invalid`, unknown fields pruned); a PUT writes their `status` unless the CRD has a status
+//! subresource (of Calico's, only KubeControllersConfiguration).
 //!
 //! It does not implement watches, RBAC, admission, defaulting, field selectors, tables, protobuf or
 //! the OpenAPI documents: clients that ask for tables get plain lists, as from an older server, and
@@ -141,6 +144,13 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     ),
     kind(CALICO_GROUP, "v1", "BGPFilter", "bgpfilters", false),
     kind(CALICO_GROUP, "v1", "BGPPeer", "bgppeers", false),
+    kind(
+        CALICO_GROUP,
+        "v1",
+        "CalicoNodeStatus",
+        "caliconodestatuses",
+        false,
+    ),
     kind(
         CALICO_GROUP,
         "v1",
@@ -714,6 +724,9 @@ fn decode_strictly(
     mut object: Value,
 ) -> Result<(Value, Vec<String>), Response> {
     let api_version = resource.api_version();
+    if let Some(schema) = super::kube_crd::schema(&api_version, resource.kind) {
+        return check_custom_resource(resource, query, &schema, object);
+    }
     match super::kube_strict::check(&api_version, resource.kind, &object) {
         Ok(()) => Ok((object, Vec::new())),
         Err(super::kube_strict::Refusal::WrongType {
@@ -742,6 +755,61 @@ fn decode_strictly(
             Ok((object, listed))
         }
     }
+}
+
+/// A custom resource checked against its CRD's schema (see [`super::kube_crd`]): `422 Invalid`
+/// with every cause, unknown fields pruned with a warning (refused with `fieldValidation=Strict`),
+/// nulls in fields that are not nullable pruned.
+#[allow(clippy::result_large_err)]
+fn check_custom_resource(
+    resource: &ResourceType,
+    query: &BTreeMap<String, String>,
+    schema: &Value,
+    mut object: Value,
+) -> Result<(Value, Vec<String>), Response> {
+    let findings = super::kube_crd::check(schema, &object);
+    let listed: Vec<String> = findings
+        .unknown
+        .iter()
+        .map(|path| format!("unknown field \"{path}\""))
+        .collect();
+    if !listed.is_empty() && query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+        return Err(bad_request(format!(
+            "strict decoding error: {}",
+            listed.join(", ")
+        )));
+    }
+    if !findings.invalid.is_empty() {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let causes = match findings.invalid.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        return Err(status_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!(
+                "{}.{} \"{name}\" is invalid: {causes}",
+                resource.kind, resource.group
+            ),
+            json!({"name": name, "group": resource.group, "kind": resource.kind,
+                   "causes": findings.invalid.iter().map(|cause| json!({"message": cause})).collect::<Vec<_>>()}),
+        ));
+    }
+    for path in findings.unknown.iter().chain(&findings.nulls) {
+        super::kube_crd::prune(&mut object, path);
+    }
+    Ok((object, listed))
+}
+
+/// Whether the type's `status` is a subresource, which a PUT of the object leaves alone. Calico's
+/// CRDs have none but KubeControllersConfiguration: a PUT of a CalicoNodeStatus writes its status,
+/// as calico-node's does.
+fn has_status_subresource(resource: &ResourceType) -> bool {
+    resource.group != CALICO_GROUP || resource.kind == "KubeControllersConfiguration"
 }
 
 /// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's
@@ -1229,8 +1297,10 @@ fn object_request(
                 );
             }
             let mut object = object;
-            if let Some(status) = previous.get("status") {
-                object["status"] = status.clone();
+            if has_status_subresource(&resource) {
+                if let Some(status) = previous.get("status") {
+                    object["status"] = status.clone();
+                }
             }
             let manager = query
                 .get("fieldManager")

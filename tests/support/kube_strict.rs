@@ -12,8 +12,9 @@
 //!   object (<ns>/<name>; <apiVersion>, Kind=<Kind>): .<path>: expected numeric (int or float), got
 //!   string` or `...: field not declared in schema` (structured-merge-diff's conversion error).
 //!
-//! Custom resources (Calico's CRDs, the operator's kinds) are not checked: their schema lives in
-//! the CRD, which this server does not evaluate. Batch Jobs are checked too (canal-etcd has one).
+//! Custom resources are checked against their CRD's schema where [`super::kube_crd`] has it
+//! (CalicoNodeStatus); the other Calico and operator kinds are not checked. Batch Jobs are checked
+//! too (canal-etcd has one).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

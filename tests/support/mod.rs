@@ -50,10 +50,13 @@
 // unused helper or re-export would be a warning (an error under `-D warnings`) in some test binary.
 #![allow(dead_code, unused_imports)]
 
+pub mod bird;
+pub mod calico_node;
 pub mod dns;
 pub mod etcd;
 pub mod faults;
 pub mod kube_api;
+pub mod kube_crd;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;

@@ -103,6 +103,13 @@ pub fn describe_action(action: &Action) -> String {
             text
         }
         Action::NodeRun(request) => format!("run {}", request.command.shell_line()),
+        Action::NodeStatus(query) => format!(
+            "ask {} for its status through a temporary CalicoNodeStatus",
+            match query.nodes.as_slice() {
+                [one] => format!("node `{}`", one.node),
+                many => format!("{} nodes", many.len()),
+            }
+        ),
         other => other.name().to_string(),
     }
 }

@@ -11,6 +11,7 @@ pub mod describe;
 pub mod fetch;
 pub mod kube;
 pub mod node;
+pub mod node_status;
 pub mod owner_reference;
 pub mod pause;
 pub mod process;
@@ -78,6 +79,8 @@ pub enum StepError {
     OwnerReference(#[from] owner_reference::OwnerReferenceError),
     #[error(transparent)]
     Node(#[from] crate::node::NodeError),
+    #[error(transparent)]
+    NodeStatus(#[from] Box<node_status::NodeStatusActionError>),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -113,6 +116,7 @@ impl Hint for StepError {
             StepError::Kube(error) => error.hint(),
             StepError::OwnerReference(error) => error.hint(),
             StepError::Node(error) => error.hint(),
+            StepError::NodeStatus(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),
@@ -307,6 +311,11 @@ pub async fn perform(
         Action::Check(check) => check::evaluate(check, context.facts)?,
         Action::Pause(gate) => pause::describe(gate, mode),
         Action::NodeRun(request) => node::start(request, mode, context.progress.printer()).await?,
+        Action::NodeStatus(query) => {
+            node_status::ask(store()?, query, mode, interrupt, context.progress.printer())
+                .await
+                .map_err(Box::new)?
+        }
     })
 }
 
@@ -399,5 +408,7 @@ pub fn is_idempotent(action: &Action) -> bool {
         Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
         // It replaces the running container: safe, but not without effect.
         Action::NodeRun(_) => false,
+        // Each run asks with objects of its own and deletes them.
+        Action::NodeStatus(_) => true,
     }
 }
