@@ -18,7 +18,7 @@ use super::args::parse_duration;
 use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions};
 use crate::errors::Hint;
-use crate::exec::actions::node_status::{LeftBehind, NodeStatusOutput, delete_command};
+use crate::exec::actions::node::status::{LeftBehind, NodeStatusOutput, delete_command};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::node::status::remote::{self, NodeAnswer};
@@ -100,7 +100,7 @@ pub enum NodeStatusCommandError {
     /// Each node with why there is no status from it.
     #[error("no status from {}", describe_silent(.nodes))]
     NoAnswer { nodes: Vec<(String, String)> },
-    #[error("{}", crate::exec::actions::node_status::describe_left_behind(.left_behind))]
+    #[error("{}", crate::exec::actions::node::status::describe_left_behind(.left_behind))]
     LeftBehind { left_behind: Vec<LeftBehind> },
     #[error("cannot write the status as {format}")]
     Encode {

@@ -17,6 +17,8 @@ pub mod health;
 pub mod initialize;
 pub mod kube;
 mod pages;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::fmt;
 use std::time::Duration;

@@ -23,7 +23,7 @@ mod request;
 pub mod run;
 pub mod status;
 
-pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text, shell_quote};
+pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text};
 pub use engine::{Engine, LocatedEngine};
 pub use error::NodeError;
 pub use request::{

@@ -4,7 +4,8 @@
 //! Without a terminal nobody can answer, so the executor stops cleanly at the gate (with a
 //! checkpoint) and says how to continue; this module only describes, it never decides to stop.
 
-use super::{Outcome, RunMode};
+use super::{Context, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
 use crate::plan::action::Pause;
 
 /// Whether a person can answer questions (the printer knows: it asks them).
@@ -20,5 +21,17 @@ pub fn describe(gate: &Pause, mode: RunMode) -> Outcome {
         summary: text.clone(),
         transcript: vec![text],
         output: None,
+    }
+}
+
+/// The gate itself is the executor's (`exec/gate.rs`): by the time the step is performed, it was
+/// passed.
+impl Perform for Pause {
+    async fn perform(&self, _: &Action, _: &Context<'_>, mode: RunMode) -> Performed {
+        Ok(describe(self, mode))
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
     }
 }
