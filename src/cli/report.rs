@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::UpgradeApplyError;
-use super::get_forms::{JsonPathError, TargetError};
+use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
@@ -16,6 +16,7 @@ use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::etcd::EtcdError;
 use crate::datastore::kube::KubeError;
+use crate::diagnose::DiagnoseError;
 use crate::errors::{Hint, error_chain, error_chain_with};
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
@@ -123,6 +124,7 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         LocalStatusError,
         CheckSystemError,
         NodeStatusCommandError,
+        DiagnoseError,
         StepError,
         ExecError,
         LockError,
@@ -140,6 +142,7 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         UnknownKind,
         SelectorError,
         JsonPathError,
+        GoTemplateError,
         TargetError,
         ReleaseFlagError,
         ModelineError,

@@ -432,6 +432,11 @@ impl Printer {
             }
         }
     }
+
+    /// A counter of `total` items on stderr (a bar on a terminal; see `output::progress`).
+    pub fn progress(&self, what: &str, total: u64) -> super::progress::Progress {
+        super::progress::Progress::new(self, what, total)
+    }
 }
 
 /// stdout as a writer: the process's (locked) or a captured printer's.
