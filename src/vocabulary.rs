@@ -167,6 +167,20 @@ fn default_retry_delay() -> HumanDuration {
     HumanDuration(Duration::from_secs(5))
 }
 
+/// Where a step stands in a span of steps a run must never be cut inside (a datastore lock …
+/// unlock): the step that opens the span and the one that closes it, by the span's name. A
+/// maintenance window (`--deadline`, `--window`) counts the span as one piece: the run starts it
+/// only when the estimates say it finishes in time, and never stops between its ends. No human
+/// gate may stand inside a span (lint `gate-inside-span`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum SpanEdge {
+    /// This step opens the span, e.g. `{opens: datastore-lock}`.
+    Opens(String),
+    /// This step closes it, e.g. `{closes: datastore-lock}`.
+    Closes(String),
+}
+
 /// How the network was installed; it decides the upgrade procedure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

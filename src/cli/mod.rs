@@ -7,6 +7,7 @@ mod args;
 pub mod completion;
 mod config;
 mod diags;
+mod diff;
 mod get;
 mod get_forms;
 mod manual;
@@ -20,6 +21,7 @@ mod runbook;
 mod schema;
 mod upgrade;
 mod upgrade_apply;
+mod upgrade_history;
 mod version;
 mod write;
 
@@ -41,22 +43,9 @@ use crate::listing::Limit;
 use crate::output::{LogLevel, Printer, Verbosity};
 use args::parse_duration;
 
-/// The exit codes `main` produces, as `--help` shows them (a macro so `concat!` can take it).
-macro_rules! exit_codes {
-    () => {
-        "\
-Exit codes:
-  0  success (also when the reader of stdout goes away, e.g. `netctl get nodes | head -1`)
-  1  the command failed (bad input, refused configuration, datastore error); stderr says why
-  2  bad usage: unknown command or flag, missing argument
-  3  `upgrade apply` stopped at a human gate; `upgrade apply --resume --approve STEP` continues"
-    };
-}
-
 // Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
 // once split "else the environment" across lines.
-const AFTER_HELP: &str = concat!(
-    "\
+const CONFIGURATION_AND_EXAMPLES: &str = "\
 Configuration, first found wins:
   -c FILE                   a NetAPIConfig document
   /etc/netctl/netctl.cfg    when it exists
@@ -74,14 +63,19 @@ Examples:
 Talk (progress, warnings, notes) goes to stderr and data to stdout. Past 20 problems (invalid
 documents, lint findings, refused targets) the rest are counted by kind; `--all-errors` lists
 every one.
+";
 
-",
-    exit_codes!()
-);
+/// The top-level help's closing text: configuration, examples, and every exit code `main` produces.
+fn after_help() -> String {
+    format!(
+        "{CONFIGURATION_AND_EXAMPLES}\n{}",
+        crate::exit_code::help_text()
+    )
+}
 
 /// Administer a Calico-compatible container network: resources, safe upgrades, the node agent.
 #[derive(Debug, Parser)]
-#[command(name = "netctl", version, about, after_help = AFTER_HELP, propagate_version = true)]
+#[command(name = "netctl", version, about, after_help = after_help(), propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOptions,
@@ -145,10 +139,13 @@ pub enum Command {
     Patch(write::PatchArgs),
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),
+    /// Show how resource files differ from what is stored (as `apply` would change it)
+    #[command(after_help = diff::AFTER_HELP)]
+    Diff(diff::DiffArgs),
     /// Show or check the client configuration
     #[command(subcommand, after_help = config::EXAMPLES)]
     Config(config::ConfigCommand),
-    /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
+    /// Plan and run upgrades from the runbooks: plan, apply, status, history, unlock
     #[command(subcommand, after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
@@ -182,6 +179,17 @@ impl GlobalOptions {
             (Some(path), _) => Limit::WrittenTo(path.clone()),
             (None, true) => Limit::All,
             (None, false) => Limit::Bounded,
+        }
+    }
+}
+
+impl Command {
+    /// The exit code an error of this command ends with: kubectl diff's errors exit above its 1
+    /// ("differences"), every other command's exit 1.
+    pub fn failure_code(&self) -> u8 {
+        match self {
+            Command::Diff(_) => crate::exit_code::DIFF_FAILED,
+            _ => crate::exit_code::FAILURE,
         }
     }
 }
@@ -293,6 +301,7 @@ pub async fn run(cli: Cli, environment: Environment, printer: Printer) -> anyhow
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
+        Command::Diff(args) => diff::run(&context, args).await,
         Command::Config(command) => config::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),

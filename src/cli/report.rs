@@ -21,6 +21,7 @@ use crate::errors::{Hint, error_chain, error_chain_with};
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
 use crate::exec::actions::resource::ResourceActionError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::listing::{Limit, Listed};
 use crate::node::NodeError;
@@ -128,6 +129,7 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         StepError,
         ExecError,
         LockError,
+        HistoryError,
         UpgradeApplyError,
         VersionCheckError,
         RequestError,

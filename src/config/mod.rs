@@ -428,6 +428,32 @@ fn from_file(path: &Path) -> Result<ClientConfig, ConfigError> {
     )
 }
 
+/// The environment a program netctl starts for the operator's own purposes gets (the notification
+/// hooks of `upgrade apply`): netctl's own, without what opens the datastore — its configuration
+/// variables, with or without `NET_` — and without any variable whose name looks secret
+/// (`redaction.rs`), so a hook never holds the credentials netctl runs with.
+pub fn environment_without_datastore_access(
+    environment: &Environment,
+) -> std::collections::BTreeMap<String, String> {
+    let configuration: Vec<&str> = std::iter::once("DATASTORE_TYPE")
+        .chain(
+            ConfigOption::ALL
+                .into_iter()
+                .filter_map(ConfigOption::variable),
+        )
+        .collect();
+    environment
+        .variables()
+        .filter(|(name, _)| {
+            let plain = name.strip_prefix(env::PREFIX).unwrap_or(name);
+            !configuration.contains(&plain)
+                && !RETIRED_VARIABLES.contains(&plain)
+                && !crate::redaction::looks_secret(name)
+        })
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
 /// The configuration variables set in the environment, which a config file in use makes netctl
 /// ignore (one source, never a merge): easy to miss when `/etc/netctl/netctl.cfg` exists.
 fn ignored_by_file(path: &Path, environment: &Environment) -> Vec<String> {

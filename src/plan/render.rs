@@ -164,6 +164,18 @@ pub fn text(plan: &Plan) -> String {
                 let _ = writeln!(out, "{rail}     rollback before: {}", advice.before);
                 let _ = writeln!(out, "{rail}     rollback after:  {}", advice.after);
             }
+            match &step.span {
+                Some(crate::vocabulary::SpanEdge::Opens(name)) => {
+                    let _ = writeln!(
+                        out,
+                        "{rail}     span:   opens `{name}` (never cut: a maintenance window holds it whole)"
+                    );
+                }
+                Some(crate::vocabulary::SpanEdge::Closes(name)) => {
+                    let _ = writeln!(out, "{rail}     span:   closes `{name}`");
+                }
+                None => {}
+            }
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }

@@ -534,6 +534,7 @@ fn instantiate(
                     retry: step.retry.clone(),
                     register: step.register.clone(),
                     reason: item_reason,
+                    span: step.span.clone(),
                 },
             });
             // Rendered the first item: the others are their names.

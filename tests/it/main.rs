@@ -50,6 +50,7 @@ mod plan_properties;
 mod release_lines;
 mod resource_commands;
 mod runbook_lint;
+mod upgrade_ci;
 mod upgrade_discovery;
 mod upgrade_discovery_kubernetes;
 mod upgrade_e2e;

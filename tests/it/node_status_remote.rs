@@ -308,11 +308,11 @@ fn an_unknown_node_is_refused_and_a_dry_run_writes_nothing() {
     let usage = Netctl::new()
         .args(["node", "status", "--timeout", "5s"])
         .run();
-    assert_eq!(usage.code, Some(2), "{}", usage.stderr);
+    assert_eq!(usage.code, Some(64), "{}", usage.stderr);
     let usage = Netctl::new()
         .args(["node", "status", "--all", "--root", "/"])
         .run();
-    assert_eq!(usage.code, Some(2), "{}", usage.stderr);
+    assert_eq!(usage.code, Some(64), "{}", usage.stderr);
 }
 
 const REQUEST: &str = "apiVersion: projectcalico.org/v3
