@@ -74,7 +74,7 @@ fn quiet_leaves_data_and_errors_only() {
     let run = Netctl::new()
         .args(["-q", "-v", "version", "--client"])
         .run();
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.code, Some(64), "{}", run.stderr);
 }
 
 #[test]
