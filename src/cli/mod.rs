@@ -257,6 +257,12 @@ impl Context {
         Ok(connect::connect(self.client_config()?, &self.connect_options()).await?)
     }
 
+    /// The Kubernetes datastore itself (what `config check` reports on): connected, its API group
+    /// chosen and proven.
+    pub async fn kubernetes_datastore(&self) -> anyhow::Result<crate::datastore::kube::KubeStore> {
+        Ok(connect::connect_kubernetes(self.client_config()?, &self.connect_options()).await?)
+    }
+
     /// The datastore together with its coordination service; upgrade runs need both.
     pub async fn coordinated_datastore(
         &self,

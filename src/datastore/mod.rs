@@ -327,6 +327,12 @@ pub trait Datastore: Send + Sync {
     /// Proves the datastore is reachable and the credentials work (connections are otherwise lazy).
     async fn check(&self) -> Result<(), StoreError>;
 
+    /// The API group the Calico resources live in (`kubernetes` only: `crd.projectcalico.org/v1`
+    /// or v3.32's native `projectcalico.org/v3`); `None` for a datastore without groups.
+    fn calico_api_group(&self) -> Option<crate::config::CalicoApiGroup> {
+        None
+    }
+
     /// Reads one resource; `resourceVersion` is set to the stored revision.
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError>;
 

@@ -36,6 +36,7 @@ mod exec_run_one;
 mod exec_terminal;
 mod harness;
 mod kube_actions;
+mod kube_api_groups;
 mod kube_apply_manifest;
 mod kube_coordination;
 mod kube_datastore;

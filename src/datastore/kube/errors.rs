@@ -98,10 +98,10 @@ impl Hint for KubeError {
                 "check the credentials of the kubeconfig user (token, client certificate) or k8sAPIToken"
             }
             KubeError::Status { code: 403, .. } => {
-                "ask a cluster administrator for RBAC access to the `crd.projectcalico.org` resources (see `kubectl auth can-i`)"
+                "ask a cluster administrator for RBAC access to the Calico resources named above (see `kubectl auth can-i`)"
             }
             KubeError::NotInstalled { .. } => {
-                "install the Calico CRDs (`crd.projectcalico.org`) in the cluster, or check the kubeconfig context"
+                "install the Calico CRDs in the cluster, or check the kubeconfig context; netctl reads the API group calico-node reads, `crd.projectcalico.org/v1` unless only `projectcalico.org/v3` is served, and `NET_CALICO_API_GROUP` (or `calicoAPIGroup`) names it"
             }
             KubeError::Refused { .. }
             | KubeError::Unresolved { .. }
