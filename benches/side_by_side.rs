@@ -19,6 +19,9 @@
 #[path = "../tests/it/support/mod.rs"]
 mod support;
 
+#[path = "side_by_side_parts/ipam.rs"]
+mod ipam;
+
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
 use std::os::unix::process::CommandExt;
@@ -75,6 +78,12 @@ fn main() {
         }
         report.per_step_overhead();
     }
+    if options.runs("ipam") {
+        for &size in &options.ipam_sizes {
+            ipam::ipam(&options, &tools, size, &mut report);
+        }
+        ipam::linearity(&mut report);
+    }
     println!("{}", report.markdown());
     if report.missed > 0 {
         eprintln!("{} target(s) missed (marked MISSED above)", report.missed);
@@ -90,6 +99,7 @@ struct Options {
     write_size: usize,
     validate_size: usize,
     upgrade_sizes: Vec<usize>,
+    ipam_sizes: Vec<usize>,
     sections: Vec<String>,
 }
 
@@ -137,6 +147,14 @@ impl Options {
                 vec![if quick { 10_000 } else { 100_000 }],
             )[0],
             upgrade_sizes: sizes("--upgrade-sizes", vec![1_000, 10_000]),
+            ipam_sizes: sizes(
+                "--ipam-sizes",
+                if quick {
+                    vec![10_000]
+                } else {
+                    vec![10_000, 100_000]
+                },
+            ),
             sections,
         }
     }
@@ -405,6 +423,8 @@ struct Report {
     rows: Vec<Row>,
     missed: usize,
     per_item: Vec<(usize, f64)>,
+    /// `ipam check`'s seconds per allocation at each size (the linearity row).
+    ipam_per_allocation: Vec<(usize, f64)>,
 }
 
 struct Row {

@@ -11,6 +11,7 @@ pub mod diagnose;
 pub mod errors;
 pub mod exec;
 pub mod exit_code;
+pub mod ipam;
 pub mod listing;
 pub mod node;
 pub mod output;

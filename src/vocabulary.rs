@@ -92,6 +92,22 @@ macro_rules! action_table {
                 /// after a timeout or a signal. Built by `netctl node status --node/--all` only: not
                 /// a runbook action.
                 NodeStatus = "node.status" (NodeStatusQuery),
+                /// Lock the datastore (ClusterInformation `datastoreReady: false`), recording who
+                /// locked it and when. Built by `netctl datastore migrate lock` only.
+                DatastoreLock = "datastore.lock" (DatastoreLock),
+                /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
+                /// migrate unlock` only.
+                DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Put a backup back into the datastore it was taken of (resources; IPAM when
+                /// asked). Built by `netctl datastore restore`.
+                DatastoreRestore = "datastore.restore" (DatastoreRestore),
+                /// Free addresses and delete leaked handles, each guarded by the allocation's
+                /// sequence number and the handle's revision. Built by `netctl ipam release` only.
+                IpamRelease = "ipam.release" (IpamRelease),
+                /// Replace an IP pool by 2^k children. Built by `netctl ipam split` only.
+                IpamSplit = "ipam.split" (IpamSplit),
+                /// Change the allocator's configuration. Built by `netctl ipam configure` only.
+                IpamConfigure = "ipam.configure" (IpamConfigure),
             }
         }
     };

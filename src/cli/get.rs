@@ -166,6 +166,17 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     check_schema_modeline(&args, &format, &presentation, single)?;
 
     let store = context.datastore().await?;
+    // A forgotten lock stops every new pod: `get nodes` is where operators look first.
+    if kinds.contains(&Kind::Node) {
+        crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
+    }
+    if kinds.contains(&Kind::IpamConfiguration)
+        && store.kind() == crate::datastore::DatastoreType::EtcdV3
+    {
+        context
+            .printer
+            .warn(crate::ipam::config::ETCD_RESOURCE_CAVEAT);
+    }
     let modeline = schema_modeline(&args, single, store.as_ref()).await?;
     let needs_as_number = kinds
         .iter()

@@ -6,10 +6,13 @@
 mod args;
 pub mod completion;
 mod config;
+mod datastore;
 mod diags;
 mod diff;
 mod get;
 mod get_forms;
+mod ipam;
+mod journaled;
 mod manual;
 mod modeline;
 mod node;
@@ -151,6 +154,12 @@ pub enum Command {
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
+    /// Back up and restore the datastore; lock or unlock it (`datastore migrate lock|unlock`)
+    #[command(subcommand, after_help = datastore::EXAMPLES)]
+    Datastore(datastore::DatastoreCommand),
+    /// IP address management: show use, check for leaks, release, split pools, configure
+    #[command(subcommand, after_help = ipam::EXAMPLES)]
+    Ipam(ipam::IpamCommand),
     /// Show the client version and the version of the cluster
     Version(version::VersionArgs),
     /// Print a shell completion script
@@ -309,6 +318,8 @@ pub async fn run(cli: Cli, environment: Environment, printer: Printer) -> anyhow
         Command::Validate(args) => write::validate(&context, args),
         Command::Diff(args) => diff::run(&context, args).await,
         Command::Config(command) => config::run(&context, command).await,
+        Command::Ipam(command) => ipam::run(&context, command).await,
+        Command::Datastore(command) => datastore::run(&context, command).await,
         Command::Version(args) => version::run(&context, args).await,
         Command::Completion(args) => completion::run(&context, args),
         Command::Schema(args) => schema::run(&context, args),

@@ -13,16 +13,21 @@ use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
+use crate::datastore::backup::BackupError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::etcd::EtcdError;
+use crate::datastore::ipam::IpamError;
 use crate::datastore::kube::KubeError;
 use crate::diagnose::DiagnoseError;
 use crate::errors::{Hint, error_chain, error_chain_with};
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
+use crate::exec::actions::ipam::IpamActionError;
 use crate::exec::actions::resource::ResourceActionError;
 use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
+use crate::ipam::report::ReportError;
+use crate::ipam::split::SplitError;
 use crate::listing::{Limit, Listed};
 use crate::node::NodeError;
 use crate::node::checksystem::CheckSystemError;
@@ -148,6 +153,11 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         TargetError,
         ReleaseFlagError,
         ModelineError,
+        IpamActionError,
+        IpamError,
+        BackupError,
+        ReportError,
+        SplitError,
     );
     None
 }

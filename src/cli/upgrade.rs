@@ -156,6 +156,9 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         context.configured_etcd_endpoints(),
     )?;
     let store = context.datastore_for_facts(args.offline).await?;
+    if let Some(store) = &store {
+        crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
+    }
     let cluster = match args.offline {
         true => None,
         false => context.kubernetes_client().await?,

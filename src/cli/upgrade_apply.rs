@@ -28,7 +28,9 @@ use crate::exec::hooks::Hooks;
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
-use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
+use crate::exec::{
+    ApplyOptions, BackupChoice, Confirmation, CrashPoint, Executor, RunMode, StartMode,
+};
 use crate::plan::Plan;
 use crate::plan::request::FactSources;
 use crate::runbook::UPGRADE_PROCEDURE;
@@ -114,6 +116,9 @@ pub struct ApplyArgs {
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     etcd_quota_bytes: Option<u64>,
+    /// Do not back the datastore up into the state directory before the first write (journaled)
+    #[arg(long)]
+    no_backup: bool,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
@@ -290,6 +295,10 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         progress_interval: args.progress_interval,
         hooks: args.hooks.into(),
         window: args.window.window(),
+        backup: match args.no_backup {
+            true => BackupChoice::Skip,
+            false => BackupChoice::Take,
+        },
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
@@ -358,7 +367,10 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
     }
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
-        Ok((_, coordination)) => Some(coordination),
+        Ok((datastore, coordination)) => {
+            crate::datastore::readiness::warn_if_locked(datastore.as_ref(), &context.printer).await;
+            Some(coordination)
+        }
         Err(error) => {
             context.printer.warn(format!(
                 "showing the local checkpoint only; the datastore is not reachable: {}",

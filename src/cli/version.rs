@@ -59,6 +59,7 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let store = context.datastore().await?;
+    crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
     let interval = args.poll.filter(|interval| !interval.is_zero());
     let Some(interval) = interval else {
         let cluster = cluster_lines(store.as_ref()).await.map_err(|error| {

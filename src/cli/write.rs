@@ -17,7 +17,7 @@ use clap_complete::engine::ArgValueCompleter;
 use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
 use super::{Context, completion};
 use crate::datastore::Datastore;
-use crate::exec::actions::{ExistingPolicy, WriteSemantics};
+use crate::exec::actions::{ExistingPolicy, Outcome, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
@@ -180,6 +180,29 @@ pub struct ValidateArgs {
     release: ReleaseArg,
 }
 
+/// Runs a one-step plan through the one executor, writing the dry run's transcript to `out`. A
+/// one-step command has no run to resume: a failed step's own error (and its advice) is the
+/// command's error.
+pub(super) async fn run_one_step(
+    context: &Context,
+    store: Arc<dyn Datastore>,
+    plan: &Plan,
+    mode: RunMode,
+    options: &RunOneOptions,
+    release: Option<ApiRelease>,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<Outcome> {
+    let executor = Executor::new(store, None, Holder::current())
+        .with_release(release)
+        .with_printer(context.printer.clone());
+    match executor.run_one(plan, mode, options, out).await {
+        Ok(outcome) => Ok(outcome),
+        // A one-step command has no run to resume: report the action's own error and advice.
+        Err(ExecError::StepFailed { source, .. }) => Err(anyhow::Error::new(*source)),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// Runs one action as a one-step plan and prints its result (the dry-run transcript, or the summary).
 async fn run_step(
     context: &Context,
@@ -190,20 +213,12 @@ async fn run_step(
     release: Option<ApiRelease>,
 ) -> anyhow::Result<()> {
     let mode = dry_run.mode();
-    let executor = Executor::new(store, None, Holder::current())
-        .with_release(release)
-        .with_printer(context.printer.clone());
     let options = RunOneOptions {
         semantics,
         journal: None,
     };
     let mut stdout = context.printer.stdout();
-    let outcome = match executor.run_one(plan, mode, &options, &mut stdout).await {
-        Ok(outcome) => outcome,
-        // A one-step command has no run to resume: report the action's own error and advice.
-        Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
-        Err(error) => return Err(error.into()),
-    };
+    let outcome = run_one_step(context, store, plan, mode, &options, release, &mut stdout).await?;
     drop(stdout);
     if mode == RunMode::Execute {
         // calicoctl's result line, on stdout where scripts read it; `-q` leaves it out.
@@ -288,6 +303,15 @@ async fn write_documents(
         },
         DocumentCommand::Apply | DocumentCommand::Replace => WriteSemantics::default(),
     };
+    if store.kind() == crate::datastore::DatastoreType::EtcdV3
+        && documents
+            .iter()
+            .any(|document| document.kind == Kind::IpamConfiguration)
+    {
+        context
+            .printer
+            .warn(crate::ipam::config::ETCD_RESOURCE_CAVEAT);
+    }
     let description = describe(verb, &documents);
     // The step does not validate the documents again for the release they were loaded for.
     let action = build(ResourceDocuments {

@@ -9,14 +9,17 @@
 //! ([`Datastore::write_batch`], `batch.rs`): one etcd transaction each, or one request per object
 //! where the backend has no transactions, with an outcome per write either way.
 
+pub mod backup;
 pub mod batch;
 pub mod connect;
 pub mod coordination;
 pub mod etcd;
 pub mod health;
 pub mod initialize;
+pub mod ipam;
 pub mod kube;
 mod pages;
+pub mod readiness;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -272,6 +275,15 @@ impl StoreError {
         )
     }
 
+    /// Whether the datastore does not serve the type of resource asked for (a Kubernetes
+    /// custom resource whose CRD is not installed).
+    pub fn is_not_served(&self) -> bool {
+        matches!(
+            self.backend_as::<kube::KubeError>(),
+            Some(kube::KubeError::NotInstalled { .. })
+        )
+    }
+
     /// The backend's error as `T`, when it is one.
     pub fn backend_as<T: std::error::Error + 'static>(&self) -> Option<&T> {
         self.backend()?.downcast_ref::<T>()
@@ -330,6 +342,12 @@ pub trait Datastore: Send + Sync {
     /// The API group the Calico resources live in (`kubernetes` only: `crd.projectcalico.org/v1`
     /// or v3.32's native `projectcalico.org/v3`); `None` for a datastore without groups.
     fn calico_api_group(&self) -> Option<crate::config::CalicoApiGroup> {
+        None
+    }
+
+    /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
+    /// for a store that keeps none.
+    fn ipam(&self) -> Option<&dyn ipam::IpamStore> {
         None
     }
 

@@ -127,6 +127,9 @@ pub enum ExecError {
     InvalidCrashHook(#[from] InvalidCrashHook),
     #[error("interrupted by {signal}; the run stopped where it was")]
     Cancelled { signal: &'static str },
+    /// The backup taken before the run's first write failed: nothing was written.
+    #[error("cannot take the backup before the first write; nothing was written")]
+    Backup(#[source] crate::datastore::backup::BackupError),
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -244,6 +247,10 @@ impl Hint for ExecError {
                 }
             },
             ExecError::Restore { source, .. } => return source.hint(),
+            ExecError::Backup(error) => {
+                let cause = error.hint().map(|hint| format!("{hint}; ")).unwrap_or_default();
+                format!("{cause}or run without it with `--no-backup` (journaled)")
+            }
             ExecError::Cancelled { .. } => {
                 "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
             }

@@ -72,6 +72,16 @@ pub fn by_kind(action: &Action) -> Duration {
         Action::NodeRun(_) => seconds(30),
         // calico-node fills the status within a few seconds; its timeout bounds it.
         Action::NodeStatus(query) => query.timeout.0.min(seconds(30)),
+        Action::DatastoreLock(_) | Action::DatastoreUnlock(_) | Action::IpamConfigure(_) => {
+            seconds(2)
+        }
+        // A block read and a guarded write per block holding addresses, a delete per handle.
+        Action::IpamRelease(release) => {
+            per_item(2, release.addresses.len() + release.handles.len())
+        }
+        Action::IpamSplit(split) => per_item(3, split.children.len()),
+        // A whole datastore's worth of reads and writes; a restore is not an upgrade step.
+        Action::DatastoreRestore(_) => seconds(120),
     }
 }
 

@@ -137,6 +137,9 @@ impl Executor {
                 entry.summary = Some(format!("pre-flight check `{check}` skipped"));
             })?;
         }
+        if !resuming {
+            self.back_up(&mut run, options).await?;
+        }
 
         // SIGINT and SIGTERM stop the run where it is: the step in progress stays `running` in the
         // checkpoint (nobody knows whether it took effect; resume decides), its program is killed
@@ -195,6 +198,42 @@ impl Executor {
             .and_then(serde_json::Value::as_str)
             .filter(|guid| !guid.is_empty())
             .map(str::to_string)
+    }
+
+    /// The backup before a new run's first write (or the journaled `--no-backup`).
+    async fn back_up(&self, run: &mut Run<'_>, options: &ApplyOptions) -> Result<(), ExecError> {
+        let Some(datastore) = self.datastore.as_deref() else {
+            return Ok(());
+        };
+        if options.backup == super::BackupChoice::Skip {
+            return run.record(JournalEvent::BackupSkipped, None, |entry| {
+                entry.summary = Some("no backup before the first write (--no-backup)".into());
+            });
+        }
+        let path = super::backup_path(run.store.directory(), &run.checkpoint.run_id);
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(|source| {
+                ExecError::Backup(crate::datastore::backup::BackupError::Write {
+                    path: path.clone(),
+                    source,
+                })
+            })?;
+        }
+        let taken_at = super::clock::now_rfc3339();
+        let counts = crate::datastore::backup::write_file(datastore, &taken_at, &path)
+            .await
+            .map_err(ExecError::Backup)?;
+        let summary = format!(
+            "backed up {} resource(s) and {} IPAM object(s) to {} (restore: netctl datastore restore -f {})",
+            counts.resources,
+            counts.ipam,
+            path.display(),
+            path.display()
+        );
+        run.progress.note(&summary);
+        run.record(JournalEvent::BackupTaken, None, |entry| {
+            entry.summary = Some(summary);
+        })
     }
 
     async fn run_steps(

@@ -32,6 +32,10 @@ pub enum JournalEvent {
     LockTakenOver,
     /// A pre-flight check passed with `--skip-preflight`; `summary` names it.
     PreflightSkipped,
+    /// The datastore backed up before the run's first write; `summary` names the file.
+    BackupTaken,
+    /// No backup before the first write (`--no-backup`).
+    BackupSkipped,
     Started,
     Succeeded,
     Failed,

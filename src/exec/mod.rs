@@ -63,6 +63,7 @@ use progress::{Progress, ProgressMode};
 use resume::Begin;
 use start::{Starting, notify_end};
 
+pub use clock::now_rfc3339;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
 pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
@@ -127,6 +128,25 @@ pub struct ApplyOptions {
     pub hooks: hooks::Hooks,
     /// `--deadline`, `--window`: when the maintenance window ends.
     pub window: Option<window::Window>,
+    /// Whether a new run backs the datastore up into the state directory before its first write
+    /// (`--no-backup`: not, journaled).
+    pub backup: BackupChoice,
+}
+
+/// Whether `upgrade apply` takes a backup before its first write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackupChoice {
+    /// Into `<state dir>/backups/<run id>.jsonl` (`datastore/backup.rs`), before the first step of
+    /// a new run (a resumed run has its backup from when it started).
+    #[default]
+    Take,
+    /// `--no-backup`.
+    Skip,
+}
+
+/// Where a run's backup goes in the state directory.
+pub fn backup_path(state_dir: &std::path::Path, run_id: &str) -> PathBuf {
+    state_dir.join("backups").join(format!("{run_id}.jsonl"))
 }
 
 impl ApplyOptions {

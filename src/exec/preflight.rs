@@ -286,7 +286,21 @@ pub async fn preflight(
 async fn datastore(store: &dyn Datastore) -> Verdict {
     let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
     match store.get(&key).await {
-        Ok(_) => Verdict::Passed(format!("{} answered", store.kind())),
+        Ok(information) => {
+            let lock = crate::datastore::readiness::LockState::of(&information);
+            match lock.locked {
+                // A run on a locked datastore would upgrade node agents that cannot start pods.
+                true => Verdict::Failed {
+                    problem: format!(
+                        "the datastore is locked{}: {}",
+                        lock.holder(),
+                        crate::datastore::readiness::WHILE_LOCKED
+                    ),
+                    fix: "finish the migration or IPAM clean-up and unlock it (`netctl datastore migrate unlock`) before upgrading".to_string(),
+                },
+                false => Verdict::Passed(format!("{} answered", store.kind())),
+            }
+        }
         Err(StoreError::NotFound(_)) => Verdict::Passed(format!(
             "{} answered; it has no ClusterInformation `default`",
             store.kind()

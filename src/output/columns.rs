@@ -248,6 +248,9 @@ fn spec_fields_read(kind: Kind, heading: &str) -> Option<&'static [&'static str]
         ) => &["selector"],
         (Kind::StagedKubernetesNetworkPolicy, "PODSELECTOR") => &["podSelector"],
         (Kind::IpPool, "CIDR") => &["cidr"],
+        (Kind::IpamConfiguration, "STRICTAFFINITY") => &["strictAffinity"],
+        (Kind::IpamConfiguration, "AUTOALLOCATEBLOCKS") => &["autoAllocateBlocks"],
+        (Kind::IpamConfiguration, "MAXBLOCKSPERHOST") => &["maxBlocksPerHost"],
         (Kind::IpPool, "NAT") => &["natOutgoing"],
         (Kind::IpPool, "IPIPMODE") => &["ipipMode"],
         (Kind::IpPool, "VXLANMODE") => &["vxlanMode"],
@@ -551,8 +554,41 @@ const NAMESPACED_POLICY_COLUMNS: &[Column] = &[
     },
 ];
 
+/// A scalar as upstream's Go templates print it: an absent field is the Go zero value.
+fn go_zero(value: Option<&serde_json::Value>, zero: &str) -> String {
+    match scalar(value) {
+        text if text.is_empty() => zero.to_string(),
+        text => text,
+    }
+}
+
 fn definition(kind: Kind) -> KindColumns {
     match kind {
+        // As calicoctl's `resourcemgr/ipamconfiguration.go`.
+        Kind::IpamConfiguration => KindColumns {
+            ps: &["NAME", "STRICTAFFINITY", "AUTOALLOCATEBLOCKS"],
+            wide: &[
+                "NAME",
+                "STRICTAFFINITY",
+                "AUTOALLOCATEBLOCKS",
+                "MAXBLOCKSPERHOST",
+            ],
+            all: &[
+                NAME,
+                Column {
+                    heading: "STRICTAFFINITY",
+                    cell: |resource, _| go_zero(spec(resource, &["strictAffinity"]), "false"),
+                },
+                Column {
+                    heading: "AUTOALLOCATEBLOCKS",
+                    cell: |resource, _| go_zero(spec(resource, &["autoAllocateBlocks"]), "false"),
+                },
+                Column {
+                    heading: "MAXBLOCKSPERHOST",
+                    cell: |resource, _| go_zero(spec(resource, &["maxBlocksPerHost"]), "0"),
+                },
+            ],
+        },
         Kind::Node => KindColumns {
             ps: &["NAME"],
             wide: &["NAME", "ASN", "IPV4", "IPV6"],

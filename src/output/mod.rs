@@ -14,6 +14,7 @@
 
 use crate::errors::Hint;
 
+mod boxed;
 mod columns;
 mod document;
 pub mod go_template;
@@ -31,6 +32,7 @@ use std::str::FromStr;
 
 use crate::resource::{Kind, Resource};
 
+pub use boxed::write_boxed;
 pub use columns::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, TableColumns,
     headings_for, sort_tiers_by_order,

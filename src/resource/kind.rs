@@ -30,6 +30,7 @@ pub enum Kind {
     GlobalNetworkPolicy,
     GlobalNetworkSet,
     HostEndpoint,
+    IpamConfiguration,
     IpPool,
     IpReservation,
     KubeControllersConfiguration,
@@ -46,7 +47,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::BgpConfiguration,
         Kind::BgpFilter,
         Kind::BgpPeer,
@@ -56,6 +57,7 @@ impl Kind {
         Kind::GlobalNetworkPolicy,
         Kind::GlobalNetworkSet,
         Kind::HostEndpoint,
+        Kind::IpamConfiguration,
         Kind::IpPool,
         Kind::IpReservation,
         Kind::KubeControllersConfiguration,
@@ -82,6 +84,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "GlobalNetworkPolicy",
             Kind::GlobalNetworkSet => "GlobalNetworkSet",
             Kind::HostEndpoint => "HostEndpoint",
+            Kind::IpamConfiguration => "IPAMConfiguration",
             Kind::IpPool => "IPPool",
             Kind::IpReservation => "IPReservation",
             Kind::KubeControllersConfiguration => "KubeControllersConfiguration",
@@ -109,6 +112,7 @@ impl Kind {
             Kind::GlobalNetworkPolicy => "globalnetworkpolicies",
             Kind::GlobalNetworkSet => "globalnetworksets",
             Kind::HostEndpoint => "hostendpoints",
+            Kind::IpamConfiguration => "ipamconfigurations",
             Kind::IpPool => "ippools",
             Kind::IpReservation => "ipreservations",
             Kind::KubeControllersConfiguration => "kubecontrollersconfigurations",
@@ -162,6 +166,12 @@ impl Kind {
             ],
             Kind::GlobalNetworkSet => &["globalnetworkset", "globalnetworksets", "gnetsets"],
             Kind::HostEndpoint => &["hostendpoint", "hostendpoints", "hep", "heps"],
+            Kind::IpamConfiguration => &[
+                "ipamconfiguration",
+                "ipamconfigurations",
+                "ipamconfig",
+                "ipamconfigs",
+            ],
             Kind::IpPool => &["ippool", "ippools", "ipp", "ipps", "pool", "pools"],
             Kind::IpReservation => &[
                 "ipreservation",

@@ -24,6 +24,7 @@
 //! before validation, as upstream calicoctl does; a missing one is an error here.
 
 mod config;
+mod ipam;
 mod network;
 mod node_status;
 mod peering;
@@ -186,6 +187,7 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         }
         TypedSpec::Tier(spec) => config::tier(checker, spec, metadata),
         TypedSpec::ClusterInformation(_) => config::cluster_information(checker, metadata),
+        TypedSpec::IpamConfiguration(spec) => ipam::ipam_configuration(checker, spec, metadata),
     }
 }
 

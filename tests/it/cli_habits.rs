@@ -172,7 +172,7 @@ fn delete_reads_directories_recursively_and_says_what_it_skipped() {
 #[test]
 fn help_shows_examples_on_every_group_and_the_exit_codes() {
     netctl_snapshot!("help_top_level", Netctl::new().arg("--help"));
-    for group in ["config", "upgrade", "runbook", "node"] {
+    for group in ["config", "upgrade", "runbook", "node", "ipam", "datastore"] {
         let output = Netctl::new().args([group, "--help"]).output();
         let help = String::from_utf8(output.stdout).unwrap();
         assert_eq!(output.status.code(), Some(0));

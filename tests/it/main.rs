@@ -12,6 +12,7 @@
 mod support;
 
 mod exec_common;
+mod ipam_common;
 
 mod batched_label_steps;
 mod batched_write_failures;
@@ -21,6 +22,7 @@ mod cli_habits;
 mod cli_runbook;
 mod completion;
 mod config_refusals;
+mod datastore_backup;
 mod diagnostics_cluster;
 mod diagnostics_node;
 mod etcd_connect;
@@ -35,6 +37,9 @@ mod exec_resume;
 mod exec_run_one;
 mod exec_terminal;
 mod harness;
+mod ipam;
+mod ipam_store;
+mod ipam_writes;
 mod kube_actions;
 mod kube_api_groups;
 mod kube_apply_manifest;

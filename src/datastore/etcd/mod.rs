@@ -17,6 +17,8 @@ mod conversion;
 pub mod coordination;
 mod endpoints;
 mod errors;
+mod ipam;
+pub mod ipam_encoding;
 mod policy_keys;
 pub mod srv;
 
@@ -222,6 +224,70 @@ impl EtcdStore {
     }
 }
 
+/// One range read in pages: the keys under `prefix`, `first` of them in the first page, later pages
+/// sized to `page_bytes` at the average size seen (see [`next_page_size`]).
+struct Range<'a> {
+    operation: &'a str,
+    prefix: &'a str,
+    first: usize,
+    page_bytes: usize,
+}
+
+impl EtcdStore {
+    /// One page of `range`, pinned to the revision of the first page: its entries, the next page's
+    /// token (from the answer alone, so the entries can be decoded afterwards) and that revision.
+    async fn range_page(
+        &self,
+        range: Range<'_>,
+        continue_token: Option<&str>,
+    ) -> Result<(Vec<KeyValue>, Option<String>, i64), StoreError> {
+        let (pinned, limit, start) = match continue_token {
+            Some(token) => {
+                let (revision, limit, key) = decode_token(token)?;
+                (Some(revision), limit, key)
+            }
+            None => (None, range.first, range.prefix.as_bytes().to_vec()),
+        };
+        let mut get_options = GetOptions::new()
+            .with_range(conversion::prefix_end(range.prefix))
+            .with_limit(limit as i64);
+        if let Some(revision) = pinned {
+            get_options = get_options.with_revision(revision);
+        }
+        let mut response = self
+            .request(range.operation, |mut connection| {
+                let (start, get_options) = (start.clone(), get_options.clone());
+                async move { connection.kv.get(start, Some(get_options)).await }
+            })
+            .await?;
+        let revision = pinned.unwrap_or_else(|| {
+            response
+                .header()
+                .map(|header| header.revision())
+                .unwrap_or_default()
+        });
+        let entries = response.kvs();
+        let next = match (response.more(), entries.last()) {
+            (true, Some(last)) => {
+                let mut next = last.key().to_vec();
+                next.push(0);
+                // `count` is how many keys the range held from this page's start.
+                let remaining = (response.count() as usize).saturating_sub(entries.len());
+                let bytes: usize = entries.iter().map(|entry| entry.value().len()).sum();
+                let size = next_page_size(
+                    range.page_bytes,
+                    range.first,
+                    bytes / entries.len(),
+                    remaining,
+                );
+                Some(encode_token(revision, size, &next))
+            }
+            _ => None,
+        };
+        Ok((response.take_kvs(), next, revision))
+    }
+}
+
 /// What followed a key's version in etcd's history.
 enum Succession {
     /// Our own write: the value written (a put) or the value deleted (a delete).
@@ -365,6 +431,10 @@ fn decode_token(token: &str) -> Result<(i64, usize, Vec<u8>), StoreError> {
 impl Datastore for EtcdStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::EtcdV3
+    }
+
+    fn ipam(&self) -> Option<&dyn crate::datastore::ipam::IpamStore> {
+        Some(self)
     }
 
     fn request_timeout(&self) -> Duration {
@@ -516,56 +586,22 @@ impl Datastore for EtcdStore {
         continue_token: Option<&str>,
     ) -> Result<FetchedPage, StoreError> {
         let prefix = list_prefix(options.kind, options.namespace.as_deref());
-        let range_end = conversion::prefix_end(&prefix);
         let first = match options.page_size {
             0 => DEFAULT_PAGE_SIZE,
             size => size,
         };
-        let (pinned, limit, start) = match continue_token {
-            Some(token) => {
-                let (revision, limit, key) = decode_token(token)?;
-                (Some(revision), limit, key)
-            }
-            None => (None, first, prefix.as_bytes().to_vec()),
+        let page_bytes = match options.detail {
+            Detail::Full => FULL_PAGE_BYTES,
+            Detail::Document => DOCUMENT_PAGE_BYTES,
+            Detail::Summary { .. } => PAGE_BYTES,
         };
-        let mut get_options = GetOptions::new()
-            .with_range(range_end)
-            .with_limit(limit as i64);
-        if let Some(revision) = pinned {
-            get_options = get_options.with_revision(revision);
-        }
-        let mut response = self
-            .request("list", |mut connection| {
-                let (start, get_options) = (start.clone(), get_options.clone());
-                async move { connection.kv.get(start, Some(get_options)).await }
-            })
-            .await?;
-        let revision = pinned.unwrap_or_else(|| {
-            response
-                .header()
-                .map(|header| header.revision())
-                .unwrap_or_default()
-        });
-        // The next page's token, from the answer alone: the items are decoded afterwards.
-        let entries = response.kvs();
-        let continue_token = match (response.more(), entries.last()) {
-            (true, Some(last)) => {
-                let mut next = last.key().to_vec();
-                next.push(0);
-                // `count` is how many keys the range held from this page's start.
-                let remaining = (response.count() as usize).saturating_sub(entries.len());
-                let bytes: usize = entries.iter().map(|entry| entry.value().len()).sum();
-                let page_bytes = match options.detail {
-                    Detail::Full => FULL_PAGE_BYTES,
-                    Detail::Document => DOCUMENT_PAGE_BYTES,
-                    Detail::Summary { .. } => PAGE_BYTES,
-                };
-                let size = next_page_size(page_bytes, first, bytes / entries.len(), remaining);
-                Some(encode_token(revision, size, &next))
-            }
-            _ => None,
+        let range = Range {
+            operation: "list",
+            prefix: &prefix,
+            first,
+            page_bytes,
         };
-        let entries = response.take_kvs();
+        let (entries, continue_token, revision) = self.range_page(range, continue_token).await?;
         let (kind, detail) = (options.kind, options.detail.clone());
         let token = continue_token.clone();
         Ok(FetchedPage::new(continue_token, move || {

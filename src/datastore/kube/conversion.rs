@@ -34,17 +34,28 @@ pub const METADATA_ANNOTATION: &str = "projectcalico.org/metadata";
 /// server's record, not the resource's, and sending it back on an update would overwrite it.
 const SERVER_METADATA: [&str; 2] = ["managedFields", "selfLink"];
 
+/// The kind and plural of the custom resource that holds a kind in `group`: the kind's own, except
+/// IPAMConfiguration under v1, which upstream keeps in the allocator's `IPAMConfig` object
+/// `ipamconfigs` (`libcalico-go/lib/backend/k8s/resources/ipam_config_v3.go`): one object for both.
+pub fn crd_names(kind: Kind, group: CalicoApiGroup) -> (&'static str, &'static str) {
+    match (kind, group) {
+        (Kind::IpamConfiguration, CalicoApiGroup::CrdV1) => ("IPAMConfig", "ipamconfigs"),
+        (other, _) => (other.as_str(), other.plural()),
+    }
+}
+
 /// The API resource of a custom-resource kind in `group`.
 pub fn api_resource(kind: Kind, group: CalicoApiGroup) -> ApiResource {
+    let (crd_kind, plural) = crd_names(kind, group);
     ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(group.group(), group.version(), kind.as_str()),
-        kind.plural(),
+        &GroupVersionKind::gvk(group.group(), group.version(), crd_kind),
+        plural,
     )
 }
 
 /// `ippools.crd.projectcalico.org`, as the API server names a resource type in messages.
 pub fn resource_name(kind: Kind, group: CalicoApiGroup) -> String {
-    format!("{}.{}", kind.plural(), group.group())
+    format!("{}.{}", crd_names(kind, group).1, group.group())
 }
 
 /// The kinds whose v1 metadata annotation keeps the name (upstream
@@ -192,14 +203,24 @@ fn to_v1_object(resource: &Resource, name: &str) -> Value {
     if let Some(uid) = &resource.metadata.uid {
         metadata["uid"] = json!(convert_uid(uid));
     }
-    let spec = if resource.spec.is_null() {
+    let mut spec = if resource.spec.is_null() {
         json!({})
     } else {
         resource.spec.clone()
     };
+    // The `ipamconfigs` object is also the allocator's, and its CRD requires both flags: an
+    // IPAMConfiguration of a release before v3.32 has no `autoAllocateBlocks`; the allocator's
+    // default (true) is what it means.
+    if kind == Kind::IpamConfiguration {
+        for (field, default) in [("autoAllocateBlocks", true), ("strictAffinity", false)] {
+            if spec.get(field).is_none() {
+                spec[field] = json!(default);
+            }
+        }
+    }
     let mut object = json!({
         "apiVersion": CalicoApiGroup::CrdV1.api_version(),
-        "kind": kind.as_str(),
+        "kind": crd_names(kind, CalicoApiGroup::CrdV1).0,
         "metadata": metadata,
         "spec": spec,
     });

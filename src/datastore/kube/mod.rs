@@ -23,6 +23,8 @@ mod derived;
 mod errors;
 
 pub use errors::KubeError;
+mod ipam;
+pub mod ipam_encoding;
 mod names;
 mod workload;
 
@@ -92,6 +94,14 @@ impl KubeStore {
             api,
             timeout,
             group,
+        }
+    }
+
+    /// Where the IPAM objects live (`kube/ipam.rs`): the group the Calico resources live in.
+    fn ipam_group(&self) -> ipam_encoding::ApiGroup {
+        match self.group.group {
+            CalicoApiGroup::CrdV1 => ipam_encoding::ApiGroup::CrdV1,
+            CalicoApiGroup::V3 => ipam_encoding::ApiGroup::ProjectcalicoV3,
         }
     }
 
@@ -329,6 +339,10 @@ fn page_size(options: &ListOptions) -> u32 {
 impl Datastore for KubeStore {
     fn kind(&self) -> DatastoreType {
         DatastoreType::Kubernetes
+    }
+
+    fn ipam(&self) -> Option<&dyn crate::datastore::ipam::IpamStore> {
+        Some(self)
     }
 
     fn request_timeout(&self) -> Duration {

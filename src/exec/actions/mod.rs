@@ -3,7 +3,8 @@
 //! [`perform`] is the only way the executor touches the world. It is generated from the one list
 //! of actions (`vocabulary::action_table`): every action's arguments implement [`Perform`], beside
 //! the other actions of their family — `resource/` (`resource.*`), `kube/` (`kube.*`), `fetch`,
-//! `process` (`helm`, `exec`), `check`, `pause` and `node` (`node.run`) — so an action without an
+//! `process` (`helm`, `exec`), `check`, `pause`, `node` (`node.run`, `node.status`) and `ipam`
+//! (`ipam.*`, `datastore.lock|unlock`) — so an action without an
 //! implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
 //! needs (so the transcript shows the real document that would be written) and nothing else.
 //! [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`] says whether
@@ -11,6 +12,7 @@
 
 pub mod check;
 pub mod fetch;
+pub mod ipam;
 pub mod kube;
 pub mod node;
 pub mod pause;
@@ -69,6 +71,8 @@ pub enum StepError {
     Node(#[from] crate::node::NodeError),
     #[error(transparent)]
     NodeStatus(#[from] Box<node::status::NodeStatusActionError>),
+    #[error(transparent)]
+    Ipam(#[from] ipam::IpamActionError),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -105,6 +109,7 @@ impl Hint for StepError {
             StepError::OwnerReference(error) => error.hint(),
             StepError::Node(error) => error.hint(),
             StepError::NodeStatus(error) => error.hint(),
+            StepError::Ipam(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),

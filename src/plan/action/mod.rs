@@ -10,8 +10,8 @@
 //! [`Action::name`] and [`Action::NAMES`] are generated from it here. Each family's argument types
 //! live beside this file with what they say of themselves ([`Arguments`]: the one line that
 //! describes the action, the rules serde cannot express): `resource.rs` (`resource.*`), `kube.rs`
-//! (`kube.*`), `fetch.rs`, `process.rs` (`helm`, `exec`), `gate.rs` (`check`, `pause`) and
-//! `node.rs` (`node.run`, `node.status`).
+//! (`kube.*`), `fetch.rs`, `process.rs` (`helm`, `exec`), `gate.rs` (`check`, `pause`),
+//! `node.rs` (`node.run`, `node.status`) and `ipam.rs` (`ipam.*`, `datastore.lock|unlock|restore`).
 
 use std::fmt;
 
@@ -21,6 +21,7 @@ use crate::resource::ResourceKey;
 
 mod fetch;
 mod gate;
+mod ipam;
 mod kube;
 mod node;
 mod process;
@@ -30,6 +31,7 @@ pub use crate::vocabulary::HumanDuration;
 // Each family's argument types, as `plan::action::KubeApply`: a new one needs no line here.
 pub use fetch::*;
 pub use gate::*;
+pub use ipam::*;
 pub use kube::*;
 pub use node::*;
 pub use process::*;

@@ -11,6 +11,7 @@
 pub mod bgp;
 pub mod endpoint;
 pub mod felix;
+pub mod ipam;
 pub mod ippool;
 pub mod kube_controllers;
 pub mod misc;
@@ -28,6 +29,7 @@ use super::Kind;
 pub use bgp::{BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec};
 pub use endpoint::{HostEndpointSpec, WorkloadEndpointSpec};
 pub use felix::FelixConfigurationSpec;
+pub use ipam::IpamConfigurationSpec;
 pub use ippool::{IpPoolSpec, IpReservationSpec};
 pub use kube_controllers::KubeControllersConfigurationSpec;
 pub use misc::{ClusterInformationSpec, NetworkSetSpec, ProfileSpec, TierSpec};
@@ -52,6 +54,7 @@ pub enum TypedSpec {
     GlobalNetworkPolicy(GlobalNetworkPolicySpec),
     GlobalNetworkSet(NetworkSetSpec),
     HostEndpoint(HostEndpointSpec),
+    IpamConfiguration(IpamConfigurationSpec),
     IpPool(IpPoolSpec),
     IpReservation(IpReservationSpec),
     KubeControllersConfiguration(KubeControllersConfigurationSpec),
@@ -90,6 +93,7 @@ impl TypedSpec {
             Kind::GlobalNetworkPolicy => TypedSpec::GlobalNetworkPolicy(decode_strict(spec)?),
             Kind::GlobalNetworkSet => TypedSpec::GlobalNetworkSet(decode_strict(spec)?),
             Kind::HostEndpoint => TypedSpec::HostEndpoint(decode_strict(spec)?),
+            Kind::IpamConfiguration => TypedSpec::IpamConfiguration(decode_strict(spec)?),
             Kind::IpPool => TypedSpec::IpPool(decode_strict(spec)?),
             Kind::IpReservation => TypedSpec::IpReservation(decode_strict(spec)?),
             Kind::KubeControllersConfiguration => {
@@ -125,6 +129,7 @@ impl TypedSpec {
                 serde_json::to_value(spec)
             }
             TypedSpec::HostEndpoint(spec) => serde_json::to_value(spec),
+            TypedSpec::IpamConfiguration(spec) => serde_json::to_value(spec),
             TypedSpec::IpPool(spec) => serde_json::to_value(spec),
             TypedSpec::IpReservation(spec) => serde_json::to_value(spec),
             TypedSpec::KubeControllersConfiguration(spec) => serde_json::to_value(spec),

@@ -26,6 +26,7 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
         Kind::GlobalNetworkPolicy => document_schema_for::<GlobalNetworkPolicySpec>(kind),
         Kind::GlobalNetworkSet | Kind::NetworkSet => document_schema_for::<NetworkSetSpec>(kind),
         Kind::HostEndpoint => document_schema_for::<HostEndpointSpec>(kind),
+        Kind::IpamConfiguration => document_schema_for::<IpamConfigurationSpec>(kind),
         Kind::IpPool => document_schema_for::<IpPoolSpec>(kind),
         Kind::IpReservation => document_schema_for::<IpReservationSpec>(kind),
         Kind::KubeControllersConfiguration => {

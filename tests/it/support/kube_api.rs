@@ -19,7 +19,7 @@
 //! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
 //! "0400"`) or an unknown field is refused with the status code and `Status` message a real server
 //! gives, for create/update and for server-side apply alike. Custom resources whose CRD schema
-//! [`super::kube_crd`] carries (CalicoNodeStatus in both Calico groups, every kind of v3.32's
+//! [`super::kube_crd`] carries (CalicoNodeStatus in both Calico groups, the IPAM kinds in both, every kind of v3.32's
 //! native `projectcalico.org/v3` CRDs) are checked against it on create and update (`422 Invalid`,
 //! unknown fields pruned); a PUT writes their `status` unless the CRD has a status subresource (of
 //! the v1 CRDs only KubeControllersConfiguration; of the v3 ones also IPPool and Tier), and a POST

@@ -43,17 +43,60 @@ fn walkthrough() -> Vec<Vec<String>> {
 /// The quickstart's datastore, written as `scripts/quickstart.sh` writes it.
 fn quickstart_datastore() -> EtcdServer {
     let etcd = EtcdServer::start();
-    for node in ["node-a", "node-b", "node-c"] {
+    for (index, node) in ["node-a", "node-b", "node-c"].into_iter().enumerate() {
+        let tunnel = match node {
+            "node-a" => r#","ipv4IPIPTunnelAddr":"192.168.10.0""#,
+            _ => "",
+        };
         etcd.put(
             &format!("{ROOT}/nodes/{node}"),
             format!(
-                r#"{{"apiVersion":"projectcalico.org/v3","kind":"Node","metadata":{{"name":"{node}"}},"spec":{{"bgp":{{"ipv4Address":"10.0.0.1/24"}}}}}}"#
+                r#"{{"apiVersion":"projectcalico.org/v3","kind":"Node","metadata":{{"name":"{node}"}},"spec":{{"bgp":{{"ipv4Address":"10.0.0.{}/24"{tunnel}}}}}}}"#,
+                index + 1
             ),
         );
     }
     etcd.put(
         &format!("{ROOT}/clusterinformations/default"),
-        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"calicoVersion":"v3.13.2","clusterType":"bgp","datastoreReady":true}}"#,
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"ClusterInformation","metadata":{"name":"default"},"spec":{"clusterGUID":"8b6f1c2d3e4f40a1b2c3d4e5f6a7b8c9","calicoVersion":"v3.13.2","clusterType":"bgp","datastoreReady":true}}"#,
+    );
+    // The pool and the blocks the quickstart writes for its `ipam show` and `ipam check` (its
+    // handles, affinities and workload endpoints are left out: no upgrade step reads them).
+    etcd.put(
+        &format!("{ROOT}/ippools/default-ipv4-ippool"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"IPPool","metadata":{"name":"default-ipv4-ippool"},"spec":{"cidr":"192.168.0.0/16","blockSize":26,"ipipMode":"Always","natOutgoing":true}}"#,
+    );
+    let nulls = |from: usize| vec!["null"; 64 - from].join(",");
+    let free = |from: usize| {
+        (from..64)
+            .map(|o| o.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let owner = |handle: &str, pairs: &str| {
+        format!(r#"{{"handle_id":"{handle}","secondary":{{{pairs}}}}}"#)
+    };
+    let pod =
+        |node: &str, pod: &str| format!(r#""namespace":"default","node":"{node}","pod":"{pod}""#);
+    etcd.put(
+        "/calico/ipam/v2/assignment/ipv4/block/192.168.10.0-26",
+        format!(
+            r#"{{"cidr":"192.168.10.0/26","affinity":"host:node-a","allocations":[0,1,2,{}],"unallocated":[{}],"attributes":[{},{},{}],"sequenceNumber":3,"sequenceNumberForAllocation":{{"0":0,"1":1,"2":2}},"deleted":false}}"#,
+            nulls(3),
+            free(3),
+            owner("ipip-tunnel-addr-node-a", r#""node":"node-a","type":"ipipTunnelAddress""#),
+            owner("k8s-pod-network.web-0", &pod("node-a", "web-0")),
+            owner("k8s-pod-network.gone-0", &pod("node-a", "gone-0")),
+        ),
+    );
+    etcd.put(
+        "/calico/ipam/v2/assignment/ipv4/block/192.168.20.0-26",
+        format!(
+            r#"{{"cidr":"192.168.20.0/26","affinity":"host:node-b","allocations":[0,{}],"unallocated":[{}],"attributes":[{}],"sequenceNumber":1,"sequenceNumberForAllocation":{{"0":0}},"deleted":false}}"#,
+            nulls(1),
+            free(1),
+            owner("k8s-pod-network.db-0", &pod("node-b", "db-0")),
+        ),
     );
     etcd
 }
