@@ -19,7 +19,7 @@ use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::release::{ApiRelease, ReleaseFlagError};
-use crate::resource::{Input, Kind, Resource, load_and_validate_each};
+use crate::resource::{Input, Kind, LoadError, Loader, Resource};
 use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
@@ -140,8 +140,21 @@ impl FileArgs {
     pub fn read_each(
         &self,
         release: &ApiRelease,
-        mut visit: impl FnMut(Resource),
+        visit: impl FnMut(Resource),
     ) -> anyhow::Result<usize> {
+        self.each(self.loader(release), visit)
+    }
+
+    /// The loader of these flags, validating for `release`.
+    pub fn loader(&self, release: &ApiRelease) -> Loader {
+        Loader::new(release)
+            .namespace(self.namespace.as_deref())
+            .recursive(self.recursive)
+            .skip_empty(self.skip_empty)
+    }
+
+    /// As [`FileArgs::read_each`], with `loader`.
+    pub fn each(&self, loader: Loader, mut visit: impl FnMut(Resource)) -> anyhow::Result<usize> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -154,22 +167,21 @@ impl FileArgs {
                     text,
                 });
             } else {
-                inputs.push(Input::Path {
-                    path: path.clone(),
-                    recursive: self.recursive,
-                });
+                inputs.push(Input::Path(path.clone()));
             }
         }
         let mut count = 0;
-        load_and_validate_each(&inputs, self.namespace.as_deref(), release, |resource| {
-            count += 1;
-            visit(resource);
-        })?;
-        if count == 0 && !self.skip_empty {
-            anyhow::bail!(
-                "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
+        let mut problems = Vec::new();
+        for document in loader.documents(inputs) {
+            match document {
+                Ok(loaded) => {
+                    count += 1;
+                    visit(loaded.resource);
+                }
+                Err(problem) => problems.push(problem),
+            }
         }
+        LoadError::from_problems(problems)?;
         Ok(count)
     }
 }

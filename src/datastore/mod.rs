@@ -94,9 +94,9 @@ pub enum Detail {
         labels: bool,
     },
     /// The whole resource, to be printed as a document and nothing else: a backend may leave the
-    /// spec and status out of the items and hand over their stored JSON text in
-    /// [`Page::bodies`] instead, so they are written out without being decoded into values (etcd
-    /// does). The metadata is decoded as for [`Detail::Full`].
+    /// spec and status out of the items and hand them over parsed once from their stored JSON text
+    /// in [`Page::bodies`] instead, so they are written out without being decoded into values or
+    /// parsed again (etcd does). The metadata is decoded as for [`Detail::Full`].
     Document,
 }
 
@@ -112,12 +112,13 @@ pub struct Page {
     pub revision: String,
 }
 
-/// A listed resource's spec and status as the datastore stored them: JSON text, `None` where the
-/// resource has none (or `null`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A listed resource's spec and status as the datastore stored them, parsed once (as the rest of
+/// the resource was decoded) into tapes of their stored text that the printer writes out: `None`
+/// where the resource has none (or `null`).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredBody {
-    pub spec: Option<Box<str>>,
-    pub status: Option<Box<str>>,
+    pub spec: Option<crate::output::StoredJson>,
+    pub status: Option<crate::output::StoredJson>,
 }
 
 /// What a backend says about a failure in its own terms (`etcd::EtcdError`, `kube::KubeError`):

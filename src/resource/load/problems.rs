@@ -40,7 +40,9 @@ impl Problem for LoadError {
                 "cannot read `{}`: {source}",
                 path.display()
             ))],
-            LoadError::StandardInputAsPath => vec![ProblemKind::message(&self.to_string())],
+            LoadError::StandardInputAsPath | LoadError::Empty => {
+                vec![ProblemKind::message(&self.to_string())]
+            }
             LoadError::Problems(problems) => problems.iter().flat_map(Problem::kinds).collect(),
         }
     }
