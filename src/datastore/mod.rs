@@ -242,6 +242,16 @@ impl std::error::Error for StoreError {
 }
 
 impl StoreError {
+    /// The resource version an update expects to replace: an update without one is refused as
+    /// an invalid (empty) version, before anything is sent.
+    pub fn expected_version(resource: &Resource) -> Result<&str, StoreError> {
+        resource
+            .metadata
+            .resource_version
+            .as_deref()
+            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))
+    }
+
     /// The backend's error this one carries as its own source.
     fn carried(&self) -> Option<&dyn BackendError> {
         match self {

@@ -662,11 +662,7 @@ impl Datastore for EtcdStore {
             return self.update_policy(resource).await;
         }
         let path = key_path(&key);
-        let expected = resource
-            .metadata
-            .resource_version
-            .as_deref()
-            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+        let expected = StoreError::expected_version(resource)?;
         let revision = parse_revision(expected)?;
         let value = conversion::encode(resource);
         let txn = Txn::new()
@@ -778,19 +774,29 @@ impl Datastore for EtcdStore {
 }
 
 /// The revision a transaction was applied at.
-fn header_revision(response: &TxnResponse) -> i64 {
+pub(super) fn header_revision(response: &TxnResponse) -> i64 {
     response
         .header()
         .map(|header| header.revision())
         .unwrap_or_default()
 }
 
+/// What each operation of a transaction read, in order: the key's value, or `None` for a key
+/// that does not exist or an operation that is not a read.
+pub(super) fn reads(response: &TxnResponse) -> Vec<Option<KeyValue>> {
+    response
+        .op_responses()
+        .into_iter()
+        .map(|op| match op {
+            TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The key read by a transaction's `else` branch, if it exists.
-fn found(response: &TxnResponse) -> Option<KeyValue> {
-    response.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-        _ => None,
-    })
+pub(super) fn found(response: &TxnResponse) -> Option<KeyValue> {
+    reads(response).into_iter().flatten().next()
 }
 
 fn unknown_outcome(operation: &'static str, key: &ResourceKey, source: StoreError) -> StoreError {

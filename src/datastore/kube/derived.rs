@@ -277,11 +277,7 @@ pub async fn list_nodes(
 
 pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resource, StoreError> {
     let key = resource.key();
-    let expected = resource
-        .metadata
-        .resource_version
-        .clone()
-        .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+    let expected = StoreError::expected_version(resource)?.to_string();
     let api = node_api(store);
     let current = store
         .call(
