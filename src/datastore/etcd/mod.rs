@@ -54,7 +54,7 @@ pub struct Timeouts {
 }
 
 impl Default for Timeouts {
-    /// Upstream dials with a 10 s timeout (`reference/calicoctl.md` §2.6).
+    /// Upstream dials with a 10 s timeout (`libcalico-go/lib/backend/etcdv3/etcdv3.go`).
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(10),

@@ -1,4 +1,5 @@
-//! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
+//! Kinds the Kubernetes datastore derives from core objects (upstream
+//! `libcalico-go/lib/backend/k8s/k8s.go` and `resources/`):
 //!
 //! - a Calico `Node` is a Kubernetes Node (upstream `resources/node.go`): its BGP, tunnel and
 //!   WireGuard interface fields live in `projectcalico.org/*` annotations, its addresses come from
