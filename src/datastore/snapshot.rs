@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Datastore, StoreError};
+use crate::errors::Hint;
 
 /// What a saved snapshot holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,17 +58,17 @@ pub enum SnapshotError {
     },
 }
 
-impl SnapshotError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Hint for SnapshotError {
+    fn hint(&self) -> Option<String> {
         match self {
             SnapshotError::Store(error) => error.hint(),
             SnapshotError::Checksum { .. }
             | SnapshotError::Size { .. }
             | SnapshotError::Stream { .. } => Some(
-                "take the backup again; `--no-snapshot` skips the snapshot (the backup file alone restores resources and IPAM)",
+                "take the backup again; `--no-snapshot` skips the snapshot (the backup file alone restores resources and IPAM)".into(),
             ),
             SnapshotError::Write { .. } => Some(
-                "free space beside the backup or write it elsewhere (`-o DIR/FILE`); `--no-snapshot` skips the snapshot",
+                "free space beside the backup or write it elsewhere (`-o DIR/FILE`); `--no-snapshot` skips the snapshot".into(),
             ),
         }
     }

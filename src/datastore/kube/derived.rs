@@ -1,4 +1,5 @@
-//! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
+//! Kinds the Kubernetes datastore derives from core objects (upstream
+//! `libcalico-go/lib/backend/k8s/k8s.go` and `resources/`):
 //!
 //! - a Calico `Node` is a Kubernetes Node (upstream `resources/node.go`): its BGP, tunnel and
 //!   WireGuard interface fields live in `projectcalico.org/*` annotations, its addresses come from
@@ -277,11 +278,7 @@ pub async fn list_nodes(
 
 pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resource, StoreError> {
     let key = resource.key();
-    let expected = resource
-        .metadata
-        .resource_version
-        .clone()
-        .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+    let expected = StoreError::expected_version(resource)?.to_string();
     let api = node_api(store);
     let current = store
         .call(
@@ -427,9 +424,10 @@ pub async fn list_profiles(
                 .iter()
                 .find_map(|phase| Some((*phase, token.strip_prefix(phase)?)))
                 .ok_or_else(|| {
-                    StoreError::Other(format!(
-                        "continue token `{token}` was not issued by a profile listing"
-                    ))
+                    StoreError::failed(
+                        "a list of profiles",
+                        super::errors::KubeError::InvalidContinueToken(token.to_string()),
+                    )
                 })?;
             (phase, Some(inner).filter(|inner| !inner.is_empty()))
         }

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use super::IpamActionError;
 use crate::datastore::policy_names::{MisnamedPolicy, POLICY_KINDS, PolicyNameStore, Standing};
 use crate::datastore::{Datastore, DatastoreType, StoreError};
+use crate::errors::Hint;
 use crate::exec::RunMode;
 use crate::exec::actions::Outcome;
 use crate::exec::interrupt::Interrupt;
@@ -65,8 +66,8 @@ fn collisions_message(listed: &[String], count: usize) -> String {
     message
 }
 
-impl PolicyNameError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for PolicyNameError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             PolicyNameError::NotEtcd(_) => "v3.32's kube-controllers moves them once DaemonSet calico-node has rolled out (policy name migrator, on by default); see its log".into(),
             PolicyNameError::TooOld(_) => "upgrade the cluster to v3.32 first (`netctl upgrade plan --to v3.32`), or pass `--allow-version-mismatch` if it runs v3.32 already".into(),
