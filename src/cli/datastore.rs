@@ -198,9 +198,17 @@ async fn take_backup(context: &Context, args: BackupArgs) -> anyhow::Result<Exit
         );
         return Ok(ExitCode::SUCCESS);
     };
-    let saved = snapshot::save_beside(store.as_ref(), path)
-        .await
-        .with_context(|| format!("the backup `{}` is whole, but", path.display()))?;
+    let saved = match snapshot::save_beside(store.as_ref(), path).await {
+        // etcd lets only root take snapshots: the backup file stands alone.
+        Err(error) if error.is_not_permitted() => {
+            context.printer.warn(format!(
+                "no etcd snapshot beside the backup: the etcd user may not take one (etcd lets only root); pass `--no-snapshot` to not ask ({})",
+                crate::errors::error_chain(&error)
+            ));
+            return Ok(ExitCode::SUCCESS);
+        }
+        saved => saved.with_context(|| format!("the backup `{}` is whole, but", path.display()))?,
+    };
     if let Some((snapshot_path, taken)) = saved {
         context.printer.say(format!(
             "Saved an etcd snapshot of `{}` to `{}` ({} bytes, sha256 {} checked).",

@@ -74,6 +74,17 @@ impl Hint for SnapshotError {
     }
 }
 
+impl SnapshotError {
+    /// Whether the etcd user may not take snapshots (etcd lets only `root` do it): then the
+    /// backup stands alone, with a warning, instead of failing.
+    pub fn is_not_permitted(&self) -> bool {
+        matches!(
+            self,
+            SnapshotError::Store(StoreError::PermissionDenied { .. })
+        )
+    }
+}
+
 /// Where the snapshot of the backup at `backup` goes.
 pub fn path_beside(backup: &Path) -> PathBuf {
     let mut name = backup.as_os_str().to_owned();

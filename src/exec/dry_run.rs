@@ -132,19 +132,21 @@ fn written_resources(action: &Action) -> Option<Vec<String>> {
 }
 
 impl Executor {
+    /// A rehearsal of `plan`'s steps for `upgrade plan` (no files, no earlier outputs).
+    fn plan_rehearsal<'a>(
+        &'a self,
+        plan: &'a Plan,
+        outputs: &'a BTreeMap<String, serde_json::Value>,
+    ) -> Rehearsal<'a> {
+        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
+        Rehearsal::new(self.context(&plan.facts, files, None, plan_semantics(), outputs, None))
+    }
+
     /// The preview of `plan`'s datastore writes: the dry run's rehearsal of its `resource.*` write
     /// steps alone, each against what is stored now, with the counts. Reads only.
     pub async fn preview_writes(&self, plan: &Plan) -> Result<WritePreview, ExecError> {
         let outputs = BTreeMap::new();
-        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
-        let mut rehearsal = Rehearsal::new(self.context(
-            &plan.facts,
-            files,
-            None,
-            plan_semantics(),
-            &outputs,
-            None,
-        ));
+        let mut rehearsal = self.plan_rehearsal(plan, &outputs);
         let mut preview = WritePreview::default();
         let mut written: BTreeMap<String, String> = BTreeMap::new();
         for (index, step) in plan.steps.iter().enumerate() {
@@ -180,15 +182,7 @@ impl Executor {
     /// fail. Reads only.
     pub async fn pending_steps(&self, plan: &Plan) -> Result<Vec<String>, ExecError> {
         let outputs = BTreeMap::new();
-        let files = std::env::temp_dir().join("netctl-plan-preview-has-no-files");
-        let mut rehearsal = Rehearsal::new(self.context(
-            &plan.facts,
-            files,
-            None,
-            plan_semantics(),
-            &outputs,
-            None,
-        ));
+        let mut rehearsal = self.plan_rehearsal(plan, &outputs);
         let mut pending = Vec::new();
         for step in &plan.steps {
             if matches!(step.action, Action::Pause(_)) {

@@ -224,9 +224,13 @@ impl Executor {
             .await
             .map_err(ExecError::Backup)?;
         // On etcd, the whole database too (the disaster-recovery copy), beside it.
-        let snapshot = crate::datastore::snapshot::save_beside(datastore, &path)
-            .await
-            .map_err(ExecError::Snapshot)?;
+        // An etcd user limited to `/calico/` may not take one (only root may): the backup file
+        // stands alone then, and the journal says so.
+        let snapshot = match crate::datastore::snapshot::save_beside(datastore, &path).await {
+            Err(error) if error.is_not_permitted() => Err(()),
+            Err(error) => return Err(ExecError::Snapshot(error)),
+            Ok(saved) => Ok(saved),
+        };
         let mut summary = format!(
             "backed up {} resource(s) and {} IPAM object(s) to {} (restore: netctl datastore restore -f {})",
             counts.resources,
@@ -234,7 +238,12 @@ impl Executor {
             path.display(),
             path.display()
         );
-        if let Some((snapshot, _)) = snapshot {
+        if snapshot.is_err() {
+            summary.push_str(
+                "; no etcd snapshot: the etcd user may not take one (etcd lets only root)",
+            );
+        }
+        if let Ok(Some((snapshot, _))) = snapshot {
             // Not its size (it varies with etcd's pages) nor the member: the line is for people.
             summary.push_str(&format!(
                 "; etcd snapshot (sha256 checked) to {}",
