@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -157,15 +158,9 @@ pub fn node_to_resource(node: &Node) -> Resource {
         kind: Kind::Node,
         metadata: ObjectMeta {
             name,
-            uid: metadata.uid.clone(),
-            creation_timestamp: metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|time| time.0.to_string()),
-            resource_version: metadata.resource_version.clone(),
             labels,
             annotations: calico_annotations,
-            ..ObjectMeta::default()
+            ..kept_metadata(metadata)
         },
         spec,
         status: if status.is_empty() {
@@ -479,6 +474,20 @@ pub async fn list_profiles(
         continue_token: next,
         revision: revision.unwrap_or_default(),
     })
+}
+
+/// What a resource derived from a core object keeps of that object's metadata, as upstream: its
+/// UID (unconverted), creation time and resource version.
+pub(super) fn kept_metadata(metadata: &K8sObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        uid: metadata.uid.clone(),
+        creation_timestamp: metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|time| time.0.to_string()),
+        resource_version: metadata.resource_version.clone(),
+        ..ObjectMeta::default()
+    }
 }
 
 #[cfg(test)]
