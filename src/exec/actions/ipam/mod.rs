@@ -10,6 +10,7 @@
 //! transaction; on Kubernetes it is undone, newest write first, when a later write fails.
 
 pub mod configure;
+pub mod import;
 pub mod readiness;
 pub mod release;
 pub mod restore;
@@ -20,7 +21,9 @@ use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
-use crate::plan::action::{DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit};
+use crate::plan::action::{
+    DatastoreImport, DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit,
+};
 
 /// Why an IPAM or lock action failed.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +162,20 @@ impl Perform for DatastoreRestore {
     }
 
     /// What is restored already is unchanged the second time; the rest is written.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for DatastoreImport {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        let interrupt = context.interrupt.as_ref();
+        import::import(store, self, mode, interrupt, &release).await
+    }
+
+    /// Run again, it finishes what a stopped run left (see `import.rs`).
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }

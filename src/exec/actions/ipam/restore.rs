@@ -246,7 +246,7 @@ async fn cluster_information(
 
 /// Compares (and with `write`, restores) the backup's IPAM objects; one line says what differs or
 /// what was written.
-async fn restore_ipam(
+pub(super) async fn restore_ipam(
     ipam: &dyn IpamStore,
     objects: &[IpamObject],
     encoding: BlockEncoding,
