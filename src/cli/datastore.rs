@@ -308,7 +308,7 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
         migration::LEFT_OUT,
         match exported.kubernetes_policies {
             0 => String::new(),
-            count => format!(" ({count} such NetworkPolicies)"),
+            count => format!(" ({count} `knp.default.*` NetworkPolicy(ies) here)"),
         }
     ));
     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,7 @@ use crate::datastore::StoreError;
 use crate::datastore::backup::BackupError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::ipam::IpamError;
+use crate::datastore::migration::MigrationError;
 use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
@@ -88,6 +89,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             IpamActionError,
             IpamError,
             BackupError,
+            MigrationError,
             ReportError,
             SplitError,
         );

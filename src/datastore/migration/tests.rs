@@ -167,7 +167,7 @@ fn an_upstream_ipam_part_reads() {
   "handles": [
     {"Key": "/calico/ipam/v2/handle/ipip-tunnel-addr-k8s-node-1", "Value": {"block": {"192.168.201.0/26": 1}, "deleted": false}, "TTL": 0}
   ],
-  "config": {"Key": "/calico/ipam/v2/config", "Value": {"strict_affinity": false, "auto_allocate_blocks": true, "max_blocks_per_host": 0}, "TTL": 0}
+  "config": {"Key": "/calico/ipam/v2/config", "Value": {"auto_allocate_blocks": true}, "TTL": 0}
 }
 "#
     );
