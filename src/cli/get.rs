@@ -17,6 +17,7 @@ use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_o
 use super::modeline::{ModelineError, ModelineWriter, modeline};
 use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
+use crate::listing::Limit;
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
     PrintOptions, Shape, TableColumns, sort_tiers_by_order,
@@ -167,7 +168,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     let store = context.datastore().await?;
     // A forgotten lock stops every new pod: `get nodes` is where operators look first.
     if kinds.contains(&Kind::Node) {
-        crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
+        crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
     }
     if kinds.contains(&Kind::IpamConfiguration)
         && store.kind() == crate::datastore::DatastoreType::EtcdV3
@@ -230,6 +231,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
             keep: &keep,
             export: args.export,
             presentation: &presentation,
+            listing: context.printer.listing(),
         };
         get_named(store.as_ref(), keys, &mut out, &options, named).await
     } else {
@@ -364,6 +366,7 @@ async fn run_from_files(
         keep: &keep,
         export: args.export,
         presentation,
+        listing: context.printer.listing(),
     };
     let code = get_named(store.as_ref(), keys, &mut out, &options, named).await;
     out.flush()?;
@@ -438,6 +441,7 @@ async fn get_named<W: Write>(
         keep,
         export,
         presentation,
+        listing,
     } = named;
     let per_kind = matches!(
         options.format,
@@ -472,7 +476,10 @@ async fn get_named<W: Write>(
         [key] => Err(StoreError::NotFound(key.clone()).into()),
         keys => {
             let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-            anyhow::bail!("resources do not exist: {}", names.join(", "))
+            anyhow::bail!(
+                "resources do not exist: {}",
+                crate::listing::inline(&names, &listing)
+            )
         }
     }
 }
@@ -482,6 +489,8 @@ struct Named<'a> {
     keep: &'a dyn Fn(&Resource) -> bool,
     export: bool,
     presentation: &'a Presentation,
+    /// How many missing names the error names (`--all-errors`).
+    listing: Limit,
 }
 
 /// What `--export` leaves out: the fields that belong to this datastore's copy of the resource

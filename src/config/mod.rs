@@ -19,6 +19,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use crate::errors::Hint;
 pub use api_group::CalicoApiGroup;
 pub use datastore_type::DatastoreType;
 pub use env::{EnvValue, Environment};
@@ -125,9 +126,9 @@ pub enum ConfigError {
     },
 }
 
-impl ConfigError {
+impl Hint for ConfigError {
     /// Advice for the user, printed on its own `hint:` line.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             ConfigError::MissingFile { .. } => format!(
                 "check the path given to `-c/--config`, or leave it out to use `{DEFAULT_CONFIG_PATH}` or the environment"

@@ -12,6 +12,8 @@
 //! reads nothing from a datastore: values a printer needs from elsewhere (the global AS number) are
 //! passed in.
 
+use crate::errors::Hint;
+
 mod boxed;
 mod columns;
 mod document;
@@ -36,7 +38,7 @@ pub use columns::{
     headings_for, sort_tiers_by_order,
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
-pub use printer::Printer;
+pub use printer::{Capture, Interaction, LogLevel, Printer, Stdout, Verbosity};
 pub use stored::{StoredJson, Tape as StoredTape, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 
@@ -143,16 +145,17 @@ pub enum OutputFormatError {
     NoColumns,
 }
 
-impl OutputFormatError {
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl Hint for OutputFormatError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
             OutputFormatError::Unrecognized(_) => {
                 "use one of ps, wide, yaml, json, name or custom-columns=HEADING,..."
             }
             OutputFormatError::NoColumns => {
                 "list headings after the `=`, e.g. `custom-columns=NAME,NODE`"
             }
-        }
+        };
+        Some(advice.into())
     }
 }
 

@@ -25,6 +25,7 @@
 
 use std::fmt::Write as _;
 
+use crate::errors::Hint;
 use serde_json::{Map, Value};
 use sha2::Digest as _;
 
@@ -59,8 +60,8 @@ pub enum OverlayError {
     Directive { object: String, found: String },
 }
 
-impl OverlayError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for OverlayError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             OverlayError::Incomplete { .. } => "every overlay document names its object by `apiVersion`, `kind`, `metadata.name` (and `metadata.namespace` when the manifest gives one)".to_string(),
             OverlayError::NotAMap { .. } => "an overlay document is a partial object: `apiVersion`, `kind`, `metadata` and the fields to change".to_string(),

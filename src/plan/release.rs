@@ -6,6 +6,7 @@
 
 use super::catalog::CatalogError;
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::resource::{Kind, ResourceKey};
 use crate::runbook::RunbookError;
 
@@ -49,9 +50,9 @@ pub struct ClusterTooNew {
     pub newest: String,
 }
 
-impl ClusterTooNew {
-    pub fn hint(&self) -> &'static str {
-        "use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check"
+impl Hint for ClusterTooNew {
+    fn hint(&self) -> Option<String> {
+        Some("use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check".into())
     }
 }
 
@@ -68,10 +69,10 @@ pub enum VersionCheckError {
     Catalog(#[from] CatalogError),
 }
 
-impl VersionCheckError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for VersionCheckError {
+    fn hint(&self) -> Option<String> {
         match self {
-            VersionCheckError::TooNew(too_new) => Some(too_new.hint().to_string()),
+            VersionCheckError::TooNew(too_new) => too_new.hint(),
             VersionCheckError::Unreadable(source) => Some(match source.hint() {
                 Some(hint) => format!("{hint}; or skip the check with `--allow-version-mismatch`"),
                 None => "skip the check with `--allow-version-mismatch`".to_string(),

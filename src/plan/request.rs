@@ -22,6 +22,7 @@ use super::targets::{Installed, UpgradeOptions};
 use super::{ManifestDiscovery, Plan, Release, discover_cluster_facts, discover_facts};
 use crate::config::DatastoreType;
 use crate::datastore::Datastore;
+use crate::errors::Hint;
 use crate::runbook::{RunbookError, RunbookSet};
 
 /// An upgrade (or other procedure) to plan.
@@ -109,8 +110,8 @@ pub enum RequestError {
     },
 }
 
-impl RequestError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for RequestError {
+    fn hint(&self) -> Option<String> {
         match self {
             RequestError::Runbooks(error) => error.hint(),
             RequestError::Facts(error) => error.hint(),

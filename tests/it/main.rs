@@ -63,4 +63,5 @@ mod upgrade_discovery_kubernetes;
 mod upgrade_e2e;
 mod upgrade_plan;
 mod upgrade_real_manifests;
+mod voice_and_listings;
 mod yaml_readers;

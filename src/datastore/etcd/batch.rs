@@ -237,8 +237,9 @@ impl EtcdStore {
                     }
                     Ok(Succession::Ours(_)) => Fate::Ours(0),
                     Ok(Succession::Other) => Fate::NotOurs,
-                    Ok(Succession::Forgotten) => Fate::Unknown(StoreError::Other(
-                        "etcd's history of the key was compacted".into(),
+                    Ok(Succession::Forgotten) => Fate::Unknown(StoreError::failed(
+                        "a read of the key's history",
+                        super::errors::EtcdError::Compacted,
                     )),
                     Err(error) => Fate::Unknown(error),
                 }

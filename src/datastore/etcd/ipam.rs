@@ -164,8 +164,11 @@ fn unknown(what: &str) -> IpamError {
     IpamError::Store(StoreError::OutcomeUnknown {
         operation: "IPAM write",
         key: what.to_string(),
-        source: Box::new(StoreError::Other(
-            "the answer was lost and etcd's history no longer shows whose change it was".into(),
+        source: Box::new(StoreError::failed(
+            "an IPAM write",
+            crate::datastore::Plain(
+                "the answer was lost and etcd's history no longer shows whose change it was".into(),
+            ),
         )),
     })
 }

@@ -34,7 +34,7 @@ use etcd_client::{
 pub use conversion::{
     PolicyLayout, RESOURCE_ROOT, has_two_layouts, key_path, list_prefix, stored_name,
 };
-pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
+pub use errors::{EndpointFailure, EndpointFailures, EtcdError, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
@@ -42,6 +42,7 @@ use super::{
     ListOptions, Page, StoreError, Write,
 };
 use crate::config::{EndpointSource, EtcdSettings};
+use crate::output::Printer;
 use crate::resource::{Kind, Resource, ResourceKey};
 use endpoints::{Connection, Delivery, Pool};
 
@@ -75,13 +76,23 @@ impl EtcdStore {
         settings: &EtcdSettings,
         timeouts: Timeouts,
     ) -> Result<EtcdStore, StoreError> {
+        EtcdStore::connect_with(settings, timeouts, Printer::default()).await
+    }
+
+    /// As [`EtcdStore::connect`], saying through `printer` which endpoints it tries and uses
+    /// (debug detail).
+    pub async fn connect_with(
+        settings: &EtcdSettings,
+        timeouts: Timeouts,
+        printer: Printer,
+    ) -> Result<EtcdStore, StoreError> {
         let endpoints = match &settings.endpoints {
             EndpointSource::Static(list) => list.clone(),
             EndpointSource::Srv { domain } => {
                 srv::discover(domain, settings.tls.is_some(), settings.resolver).await?
             }
         };
-        let pool = Pool::connect(&endpoints, settings, timeouts).await?;
+        let pool = Pool::connect(&endpoints, settings, timeouts, printer).await?;
         Ok(EtcdStore { pool })
     }
 
@@ -195,7 +206,7 @@ impl EtcdStore {
         match self.read_at(path, revision).await {
             Ok(Some(at)) if at.mod_revision() == revision => {}
             Ok(_) => return Ok(Succession::Other),
-            Err(StoreError::Other(detail)) if detail.contains("compacted") => {
+            Err(error) if matches!(error.backend_as::<EtcdError>(), Some(EtcdError::Compacted)) => {
                 return Ok(Succession::Forgotten);
             }
             Err(error) => return Err(error),
@@ -396,7 +407,8 @@ fn encode_token(revision: i64, limit: usize, next_key: &[u8]) -> String {
 }
 
 fn decode_token(token: &str) -> Result<(i64, usize, Vec<u8>), StoreError> {
-    let invalid = || StoreError::Other(format!("invalid list continue token `{token}`"));
+    let invalid =
+        || StoreError::failed("a list", EtcdError::InvalidContinueToken(token.to_string()));
     let mut parts = token.splitn(3, '.');
     let (Some(revision), Some(limit), Some(hex)) = (parts.next(), parts.next(), parts.next())
     else {

@@ -427,9 +427,10 @@ pub async fn list_profiles(
                 .iter()
                 .find_map(|phase| Some((*phase, token.strip_prefix(phase)?)))
                 .ok_or_else(|| {
-                    StoreError::Other(format!(
-                        "continue token `{token}` was not issued by a profile listing"
-                    ))
+                    StoreError::failed(
+                        "a list of profiles",
+                        super::errors::KubeError::InvalidContinueToken(token.to_string()),
+                    )
                 })?;
             (phase, Some(inner).filter(|inner| !inner.is_empty()))
         }

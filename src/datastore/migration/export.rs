@@ -105,7 +105,7 @@ async fn write_kind(
     loop {
         let page = match store.list_page(&options, token.as_deref()).await {
             // A kind this datastore's release does not serve holds nothing to export.
-            Err(StoreError::NotInstalled { .. }) => break,
+            Err(error) if error.is_not_served() => break,
             other => other?,
         };
         revision.get_or_insert(page.revision.clone());

@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{Datastore, DatastoreType, ListOptions, StoreError};
+use crate::errors::Hint;
 use crate::ipam::block::attribute;
 use crate::ipam::{AllocationBlock, BlockAffinity, IpamHandle};
 use crate::resource::{Kind, Resource};
@@ -103,28 +104,29 @@ pub enum MigrationError {
     Format { path: String, reason: String },
 }
 
-impl MigrationError {
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
-            MigrationError::NotEtcd(_) => Some(
-                "point netctl at the etcd datastore you migrate from (`-c FILE` or NET_DATASTORE_TYPE=etcdv3); to copy a Kubernetes datastore use `netctl datastore backup`",
-            ),
-            MigrationError::NotLocked => Some(
-                "lock it first: `netctl datastore migrate lock` (new pods get no network until the migration is done)",
-            ),
-            MigrationError::NoKubernetesName { .. } => Some(
-                "give the node its Kubernetes name (`netctl patch node NAME -p '{\"spec\":{\"orchRefs\":[{\"orchestrator\":\"k8s\",\"nodeName\":\"K8S-NAME\"}]}}'`), or delete it if it is gone",
-            ),
-            MigrationError::NoClusterInformation => {
-                Some("lock the datastore with `netctl datastore migrate lock`, which creates it")
+impl Hint for MigrationError {
+    fn hint(&self) -> Option<String> {
+        let advice: &str = match self {
+            MigrationError::NotEtcd(_) => {
+                "point netctl at the etcd datastore you migrate from (`-c FILE` or NET_DATASTORE_TYPE=etcdv3); to copy a Kubernetes datastore use `netctl datastore backup`"
             }
-            MigrationError::Store(error) => error.hint(),
-            MigrationError::Ipam(error) => error.hint(),
-            MigrationError::Format { .. } => Some(
-                "make the file again with `netctl datastore migrate export -o FILE` (or `calicoctl datastore migrate export > FILE`)",
-            ),
-            _ => None,
-        }
+            MigrationError::NotLocked => {
+                "lock it first: `netctl datastore migrate lock` (new pods get no network until the migration is done)"
+            }
+            MigrationError::NoKubernetesName { .. } => {
+                "give the node its Kubernetes name (`netctl patch node NAME -p '{\"spec\":{\"orchRefs\":[{\"orchestrator\":\"k8s\",\"nodeName\":\"K8S-NAME\"}]}}'`), or delete it if it is gone"
+            }
+            MigrationError::NoClusterInformation => {
+                "lock the datastore with `netctl datastore migrate lock`, which creates it"
+            }
+            MigrationError::Store(error) => return error.hint(),
+            MigrationError::Ipam(error) => return error.hint(),
+            MigrationError::Format { .. } => {
+                "make the file again with `netctl datastore migrate export -o FILE` (or `calicoctl datastore migrate export > FILE`)"
+            }
+            _ => return None,
+        };
+        Some(advice.to_string())
     }
 }
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::Release;
 use crate::config::DatastoreType;
 use crate::datastore::StoreError;
+use crate::errors::Hint;
 pub use crate::vocabulary::InstallMethod;
 use define::define_facts;
 pub use define::{Discovery, FactDefinition, FactValue, Shown, Stale};
@@ -287,8 +288,8 @@ pub enum FactError {
     },
 }
 
-impl FactError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for FactError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             FactError::MissingInstalledVersion => "pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`".to_string(),
             FactError::MissingInstallMethod => {
@@ -296,7 +297,7 @@ impl FactError {
             }
             FactError::UnknownFact { known, .. } => format!("known facts are {known}"),
             FactError::ClusterDiscovery { .. } => "give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`".to_string(),
-            FactError::Discovery { source, .. } => return source.hint().map(str::to_string),
+            FactError::Discovery { source, .. } => return source.hint(),
             _ => return None,
         })
     }

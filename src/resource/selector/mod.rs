@@ -7,6 +7,8 @@
 //! meaning and canonical form follow upstream (`reference/calicoctl.md` §5); the tokenizer and parser
 //! live in submodules. This module does not decide where a selector may be used; validators do.
 
+use crate::errors::Hint;
+
 mod kubectl;
 mod parser;
 mod tokenizer;
@@ -359,14 +361,6 @@ impl SelectorError {
         &self.kind
     }
 
-    /// The selector a kubectl user meant, when the text reads as kubectl's `key=value,...` form.
-    pub fn hint(&self) -> Option<String> {
-        let suggestion = kubectl_equivalent(&self.selector)?;
-        Some(format!(
-            "selectors compare with `==` and quote values: did you mean `{suggestion}`?"
-        ))
-    }
-
     /// The selector line holding the mistake with a caret under it, each line indented two spaces:
     ///
     /// ```text
@@ -405,6 +399,16 @@ impl SelectorError {
     /// The message followed by the caret diagram, for printing to a terminal.
     pub fn render_with_caret(&self) -> String {
         format!("{self}\n{}", self.caret_diagram())
+    }
+}
+
+impl Hint for SelectorError {
+    /// The selector a kubectl user meant, when the text reads as kubectl's `key=value,...` form.
+    fn hint(&self) -> Option<String> {
+        let suggestion = kubectl_equivalent(&self.selector)?;
+        Some(format!(
+            "selectors compare with `==` and quote values: did you mean `{suggestion}`?"
+        ))
     }
 }
 

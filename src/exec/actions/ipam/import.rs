@@ -30,6 +30,7 @@ use super::readiness;
 use super::restore::{file_digest, restore_ipam};
 use crate::datastore::backup::{IpamObject, record};
 use crate::datastore::ipam as ipam_store;
+use crate::datastore::kube::KubeError;
 use crate::datastore::migration::file::{self as migration_file, MigrationFile};
 use crate::datastore::migration::{KINDS, KUBERNETES_POLICY_PREFIX};
 use crate::datastore::{Datastore, DatastoreType, ListOptions, StoreError};
@@ -154,7 +155,11 @@ fn read(request: &DatastoreImport) -> Result<MigrationFile, IpamActionError> {
 /// the release the export came from).
 async fn check_crds(store: &dyn Datastore, file: &MigrationFile) -> Result<(), IpamActionError> {
     match store.list_page(&ListOptions::new(Kind::IpPool), None).await {
-        Err(StoreError::NotInstalled { server, .. }) => {
+        Err(error) if error.is_not_served() => {
+            let server = match error.backend_as::<KubeError>() {
+                Some(KubeError::NotInstalled { server, .. }) => server.clone(),
+                _ => "the cluster".to_string(),
+            };
             let version = file.calico_version.as_deref().unwrap_or("vX.Y.Z");
             Err(refused(format!(
                 "the Kubernetes API at {server} does not serve the Calico CRDs: install those of the release the export came from first (`kubectl create -f https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/crds.yaml`), then import again"
@@ -197,7 +202,7 @@ async fn survey(store: &dyn Datastore, file: &MigrationFile) -> Result<bool, Ipa
         })
         .await;
         match result {
-            Err(IpamActionError::Store(StoreError::NotInstalled { .. })) => {}
+            Err(IpamActionError::Store(error)) if error.is_not_served() => {}
             other => other?,
         }
     }

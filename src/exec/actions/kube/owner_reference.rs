@@ -24,6 +24,7 @@ use super::requests::object_path;
 use super::{ApiAccess, cluster, without_cluster};
 use super::{KubeActionError, object_api, request_error};
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::KubeRestoreOwnerReference;
@@ -75,8 +76,8 @@ pub enum OwnerReferenceError {
     Kube(#[from] KubeActionError),
 }
 
-impl OwnerReferenceError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for OwnerReferenceError {
+    fn hint(&self) -> Option<String> {
         match self {
             OwnerReferenceError::OwnerMissing { owner, object } => Some(format!(
                 "the upgrade should have kept {owner}: check with `netctl get {}`; once it exists, resume; to leave {object} without this owner, resume with `--skip` and this step's id",
@@ -85,7 +86,7 @@ impl OwnerReferenceError {
             OwnerReferenceError::ObjectMissing { .. } => Some(
                 "the object was deleted (garbage collected, or by hand); if that is expected, resume with `--skip` and this step's id".to_string(),
             ),
-            OwnerReferenceError::ReadOwner { source, .. } => source.hint().map(str::to_string),
+            OwnerReferenceError::ReadOwner { source, .. } => source.hint(),
             OwnerReferenceError::Kube(error) => error.hint(),
             OwnerReferenceError::OwnerWithoutUid { .. } => None,
         }

@@ -6,6 +6,8 @@ use super::*;
 use super::edit::label;
 use super::wait::wait;
 use crate::datastore::{DatastoreType, Page};
+use crate::exec::progress::Progress;
+use crate::output::{Printer, Verbosity};
 use crate::plan::action::{ResourceLabel, ResourceWait};
 use std::sync::Mutex;
 
@@ -179,21 +181,43 @@ async fn a_wait_reports_what_is_missing_and_gives_up_after_its_timeout() {
         selector: Some(selector.into()),
         timeout: crate::plan::HumanDuration(Duration::from_millis(600)),
     };
-    let outcome = wait(&store, &request("all()"), RunMode::Execute)
+    // What the user sees, captured in process: outside a run a wait warns when its count
+    // changes.
+    let (printer, capture) = Printer::capture(Verbosity::DEFAULT);
+    let progress = Progress::silent(&printer);
+    let outcome = wait(&store, &request("all()"), RunMode::Execute, &progress)
         .await
         .unwrap();
     assert_eq!(
         outcome.summary,
         "hostendpoints `h1` matching `all()`: 1/1 present"
     );
-    let error = wait(&store, &request("role == 'edge'"), RunMode::Execute)
-        .await
-        .unwrap_err();
+    let error = wait(
+        &store,
+        &request("role == 'edge'"),
+        RunMode::Execute,
+        &progress,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         error.to_string(),
         "hostendpoints `h1` matching `role == 'edge'` did not appear within 600ms: 0/1 present; not matching the selector: h1"
     );
     assert!(error.hint().is_some());
+    assert_eq!(
+        capture.stderr(),
+        "warning: waiting for hostendpoints `h1` matching `role == 'edge'`: 0/1 present; not matching the selector: h1\n"
+    );
+    let (quiet, silent) = Printer::capture(Verbosity::QUIET);
+    let progress = Progress::silent(&quiet);
+    let request = request("role == 'edge'");
+    assert!(
+        wait(&store, &request, RunMode::Execute, &progress)
+            .await
+            .is_err()
+    );
+    assert_eq!(silent.stderr(), "", "`-q` silences the wait's warning");
 }
 
 #[tokio::test]
@@ -312,7 +336,10 @@ fn a_rolled_back_batch_names_the_failed_write_once() {
     let failed = ResourceActionError::Store {
         operation: "apply",
         key: ResourceKey::new(Kind::HostEndpoint, None, "h1"),
-        source: Box::new(StoreError::Other("permission denied".into())),
+        source: Box::new(StoreError::failed(
+            "a guarded transaction",
+            crate::datastore::Plain("permission denied".into()),
+        )),
     };
     let error = ResourceActionError::RolledBack {
         stop: Stopped::Failed,
@@ -322,7 +349,7 @@ fn a_rolled_back_batch_names_the_failed_write_once() {
     let text = crate::errors::error_chain(&error);
     assert_eq!(
         text,
-        "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
+        "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): a guarded transaction failed: permission denied"
     );
 }
 
