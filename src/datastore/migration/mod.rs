@@ -257,10 +257,10 @@ pub fn kubernetes_name(node: &Resource) -> Option<String> {
         .get("orchRefs")?
         .as_array()?
         .iter()
+        .rev()
         .filter(|reference| reference["orchestrator"] == "k8s")
         .filter_map(|reference| reference["nodeName"].as_str())
-        .filter(|name| !name.is_empty())
-        .last()
+        .find(|name| !name.is_empty())
         .map(str::to_string)
 }
 

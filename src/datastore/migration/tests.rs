@@ -24,7 +24,7 @@ fn owner(node: &str) -> Option<BTreeMap<String, String>> {
 fn a_block_affinity_and_handle_get_the_kubernetes_node_name() {
     let cidr: Cidr = "192.168.201.0/26".parse().unwrap();
     let mut block = AllocationBlock {
-        cidr: Some(cidr.clone()),
+        cidr: Some(cidr),
         affinity: Some("host:etcdNodeName".into()),
         attributes: vec![AllocationAttribute {
             handle_id: Some("ipip-tunnel-addr-etcdNodeName".into()),
