@@ -27,7 +27,7 @@ use std::path::Path;
 
 use super::IpamActionError;
 use super::readiness;
-use super::restore::{file_digest, restore_ipam};
+use super::restore::{apply_documents, as_document, file_digest, restore_ipam};
 use crate::datastore::backup::{IpamObject, record};
 use crate::datastore::ipam as ipam_store;
 use crate::datastore::kube::KubeError;
@@ -35,11 +35,10 @@ use crate::datastore::migration::file::{self as migration_file, MigrationFile};
 use crate::datastore::migration::{KINDS, KUBERNETES_POLICY_PREFIX};
 use crate::datastore::{Datastore, DatastoreType, ListOptions, StoreError};
 use crate::exec::RunMode;
-use crate::exec::actions::resource::apply::{DocumentWrite, write_documents};
 use crate::exec::actions::{Outcome, StepError};
 use crate::exec::interrupt::Interrupt;
 use crate::ipam::BlockEncoding;
-use crate::plan::action::{DatastoreImport, ResourceDocuments};
+use crate::plan::action::DatastoreImport;
 use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -88,25 +87,15 @@ pub async fn import(
             "Node `{node}` is not imported: Kubernetes has no node of that name (non-Kubernetes nodes do not exist in the Kubernetes datastore)"
         ));
     }
-    let documents = ResourceDocuments {
-        documents,
-        file: Some(request.file.clone()),
-        validated_for: None,
-    };
-    let written = write_documents(
+    let written = apply_documents(
         store,
-        &documents,
-        DocumentWrite::Apply,
-        mode,
-        interrupt,
-        release,
+        documents,
+        &request.file,
+        (mode, interrupt, release),
+        &mut transcript,
     )
     .await?;
-    let mut summary = vec![written.summary.clone()];
-    match written.transcript.is_empty() {
-        true => transcript.push(written.summary),
-        false => transcript.extend(written.transcript),
-    }
+    let mut summary = vec![written];
     let ipam = store.ipam().ok_or(IpamActionError::NoIpam(store.kind()))?;
     let cluster = crate::plan::release::cluster_release(store)
         .await
@@ -326,11 +315,7 @@ async fn documents(
                 Err(error) => return Err(error.into()),
             }
         }
-        let mut resource = resource.clone();
-        resource.metadata.uid = None;
-        resource.metadata.creation_timestamp = None;
-        resource.metadata.resource_version = None;
-        resource.metadata.other.clear();
+        let mut resource = as_document(resource.clone());
         resource.status = serde_json::Value::Null;
         documents.push(resource);
     }
