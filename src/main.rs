@@ -14,8 +14,10 @@ use netctl::output::Printer;
 fn main() -> ExitCode {
     // Before anything else: the completion script calling back (it exits when it did).
     cli::completion::complete_if_asked();
-    // One rustls crypto provider for every TLS client (reference/etcd-and-crates.md G1). It can only
-    // fail if one is already installed, which is fine.
+    // One rustls crypto provider for every TLS client: with none installed, rustls panics when it
+    // cannot tell which one to use ("Could not automatically determine the process-level
+    // CryptoProvider", rustls `CryptoProvider::install_default`). It can only fail if one is
+    // already installed, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
     // `netctl ...`, or `kubectl netctl ...` when started as the plugin `kubectl-netctl`.

@@ -146,7 +146,8 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
     }
     if args.export && !by_name {
-        // As upstream (`reference/calicoctl.md` §1.3): an export is of named resources.
+        // As upstream (`calicoctl/calicoctl/commands/common/resources.go`): an export is of named
+        // resources.
         anyhow::bail!("`--export` needs resource names (or `-f`)");
     }
     let mut namespaces = Vec::new();
@@ -494,7 +495,7 @@ struct Named<'a> {
 }
 
 /// What `--export` leaves out: the fields that belong to this datastore's copy of the resource
-/// (`reference/calicoctl.md` §1.3).
+/// (upstream `calicoctl/calicoctl/commands/common/resources.go`).
 fn strip_for_export(resource: &mut Resource) {
     let metadata = &mut resource.metadata;
     metadata.namespace = None;
@@ -597,7 +598,8 @@ async fn list<W: Write>(
 const OUTPUT_BUFFER_BYTES: usize = 64 << 10;
 
 /// The cluster-wide AS number from BGPConfiguration `default`, for nodes without their own
-/// (`reference/calicoctl.md` §8.2). Not found means the default; other failures show as unknown.
+/// (upstream `calicoctl/calicoctl/resourcemgr/node.go`, `commands/common/printer.go`). Not found
+/// means the default; other failures show as unknown.
 async fn global_as_number(store: &dyn Datastore) -> GlobalAsNumber {
     let key = ResourceKey::new(Kind::BgpConfiguration, None, "default");
     match store.get(&key).await {

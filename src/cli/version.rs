@@ -1,7 +1,8 @@
 //! `netctl version`: the client version, the newest release line netctl knows and the git commit
 //! it was built from (`build.rs`), and, when a datastore is configured, the Cluster Version and
-//! Cluster Type from ClusterInformation `default` (upstream layout, `reference/calicoctl.md` §7.1),
-//! with a warning when the cluster runs a newer line than netctl knows or one more than a minor
+//! Cluster Type from ClusterInformation `default` (upstream layout,
+//! `calicoctl/calicoctl/commands/version.go`), with a warning when the cluster runs a newer line
+//! than netctl knows or one more than a minor
 //! release older. `--poll DURATION` keeps reading ClusterInformation at that interval and prints
 //! the cluster lines again each time they change (upstream's `version --poll`), until Ctrl-C.
 

@@ -4,8 +4,9 @@
 //! hands it to the same executor `upgrade apply` uses, so `--dry-run`, validation, conflict retries
 //! and messages behave the same everywhere. Files are loaded and every document validated before
 //! anything is written: one bad document anywhere means nothing is written. Writes are refused when
-//! the cluster runs a release newer than any netctl knows (seed §7: an older tool must not be used after
-//! an upgrade), unless `--allow-version-mismatch`.
+//! the cluster runs a release newer than any netctl knows (an older tool must not be used after an
+//! upgrade: `docs/upgrade-procedures.md`, "Versions and advice"), unless
+//! `--allow-version-mismatch`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

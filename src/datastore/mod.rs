@@ -42,8 +42,9 @@ pub use crate::config::DatastoreType;
 /// The default number of resources fetched in a list's first page.
 ///
 /// etcd 3.4 walks the rest of the range on every limited read, so many small pages are quadratic
-/// (`reference/etcd-and-crates.md` §5); the etcd backend therefore makes the pages after the first
-/// as large as a byte budget allows (see `etcd::list_page`). 1000 keeps the first answer quick.
+/// (`docs/architecture.md`, "Lists are paged"; `docs/benchmarks.md`); the etcd backend therefore
+/// makes the pages after the first as large as a byte budget allows (see `etcd::list_page`). 1000
+/// keeps the first answer quick.
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
 /// Which resources a list returns, and how much of each.
@@ -243,6 +244,16 @@ impl std::error::Error for StoreError {
 }
 
 impl StoreError {
+    /// The resource version an update expects to replace: an update without one is refused as
+    /// an invalid (empty) version, before anything is sent.
+    pub fn expected_version(resource: &Resource) -> Result<&str, StoreError> {
+        resource
+            .metadata
+            .resource_version
+            .as_deref()
+            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))
+    }
+
     /// The backend's error this one carries as its own source.
     fn carried(&self) -> Option<&dyn BackendError> {
         match self {

@@ -1,8 +1,9 @@
 //! Running the node container for real: root check, host preparation, private files, removal of an old
 //! container, the engine command, and the startup check on the container's logs.
 //!
-//! The sequence is upstream's (`reference/calicoctl.md` §6.6) with these differences, on purpose:
-//! a failure to remove an old container is reported unless it is "no such container"; the engine's
+//! The sequence is upstream's (`calicoctl/calicoctl/commands/node/run.go`) with these differences,
+//! on purpose: a failure to remove an old container is reported unless it is "no such container";
+//! the engine's
 //! output is shown line by line (upstream splits on a literal `/n`); the startup check ends early, with
 //! the last log lines, when the container stops; and with `--init-system` the container runs in the
 //! foreground, its output is the log, and netctl exits with its status (an init system supervises it).

@@ -6,8 +6,9 @@
 //!
 //! [`OutputFormat`] is what `-o` parses into; [`ResourcePrinter`] takes resources one at a time and writes
 //! them in that format to any `Write` (stdout in the CLI: stdout is data). Shapes follow upstream
-//! (`reference/calicoctl.md` §8): a list prints one table or one List document; a get by name prints
-//! one table per object and, for documents, the object alone or an array of several. Per-kind columns
+//! (`calicoctl/calicoctl/commands/common/printer.go`): a list prints one table or one List
+//! document; a get by name prints one table per object and, for documents, the object alone or an
+//! array of several. Per-kind columns
 //! live in `columns.rs`, table layout in `table.rs`, document encoding in `document.rs`. This module
 //! reads nothing from a datastore: values a printer needs from elsewhere (the global AS number) are
 //! passed in.

@@ -1,7 +1,8 @@
 //! Manifest overlays: the user's own edits of an installed manifest, carried onto the new one.
 //!
-//! A manifest install (seed §9.6/§9.7) is upgraded by applying the new release's `calico.yaml` (or
-//! `canal.yaml`, `calico-etcd.yaml`, ...). Whatever the user changed by hand in the old manifest — an
+//! A manifest install (`docs/upgrade-procedures.md`, "Single manifest, ...") is upgraded by
+//! applying the new release's `calico.yaml` (or `canal.yaml`, `calico-etcd.yaml`, ...). Whatever
+//! the user changed by hand in the old manifest — an
 //! IP pool CIDR, an env var of `calico-node`, `etcd_endpoints` — is lost unless it is made again in the
 //! new one. An overlay is a YAML stream of partial objects, given to the plan with
 //! `--manifest-overlay FILE`; each document names one object of the manifest and the fields to change.

@@ -1,7 +1,8 @@
 //! The release policy for writes: [`check_cluster_version`] refuses a cluster that runs a release
-//! line newer than the newest one the built-in catalog knows (seed §7: an older tool must not be used
-//! after an upgrade) — and [`cluster_release`]/[`api_release`]: the release whose API rules a
-//! command follows (the cluster's, else the newest netctl knows). Release versions themselves are
+//! line newer than the newest one the built-in catalog knows (an older tool must not be used after
+//! an upgrade: `docs/upgrade-procedures.md`, "Versions and advice") — and
+//! [`cluster_release`]/[`api_release`]: the release whose API rules a command follows (the
+//! cluster's, else the newest netctl knows). Release versions themselves are
 //! `crate::release`.
 
 use super::catalog::CatalogError;
@@ -86,7 +87,7 @@ impl Hint for VersionCheckError {
 /// netctl knows the API of (`crate::release`; the catalog's newest target is the same line, a test
 /// of `plan::catalog` keeps them together). Unlike upstream's exact-version equality check, patch releases and
 /// older lines pass; a missing ClusterInformation or version passes too (upstream skips the check
-/// then, `reference/calicoctl.md` §7.2).
+/// then, `calicoctl/calicoctl/commands/common/version_mismatch.go`).
 pub async fn check_cluster_version(store: &dyn Datastore) -> Result<(), VersionCheckError> {
     let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
     let info = match store.get(&key).await {

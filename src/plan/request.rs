@@ -139,7 +139,8 @@ impl UpgradeRequest {
             None => DiscoveredFacts::default(),
         };
         // A `--from` is for what cannot be discovered; one that disagrees with the datastore would
-        // silently drop the steps the real version needs (the §9.2 preparation, say) and the run
+        // silently drop the steps the real version needs (the v3.14 host-endpoint preparation, say)
+        // and the run
         // would later be refused as "the cluster changed".
         if let (Some(given), Some(found)) = (&self.overrides.from, &discovered.installed_version)
             && given != found
@@ -163,7 +164,8 @@ impl UpgradeRequest {
     }
 
     /// "What can I upgrade to": the installed release, the newer release lines of the catalog and
-    /// the runs to each, and the seed §9.1 advice (`upgrade plan` without `--to`).
+    /// the runs to each, and the advice of `docs/upgrade-procedures.md` (`upgrade plan` without
+    /// `--to`).
     pub async fn survey(&self, sources: FactSources<'_>) -> Result<UpgradeOptions, RequestError> {
         let runbooks = RunbookSet::load(self.runbooks.as_deref())?;
         let text = runbooks

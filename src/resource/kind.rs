@@ -1,8 +1,9 @@
 //! The resource kinds of `projectcalico.org/v3` that netctl knows: their names, plurals, the aliases a
 //! user may type, and whether they are namespaced.
 //!
-//! Aliases follow upstream calicoctl (`reference/calicoctl.md` §4.1; the staged kinds as calicoctl
-//! v3.30's `resourcemgr/staged*.go`) so existing scripts keep working. Each kind also says from which
+//! Aliases follow upstream calicoctl (`calicoctl/calicoctl/resourcemgr/*.go`; the staged kinds as
+//! calicoctl v3.30's `resourcemgr/staged*.go`) so existing scripts keep working. Each kind also
+//! says from which
 //! release it exists ([`Kind::since`]). This module only names kinds; what a kind's spec may
 //! contain lives in `spec.rs`.
 

@@ -186,7 +186,7 @@ impl Loader {
 
     /// The command's `-n/--namespace`: a namespaced resource without a namespace gets it (or
     /// `default` when no flag was given), and one whose namespace differs from the flag is a
-    /// problem (`reference/calicoctl.md` §4.1).
+    /// problem (upstream `handleNamespace` in `calicoctl/calicoctl/commands/common/resources.go`).
     pub fn namespace(mut self, namespace: Option<&str>) -> Loader {
         if let Checks::Validate {
             namespace: flag, ..

@@ -18,6 +18,7 @@ mod batched_label_steps;
 mod batched_write_failures;
 mod batched_writes;
 mod calicoctl_surface;
+mod citations;
 mod cli_habits;
 mod cli_runbook;
 mod completion;

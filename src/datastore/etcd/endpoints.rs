@@ -594,7 +594,8 @@ pub(super) fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreEr
             }))
         })?,
     };
-    // Every certificate in the bundle becomes a trust root (several CAs are allowed, seed §2.1).
+    // Every certificate in the bundle becomes a trust root (several CAs are allowed: `README.md`,
+    // "Configuration").
     tls = tls.ca_certificate(Certificate::from_pem(ca));
     if let Some(identity) = settings.tls.as_ref().and_then(|tls| tls.identity.as_ref()) {
         tls = tls.identity(Identity::from_pem(

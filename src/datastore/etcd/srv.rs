@@ -2,8 +2,8 @@
 //!
 //! Looks up `_etcd-client-ssl._tcp.<domain>` when TLS is configured and `_etcd-client._tcp.<domain>`
 //! otherwise (the names etcd itself uses), and orders the targets by priority (lowest first), then
-//! weight (highest first). Resolver answers come back in the server's order, so the sort is ours
-//! (`reference/etcd-and-crates.md` G11).
+//! weight (highest first). hickory-resolver's `srv_lookup` hands back the answers in the server's
+//! order, unsorted, so the sort is ours (`docs/architecture.md`, "SRV discovery").
 
 use std::net::SocketAddr;
 

@@ -2,7 +2,7 @@
 //! service account), the chosen context, and the overrides of server, CA, client certificate, token
 //! and TLS verification that the client configuration allows.
 //!
-//! The client is built inside the tokio runtime (`reference/etcd-and-crates.md` G14) and uses the
+//! The client is built inside the tokio runtime (kube's `Client::try_from` needs one) and uses the
 //! process-wide rustls provider installed in `main`. Building it contacts nothing; the datastore
 //! proves the connection with a first request.
 

@@ -475,11 +475,7 @@ impl Datastore for KubeStore {
             _ => {}
         }
         let key = resource.key();
-        let expected = resource
-            .metadata
-            .resource_version
-            .clone()
-            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+        let expected = StoreError::expected_version(resource)?.to_string();
         // The custom resource it was read from: the one holding the expected version, else the
         // first found (whose version then refuses the update as a conflict).
         let name = match names::has_two_names(&key, self.group.group) {

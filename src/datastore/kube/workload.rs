@@ -387,16 +387,11 @@ pub fn pod_to_workload_endpoint(pod: &Pod) -> Result<Option<Resource>, StoreErro
         metadata: ObjectMeta {
             name: endpoint_name(&node, &name, ENDPOINT),
             namespace: Some(namespace),
-            // The pod's own UID, unconverted, as upstream.
-            uid: metadata.uid.clone(),
-            creation_timestamp: metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|time| time.0.to_string()),
-            resource_version: metadata.resource_version.clone(),
             labels,
             annotations: endpoint_annotations,
             other,
+            // The pod's own UID, unconverted, as upstream.
+            ..super::derived::kept_metadata(metadata)
         },
         spec: body,
         status: Value::Null,

@@ -71,7 +71,8 @@ impl<T> Fact<T> {
     }
 }
 
-/// The label automatic host endpoints carry, and its value (seed §2.2).
+/// The label automatic host endpoints carry, and its value (`docs/upgrade-procedures.md`,
+/// "Automatic host endpoints").
 pub const AUTO_HOST_ENDPOINT_LABEL: (&str, &str) =
     ("projectcalico.org/created-by", "calico-kube-controllers");
 
@@ -206,7 +207,8 @@ define_facts! {
         shown: Always,
         values: ["true", "false"],
     }
-    /// The full service-mesh version string, for the injector configmap name (seed §9.8).
+    /// The full service-mesh version string, for the injector configmap name
+    /// (`docs/upgrade-procedures.md`, "Application layer policy").
     mesh_version: String {
         default: String::new(),
         parse: rules::text,
@@ -216,8 +218,8 @@ define_facts! {
         shown: Always,
         values: [],
     }
-    /// The Deployments of the services in the mesh, rolled after the injector configmap (seed
-    /// §9.8).
+    /// The Deployments of the services in the mesh, rolled after the injector configmap
+    /// (`docs/upgrade-procedures.md`, "Application layer policy").
     service_deployments: Vec<DeploymentFact> {
         default: Vec::new(),
         parse: rules::deployments,
@@ -350,7 +352,8 @@ impl Facts {
         }
         if facts.install_method.origin == FactOrigin::Default {
             // The operator and its Helm chart run on the Kubernetes datastore only: on etcd the
-            // install is the single manifest (seed §9.7), with no cluster needed to tell.
+            // install is the single manifest (`docs/upgrade-procedures.md`, "Single manifest, etcd
+            // datastore"), with no cluster needed to tell.
             if facts.datastore_type.value != DatastoreType::EtcdV3 {
                 return Err(FactError::MissingInstallMethod);
             }

@@ -1,5 +1,6 @@
 //! `kube.restore-owner-reference`: re-adds an OwnerReference to a `projectcalico.org/v3` owner with
-//! the UID the owner has when the step runs (seed §9.3 step 3).
+//! the UID the owner has when the step runs (`docs/upgrade-procedures.md`, "OwnerReferences to
+//! `projectcalico.org/v3` owners").
 //!
 //! The upgrade gives every `projectcalico.org/v3` resource a new UID, so a plan can carry everything
 //! about the reference except that UID. This action reads it through the datastore (on the Kubernetes
