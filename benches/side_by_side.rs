@@ -21,6 +21,8 @@ mod support;
 
 #[path = "side_by_side_parts/ipam.rs"]
 mod ipam;
+#[path = "side_by_side_parts/migrate.rs"]
+mod migrate;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
@@ -84,6 +86,9 @@ fn main() {
         }
         ipam::linearity(&mut report);
     }
+    if options.runs("migrate") {
+        migrate::migrate(&options, &tools, options.migrate_size, &mut report);
+    }
     println!("{}", report.markdown());
     if report.missed > 0 {
         eprintln!("{} target(s) missed (marked MISSED above)", report.missed);
@@ -100,6 +105,9 @@ struct Options {
     validate_size: usize,
     upgrade_sizes: Vec<usize>,
     ipam_sizes: Vec<usize>,
+    /// Host endpoints (and allocations) of the migration export row: 100k even with `--quick`,
+    /// the size its target names.
+    migrate_size: usize,
     sections: Vec<String>,
 }
 
@@ -155,6 +163,7 @@ impl Options {
                     vec![10_000, 100_000]
                 },
             ),
+            migrate_size: sizes("--migrate-size", vec![100_000])[0],
             sections,
         }
     }

@@ -5,7 +5,8 @@
 #
 #   scripts/bench.sh                      # 10k and 100k lists, 10k writes, 100k validate, 1k/10k upgrades
 #   scripts/bench.sh --quick              # 10k everywhere, 3 repetitions (a few minutes)
-#   scripts/bench.sh --only lists         # sections: lists, writes, validate, upgrade, ipam (comma-separated)
+#   scripts/bench.sh --only lists         # sections: lists, writes, validate, upgrade, ipam, migrate (comma-separated)
+#   scripts/bench.sh --only migrate --quick   # migration export of 100k host endpoints + 4,096 blocks (--migrate-size N)
 #   scripts/bench.sh --only ipam --ipam-sizes 10000,100000   # 4,096 /26 blocks per 100k allocations
 #   scripts/bench.sh --repetitions 7 --timeout 120
 #   scripts/bench.sh --list-sizes 10000,50000 --write-size 5000 --validate-size 20000 --upgrade-sizes 500,2000

@@ -105,6 +105,10 @@ macro_rules! action_table {
                 /// Put a backup back into the datastore it was taken of (resources; IPAM when
                 /// asked). Built by `netctl datastore restore`.
                 DatastoreRestore = "datastore.restore" (DatastoreRestore),
+                /// Write a migration export (upstream's format) into the Kubernetes datastore:
+                /// refused when the target holds other Calico data, finishes an import stopped
+                /// half way. Built by `netctl datastore migrate import`.
+                DatastoreImport = "datastore.import" (DatastoreImport),
                 /// Free addresses and delete leaked handles, each guarded by the allocation's
                 /// sequence number and the handle's revision. Built by `netctl ipam release` only.
                 IpamRelease = "ipam.release" (IpamRelease),

@@ -23,7 +23,7 @@ pub(super) fn ipam(options: &Options, tools: &Tools, size: usize, report: &mut R
     eprintln!("ipam: {size} allocations in {blocks} blocks, {size} workload endpoints");
     let etcd = EtcdServer::start();
     let endpoint = etcd.endpoint();
-    load_ipam(&endpoint, size, blocks);
+    load_ipam(&endpoint, size, blocks, true);
 
     let show = tools.netctl(&endpoint, &["ipam", "show", "--show-blocks"]);
     let read_blocks = tools.etcdctl(
@@ -104,9 +104,14 @@ pub(super) fn linearity(report: &mut Report) {
     });
 }
 
-/// Stores a pool, `blocks` /26 blocks holding `allocations` addresses with their handles, and a
-/// workload endpoint for 99 of every 100 of them.
-fn load_ipam(endpoint: &str, allocations: usize, blocks: usize) {
+/// Stores a pool, `blocks` /26 blocks holding `allocations` addresses with their handles, and
+/// (with `workload_endpoints`) a workload endpoint for 99 of every 100 of them.
+pub(super) fn load_ipam(
+    endpoint: &str,
+    allocations: usize,
+    blocks: usize,
+    workload_endpoints: bool,
+) {
     let mut entries: Vec<(String, Vec<u8>)> = vec![
         (
             CLUSTER_INFORMATION.to_string(),
@@ -142,7 +147,7 @@ fn load_ipam(endpoint: &str, allocations: usize, blocks: usize) {
                 handle_key(&handle),
                 format!(r#"{{"block":{{"{cidr}":1}},"deleted":false}}"#).into_bytes(),
             ));
-            if made % 100 != 99 {
+            if workload_endpoints && made % 100 != 99 {
                 let name = format!(
                     "{}-k8s-{}-eth0",
                     node.replace('-', "--"),

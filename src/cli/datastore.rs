@@ -1,6 +1,8 @@
 //! `netctl datastore migrate lock|unlock` (upstream's command path; `netctl datastore lock|unlock`
 //! is the short form): ClusterInformation `datastoreReady` false / true, as a one-step plan with
-//! `--dry-run` and the journal; `netctl datastore backup` (reads only: the file of
+//! `--dry-run` and the journal; `netctl datastore migrate export` (reads only: the file of
+//! `datastore/migration/`) and `netctl datastore migrate import` (the one-step plan
+//! `datastore.import`); `netctl datastore backup` (reads only: the file of
 //! `datastore/backup.rs`) and `netctl datastore restore` (the one-step plan `datastore.restore`).
 //!
 //! While the datastore is locked new pods get no network, kube-controllers stops its IPAM garbage
@@ -17,13 +19,18 @@ use clap::Subcommand;
 
 use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
-use crate::datastore::{backup, snapshot};
+use crate::datastore::{backup, migration, snapshot};
 use crate::exec::actions::ipam::restore::file_digest;
-use crate::plan::action::{DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore};
+use crate::plan::action::{
+    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore,
+};
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\
 Examples:
+  netctl datastore migrate lock
+  netctl datastore migrate export -o calico-migration.txt
+  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt
   netctl datastore backup -o calico-backup.jsonl
   netctl datastore restore -f calico-backup.jsonl --dry-run
   netctl datastore migrate lock
@@ -90,7 +97,7 @@ pub enum DatastoreCommand {
     /// Put a backup back into the datastore it was taken of
     #[command(after_help = RESTORE_EXAMPLES)]
     Restore(RestoreArgs),
-    /// Datastore migration: lock and unlock
+    /// Datastore migration: lock, export, import, unlock
     #[command(subcommand, after_help = EXAMPLES)]
     Migrate(MigrateCommand),
     /// Rename default-tier policies stored as `default.<name>` to their own names (etcd, v3.32)
@@ -104,14 +111,71 @@ pub enum DatastoreCommand {
     Unlock(JournalArgs),
 }
 
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  netctl datastore migrate lock
+  netctl datastore migrate export -o calico-migration.txt
+  netctl datastore migrate export > calico-migration.txt
+Upstream's format (`calicoctl datastore migrate export`, which `calicoctl datastore migrate import`
+reads too): the resources as YAML, one List per kind (IPPools, BGPPeers, Tiers,
+GlobalNetworkPolicies, StagedGlobalNetworkPolicies, GlobalNetworkSets, HostEndpoints,
+KubeControllersConfigurations, NetworkPolicies, StagedNetworkPolicies,
+StagedKubernetesNetworkPolicies, NetworkSets, Nodes, BGPConfigurations, FelixConfigurations,
+IPReservations, BGPFilters), `===`, ClusterInformation as JSON, `===`, the IPAM objects as JSON
+keyed by etcd path. Only from an etcd datastore, and only while it is locked.
+Left out: WorkloadEndpoints (Pods on Kubernetes), Profiles (Namespaces and ServiceAccounts), and
+NetworkPolicies named `knp.default.*` (kube-controllers' copies of Kubernetes NetworkPolicies).
+Nodes are renamed to their Kubernetes node names (their `k8s` orchestrator reference) where
+upstream renames them: the Node, `node.<name>` FelixConfigurations and BGPConfigurations, block
+affinities, blocks and tunnel-address handles. Beyond upstream, netctl also renames
+HostEndpoint.spec.node and BGPPeer.spec.node: upstream leaves them at the etcd names, so after its
+migration those host endpoints' policy no longer applies. A node without a Kubernetes name is
+refused by name. The export reads a page at a time: memory stays flat however large the datastore.";
+
+const IMPORT_EXAMPLES: &str = "\
+Examples:
+  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt --dry-run
+  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt
+Into the Kubernetes datastore, as one journaled step: refused before any write when the target
+holds Calico resources or IPAM data other than this file's (an import that was stopped half way is
+finished instead: run it again and every resource is there exactly once), or when the Calico CRDs
+are not installed. Then it locks the target, creates the resources (Nodes update the Kubernetes
+nodes of the same name; a node Kubernetes does not have is skipped and named), copies clusterGUID
+and calicoVersion into ClusterInformation and creates the IPAM objects. Reads files written by
+`netctl datastore migrate export` and by `calicoctl datastore migrate export`. The target stays
+locked: switch the components to the Kubernetes datastore, then `netctl datastore migrate unlock`.";
+
 #[derive(Debug, Subcommand)]
 pub enum MigrateCommand {
+    /// Write the etcd datastore's contents in upstream's migration format
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export(ExportArgs),
+    /// Import a migration export into the Kubernetes datastore
+    #[command(after_help = IMPORT_EXAMPLES)]
+    Import(ImportArgs),
     /// Lock the datastore: ClusterInformation datastoreReady false (stops networking new pods)
     #[command(after_help = LOCK_EXAMPLES)]
     Lock(JournalArgs),
     /// Unlock the datastore: ClusterInformation datastoreReady true
     #[command(after_help = UNLOCK_EXAMPLES)]
     Unlock(JournalArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Write the export to FILE (owner-only, complete or absent) instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The export, as `netctl datastore migrate export` or `calicoctl datastore migrate export`
+    /// wrote it
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filename: PathBuf,
+    #[command(flatten)]
+    pub journal: JournalArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -142,6 +206,12 @@ pub async fn run(context: &Context, command: DatastoreCommand) -> anyhow::Result
         DatastoreCommand::Restore(args) => return restore(context, args).await,
         DatastoreCommand::MigratePolicyNames(args) => {
             return migrate_policy_names(context, args).await;
+        }
+        DatastoreCommand::Migrate(MigrateCommand::Export(args)) => {
+            return export(context, args).await;
+        }
+        DatastoreCommand::Migrate(MigrateCommand::Import(args)) => {
+            return import(context, args).await;
         }
         DatastoreCommand::Migrate(MigrateCommand::Lock(args)) | DatastoreCommand::Lock(args) => {
             (true, args)
@@ -251,6 +321,85 @@ async fn restore(context: &Context, args: RestoreArgs) -> anyhow::Result<ExitCod
         "datastore-restore",
         "restore the datastore from a backup",
         Action::DatastoreRestore(request),
+    );
+    run_journaled(context, store, &plan, &args.journal, None).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = context.datastore().await?;
+    // Refused here (not etcd, not locked, a node without a Kubernetes name) before a byte.
+    let names = migration::export::prepare(store.as_ref()).await?;
+    let exported = match &args.output {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let failed = |source| migration::MigrationError::Write {
+                path: shown.clone(),
+                source,
+            };
+            let partial = path.with_extension("partial");
+            let file = backup::owner_only(&partial).map_err(failed)?;
+            let mut out = std::io::BufWriter::new(file);
+            let result = migration::export::export(store.as_ref(), &names, &mut out, &shown).await;
+            let finished = result.and_then(|exported| {
+                let file = out
+                    .into_inner()
+                    .map_err(|error| failed(error.into_error()))?;
+                file.sync_all().map_err(failed)?;
+                std::fs::rename(&partial, path).map_err(failed)?;
+                Ok(exported)
+            });
+            if finished.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            finished?
+        }
+        None => {
+            let mut stdout = std::io::BufWriter::new(context.printer.stdout());
+            let exported =
+                migration::export::export(store.as_ref(), &names, &mut stdout, "-").await?;
+            stdout.flush()?;
+            exported
+        }
+    };
+    let place = match &args.output {
+        Some(path) => format!(" to `{}`", path.display()),
+        None => String::new(),
+    };
+    context.printer.say(format!(
+        "Exported {} resource(s) and {} IPAM object(s){place}.",
+        exported.resources, exported.ipam
+    ));
+    context.printer.say(format!(
+        "Renamed {} node(s) to their Kubernetes names, and (beyond upstream) the node of {} HostEndpoint(s) and BGPPeer(s) with them.",
+        exported.renamed_nodes, exported.renamed_node_references
+    ));
+    context.printer.say(format!(
+        "Left out: {}{}.",
+        migration::LEFT_OUT,
+        match exported.kubernetes_policies {
+            0 => String::new(),
+            count => format!(" ({count} `knp.default.*` NetworkPolicy(ies) here)"),
+        }
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn import(context: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let file = args.filename.display().to_string();
+    let sha256 = file_digest(&args.filename)
+        .with_context(|| format!("cannot read the migration export `{file}`"))?;
+    // Refused here, before connecting, when the file is no whole export.
+    migration::file::read(&args.filename)?;
+    let store = context.datastore().await?;
+    let plan = Plan::single(
+        "datastore-import",
+        "import a migration export into the Kubernetes datastore",
+        Action::DatastoreImport(DatastoreImport {
+            file,
+            sha256,
+            by: operator(),
+        }),
     );
     run_journaled(context, store, &plan, &args.journal, None).await?;
     Ok(ExitCode::SUCCESS)

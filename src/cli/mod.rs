@@ -154,7 +154,7 @@ pub enum Command {
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
-    /// Back up and restore the datastore; lock or unlock it (`datastore migrate lock|unlock`)
+    /// Back up and restore the datastore; migrate it: lock, export, import, unlock
     #[command(subcommand, after_help = datastore::EXAMPLES)]
     Datastore(datastore::DatastoreCommand),
     /// IP address management: show use, check for leaks, release, split pools, configure

@@ -19,6 +19,7 @@ use crate::datastore::etcd::EtcdError;
 use crate::datastore::ipam::IpamError;
 use crate::datastore::kube::KubeError;
 use crate::datastore::snapshot::SnapshotError;
+use crate::datastore::migration::MigrationError;
 use crate::diagnose::DiagnoseError;
 use crate::errors::{Hint, error_chain, error_chain_with};
 use crate::exec::ExecError;
@@ -158,6 +159,7 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         IpamError,
         BackupError,
         SnapshotError,
+        MigrationError,
         ReportError,
         SplitError,
     );

@@ -206,7 +206,7 @@ pub async fn write_file(
     Ok(counts)
 }
 
-pub(super) fn owner_only(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn owner_only(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]

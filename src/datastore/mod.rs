@@ -18,6 +18,7 @@ pub mod health;
 pub mod initialize;
 pub mod ipam;
 pub mod kube;
+pub mod migration;
 mod pages;
 pub mod policy_names;
 pub mod readiness;

@@ -48,6 +48,7 @@ mod kube_coordination;
 mod kube_datastore;
 mod kube_kubectl;
 mod list_output;
+mod migrate;
 mod node_checksystem;
 mod node_run;
 mod node_run_etcd;

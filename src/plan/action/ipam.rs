@@ -50,6 +50,19 @@ pub struct DatastoreMigratePolicyNames {
     pub allow_version_mismatch: bool,
 }
 
+/// `datastore.import`: a migration export written into the Kubernetes datastore (`netctl
+/// datastore migrate import`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DatastoreImport {
+    /// The export, as `datastore migrate export` (netctl's or calicoctl's) writes it.
+    pub file: String,
+    /// Its sha256 when the plan was made: a changed file is refused.
+    pub sha256: String,
+    /// Who imports (`user@host`), recorded on ClusterInformation with the lock.
+    pub by: String,
+}
+
 /// `ipam.release`: addresses and handles to free, each guarded.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -209,6 +222,18 @@ impl Arguments for DatastoreRestore {
     }
 
     /// It writes resources in batches and undoes them when stopped.
+    fn stops_on_signal(&self) -> bool {
+        true
+    }
+}
+
+impl Arguments for DatastoreImport {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digest = self.sha256.get(..12).unwrap_or(&self.sha256);
+        write!(out, "{name} -f {} (sha256 {digest}…)", self.file)
+    }
+
+    /// It stops between two writes on Ctrl-C and SIGTERM; a second run finishes.
     fn stops_on_signal(&self) -> bool {
         true
     }

@@ -540,6 +540,11 @@ impl KubeApiServer {
         self.lock().forbidden.push((method, prefix.to_string()));
     }
 
+    /// Answers every request normally again (undoes [`KubeApiServer::forbid`]).
+    pub fn allow_all(&self) {
+        self.lock().forbidden.clear();
+    }
+
     /// Stops serving the type of `api_version` and `plural`, as a cluster that removed it (e.g.
     /// `policy/v1beta1` `podsecuritypolicies` from Kubernetes 1.25 on).
     pub fn withdraw(&self, api_version: &str, plural: &str) {

@@ -12,6 +12,7 @@
 
 pub mod configure;
 pub mod policy_names;
+pub mod import;
 pub mod readiness;
 pub mod release;
 pub mod restore;
@@ -24,8 +25,8 @@ use crate::errors::Hint;
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{
-    DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, IpamConfigure, IpamRelease,
-    IpamSplit,
+    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, IpamConfigure,
+    IpamRelease, IpamSplit,
 };
 
 /// Why an IPAM or lock action failed.
@@ -181,6 +182,20 @@ impl Perform for DatastoreMigratePolicyNames {
     }
 
     /// A moved policy is not misnamed any more: the second run finds nothing to move.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for DatastoreImport {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        let interrupt = context.interrupt.as_ref();
+        import::import(store, self, mode, interrupt, &release).await
+    }
+
+    /// Run again, it finishes what a stopped run left (see `import.rs`).
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }

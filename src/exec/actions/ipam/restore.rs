@@ -65,25 +65,15 @@ pub async fn restore(
     for skipped in &contents.skipped {
         transcript.push(format!("  {skipped}"));
     }
-    let documents = ResourceDocuments {
-        documents: contents.documents,
-        file: Some(request.file.clone()),
-        validated_for: None,
-    };
-    let written = write_documents(
+    let written = apply_documents(
         store,
-        &documents,
-        DocumentWrite::Apply,
-        mode,
-        interrupt,
-        release,
+        contents.documents,
+        &request.file,
+        (mode, interrupt, release),
+        &mut transcript,
     )
     .await?;
-    let mut summary = vec![written.summary.clone()];
-    match written.transcript.is_empty() {
-        true => transcript.push(written.summary),
-        false => transcript.extend(written.transcript),
-    }
+    let mut summary = vec![written];
     if let Some(information) = &contents.cluster_information {
         let line = cluster_information(store, information, mode).await?;
         transcript.push(line.clone());
@@ -110,6 +100,48 @@ pub async fn restore(
         transcript,
         output: None,
     })
+}
+
+/// How a step writes: its mode, the signal it stops on, the release it validates for.
+pub(super) type Writing<'a> = (RunMode, Option<&'a Interrupt>, &'a ApiRelease);
+
+/// Writes `documents` (read from `file`) as `apply` writes them, undone on a failure or a signal;
+/// adds the account to `transcript` and returns the summary line.
+pub(super) async fn apply_documents(
+    store: &dyn Datastore,
+    documents: Vec<Resource>,
+    file: &str,
+    (mode, interrupt, release): Writing<'_>,
+    transcript: &mut Vec<String>,
+) -> Result<String, StepError> {
+    let documents = ResourceDocuments {
+        documents,
+        file: Some(file.to_string()),
+        validated_for: None,
+    };
+    let written = write_documents(
+        store,
+        &documents,
+        DocumentWrite::Apply,
+        mode,
+        interrupt,
+        release,
+    )
+    .await?;
+    match written.transcript.is_empty() {
+        true => transcript.push(written.summary.clone()),
+        false => transcript.extend(written.transcript),
+    }
+    Ok(written.summary)
+}
+
+/// A stored resource as a document to write: without what the datastore sets itself.
+pub(super) fn as_document(mut resource: Resource) -> Resource {
+    resource.metadata.uid = None;
+    resource.metadata.creation_timestamp = None;
+    resource.metadata.resource_version = None;
+    resource.metadata.other.clear();
+    resource
 }
 
 /// Reads the whole backup, refusing it before any write when it is not the one planned, is of
@@ -157,13 +189,7 @@ fn read(datastore: DatastoreType, request: &DatastoreRestore) -> Result<Contents
             {
                 *not_writable.entry(resource.kind).or_default() += 1;
             }
-            Record::Resource(mut resource) => {
-                resource.metadata.uid = None;
-                resource.metadata.creation_timestamp = None;
-                resource.metadata.resource_version = None;
-                resource.metadata.other.clear();
-                contents.documents.push(*resource);
-            }
+            Record::Resource(resource) => contents.documents.push(as_document(*resource)),
             Record::Ipam(record) => {
                 let object = backup::object(&record).map_err(|reason| {
                     refused(format!(
@@ -246,7 +272,7 @@ async fn cluster_information(
 
 /// Compares (and with `write`, restores) the backup's IPAM objects; one line says what differs or
 /// what was written.
-async fn restore_ipam(
+pub(super) async fn restore_ipam(
     ipam: &dyn IpamStore,
     objects: &[IpamObject],
     encoding: BlockEncoding,
