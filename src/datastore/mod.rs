@@ -16,6 +16,7 @@ pub mod etcd;
 pub mod health;
 pub mod initialize;
 pub mod ipam;
+pub mod ipam_check;
 pub mod kube;
 mod pages;
 pub mod readiness;

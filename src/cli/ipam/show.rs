@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::pools::read_pools;
+use crate::datastore::ipam_check::read_pools;
 use super::{Context, ipam_of};
 use crate::datastore::Datastore;
 use crate::datastore::ipam::{IpamStore, for_each_block};
