@@ -19,7 +19,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-#[path = "side_by_side_ipam.rs"]
+#[path = "side_by_side_parts/ipam.rs"]
 mod ipam;
 
 use std::fmt::Write as _;

@@ -39,6 +39,13 @@ const HANDLES_IN_FLIGHT: usize = 8;
 /// Addresses and skips listed by name in the output before "and N more".
 const LISTED: usize = 10;
 
+/// What every block's release needs to know of the run.
+struct Run<'a> {
+    ipam: &'a dyn IpamStore,
+    encoding: BlockEncoding,
+    mode: RunMode,
+}
+
 /// What became of the addresses so far.
 #[derive(Debug, Default)]
 struct Tally {
@@ -99,17 +106,14 @@ pub async fn release(
                 }
             ));
         }
-        release_addresses(
+        let run = Run {
             ipam,
-            &mut wanted,
             encoding,
             mode,
-            interrupt,
-            &mut tally,
-            &mut transcript,
-        )
-        .await
-        .map_err(|error| stopped(error, &tally, total, None))?;
+        };
+        release_addresses(&run, &mut wanted, interrupt, &mut tally, &mut transcript)
+            .await
+            .map_err(|error| stopped(error, &tally, total, None))?;
         // What no block holds is free already.
         tally
             .already_free
@@ -217,17 +221,15 @@ async fn check_cluster(
 /// Walks the blocks once and releases, in each, the wanted addresses it holds; what is released
 /// or decided leaves `wanted`.
 async fn release_addresses(
-    ipam: &dyn IpamStore,
+    run: &Run<'_>,
     wanted: &mut BTreeMap<IpAddr, ReleaseRequest>,
-    encoding: BlockEncoding,
-    mode: RunMode,
     interrupt: Option<&Interrupt>,
     tally: &mut Tally,
     transcript: &mut Vec<String>,
 ) -> Result<(), IpamActionError> {
     let mut token: Option<String> = None;
     loop {
-        let page = ipam.block_page(token.as_deref()).await?;
+        let page = run.ipam.block_page(token.as_deref()).await?;
         for item in page.items {
             let stored = match item {
                 Ok(stored) => stored,
@@ -257,10 +259,7 @@ async fn release_addresses(
             for request in &requests {
                 wanted.remove(&request.address);
             }
-            release_block(
-                ipam, cidr, stored, &requests, encoding, mode, tally, transcript,
-            )
-            .await?;
+            release_block(run, cidr, stored, &requests, tally, transcript).await?;
         }
         match page.continue_token {
             Some(next) => token = Some(next),
@@ -271,15 +270,14 @@ async fn release_addresses(
 
 /// Releases `requests` from one block, reading it again after a conflict.
 async fn release_block(
-    ipam: &dyn IpamStore,
+    run: &Run<'_>,
     cidr: Cidr,
     mut stored: Stored<AllocationBlock>,
     requests: &[ReleaseRequest],
-    encoding: BlockEncoding,
-    mode: RunMode,
     tally: &mut Tally,
     transcript: &mut Vec<String>,
 ) -> Result<(), IpamActionError> {
+    let (ipam, encoding, mode) = (run.ipam, run.encoding, run.mode);
     for _ in 0..ATTEMPTS {
         let damage = stored.value.damage();
         if !damage.is_empty() {
