@@ -16,7 +16,7 @@
 //! anything but time and memory; correctness is the tests' job (each row still checks that the
 //! command did its work, so a fast failure cannot pass for a fast run).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 #[path = "side_by_side_parts/ipam.rs"]

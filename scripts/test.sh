@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit tests, and integration tests against real etcd servers (plain, TLS,
-# RBAC, 3-member cluster) and a local DNS server that the tests start on loopback.
+# Runs the whole test suite: unit tests, the integration tests (one binary, tests/it/) against real
+# etcd servers (plain, TLS, RBAC, 3-member cluster) and a local DNS server that the tests start on
+# loopback, and the fuzz targets (tests/fuzz.rs, 3 s each unless NETCTL_FUZZ_SECONDS says otherwise).
 #
 # Every test binary runs even when an earlier one fails (`--no-fail-fast`), and nothing waits forever:
-# each test that runs netctl or starts a server stops its binary after NETCTL_TEST_TIME_LIMIT seconds
-# (tests/support/watchdog.rs, default 600), and the run as a whole, after the build, after
-# NETCTL_TEST_SUITE_TIME_LIMIT seconds (default 3600). Arguments go to `cargo test`.
+# the processes of a test that runs longer than NETCTL_TEST_TIME_LIMIT seconds are killed, so it fails
+# and the others go on, and a test that still does not end stops its binary
+# (tests/it/support/watchdog.rs, default 600); the run as a whole stops after
+# NETCTL_TEST_SUITE_TIME_LIMIT seconds (default 3600) after the build. Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/prerequisites.sh

@@ -8,7 +8,8 @@
 //! is visible to every user of the machine, and there is nothing to supply it from at run time).
 //! Everything made from a plan — its text, JSON and Markdown, the checkpoint, its mirror, the
 //! journal, a dry-run transcript — therefore holds no such value, and the displays of a command line
-//! apply the same rule again. This file only decides what is secret and how it is shown.
+//! apply the same rule again ([`command_line`], the one way a command line is shown: quoted for a
+//! shell, secrets redacted). This file only decides what is secret and how it is shown.
 
 use std::collections::BTreeMap;
 
@@ -85,6 +86,29 @@ pub fn secret_in_argv(argv: &[String]) -> Option<String> {
     None
 }
 
+/// Quotes one word for a POSIX shell, for showing command lines (nothing is run through a shell):
+/// unchanged when it holds only safe characters, otherwise in single quotes (a `'` inside becomes
+/// `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line as netctl shows it (plans, transcripts, the journal): the environment's
+/// `NAME=value` pairs, then the argv, every word quoted for a shell and every secret redacted.
+pub fn command_line(argv: &[String], env: &BTreeMap<String, String>) -> String {
+    redact_env(env)
+        .into_iter()
+        .map(|(name, value)| format!("{name}={}", shell_quote(&value)))
+        .chain(redact_argv(argv).iter().map(|word| shell_quote(word)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +162,27 @@ mod tests {
             Some("token=".to_string())
         );
         assert_eq!(secret_in_argv(&strings(&["ls", "-l", "/tmp"])), None);
+    }
+
+    #[test]
+    fn quoting_leaves_safe_words_alone() {
+        assert_eq!(shell_quote("NODENAME=node-1"), "NODENAME=node-1");
+        assert_eq!(
+            shell_quote("/var/log/calico:/var/log/calico"),
+            "/var/log/calico:/var/log/calico"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(
+            shell_quote("IP_AUTODETECTION_METHOD=interface=eth.*"),
+            "'IP_AUTODETECTION_METHOD=interface=eth.*'"
+        );
+        let argv = strings(&["sh", "-c", "echo 'hi' >> f", "--token", "t0p"]);
+        let env = BTreeMap::from([("API_KEY".to_string(), "k".to_string())]);
+        assert_eq!(
+            command_line(&argv, &env),
+            r#"API_KEY='<redacted>' sh -c 'echo '\''hi'\'' >> f' --token '<redacted>'"#
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The words runbooks and plans share: phases, retry policies, install methods, human-written
-//! durations and the names of the actions a runbook may use.
+//! durations, and the one list of actions ([`action_table`]).
 //!
 //! Runbook files are written in these words and plans are made of them, so they live below both:
 //! `runbook` (the file format) and `plan` (facts, resolution, actions) import this module, and it
@@ -13,33 +13,115 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Every action name a runbook may use, in documentation order (`plan::Action` has one variant for
-/// each, and `node.run`, which only `netctl node run` builds).
-pub const RUNBOOK_ACTIONS: [&str; 23] = [
-    "resource.get",
-    "resource.list",
-    "resource.create",
-    "resource.apply",
-    "resource.replace",
-    "resource.delete",
-    "resource.label",
-    "resource.patch",
-    "resource.wait",
-    "kube.apply",
-    "kube.patch",
-    "kube.annotate",
-    "kube.label",
-    "kube.list",
-    "kube.delete",
-    "kube.wait-rollout",
-    "kube.restore-owner-reference",
-    "kube.restart",
-    "fetch",
-    "helm",
-    "exec",
-    "check",
-    "pause",
-];
+/// THE list of actions, defined once: each entry is the `plan::Action` variant, its name in
+/// runbooks and plans, the type of its arguments (in `plan::action`) and what it does. The serde
+/// names and `Action::name` (`plan/action/mod.rs`), the executor's dispatch (`exec/actions/mod.rs`)
+/// and [`RUNBOOK_ACTIONS`] (the runbook schema, lint) are all generated from it: the macro hands the
+/// list to the macro it is given (`action_table!(then)` expands `then! { runbook { ... } netctl { ... } }`).
+/// `runbook` holds the actions a runbook may use, in documentation order; `netctl` those only
+/// netctl itself builds.
+macro_rules! action_table {
+    ($then:ident) => {
+        $then! {
+            runbook {
+                /// Read one resource (used as a postcondition: the resource exists).
+                ResourceGet = "resource.get" (ResourceTarget),
+                /// List resources of a kind, optionally filtered by a label selector.
+                ResourceList = "resource.list" (ResourceList),
+                /// Create resources, all or none.
+                ResourceCreate = "resource.create" (ResourceDocuments),
+                /// Create or update resources, all or none.
+                ResourceApply = "resource.apply" (ResourceDocuments),
+                /// Update resources, all or none.
+                ResourceReplace = "resource.replace" (ResourceDocuments),
+                /// Delete resources, all or none.
+                ResourceDelete = "resource.delete" (ResourceDeletion),
+                /// Set or remove labels of one resource.
+                ResourceLabel = "resource.label" (ResourceLabel),
+                /// Change one resource with a merge or JSON patch.
+                ResourcePatch = "resource.patch" (ResourcePatch),
+                /// Wait until named resources exist (and match a selector), or until a selector
+                /// matches any.
+                ResourceWait = "resource.wait" (ResourceWait),
+                /// Apply a Kubernetes manifest (server-side apply when asked).
+                KubeApply = "kube.apply" (KubeApply),
+                /// Change one Kubernetes object with a merge or JSON patch.
+                KubePatch = "kube.patch" (KubePatch),
+                /// Set or remove annotations of one Kubernetes object.
+                KubeAnnotate = "kube.annotate" (KubeMetadataChange),
+                /// Set or remove labels of one Kubernetes object.
+                KubeLabel = "kube.label" (KubeMetadataChange),
+                /// List Kubernetes objects of one kind by namespace and label selector; reads only
+                /// (also a postcondition: some object matches).
+                KubeList = "kube.list" (KubeList),
+                /// Delete Kubernetes objects of one kind selected by labels.
+                KubeDelete = "kube.delete" (KubeDelete),
+                /// Wait until a workload has rolled out and shows the expected readiness.
+                KubeWaitRollout = "kube.wait-rollout" (KubeWaitRollout),
+                /// Add back an OwnerReference to a `projectcalico.org/v3` owner, with the UID the
+                /// owner has when the step runs (the upgrade changes it, so a plan cannot carry it).
+                KubeRestoreOwnerReference = "kube.restore-owner-reference" (KubeRestoreOwnerReference),
+                /// Restart a workload's pods the way `kubectl rollout restart` does.
+                KubeRestart = "kube.restart" (KubeRestart),
+                /// Download a URL to a file (`file://` URLs and a local mirror directory serve
+                /// air-gapped sites).
+                Fetch = "fetch" (Fetch),
+                /// Run `helm` with exactly these arguments.
+                Helm = "helm" (Helm),
+                /// Run a program with exactly this argv (no shell unless the argv names one); never
+                /// run in dry-run.
+                Exec = "exec" (Exec),
+                /// Assert a fact about the cluster, e.g. the Cluster Version after the upgrade.
+                Check = "check" (Check),
+                /// A human gate: stop and wait for the operator to confirm.
+                Pause = "pause" (Pause),
+            }
+            netctl {
+                /// One label set on (or removed from) many resources of a kind: what the planner
+                /// makes of a `foreach` step of `resource.label` whose items differ only in the
+                /// resource's name. Not written in runbooks; the executor labels the resources in
+                /// batched transactions and records after each batch how many are done (per-item
+                /// resume).
+                ResourceLabelEach = "resource.label-each" (ResourceLabelEach),
+                /// Start the node agent container. Built by `netctl node run` only: not a runbook
+                /// action, and never read back from a plan file (its private files are not written
+                /// into one).
+                NodeRun = "node.run" (NodeRun),
+                /// Ask nodes' calico-node for their BGP status: one temporary CalicoNodeStatus per
+                /// node, created, waited on until filled in (bounded), and deleted again, also
+                /// after a timeout or a signal. Built by `netctl node status --node/--all` only: not
+                /// a runbook action.
+                NodeStatus = "node.status" (NodeStatusQuery),
+                /// Lock the datastore (ClusterInformation `datastoreReady: false`). Built by
+                /// `netctl datastore migrate lock`; not a runbook action.
+                DatastoreLock = "datastore.lock" (DatastoreLock),
+                /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
+                /// migrate unlock`.
+                DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Free addresses and delete handles, each guarded. Built by `netctl ipam release`.
+                IpamRelease = "ipam.release" (IpamRelease),
+                /// Replace a pool by 2^k children. Built by `netctl ipam split`.
+                IpamSplit = "ipam.split" (IpamSplit),
+                /// Change the allocator's configuration. Built by `netctl ipam configure`.
+                IpamConfigure = "ipam.configure" (IpamConfigure),
+            }
+        }
+    };
+}
+pub(crate) use action_table;
+
+/// The `runbook` half of the action table as a list of names.
+macro_rules! runbook_action_names {
+    (
+        runbook { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* }
+        netctl { $( $rest:tt )* }
+    ) => {
+        /// Every action name a runbook may use, in documentation order (the `runbook` half of
+        /// [`action_table`]).
+        pub const RUNBOOK_ACTIONS: &[&str] = &[$($name),*];
+    };
+}
+action_table!(runbook_action_names);
 
 /// The phases of an upgrade, in the order they run.
 #[derive(

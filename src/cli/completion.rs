@@ -399,6 +399,17 @@ pub fn complete_resource_name(current: &OsStr) -> Vec<CompletionCandidate> {
         .collect()
 }
 
+/// Completes a node's name (`node status --node`), from the datastore.
+pub fn complete_node_name(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(current) = current.to_str() else {
+        return Vec::new();
+    };
+    resource_names(Kind::Node, current, LineSoFar::read().as_ref())
+        .into_iter()
+        .map(CompletionCandidate::new)
+        .collect()
+}
+
 /// Completes `-o`: the formats, and after `custom-columns=` the headings of the kind given before.
 pub fn complete_output_format(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(current) = current.to_str() else {

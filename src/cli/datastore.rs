@@ -13,7 +13,7 @@ use clap::Subcommand;
 
 use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
-use crate::plan::ipam_action::DatastoreLock;
+use crate::plan::action::DatastoreLock;
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\

@@ -14,6 +14,8 @@ mod journaled;
 mod manual;
 mod modeline;
 mod node;
+mod node_checksystem;
+mod node_status;
 mod report;
 mod runbook;
 mod schema;
@@ -144,7 +146,7 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container
+    /// Run the node agent container; check a node (status, checksystem)
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
 }

@@ -1,7 +1,9 @@
-//! `netctl node run`: flags in, a validated request out, then a one-step plan (`node.run`) through
-//! the executor, which prints the command (`--dry-run`) or runs it. The domain work lives in
-//! `crate::node`; this file only translates and orders the steps: validate every flag and the
-//! datastore settings, find the engine, choose the image, and only then hand the plan over.
+//! `netctl node`: the group's subcommands, and `node run` itself: flags in, a validated request
+//! out, then a one-step plan (`node.run`) through the executor, which prints the command
+//! (`--dry-run`) or runs it. The domain work lives in `crate::node`; this file only translates and
+//! orders the steps: validate every flag and the datastore settings, find the engine, choose the
+//! image, and only then hand the plan over. `node status` and `node checksystem` live in
+//! `node_status.rs` and `node_checksystem.rs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +13,7 @@ use clap::Subcommand;
 
 use super::Context;
 use super::args::parse_duration;
+use super::{node_checksystem, node_status};
 use crate::config::DatastoreType;
 use crate::errors::error_chain;
 use crate::exec::lock::Holder;
@@ -27,7 +30,10 @@ use crate::plan::{Action, Plan};
 pub const EXAMPLES: &str = "\
 Examples:
   netctl node run --dry-run                 # print the container command, run nothing
-  netctl node run --ip autodetect --init-system";
+  netctl node run --ip autodetect --init-system
+  sudo netctl node status                   # this node's BGP peers (read-only)
+  netctl node status --all                  # every node's sessions, through the datastore
+  sudo netctl node checksystem              # kernel version and modules (read-only)";
 
 const RUN_AFTER_HELP: &str = "\
 The datastore settings (etcdv3 only) come from the client configuration and are passed to the
@@ -46,6 +52,12 @@ pub enum NodeCommand {
     /// Start the node agent container with the datastore settings passed through
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// Show the BGP sessions of this node, or of any node through the datastore (read-only)
+    #[command(after_help = node_status::AFTER_HELP)]
+    Status(node_status::StatusArgs),
+    /// Check that this host can run the node agent: kernel version and modules (read-only)
+    #[command(after_help = node_checksystem::AFTER_HELP)]
+    Checksystem(node_checksystem::CheckSystemArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,7 +115,14 @@ pub struct RunArgs {
 }
 
 pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<ExitCode> {
-    let NodeCommand::Run(args) = command;
+    match command {
+        NodeCommand::Run(args) => run_agent(context, args).await,
+        NodeCommand::Status(args) => node_status::run(context, args).await,
+        NodeCommand::Checksystem(args) => node_checksystem::run(context, args),
+    }
+}
+
+async fn run_agent(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let mode = match args.dry_run {
         true => RunMode::DryRun,
         false => RunMode::Execute,

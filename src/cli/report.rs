@@ -7,6 +7,7 @@
 use super::UpgradeApplyError;
 use super::get_forms::{JsonPathError, TargetError};
 use super::modeline::ModelineError;
+use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
@@ -20,6 +21,8 @@ use crate::exec::lock::LockError;
 use crate::ipam::report::ReportError;
 use crate::ipam::split::SplitError;
 use crate::node::NodeError;
+use crate::node::checksystem::CheckSystemError;
+use crate::node::status::LocalStatusError;
 use crate::output::OutputFormatError;
 use crate::plan::catalog::CatalogError;
 use crate::plan::overlay::OverlayError;
@@ -53,6 +56,9 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             ConnectError,
             StoreError,
             NodeError,
+            LocalStatusError,
+            CheckSystemError,
+            NodeStatusCommandError,
             StepError,
             ExecError,
             LockError,

@@ -93,8 +93,8 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     lock_ttl: Duration,
     /// Run although this pre-flight check fails (repeatable; journaled)
-    #[arg(long, value_name = "CHECK", value_enum)]
-    skip_preflight: Vec<PreflightCheckArg>,
+    #[arg(long, value_name = "CHECK", value_parser = preflight_check())]
+    skip_preflight: Vec<Check>,
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     etcd_quota_bytes: Option<u64>,
@@ -106,32 +106,11 @@ pub struct ApplyArgs {
     progress_interval: Duration,
 }
 
-/// The pre-flight checks, as `--skip-preflight` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PreflightCheckArg {
-    Datastore,
-    EtcdMembers,
-    EtcdQuota,
-    Cluster,
-    NodesReady,
-    Apis,
-    Permissions,
-    NodeAgents,
-}
-
-impl From<PreflightCheckArg> for Check {
-    fn from(arg: PreflightCheckArg) -> Check {
-        match arg {
-            PreflightCheckArg::Datastore => Check::Datastore,
-            PreflightCheckArg::EtcdMembers => Check::EtcdMembers,
-            PreflightCheckArg::EtcdQuota => Check::EtcdQuota,
-            PreflightCheckArg::Cluster => Check::Cluster,
-            PreflightCheckArg::NodesReady => Check::NodesReady,
-            PreflightCheckArg::Apis => Check::Apis,
-            PreflightCheckArg::Permissions => Check::Permissions,
-            PreflightCheckArg::NodeAgents => Check::NodeAgents,
-        }
-    }
+/// The pre-flight checks by the names `--skip-preflight` takes (`exec::preflight::Check`'s).
+fn preflight_check() -> impl clap::builder::TypedValueParser<Value = Check> {
+    use clap::builder::TypedValueParser as _;
+    let names = Check::ALL.map(Check::name);
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<Check>())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -256,7 +235,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         crash_point: CrashPoint::from_environment(&context.environment)?,
         repair: args.repair,
         environment: context.environment.clone(),
-        skip_preflight: args.skip_preflight.into_iter().map(Check::from).collect(),
+        skip_preflight: args.skip_preflight.into_iter().collect(),
         etcd_quota_bytes: args.etcd_quota_bytes,
         progress_interval: args.progress_interval,
     };

@@ -1,5 +1,5 @@
 //! Unit tests of configuration loading and validation. The end-to-end tests through the binary are in
-//! `tests/config.rs`; these pin the rules and messages cheaply.
+//! `tests/it/config_refusals.rs`; these pin the rules and messages cheaply.
 
 use std::io::Write;
 use std::path::Path;

@@ -20,6 +20,8 @@ pub mod ipam_check;
 pub mod kube;
 mod pages;
 pub mod readiness;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::time::Duration;
 

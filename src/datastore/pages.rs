@@ -124,97 +124,18 @@ impl FetchedPage {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use async_trait::async_trait;
-
     use super::*;
-    use crate::datastore::DatastoreType;
-    use crate::resource::{Kind, Resource, ResourceKey};
+    use crate::datastore::testing::{Cue, Operation, TestStore};
+    use crate::resource::{Kind, Resource};
 
-    /// A store of `pages` pages of one host endpoint each (`h0`, `h1`, …) that counts the pages
-    /// asked for; a page may fail to be read, or panic while it is decoded.
-    struct PagedStore {
-        pages: usize,
-        fetched: Arc<AtomicUsize>,
-        fail_at: Option<usize>,
-        panic_at: Option<usize>,
-        /// Decoding a page waits until the page after it has been asked for.
-        decode_after_next: bool,
-    }
-
-    impl PagedStore {
-        fn new(pages: usize) -> PagedStore {
-            PagedStore {
-                pages,
-                fetched: Arc::new(AtomicUsize::new(0)),
-                fail_at: None,
-                panic_at: None,
-                decode_after_next: false,
-            }
-        }
-    }
-
-    #[async_trait]
-    impl Datastore for PagedStore {
-        fn kind(&self) -> DatastoreType {
-            DatastoreType::EtcdV3
-        }
-        async fn check(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-            Err(StoreError::NotFound(key.clone()))
-        }
-        async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
-            unreachable!("Pages reads through fetch_page")
-        }
-        async fn fetch_page(
-            &self,
-            _: &ListOptions,
-            token: Option<&str>,
-        ) -> Result<FetchedPage, StoreError> {
-            let index: usize = token.map_or(0, |token| token.parse().unwrap());
-            self.fetched.fetch_add(1, Ordering::SeqCst);
-            if self.fail_at == Some(index) {
-                return Err(StoreError::Other(format!("page {index} could not be read")));
-            }
-            let next = (index + 1 < self.pages).then(|| (index + 1).to_string());
-            let panics = self.panic_at == Some(index);
-            let token = next.clone();
-            let (fetched, wait) = (
-                self.fetched.clone(),
-                self.decode_after_next && next.is_some(),
-            );
-            Ok(FetchedPage::new(next, move || {
-                assert!(!panics, "decoding page {index}");
-                let asked = std::time::Instant::now();
-                while wait && fetched.load(Ordering::SeqCst) < index + 2 {
-                    assert!(
-                        asked.elapsed() < Duration::from_secs(5),
-                        "page {} was not asked for while page {index} was decoded",
-                        index + 1
-                    );
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok(Page {
-                    items: vec![Resource::new(Kind::HostEndpoint, format!("h{index}"))],
-                    bodies: Vec::new(),
-                    continue_token: token,
-                    revision: "7".into(),
-                })
-            }))
-        }
-        async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-            unreachable!("nothing is written")
-        }
-        async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-            unreachable!("nothing is written")
-        }
-        async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-            unreachable!("nothing is written")
-        }
+    /// A store of `pages` pages of one host endpoint each (`h0`, `h1`, …).
+    fn paged_store(pages: usize) -> TestStore {
+        TestStore::with_resources(
+            (0..pages).map(|index| Resource::new(Kind::HostEndpoint, format!("h{index}"))),
+        )
+        .page_size(1)
     }
 
     async fn names(pages: &mut Pages) -> Vec<Result<String, String>> {
@@ -234,48 +155,62 @@ mod tests {
         ListOptions::new(Kind::HostEndpoint)
     }
 
+    fn expected(count: usize) -> Vec<Result<String, String>> {
+        // `h0` … `h9` sort as they count.
+        (0..count).map(|i| Ok(format!("h{i}"))).collect()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_page_arrives_once_in_order_and_the_end_stays_the_end() {
-        let store = Arc::new(PagedStore::new(10));
-        let mut pages = Pages::new(store.clone(), options());
-        let expected: Vec<Result<String, String>> = (0..10).map(|i| Ok(format!("h{i}"))).collect();
-        assert_eq!(names(&mut pages).await, expected);
+        let store = paged_store(10);
+        let mut pages = Pages::new(Arc::new(store.clone()), options());
+        assert_eq!(names(&mut pages).await, expected(10));
         assert!(pages.next().await.unwrap().is_none());
-        assert_eq!(store.fetched.load(Ordering::SeqCst), 10);
+        assert_eq!(store.calls(Operation::List), 10);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_next_page_is_asked_for_before_this_one_is_decoded() {
-        let store = Arc::new(PagedStore {
-            decode_after_next: true,
-            ..PagedStore::new(4)
+        let store = paged_store(4);
+        // Decoding a page waits until the page after it has been asked for.
+        store.on(Operation::Decode, |call, store| {
+            let asked = std::time::Instant::now();
+            while call.continue_token.is_some() && store.calls(Operation::List) <= call.number {
+                assert!(
+                    asked.elapsed() < Duration::from_secs(5),
+                    "page {} was not asked for while page {} was decoded",
+                    call.number,
+                    call.number - 1
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Cue::pass()
         });
-        let mut pages = Pages::new(store, options());
-        let expected: Vec<Result<String, String>> = (0..4).map(|i| Ok(format!("h{i}"))).collect();
-        assert_eq!(names(&mut pages).await, expected);
+        let mut pages = Pages::new(Arc::new(store), options());
+        assert_eq!(names(&mut pages).await, expected(4));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_caller_that_stops_reading_holds_three_pages_and_dropping_them_stops_the_reads() {
-        let store = Arc::new(PagedStore::new(10));
-        let mut pages = Pages::new(store.clone(), options());
+        let store = paged_store(10);
+        let mut pages = Pages::new(Arc::new(store.clone()), options());
         let first = pages.next().await.unwrap().unwrap();
         assert_eq!(first.items[0].metadata.name, "h0");
         // The caller holds page 0: page 1 is decoded and waits, page 2 has been read, no more.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(store.fetched.load(Ordering::SeqCst), 3);
+        assert_eq!(store.calls(Operation::List), 3);
         drop(pages);
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(store.fetched.load(Ordering::SeqCst), 3);
+        assert_eq!(store.calls(Operation::List), 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_page_that_cannot_be_read_ends_the_list_after_the_pages_before_it() {
-        let store = Arc::new(PagedStore {
-            fail_at: Some(2),
-            ..PagedStore::new(10)
+        let store = paged_store(10);
+        store.fail_call(Operation::List, 3, || {
+            StoreError::Other("page 2 could not be read".into())
         });
-        let mut pages = Pages::new(store.clone(), options());
+        let mut pages = Pages::new(Arc::new(store.clone()), options());
         assert_eq!(
             names(&mut pages).await,
             [
@@ -284,17 +219,18 @@ mod tests {
                 Err("datastore request failed: page 2 could not be read".to_string())
             ]
         );
-        assert_eq!(store.fetched.load(Ordering::SeqCst), 3);
+        assert_eq!(store.calls(Operation::List), 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[should_panic(expected = "decoding page 1")]
     async fn a_panic_while_decoding_reaches_the_caller() {
-        let store = Arc::new(PagedStore {
-            panic_at: Some(1),
-            ..PagedStore::new(3)
+        let store = paged_store(3);
+        store.on(Operation::Decode, |call, _| {
+            assert!(call.number != 2, "decoding page 1");
+            Cue::pass()
         });
-        let mut pages = Pages::new(store, options());
+        let mut pages = Pages::new(Arc::new(store), options());
         names(&mut pages).await;
     }
 }

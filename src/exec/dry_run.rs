@@ -13,9 +13,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::actions::describe::describe_action;
-use super::actions::resource_diff::WriteCounts;
-use super::actions::{self, ActionContext, Outcome, StepError};
+use super::actions::resource::diff::WriteCounts;
+use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
@@ -26,7 +25,7 @@ use crate::plan::{Action, Plan, PlannedStep};
 /// `fetch` steps before this one would make.
 struct Rehearsal<'a> {
     /// The facts, where files would be, the write semantics; `register` is set per step.
-    context: ActionContext<'a>,
+    context: Context<'a>,
     /// File → (URL, step) of the downloads earlier `fetch` steps would make.
     would_download: BTreeMap<String, (String, String)>,
     /// File → the overlaid manifest of those downloads that have a manifest overlay (`None` until
@@ -35,7 +34,7 @@ struct Rehearsal<'a> {
 }
 
 impl<'a> Rehearsal<'a> {
-    fn new(context: ActionContext<'a>) -> Rehearsal<'a> {
+    fn new(context: Context<'a>) -> Rehearsal<'a> {
         Rehearsal {
             context,
             would_download: BTreeMap::new(),
@@ -127,36 +126,8 @@ impl WritePreview {
 
 /// The resources a datastore write step writes, as `ResourceKey` text; `None` for other steps.
 fn written_resources(action: &Action) -> Option<Vec<String>> {
-    let key = |kind, namespace: &Option<String>, name: &str| {
-        crate::resource::ResourceKey {
-            kind,
-            namespace: namespace.clone(),
-            name: name.to_string(),
-        }
-        .to_string()
-    };
-    Some(match action {
-        Action::ResourceCreate(write)
-        | Action::ResourceApply(write)
-        | Action::ResourceReplace(write) => write
-            .documents
-            .iter()
-            .map(|document| document.key().to_string())
-            .collect(),
-        Action::ResourceDelete(deletion) => deletion
-            .targets
-            .iter()
-            .map(|target| key(target.kind, &target.namespace, &target.name))
-            .collect(),
-        Action::ResourceLabel(label) => vec![key(label.kind, &label.namespace, &label.name)],
-        Action::ResourceLabelEach(each) => each
-            .names
-            .iter()
-            .map(|name| key(each.kind, &each.namespace, name))
-            .collect(),
-        Action::ResourcePatch(patch) => vec![key(patch.kind, &patch.namespace, &patch.name)],
-        _ => return None,
-    })
+    let keys = action.written_resources()?;
+    Some(keys.iter().map(ToString::to_string).collect())
 }
 
 impl Executor {
@@ -306,7 +277,7 @@ impl Executor {
                 }
             }
             if let Some(verify) = &step.verify {
-                write(format!("  then would verify: {}", describe_action(verify)))?;
+                write(format!("  then would verify: {verify}"))?;
             }
             if let Some(retry) = &step.retry {
                 write(format!(

@@ -12,7 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::actions::{self, ActionContext, Outcome, StepError, resource_label_each};
+use super::actions::resource::label_each;
+use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
 use super::clock::now_rfc3339;
 use super::crash_hook::{CrashPoint, CrashWhen};
@@ -376,7 +377,7 @@ impl UpgradeStep<'_, '_> {
                 action: step.action.name(),
             })?;
         let release = api_release(store, self.executor.release.as_ref()).await;
-        let size = resource_label_each::batch_size(store);
+        let size = label_each::batch_size(store);
         let total = each.names.len();
         let before = self
             .run
@@ -387,12 +388,12 @@ impl UpgradeStep<'_, '_> {
             .min(total);
         let crash_point = self.run.options.crash_point.clone();
         let mut done = before;
-        let mut tally = resource_label_each::LabelTally::default();
+        let mut tally = label_each::LabelTally::default();
         while done < total {
             let end = (done + size).min(total);
             let point = format!("{}@{}", step.id, done / size + 1);
             CrashPoint::fire_if(crash_point.as_ref(), &point, CrashWhen::Before);
-            let batch = resource_label_each::label_batch(
+            let batch = label_each::label_batch(
                 store,
                 each,
                 &each.names[done..end],
@@ -476,7 +477,7 @@ impl StepRun for OneStep<'_> {
 
     async fn perform(&mut self, step: &PlannedStep) -> Result<Outcome, StepError> {
         let outputs = Default::default();
-        let mut context: ActionContext<'_> = self.executor.context(
+        let mut context: Context<'_> = self.executor.context(
             &self.plan.facts,
             self.options.files_dir(),
             None,
@@ -486,7 +487,7 @@ impl StepRun for OneStep<'_> {
         );
         // Writes of many resources stop at a safe point on Ctrl-C or SIGTERM and undo; other
         // actions keep the default (the process ends at once).
-        if step.action.writes_many_resources() {
+        if step.action.stops_on_signal() {
             context.interrupt = Interrupt::listen().ok();
         }
         actions::perform(&context, &step.action, RunMode::Execute).await

@@ -46,13 +46,12 @@ use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts
 use crate::release::ApiRelease;
 
 use actions::pause::Interaction;
-use actions::{ActionContext, Outcome, WriteSemantics};
+use actions::{Context, Outcome, WriteSemantics};
 use checkpoint::CheckpointStore;
 use lock::{Holder, RunLock};
 use progress::ProgressMode;
 use resume::Begin;
 
-pub use actions::describe::describe_action;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
 pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
@@ -213,8 +212,8 @@ impl Executor {
         semantics: WriteSemantics,
         outputs: &'a BTreeMap<String, serde_json::Value>,
         register: Option<&'a str>,
-    ) -> ActionContext<'a> {
-        ActionContext {
+    ) -> Context<'a> {
+        Context {
             datastore: self.datastore.as_deref(),
             facts,
             files_dir,

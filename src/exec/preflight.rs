@@ -78,6 +78,17 @@ impl Check {
     }
 }
 
+impl std::str::FromStr for Check {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Check, String> {
+        Check::ALL
+            .into_iter()
+            .find(|check| check.name() == name)
+            .ok_or_else(|| format!("no pre-flight check is named `{name}`"))
+    }
+}
+
 impl fmt::Display for Check {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

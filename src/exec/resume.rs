@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::actions::describe::describe_action;
 use super::actions::{self, process::ChildRecord};
 use super::checkpoint::{Change, Checkpoint, RunState, SavedRun, StepState};
 use super::error::ExecError;
@@ -19,7 +18,7 @@ use super::journal::JournalEvent;
 use super::run::Run;
 use super::{ApplyOptions, Executor, RunMode, StartMode, plan_semantics};
 use crate::plan::{Action, Facts, Plan};
-use crate::resource::Kind;
+use crate::resource::{Kind, ResourceKey};
 
 /// What a run starts from.
 pub(super) enum Begin {
@@ -155,7 +154,7 @@ impl Executor {
             match (state, holds) {
                 (StepState::Succeeded, Ok(true)) => {}
                 (StepState::Succeeded, Ok(false)) => {
-                    let what = describe_action(verify);
+                    let what = verify.to_string();
                     run.record(JournalEvent::Drift, Some(step), |entry| {
                         entry.summary = Some(format!(
                             "completed earlier; its postcondition ({what}) no longer holds"
@@ -266,8 +265,8 @@ impl Executor {
 /// Which objects later started steps changed, so that an earlier step's postcondition about them
 /// is not expected to hold: built once per resume, so checking a step costs the same in any plan.
 struct UndoneBy {
-    /// The last started step that wrote each resource (kind, namespace, name).
-    objects: HashMap<(Kind, Option<String>, String), usize>,
+    /// The last started step that wrote each resource.
+    objects: HashMap<ResourceKey, usize>,
     /// The last started step that wrote any resource of a kind.
     kinds: HashMap<Kind, usize>,
 }
@@ -284,9 +283,9 @@ impl UndoneBy {
             if checkpoint.step(index).state == StepState::Pending {
                 continue;
             }
-            for object in written(&step.action) {
-                undone.kinds.insert(object.0, index);
-                undone.objects.insert(object, index);
+            for key in step.action.written_resources().unwrap_or_default() {
+                undone.kinds.insert(key.kind, index);
+                undone.objects.insert(key, index);
             }
         }
         undone
@@ -296,10 +295,9 @@ impl UndoneBy {
     fn undoes(&self, index: usize, verify: &Action) -> bool {
         let later = |found: Option<&usize>| found.is_some_and(|writer| *writer > index);
         match read(verify) {
-            Some(Read::Object(object)) => later(self.objects.get(&object)),
-            Some(Read::Objects(objects)) => objects
-                .into_iter()
-                .any(|object| later(self.objects.get(&object))),
+            Some(Read::Objects(objects)) => {
+                objects.iter().any(|object| later(self.objects.get(object)))
+            }
             Some(Read::Kind(kind)) => later(self.kinds.get(&kind)),
             None => false,
         }
@@ -308,61 +306,22 @@ impl UndoneBy {
 
 /// What a postcondition reads.
 enum Read {
-    Object((Kind, Option<String>, String)),
-    Objects(Vec<(Kind, Option<String>, String)>),
+    Objects(Vec<ResourceKey>),
     Kind(Kind),
 }
 
 fn read(verify: &Action) -> Option<Read> {
     Some(match verify {
         Action::ResourceGet(target) => {
-            Read::Object((target.kind, target.namespace.clone(), target.name.clone()))
+            let key = ResourceKey::new(target.kind, target.namespace.clone(), &target.name);
+            Read::Objects(vec![key])
         }
-        Action::ResourceLabel(label) => {
-            Read::Object((label.kind, label.namespace.clone(), label.name.clone()))
+        // A label's postcondition reads what the label writes.
+        Action::ResourceLabel(_) | Action::ResourceLabelEach(_) => {
+            Read::Objects(verify.written_resources()?)
         }
-        Action::ResourceLabelEach(each) => Read::Objects(each_object(each)),
         Action::ResourceList(list) => Read::Kind(list.kind),
         Action::ResourceWait(wait) => Read::Kind(wait.kind),
         _ => return None,
     })
-}
-
-/// The resources an action writes.
-fn written(action: &Action) -> Vec<(Kind, Option<String>, String)> {
-    match action {
-        Action::ResourceDelete(deletion) => deletion
-            .targets
-            .iter()
-            .map(|target| (target.kind, target.namespace.clone(), target.name.clone()))
-            .collect(),
-        Action::ResourceLabel(label) => {
-            vec![(label.kind, label.namespace.clone(), label.name.clone())]
-        }
-        Action::ResourceLabelEach(each) => each_object(each),
-        Action::ResourcePatch(patch) => {
-            vec![(patch.kind, patch.namespace.clone(), patch.name.clone())]
-        }
-        Action::ResourceCreate(documents)
-        | Action::ResourceApply(documents)
-        | Action::ResourceReplace(documents) => documents
-            .documents
-            .iter()
-            .map(|resource| {
-                let key = resource.key();
-                (key.kind, key.namespace.clone(), key.name.clone())
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The resources a `resource.label-each` labels.
-fn each_object(
-    each: &crate::plan::action::ResourceLabelEach,
-) -> Vec<(Kind, Option<String>, String)> {
-    each.names
-        .iter()
-        .map(|name| (each.kind, each.namespace.clone(), name.clone()))
-        .collect()
 }

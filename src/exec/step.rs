@@ -10,7 +10,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::actions::describe::describe_action;
 use super::actions::{Outcome, StepError};
 use super::error::ExecError;
 use super::journal::{Journal, JournalEvent};
@@ -85,7 +84,7 @@ pub(super) async fn run_step(
         run.before(step).await?;
         journal(run, step, JournalEvent::Started, |entry| {
             entry.attempt = Some(number);
-            entry.summary = Some(describe_action(&step.action));
+            entry.summary = Some(step.action.to_string());
         })?;
         let started = Instant::now();
         let result = run.perform(step).await;

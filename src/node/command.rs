@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::request::{DefaultPools, Lifecycle, NodeRunRequest};
 use super::{CONTAINER_NAME, Engine};
 use crate::config::{EndpointSource, Pem, PemOrigin};
+use crate::redaction::shell_quote;
 
 /// Where the certificate files appear inside the container (upstream's fixed paths).
 pub const CONTAINER_CA_PATH: &str = "/etc/calico/certs/ca_cert.crt";
@@ -268,17 +269,6 @@ impl Mount {
     }
 }
 
-/// Quotes one argument for a POSIX shell: unchanged when it holds only safe characters, otherwise in
-/// single quotes (a `'` inside becomes `'\''`).
-pub fn shell_quote(argument: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
-    if !argument.is_empty() && argument.chars().all(safe) {
-        argument.to_string()
-    } else {
-        format!("'{}'", argument.replace('\'', r"'\''"))
-    }
-}
-
 /// What `--dry-run` prints on stdout: the command, how to use it, and the files it needs.
 pub fn dry_run_text(command: &ContainerCommand) -> String {
     let mut text = format!(
@@ -308,25 +298,4 @@ pub fn dry_run_text(command: &ContainerCommand) -> String {
         text.push('\n');
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting_leaves_safe_arguments_alone() {
-        assert_eq!(shell_quote("NODENAME=node-1"), "NODENAME=node-1");
-        assert_eq!(
-            shell_quote("/var/log/calico:/var/log/calico"),
-            "/var/log/calico:/var/log/calico"
-        );
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(
-            shell_quote("IP_AUTODETECTION_METHOD=interface=eth.*"),
-            "'IP_AUTODETECTION_METHOD=interface=eth.*'"
-        );
-    }
 }

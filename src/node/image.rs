@@ -68,56 +68,22 @@ pub fn choose(cluster: Result<Option<String>, String>) -> ImageChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datastore::{DatastoreType, ListOptions, Page};
+    use crate::datastore::testing::TestStore;
     use crate::resource::Resource;
-
-    /// A datastore that holds at most a ClusterInformation `default`; everything else is refused.
-    struct OneResource(Option<Resource>);
-
-    #[async_trait::async_trait]
-    impl Datastore for OneResource {
-        fn kind(&self) -> DatastoreType {
-            DatastoreType::EtcdV3
-        }
-        async fn check(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-        async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-            self.0
-                .clone()
-                .ok_or_else(|| StoreError::NotFound(key.clone()))
-        }
-        async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
-            Err(StoreError::Other("not used".into()))
-        }
-        async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
-        }
-        async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
-        }
-        async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-            Err(StoreError::Other("not used".into()))
-        }
-    }
 
     #[tokio::test]
     async fn release_comes_from_cluster_information() {
         let mut information = Resource::new(Kind::ClusterInformation, "default");
         information.spec = serde_json::json!({"calicoVersion": "v3.28.2", "clusterType": "bgp"});
-        let store = OneResource(Some(information.clone()));
+        let store = TestStore::with_resources([information.clone()]);
         assert_eq!(
             cluster_release(&store).await.unwrap().as_deref(),
             Some("v3.28.2")
         );
         information.spec = serde_json::json!({"calicoVersion": ""});
-        assert_eq!(
-            cluster_release(&OneResource(Some(information)))
-                .await
-                .unwrap(),
-            None
-        );
-        assert_eq!(cluster_release(&OneResource(None)).await.unwrap(), None);
+        store.insert(information);
+        assert_eq!(cluster_release(&store).await.unwrap(), None);
+        assert_eq!(cluster_release(&TestStore::new()).await.unwrap(), None);
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! `netctl node run`: start the node agent container with the datastore settings passed through.
+//! `netctl node`: start the node agent container with the datastore settings passed through
+//! (`node run`), and the node's read-only diagnostics: its BGP sessions (`status/`, also asked of any
+//! node through the datastore) and whether the host can run the agent (`checksystem.rs`).
 //!
 //! The flow follows `DESIGN.md` §3: the flags become [`NodeRunOptions`], which [`NodeRunOptions::validate`]
 //! turns into a [`NodeRunRequest`] (every flag and the datastore settings checked, nothing run yet);
@@ -12,20 +14,27 @@
 //! This module does not parse flags (that is `cli/node.rs`) and does not read environment variables
 //! (that is `config::Environment`, handed in by the caller).
 
+pub mod checksystem;
 mod command;
 mod engine;
 mod error;
 pub mod image;
 mod request;
 pub mod run;
+pub mod status;
 
-pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text, shell_quote};
+pub use command::{ContainerCommand, Mount, PrivateFile, dry_run_text};
 pub use engine::{Engine, LocatedEngine};
 pub use error::NodeError;
 pub use request::{
     AddressSetting, AsNumber, AutodetectionMethod, Backend, DefaultPools, IpFamily, Lifecycle,
     NodeRunOptions, NodeRunRequest, host_name,
 };
+
+/// Whether netctl runs as root (the effective user): the node's own files and sockets are root's.
+pub fn running_as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
 
 /// Whether netctl prepares the host (kernel modules, forwarding, conntrack table size) before it
 /// starts the container.

@@ -270,6 +270,8 @@ fn spec_fields_read(kind: Kind, heading: &str) -> Option<&'static [&'static str]
         (Kind::ClusterInformation, "DATASTOREREADY") => &["datastoreReady"],
         (Kind::GlobalNetworkSet | Kind::NetworkSet, "NETS") => &["nets"],
         (Kind::IpReservation, "CIDRS") => &["reservedCIDRs"],
+        (Kind::CalicoNodeStatus, "NODE") => &["node"],
+        (Kind::CalicoNodeStatus, "CLASSES") => &["classes"],
         (Kind::Profile, "LABELS") => &["labelsToApply"],
         (Kind::WorkloadEndpoint, "WORKLOAD") => &["workload", "pod"],
         (Kind::WorkloadEndpoint, "ORCHESTRATOR") => &["orchestrator"],
@@ -838,6 +840,22 @@ fn definition(kind: Kind) -> KindColumns {
                 Column {
                     heading: "CIDRS",
                     cell: |resource, _| join_and_truncate(spec(resource, &["reservedCIDRs"])),
+                },
+            ],
+        },
+        // calicoctl's columns (`resourcemgr/nodestatus.go`).
+        Kind::CalicoNodeStatus => KindColumns {
+            ps: &["NAME", "NODE"],
+            wide: &["NAME", "NODE", "CLASSES"],
+            all: &[
+                NAME,
+                Column {
+                    heading: "NODE",
+                    cell: |resource, _| scalar(spec(resource, &["node"])),
+                },
+                Column {
+                    heading: "CLASSES",
+                    cell: |resource, _| join(spec(resource, &["classes"])),
                 },
             ],
         },

@@ -43,6 +43,25 @@ fn list(resources: &[Resource], format: OutputFormat) -> String {
     )
 }
 
+/// The shape of a list whose revision is not shown.
+fn a_list() -> Shape {
+    Shape::List {
+        revision: String::new(),
+    }
+}
+
+/// A printer of a list of host endpoints in `format`.
+fn host_endpoint_list(format: OutputFormat) -> ResourcePrinter<Vec<u8>> {
+    let options = PrintOptions {
+        format,
+        ..PrintOptions::default()
+    };
+    let shape = Shape::List {
+        revision: "42".to_string(),
+    };
+    ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).expect("printer")
+}
+
 /// `ps` then `wide`, as one snapshot per kind. Lines end where the terminal would show them, trailing
 /// padding included; the closing marker line keeps insta (which trims the end of a snapshot) from
 /// dropping the last table's padding and blank line.
@@ -74,38 +93,21 @@ fn node_tables() {
         resource(Kind::Node, "node-3", json!({})),
     ];
     insta::assert_snapshot!("node", tables(&nodes));
-    let unreadable = PrintOptions {
-        format: OutputFormat::Wide,
-        cells: CellContext {
-            global_as_number: GlobalAsNumber::Unreadable,
-        },
-        ..PrintOptions::default()
+    let wide_with = |global_as_number| {
+        let options = PrintOptions {
+            format: OutputFormat::Wide,
+            cells: CellContext { global_as_number },
+            ..PrintOptions::default()
+        };
+        let shape = a_list();
+        print_all(&nodes[1..2], shape, &options)
     };
-    let output = print_all(
-        &nodes[1..2],
-        Shape::List {
-            revision: String::new(),
-        },
-        &unreadable,
-    );
+    let output = wide_with(GlobalAsNumber::Unreadable);
     assert!(
         output.contains("node-2   (unknown)   10.0.0.2/24"),
         "{output}"
     );
-    let configured = PrintOptions {
-        format: OutputFormat::Wide,
-        cells: CellContext {
-            global_as_number: GlobalAsNumber::Known(65001),
-        },
-        ..PrintOptions::default()
-    };
-    let output = print_all(
-        &nodes[1..2],
-        Shape::List {
-            revision: String::new(),
-        },
-        &configured,
-    );
+    let output = wide_with(GlobalAsNumber::Known(65001));
     assert!(output.contains("(65001)"), "{output}");
 }
 
@@ -385,13 +387,7 @@ fn workload_endpoint_tables() {
     let output = format!(
         "{}--- ps -n prod\n{}--- custom-columns=NAME,ORCHESTRATOR\n{}--- end\n",
         tables(&endpoints),
-        print_all(
-            &endpoints,
-            Shape::List {
-                revision: String::new()
-            },
-            &with_namespace
-        ),
+        print_all(&endpoints, a_list(), &with_namespace),
         list(&endpoints, custom(&["NAME", "ORCHESTRATOR"])),
     );
     insta::assert_snapshot!("workloadendpoint", output);
@@ -411,13 +407,7 @@ fn custom_columns_follow_the_given_order_and_never_add_namespace() {
         ..PrintOptions::default()
     };
     assert_eq!(
-        print_all(
-            &policy,
-            Shape::List {
-                revision: String::new()
-            },
-            &options
-        ),
+        print_all(&policy, a_list(), &options),
         "SELECTOR   NAME    \nall()      allow   \n\n"
     );
     let explicit = PrintOptions {
@@ -425,13 +415,7 @@ fn custom_columns_follow_the_given_order_and_never_add_namespace() {
         ..PrintOptions::default()
     };
     assert_eq!(
-        print_all(
-            &policy,
-            Shape::List {
-                revision: String::new()
-            },
-            &explicit
-        ),
+        print_all(&policy, a_list(), &explicit),
         "NAMESPACE   NAME    \nprod        allow   \n\n"
     );
 }
@@ -601,13 +585,7 @@ fn yaml_list_is_one_list_object_with_sorted_keys() {
         format: OutputFormat::Yaml,
         ..PrintOptions::default()
     };
-    let empty = print_all(
-        &[],
-        Shape::List {
-            revision: String::new(),
-        },
-        &options,
-    );
+    let empty = print_all(&[], a_list(), &options);
     assert_eq!(
         empty,
         "apiVersion: projectcalico.org/v3\nitems: []\nkind: NodeList\nmetadata: {}\n"
@@ -947,15 +925,7 @@ fn list_from_stored_text(
     format: OutputFormat,
     texts: impl Fn(&serde_json::Value) -> String,
 ) -> String {
-    let options = PrintOptions {
-        format,
-        ..PrintOptions::default()
-    };
-    let shape = Shape::List {
-        revision: "42".to_string(),
-    };
-    let mut printer =
-        ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).expect("printer");
+    let mut printer = host_endpoint_list(format);
     for resource in resources {
         let text = |value: &serde_json::Value| (!value.is_null()).then(|| texts(value));
         let (spec, status) = (text(&resource.spec), text(&resource.status));
@@ -1015,15 +985,7 @@ fn tricky_stored_text_prints_as_its_value_would() {
         resource.status = serde_json::from_str(status).unwrap();
         let resources = [resource.clone()];
         for format in [OutputFormat::Json, OutputFormat::Yaml] {
-            let options = PrintOptions {
-                format: format.clone(),
-                ..PrintOptions::default()
-            };
-            let shape = Shape::List {
-                revision: "42".to_string(),
-            };
-            let mut printer =
-                ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+            let mut printer = host_endpoint_list(format.clone());
             let mut bare = resource.clone();
             bare.spec = serde_json::Value::Null;
             bare.status = serde_json::Value::Null;
@@ -1053,15 +1015,7 @@ fn repeated_keys_keep_the_first_place_and_the_last_value() {
 fn stored_text_that_is_not_json_is_an_encoding_error() {
     assert!(StoredTree::parse(r#"{"a":"#).is_err());
     assert!(StoredTree::parse(r#"{"a":1} trailing"#).is_err());
-    let options = PrintOptions {
-        format: OutputFormat::Json,
-        ..PrintOptions::default()
-    };
-    let shape = Shape::List {
-        revision: "1".to_string(),
-    };
-    let mut printer =
-        ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+    let mut printer = host_endpoint_list(OutputFormat::Json);
     let resource = Resource::new(Kind::HostEndpoint, "broken");
     let error = printer
         .print_stored(&resource, Some("{"), None)
@@ -1077,15 +1031,7 @@ fn outputs_other_than_list_documents_decode_the_stored_text() {
     let mut bare = resource.clone();
     bare.spec = serde_json::Value::Null;
     for format in [OutputFormat::Wide, OutputFormat::Name] {
-        let options = PrintOptions {
-            format: format.clone(),
-            ..PrintOptions::default()
-        };
-        let shape = Shape::List {
-            revision: "1".to_string(),
-        };
-        let mut printer =
-            ResourcePrinter::new(Vec::new(), Kind::HostEndpoint, shape, &options).unwrap();
+        let mut printer = host_endpoint_list(format.clone());
         printer.print_stored(&bare, Some(&text), None).unwrap();
         let printed = String::from_utf8(printer.finish().unwrap()).unwrap();
         assert_eq!(printed, list(std::slice::from_ref(&resource), format));

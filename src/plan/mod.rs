@@ -13,7 +13,6 @@ mod cluster_facts;
 pub mod edit_discovery;
 mod error;
 pub mod facts;
-pub mod ipam_action;
 pub mod lint;
 pub mod overlay;
 pub mod release;
@@ -73,6 +72,35 @@ pub struct PlannedStep {
     pub register: Option<String>,
     /// Why the step is in the plan (version edge, install method, condition).
     pub reason: String,
+}
+
+impl PlannedStep {
+    /// A step of `runbook` that runs `action` and nothing more: no `needs`, postcondition,
+    /// requirement, rollback advice, retry or register, and not a point of no return.
+    pub fn new(
+        id: impl Into<String>,
+        runbook: impl Into<String>,
+        phase: Phase,
+        action: Action,
+        description: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> PlannedStep {
+        PlannedStep {
+            id: id.into(),
+            runbook: runbook.into(),
+            phase,
+            description: description.into(),
+            needs: Vec::new(),
+            action,
+            verify: None,
+            irreversible: false,
+            requires: None,
+            rollback: None,
+            retry: None,
+            register: None,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Why a saved plan cannot be used.
@@ -370,23 +398,21 @@ mod tests {
     }
 
     fn sample_plan() -> Plan {
+        let pause = Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap();
         let step = PlannedStep {
-            id: "operator/apply".into(),
-            runbook: "operator".into(),
-            phase: Phase::Upgrade,
-            description: "apply the operator manifest".into(),
-            needs: vec![],
-            action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
-            verify: None,
             irreversible: true,
-            requires: None,
-            rollback: None,
             retry: Some(RetryPolicy {
                 attempts: 3,
                 delay: HumanDuration(std::time::Duration::from_secs(10)),
             }),
-            register: None,
-            reason: "install method is `operator`".into(),
+            ..PlannedStep::new(
+                "operator/apply",
+                "operator",
+                Phase::Upgrade,
+                pause,
+                "apply the operator manifest",
+                "install method is `operator`",
+            )
         };
         Plan::new(
             "upgrade",

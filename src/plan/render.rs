@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::action::{Action, ManifestSource};
+use super::action::Action;
 use super::{ManifestPreview, Phase, Plan, PlannedStep};
 
 /// The formats `upgrade plan -o` offers.
@@ -127,11 +127,7 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(out, "  {name:width$}  {value}  ({origin})");
     }
     let mut number = 0;
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(out, "\n{phase}");
         for (position, step) in steps.iter().enumerate() {
             number += 1;
@@ -143,9 +139,9 @@ pub fn text(plan: &Plan) -> String {
             };
             let _ = writeln!(out, "{branch} {number}. {}{}", marks(step), step.id);
             let _ = writeln!(out, "{rail}     {}", step.description);
-            let _ = writeln!(out, "{rail}     run:    {}", describe(&step.action));
+            let _ = writeln!(out, "{rail}     run:    {}", step.action);
             if let Some(verify) = &step.verify {
-                let _ = writeln!(out, "{rail}     verify: {}", describe(verify));
+                let _ = writeln!(out, "{rail}     verify: {verify}");
             }
             if let Some(retry) = &step.retry {
                 let _ = writeln!(
@@ -171,10 +167,7 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan)
-        .into_iter()
-        .chain(overlay_sections(plan))
-    {
+    for (heading, body) in sections(plan) {
         let _ = writeln!(out, "\n{heading}");
         for line in body.lines() {
             let _ = writeln!(out, "  {line}");
@@ -192,6 +185,21 @@ pub fn text(plan: &Plan) -> String {
         plan.steps.len()
     );
     out
+}
+
+/// The phases that have steps, in the order they run, each with its steps.
+fn phases(plan: &Plan) -> impl Iterator<Item = (Phase, Vec<&PlannedStep>)> {
+    Phase::ALL.into_iter().filter_map(|phase| {
+        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
+        (!steps.is_empty()).then_some((phase, steps))
+    })
+}
+
+/// What follows the steps: the hand edits looked for, then the manifest overlays.
+fn sections(plan: &Plan) -> Vec<(String, String)> {
+    let mut sections = discovery_sections(plan);
+    sections.extend(overlay_sections(plan));
+    sections
 }
 
 /// One `(heading, body)` per `fetch` step whose hand edits were looked for in the cluster: the
@@ -296,11 +304,7 @@ pub fn markdown(plan: &Plan) -> String {
         );
     }
     let mut number = 0;
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(out, "\n## Phase: {phase}\n");
         for step in steps {
             number += 1;
@@ -316,10 +320,14 @@ pub fn markdown(plan: &Plan) -> String {
                 "- [ ] {number}. **{}**{flags}  \n  `{}`  \n  Run: `{}`  ",
                 step.description,
                 step.id,
-                describe(&step.action).replace('`', "'")
+                step.action.to_string().replace('`', "'")
             );
             if let Some(verify) = &step.verify {
-                let _ = writeln!(out, "  Verify: `{}`  ", describe(verify).replace('`', "'"));
+                let _ = writeln!(
+                    out,
+                    "  Verify: `{}`  ",
+                    verify.to_string().replace('`', "'")
+                );
             }
             if let Some(advice) = &step.rollback {
                 let _ = writeln!(out, "  Rollback before: {}  ", advice.before);
@@ -328,10 +336,7 @@ pub fn markdown(plan: &Plan) -> String {
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
     }
-    for (heading, body) in discovery_sections(plan)
-        .into_iter()
-        .chain(overlay_sections(plan))
-    {
+    for (heading, body) in sections(plan) {
         let fence = if body.starts_with("---") || body.starts_with('@') {
             "diff"
         } else {
@@ -359,11 +364,7 @@ pub fn dot(plan: &Plan) -> String {
         out,
         "  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];"
     );
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(
             out,
             "  subgraph \"cluster_{phase}\" {{\n    label=\"{phase}\";"
@@ -406,11 +407,7 @@ pub fn mermaid(plan: &Plan) -> String {
         .collect();
     let mut out = String::new();
     let _ = writeln!(out, "flowchart TD");
-    for phase in Phase::ALL {
-        let steps: Vec<&PlannedStep> = plan.steps_in(phase).collect();
-        if steps.is_empty() {
-            continue;
-        }
+    for (phase, steps) in phases(plan) {
         let _ = writeln!(
             out,
             "  subgraph {}[\"{phase}\"]",
@@ -442,330 +439,4 @@ pub fn mermaid(plan: &Plan) -> String {
         }
     }
     out
-}
-
-/// Shell-style quoting for showing argv (display only; nothing is run through a shell).
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
-fn argv(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|word| shell_word(word))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn namespaced(namespace: &Option<String>, name: &str) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}/{name}"),
-        None => name.to_string(),
-    }
-}
-
-/// One line that says exactly what an action does, with every rendered argument.
-pub fn describe(action: &Action) -> String {
-    let name = action.name();
-    match action {
-        Action::ResourceGet(target) => format!(
-            "{name} {} {}",
-            target.kind,
-            namespaced(&target.namespace, &target.name)
-        ),
-        Action::ResourceDelete(deletion) => {
-            let targets: Vec<String> = deletion
-                .targets
-                .iter()
-                .map(|target| {
-                    format!(
-                        "{} {}",
-                        target.kind,
-                        namespaced(&target.namespace, &target.name)
-                    )
-                })
-                .collect();
-            format!("{name} {}", targets.join(", "))
-        }
-        Action::ResourceList(list) => {
-            let mut text = format!("{name} {}", list.kind);
-            if let Some(namespace) = &list.namespace {
-                let _ = write!(text, " -n {namespace}");
-            }
-            if let Some(selector) = &list.selector {
-                let _ = write!(text, " -l {}", shell_word(selector));
-            }
-            text
-        }
-        Action::ResourceCreate(documents)
-        | Action::ResourceApply(documents)
-        | Action::ResourceReplace(documents) => {
-            let names: Vec<String> = documents
-                .documents
-                .iter()
-                .map(|resource| resource.key().to_string())
-                .collect();
-            let mut text = format!("{name} {}", names.join(", "));
-            if let Some(file) = &documents.file {
-                let _ = write!(text, " (from {file})");
-            }
-            text
-        }
-        Action::ResourceLabel(label) => {
-            let target = format!(
-                "{name} {} {}",
-                label.kind,
-                namespaced(&label.namespace, &label.name)
-            );
-            match &label.value {
-                _ if label.labels.is_some() => {
-                    let labels = label
-                        .labels
-                        .iter()
-                        .flatten()
-                        .map(|(key, value)| shell_word(&format!("{key}={value}")));
-                    let mut text = target;
-                    for label in labels {
-                        let _ = write!(text, " {label}");
-                    }
-                    if label.overwrite {
-                        text.push_str(" --overwrite");
-                    }
-                    text
-                }
-                _ if label.remove => format!("{target} {} --remove", label.key),
-                Some(value) => format!(
-                    "{target} {}={}{}",
-                    label.key,
-                    shell_word(value),
-                    if label.overwrite { " --overwrite" } else { "" }
-                ),
-                None => target,
-            }
-        }
-        Action::ResourceLabelEach(each) => {
-            let change = match &each.value {
-                _ if each.remove => format!("{} --remove", each.key),
-                Some(value) => format!(
-                    "{}={}{}",
-                    each.key,
-                    shell_word(value),
-                    if each.overwrite { " --overwrite" } else { "" }
-                ),
-                None => each.key.clone(),
-            };
-            let namespace = match &each.namespace {
-                Some(namespace) => format!(" -n {namespace}"),
-                None => String::new(),
-            };
-            format!(
-                "{name} {} {change}{namespace} on {} resource(s): {}",
-                each.kind,
-                each.names.len(),
-                each.names_shown()
-            )
-        }
-        Action::ResourcePatch(patch) => format!(
-            "{name} {} {} --type={} {}",
-            patch.kind,
-            namespaced(&patch.namespace, &patch.name),
-            patch.patch_type,
-            shell_word(&patch.patch.to_string())
-        ),
-        Action::KubeApply(apply) => {
-            let mut text = name.to_string();
-            if apply.server_side {
-                let _ = write!(
-                    text,
-                    " --server-side --field-manager={}",
-                    apply.field_manager
-                );
-            }
-            if apply.force_conflicts {
-                text.push_str(" --force-conflicts");
-            }
-            match &apply.source {
-                ManifestSource::Url(url) => {
-                    let _ = write!(text, " -f {url}");
-                }
-                ManifestSource::File(file) => {
-                    let _ = write!(text, " -f {file}");
-                }
-                ManifestSource::Inline(inline) => {
-                    let _ = write!(text, " (inline manifest, {} bytes)", inline.len());
-                }
-            }
-            if let Some(previous) = &apply.save_previous {
-                let _ = write!(text, " (saving the live objects to {previous} first)");
-            }
-            text
-        }
-        Action::KubePatch(patch) => format!(
-            "{name} {} {} --type={} {}",
-            patch.object.api_version,
-            patch.object,
-            patch.patch_type,
-            shell_word(&patch.patch.to_string())
-        ),
-        Action::KubeAnnotate(change) | Action::KubeLabel(change) => {
-            let values: Vec<String> = change
-                .values
-                .iter()
-                .map(|(key, value)| match value {
-                    Some(value) => shell_word(&format!("{key}={value}")),
-                    None => format!("{key}-"),
-                })
-                .collect();
-            format!(
-                "{name} {} {} {}{}",
-                change.object.api_version,
-                change.object,
-                values.join(" "),
-                if change.overwrite { " --overwrite" } else { "" }
-            )
-        }
-        Action::KubeList(list) => {
-            let mut text = format!("{name} {} {}", list.api_version, list.kind);
-            if let Some(namespace) = &list.namespace {
-                let _ = write!(text, " -n {namespace}");
-            }
-            if let Some(selector) = &list.selector {
-                let _ = write!(text, " -l {}", shell_word(&selector.to_string()));
-            }
-            text
-        }
-        Action::KubeDelete(delete) => {
-            let mut text = format!("{name} {} {}", delete.api_version, delete.kind);
-            if let Some(namespace) = &delete.namespace {
-                let _ = write!(text, " -n {namespace}");
-            }
-            let _ = write!(text, " -l {}", shell_word(&delete.selector.to_string()));
-            text
-        }
-        Action::KubeWaitRollout(wait) => {
-            let mut text = format!("{name} {} -n {}", wait.kind, wait.namespace);
-            if let Some(object) = &wait.name {
-                let _ = write!(text, " {object}");
-            }
-            if let Some(selector) = &wait.selector {
-                let _ = write!(text, " -l {}", shell_word(selector));
-            }
-            if let Some(ready) = &wait.ready {
-                let _ = write!(text, " ready={ready}");
-            }
-            let _ = write!(text, " timeout={}", wait.timeout);
-            text
-        }
-        Action::KubeRestoreOwnerReference(restore) => {
-            let mut text = format!(
-                "{name} {} {} owner={} {}/{} uid=<read when the step runs>",
-                restore.object.api_version,
-                restore.object,
-                restore.owner.api_version,
-                restore.owner.kind,
-                restore.owner.name
-            );
-            if let Some(controller) = restore.controller {
-                let _ = write!(text, " controller={controller}");
-            }
-            if let Some(block) = restore.block_owner_deletion {
-                let _ = write!(text, " blockOwnerDeletion={block}");
-            }
-            text
-        }
-        Action::Fetch(fetch) => {
-            let mut text = format!("{name} {} -> {}", fetch.url, fetch.file);
-            // Whether the run refuses a file changed at the URL since the review.
-            match &fetch.sha256 {
-                Some(digest) => {
-                    let _ = write!(text, " (pinned to the reviewed {digest})");
-                }
-                None => text.push_str(
-                    " (not pinned: not read at plan time; the run uses whatever the URL serves then)",
-                ),
-            }
-            if !fetch.overlay.is_empty() {
-                let _ = write!(
-                    text,
-                    " with the manifest overlay ({} document(s), shown below)",
-                    fetch.overlay.len()
-                );
-            }
-            text
-        }
-        Action::ResourceWait(wait) => {
-            let mut text = format!("{name} {}", wait.kind);
-            if let Some(namespace) = &wait.namespace {
-                let _ = write!(text, " -n {namespace}");
-            }
-            for object in &wait.names {
-                let _ = write!(text, " {object}");
-            }
-            if let Some(selector) = &wait.selector {
-                let _ = write!(text, " -l {}", shell_word(selector));
-            }
-            let _ = write!(text, " timeout={}", wait.timeout);
-            text
-        }
-        Action::KubeRestart(restart) => format!(
-            "{name} {} -n {} {}",
-            restart.kind, restart.namespace, restart.name
-        ),
-        Action::Helm(helm) => format!("helm {} (timeout {})", argv(&helm.args), helm.timeout),
-        Action::Exec(exec) => {
-            let env: Vec<String> = exec
-                .env
-                .iter()
-                .map(|(key, value)| shell_word(&format!("{key}={value}")))
-                .collect();
-            let mut text = name.to_string();
-            if !env.is_empty() {
-                let _ = write!(text, " env {}", env.join(" "));
-            }
-            let _ = write!(text, " {} (timeout {})", argv(&exec.command), exec.timeout);
-            text
-        }
-        Action::Check(check) => match (&check.equals, &check.matches) {
-            (Some(value), _) => format!("{name} {} == {value}", check.fact),
-            (None, Some(pattern)) => format!("{name} {} =~ {}", check.fact, shell_word(pattern)),
-            (None, None) => format!("{name} {}", check.fact),
-        },
-        Action::Pause(pause) => format!("{name} \"{}\"", pause.message),
-        Action::NodeRun(request) => format!("{name}: {}", request.command.shell_line()),
-        Action::DatastoreLock(lock) | Action::DatastoreUnlock(lock) => {
-            format!("{name} (as {})", lock.by)
-        }
-        Action::IpamRelease(release) => format!(
-            "{name} {} address(es), {} handle(s){}",
-            release.addresses.len(),
-            release.handles.len(),
-            match &release.taken_at {
-                Some(taken) => format!(
-                    " from reports of cluster {} at revision {}",
-                    taken.cluster_guid, taken.cluster_information_revision
-                ),
-                None => String::new(),
-            }
-        ),
-        Action::IpamSplit(split) => {
-            let children: Vec<String> = split
-                .children
-                .iter()
-                .map(|child| format!("{} {}", child.name, child.cidr))
-                .collect();
-            format!("{name} IPPool {} into {}", split.pool, children.join(", "))
-        }
-        Action::IpamConfigure(configure) => format!(
-            "{name} {}",
-            serde_json::to_string(&configure.change).unwrap_or_default()
-        ),
-    }
 }

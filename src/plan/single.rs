@@ -13,21 +13,15 @@ use crate::config::DatastoreType;
 impl Plan {
     /// A plan of one step running `action`; `procedure` names the command (e.g. `label`).
     pub fn single(procedure: &str, description: impl Into<String>, action: Action) -> Plan {
-        let step = PlannedStep {
-            id: procedure.to_string(),
-            runbook: procedure.to_string(),
-            phase: Phase::Upgrade,
-            description: description.into(),
-            needs: vec![],
+        let reason = format!("`netctl {procedure}`");
+        let step = PlannedStep::new(
+            procedure,
+            procedure,
+            Phase::Upgrade,
             action,
-            verify: None,
-            irreversible: false,
-            requires: None,
-            rollback: None,
-            retry: None,
-            register: None,
-            reason: format!("`netctl {procedure}`"),
-        };
+            description,
+            reason,
+        );
         Plan::new(
             procedure,
             Release::UNKNOWN,

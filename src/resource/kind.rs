@@ -23,6 +23,7 @@ pub enum Kind {
     BgpConfiguration,
     BgpFilter,
     BgpPeer,
+    CalicoNodeStatus,
     ClusterInformation,
     FelixConfiguration,
     GlobalNetworkPolicy,
@@ -45,10 +46,11 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::BgpConfiguration,
         Kind::BgpFilter,
         Kind::BgpPeer,
+        Kind::CalicoNodeStatus,
         Kind::ClusterInformation,
         Kind::FelixConfiguration,
         Kind::GlobalNetworkPolicy,
@@ -75,6 +77,7 @@ impl Kind {
             Kind::BgpConfiguration => "BGPConfiguration",
             Kind::BgpFilter => "BGPFilter",
             Kind::BgpPeer => "BGPPeer",
+            Kind::CalicoNodeStatus => "CalicoNodeStatus",
             Kind::ClusterInformation => "ClusterInformation",
             Kind::FelixConfiguration => "FelixConfiguration",
             Kind::GlobalNetworkPolicy => "GlobalNetworkPolicy",
@@ -102,6 +105,7 @@ impl Kind {
             Kind::BgpConfiguration => "bgpconfigurations",
             Kind::BgpFilter => "bgpfilters",
             Kind::BgpPeer => "bgppeers",
+            Kind::CalicoNodeStatus => "caliconodestatuses",
             Kind::ClusterInformation => "clusterinformations",
             Kind::FelixConfiguration => "felixconfigurations",
             Kind::GlobalNetworkPolicy => "globalnetworkpolicies",
@@ -134,6 +138,13 @@ impl Kind {
             ],
             Kind::BgpFilter => &["bgpfilter", "bgpfilters", "bgpf", "bgpfs", "bf", "bfs"],
             Kind::BgpPeer => &["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"],
+            // calicoctl's names (`resourcemgr/nodestatus.go`, release-v3.32 after v3.32.1).
+            Kind::CalicoNodeStatus => &[
+                "caliconodestatus",
+                "caliconodestatuses",
+                "nodestatus",
+                "nodestatuses",
+            ],
             Kind::ClusterInformation => &[
                 "clusterinformation",
                 "clusterinformations",
@@ -302,9 +313,11 @@ impl UnknownKind {
                     .copied()
                     .filter(|alias| alias.len() < name.len())
                     .filter(|alias| {
-                        !alias
-                            .strip_suffix('s')
-                            .is_some_and(|singular| others.contains(&singular))
+                        // Plurals of other short names (`nodestatuses` of `nodestatus`) go.
+                        ![alias.strip_suffix('s'), alias.strip_suffix("es")]
+                            .into_iter()
+                            .flatten()
+                            .any(|singular| others.contains(&singular))
                     })
                     .collect();
                 match short.as_slice() {

@@ -26,6 +26,7 @@
 mod config;
 mod ipam;
 mod network;
+mod node_status;
 mod peering;
 mod policy;
 pub mod syntax;
@@ -177,6 +178,7 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         }
         TypedSpec::Node(spec) => peering::node(checker, spec),
         TypedSpec::BgpPeer(spec) => peering::bgp_peer(checker, spec),
+        TypedSpec::CalicoNodeStatus(spec) => node_status::calico_node_status(checker, spec),
         TypedSpec::BgpFilter(spec) => peering::bgp_filter(checker, spec),
         TypedSpec::BgpConfiguration(spec) => peering::bgp_configuration(checker, spec, metadata),
         TypedSpec::FelixConfiguration(spec) => config::felix_configuration(checker, spec),

@@ -79,24 +79,22 @@ impl Lines {
     }
 
     fn mapping(line: usize, column: usize, entries: Vec<(String, Lines)>) -> Lines {
-        Lines {
-            line,
-            column,
-            value_line: line,
-            value_column: column,
-            source: None,
-            children: Children::Mapping(entries),
-        }
+        Lines::collection(line, column, Children::Mapping(entries))
     }
 
     fn sequence(line: usize, column: usize, items: Vec<Lines>) -> Lines {
+        Lines::collection(line, column, Children::Sequence(items))
+    }
+
+    /// A mapping or sequence starting at `line` and `column`.
+    fn collection(line: usize, column: usize, children: Children) -> Lines {
         Lines {
             line,
             column,
             value_line: line,
             value_column: column,
             source: None,
-            children: Children::Sequence(items),
+            children,
         }
     }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end check of the `kubernetes` datastore and the executor's `kube.*` actions against a real
-# cluster made with kind — the same scenarios `tests/kube_datastore.rs`, `tests/kube_actions.rs` and
-# `tests/kube_coordination.rs` run against the in-process API server.
+# cluster made with kind — the same scenarios `tests/it/kube_datastore.rs`, `tests/it/kube_actions.rs` and
+# `tests/it/kube_coordination.rs` run against the in-process API server.
 #
 # Needs: kind, kubectl, docker (for kind), network access to fetch the Calico CRDs, and a built
 # netctl (`cargo build`; override with NETCTL=path). It creates the cluster `netctl-e2e` (reuses it

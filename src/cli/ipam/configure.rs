@@ -9,7 +9,7 @@ use super::Context;
 use crate::cli::journaled::{JournalArgs, run_journaled};
 use crate::exec::actions::ipam::configure::check_change;
 use crate::ipam::config::ConfigChange;
-use crate::plan::ipam_action::IpamConfigure;
+use crate::plan::action::IpamConfigure;
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\

@@ -14,7 +14,7 @@ use crate::cli::journaled::{JournalArgs, run_journaled};
 use crate::datastore::StoreError;
 use crate::datastore::readiness::LockState;
 use crate::ipam::report::{HandleInfo, Report, report_version};
-use crate::plan::ipam_action::{AddressRelease, HandleRelease, IpamRelease, ReportOrigin};
+use crate::plan::action::{AddressRelease, HandleRelease, IpamRelease, ReportOrigin};
 use crate::plan::{Action, Plan};
 use crate::resource::{Kind, ResourceKey};
 

@@ -12,7 +12,7 @@ use crate::datastore::StoreError;
 use crate::datastore::readiness::lock_state;
 use crate::ipam::Cidr;
 use crate::ipam::split::{child_name, split};
-use crate::plan::ipam_action::{IpamSplit, SplitChild};
+use crate::plan::action::{IpamSplit, SplitChild};
 use crate::plan::{Action, Plan};
 use crate::resource::{Kind, ResourceKey};
 

@@ -4,7 +4,8 @@
 //! executor does that), so a check sees the cluster as it is, not as it was when the plan was made.
 //! A check changes nothing, so dry-run evaluates it too.
 
-use super::Outcome;
+use super::{Context, Held, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
 use crate::plan::Facts;
 use crate::plan::action::Check;
 
@@ -37,6 +38,26 @@ fn text_of(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(text) => text.clone(),
         other => other.to_string(),
+    }
+}
+
+/// A check changes nothing, so a dry-run evaluates it too; as a postcondition, it holds when the
+/// fact has the value (another failure, an unknown fact, is an error).
+impl Perform for Check {
+    async fn perform(&self, _: &Action, context: &Context<'_>, _: RunMode) -> Performed {
+        Ok(evaluate(self, context.facts)?)
+    }
+
+    async fn holds(&self, _: &Action, context: &Context<'_>) -> Held {
+        match evaluate(self, context.facts) {
+            Ok(_) => Ok(true),
+            Err(CheckError::NotEqual { .. } | CheckError::NoMatch { .. }) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
     }
 }
 

@@ -22,10 +22,25 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::{Outcome, RunMode};
+use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::exec::checkpoint::{create_private_directory, write_atomically};
+use crate::plan::Action;
 use crate::plan::action::Fetch;
 use crate::plan::request::ManifestReader;
+
+impl Perform for Fetch {
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let files_dir = context.files_dir.as_path();
+        let mirror_dir = context.mirror_dir.as_deref();
+        let recorded = context.recorded_digest.as_deref();
+        Ok(fetch(self, files_dir, mirror_dir, recorded, mode).await?)
+    }
+
+    /// A resume keeps the file the run has; a missing one must come back with the recorded digest.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
 
 /// Why a download failed.
 #[derive(Debug, thiserror::Error)]

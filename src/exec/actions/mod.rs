@@ -1,44 +1,34 @@
-//! Performing one action: the exhaustive `match` over [`Action`] that makes dry-run total.
+//! Performing one action: the exhaustive dispatch over [`Action`] that makes dry-run total.
 //!
-//! [`perform`] is the only way the executor touches the world. Each family lives in its own file
-//! (`resource`, `process`, `fetch`, `check`, `kube`, `owner_reference`, `pause`) and takes the
-//! [`RunMode`]: in dry-run it does every read it needs (so the transcript shows the real document
-//! that would be written) and nothing else. [`holds`] evaluates an action as a postcondition
-//! (`verify`), and [`is_idempotent`] says whether an interrupted step may simply run again.
+//! [`perform`] is the only way the executor touches the world. It is generated from the one list
+//! of actions (`vocabulary::action_table`): every action's arguments implement [`Perform`], beside
+//! the other actions of their family — `resource/` (`resource.*`), `kube/` (`kube.*`), `fetch`,
+//! `process` (`helm`, `exec`), `check`, `pause`, `node` (`node.run`, `node.status`) and `ipam`
+//! (`datastore.lock`/`unlock`, `ipam.*`) — so an action without an
+//! implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
+//! needs (so the transcript shows the real document that would be written) and nothing else.
+//! [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`] says whether
+//! an interrupted step may simply run again.
 
 pub mod check;
-pub mod describe;
 pub mod fetch;
 pub mod ipam;
 pub mod kube;
 pub mod node;
-pub mod owner_reference;
 pub mod pause;
 pub mod process;
 pub mod resource;
-pub mod resource_apply;
-pub mod resource_delete;
-pub mod resource_diff;
-pub mod resource_edit;
-pub mod resource_label_each;
-mod resource_undo;
-pub mod resource_wait;
-mod resource_write;
-pub mod rollout;
-pub mod store_rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::datastore::Datastore;
-use crate::plan::action::PatchType;
 use crate::plan::release::api_release;
 use crate::plan::{Action, Facts};
 use crate::release::ApiRelease;
 
 pub use super::RunMode;
 pub use resource::{ExistingPolicy, WriteSemantics};
-use resource_apply::DocumentWrite;
 
 /// What an action did (or, in dry-run, would do).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -75,9 +65,11 @@ pub enum StepError {
     #[error(transparent)]
     Kube(#[from] kube::KubeActionError),
     #[error(transparent)]
-    OwnerReference(#[from] owner_reference::OwnerReferenceError),
+    OwnerReference(#[from] kube::owner_reference::OwnerReferenceError),
     #[error(transparent)]
     Node(#[from] crate::node::NodeError),
+    #[error(transparent)]
+    NodeStatus(#[from] Box<node::status::NodeStatusActionError>),
     #[error(transparent)]
     Ipam(#[from] ipam::IpamActionError),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
@@ -105,6 +97,7 @@ impl StepError {
             StepError::Kube(error) => error.hint(),
             StepError::OwnerReference(error) => error.hint(),
             StepError::Node(error) => error.hint(),
+            StepError::NodeStatus(error) => error.hint(),
             StepError::Ipam(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
@@ -119,7 +112,7 @@ impl StepError {
 }
 
 /// What an action may use.
-pub struct ActionContext<'a> {
+pub struct Context<'a> {
     /// `None` for a plan that touches no datastore (`node run`).
     pub datastore: Option<&'a dyn Datastore>,
     /// Facts as the cluster shows them now (discoverable ones re-read).
@@ -151,270 +144,90 @@ pub struct ActionContext<'a> {
     pub interrupt: Option<crate::exec::interrupt::Interrupt>,
 }
 
-/// Performs (or in dry-run describes) one action.
-pub async fn perform(
-    context: &ActionContext<'_>,
-    action: &Action,
-    mode: RunMode,
-) -> Result<Outcome, StepError> {
-    let store = || {
-        context.datastore.ok_or(StepError::NoDatastore {
+impl Context<'_> {
+    /// The datastore, or why `action` cannot run without one.
+    fn store(&self, action: &Action) -> Result<&dyn Datastore, StepError> {
+        self.datastore.ok_or(StepError::NoDatastore {
             action: action.name(),
         })
-    };
-    let kube_unavailable = || StepError::KubernetesUnavailable {
-        action: action.name(),
-    };
-    // Without a cluster, a dry-run describes the request and a real run refuses before sending.
-    let describe = |lines: Vec<String>| -> Result<Outcome, StepError> {
-        match mode {
-            RunMode::DryRun => Ok(Outcome {
-                summary: lines.first().cloned().unwrap_or_default(),
-                transcript: lines,
-                output: None,
-            }),
-            RunMode::Execute => Err(kube_unavailable()),
-        }
-    };
-    let files_dir = context.files_dir.as_path();
-    let mirror_dir = context.mirror_dir.as_deref();
-    let interrupt = context.interrupt.as_ref();
-    Ok(match action {
-        Action::ResourceGet(target) => resource::get(store()?, target).await?,
-        Action::ResourceList(list) => resource::list(store()?, list).await?,
-        Action::ResourceCreate(documents) => {
-            let command = DocumentWrite::Create(context.semantics.create_existing);
-            let release = api_release(store()?, context.release).await;
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
-                .await?
-        }
-        Action::ResourceApply(documents) => {
-            let command = DocumentWrite::Apply;
-            let release = api_release(store()?, context.release).await;
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
-                .await?
-        }
-        Action::ResourceReplace(documents) => {
-            let command = DocumentWrite::Replace;
-            let release = api_release(store()?, context.release).await;
-            resource_apply::write_documents(store()?, documents, command, mode, interrupt, &release)
-                .await?
-        }
-        Action::ResourceDelete(deletion) => {
-            let semantics = context.semantics;
-            resource_delete::delete(store()?, deletion, semantics, mode, interrupt).await?
-        }
-        Action::ResourceLabel(label) => {
-            let release = api_release(store()?, context.release).await;
-            resource_edit::label_with(store()?, label, context.semantics, mode, &release).await?
-        }
-        Action::ResourceLabelEach(each) => {
-            let release = api_release(store()?, context.release).await;
-            resource_label_each::label_all(store()?, each, context.semantics, mode, &release)
-                .await?
-        }
-        Action::ResourcePatch(patch) => {
-            let release = api_release(store()?, context.release).await;
-            resource_edit::patch(store()?, patch, mode, &release).await?
-        }
-        Action::ResourceWait(wait) => resource_wait::wait(store()?, wait, mode).await?,
-        Action::KubeApply(apply) => match &context.kubernetes {
-            Some(client) => kube::apply(client, apply, files_dir, mirror_dir, mode).await?,
-            None => describe(kube::describe_apply(apply, files_dir))?,
-        },
-        Action::KubePatch(patch) => match &context.kubernetes {
-            Some(client) => kube::patch(client, patch, mode).await?,
-            None => describe(kube::describe_patch(patch))?,
-        },
-        Action::KubeAnnotate(change) => match &context.kubernetes {
-            Some(client) => kube::change_metadata(client, change, "annotations", mode).await?,
-            None => describe(kube::describe_metadata(change, "annotations"))?,
-        },
-        Action::KubeLabel(change) => match &context.kubernetes {
-            Some(client) => kube::change_metadata(client, change, "labels", mode).await?,
-            None => describe(kube::describe_metadata(change, "labels"))?,
-        },
-        Action::KubeList(list) => match &context.kubernetes {
-            Some(client) => kube::list(client, list, mode).await?,
-            None => describe(kube::describe_list(list))?,
-        },
-        Action::KubeDelete(delete) => match &context.kubernetes {
-            Some(client) => kube::delete(client, delete, mode).await?,
-            None => describe(kube::describe_delete(delete))?,
-        },
-        Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => rollout::wait_rollout(client, wait, mode).await?,
-            None => describe(rollout::describe_wait(wait))?,
-        },
-        Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
-            Some(client) => owner_reference::restore(client, store()?, restore, mode).await?,
-            None => describe(owner_reference::describe(restore))?,
-        },
-        Action::KubeRestart(restart) => {
-            let restarted_at = context
-                .run_started_at
-                .clone()
-                .unwrap_or_else(crate::exec::clock::now_rfc3339);
-            match &context.kubernetes {
-                Some(client) => rollout::restart(client, restart, &restarted_at, mode).await?,
-                None => describe(rollout::describe_restart(restart, &restarted_at))?,
-            }
-        }
-        Action::Fetch(request) => {
-            fetch::fetch(
-                request,
-                &context.files_dir,
-                context.mirror_dir.as_deref(),
-                context.recorded_digest.as_deref(),
-                mode,
-            )
-            .await?
-        }
-        Action::Helm(helm) => {
-            let mut argv = vec!["helm".to_string()];
-            argv.extend(helm.args.iter().cloned());
-            process::run(
-                &argv,
-                &BTreeMap::new(),
-                helm.timeout.0,
-                mode,
-                context.child_tracking.as_ref(),
-            )
-            .await?
-        }
-        Action::Exec(exec) => {
-            process::run(
-                &exec.command,
-                &exec.env,
-                exec.timeout.0,
-                mode,
-                context.child_tracking.as_ref(),
-            )
-            .await?
-        }
-        Action::Check(check) => check::evaluate(check, context.facts)?,
-        Action::Pause(gate) => pause::describe(gate, mode),
-        Action::NodeRun(request) => node::start(request, mode).await?,
-        Action::DatastoreLock(lock) => ipam::readiness::set(store()?, true, &lock.by, mode).await?,
-        Action::DatastoreUnlock(lock) => {
-            ipam::readiness::set(store()?, false, &lock.by, mode).await?
-        }
-        Action::IpamRelease(release) => {
-            let cluster = crate::plan::release::cluster_release(store()?)
-                .await
-                .map_err(ipam::IpamActionError::from)?;
-            let encoding = crate::ipam::BlockEncoding::for_release(cluster.as_ref());
-            ipam::release::release(store()?, release, encoding, mode, interrupt).await?
-        }
-        Action::IpamSplit(split) => {
-            let release = api_release(store()?, context.release).await;
-            ipam::split::split(store()?, split, &release, mode, interrupt).await?
-        }
-        Action::IpamConfigure(configure) => {
-            let cluster = crate::plan::release::cluster_release(store()?)
-                .await
-                .map_err(ipam::IpamActionError::from)?;
-            ipam::configure::configure(store()?, &configure.change, cluster.as_ref(), mode).await?
-        }
-    })
+    }
+
+    /// The release resource documents are validated for: the command's choice, else the
+    /// cluster's.
+    async fn release(&self, store: &dyn Datastore) -> ApiRelease {
+        api_release(store, self.release).await
+    }
 }
 
-/// Whether a postcondition holds. Reads only.
-pub async fn holds(context: &ActionContext<'_>, verify: &Action) -> Result<bool, StepError> {
-    let store = || {
-        context.datastore.ok_or(StepError::NoDatastore {
-            action: verify.name(),
+/// What [`Perform::perform`] gives back.
+pub type Performed = Result<Outcome, StepError>;
+
+/// What [`Perform::holds`] gives back: whether the postcondition holds.
+pub type Held = Result<bool, StepError>;
+
+/// What the executor does with the arguments of one kind of action. Every argument type of
+/// `plan::action` implements it beside the other actions of its family; `action` is the action
+/// the arguments belong to (two actions share one type: `resource.create`, `resource.apply` and
+/// `resource.replace`; `kube.annotate` and `kube.label`).
+pub(crate) trait Perform {
+    /// Performs `action` (or, in dry-run, does its reads and says what it would write).
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed;
+
+    /// Whether `action` holds as a postcondition (`verify`). Reads only.
+    async fn holds(&self, action: &Action, _: &Context<'_>) -> Held {
+        Err(StepError::NotAPostcondition {
+            action: action.name(),
         })
-    };
-    match verify {
-        Action::ResourceGet(target) => Ok(resource::exists(store()?, target).await?),
-        Action::ResourceList(list) => {
-            let outcome = resource::list(store()?, list).await?;
-            Ok(outcome
-                .output
-                .and_then(|names| names.as_array().map(|names| !names.is_empty()))
-                .unwrap_or(false))
-        }
-        Action::Check(check) => match check::evaluate(check, context.facts) {
-            Ok(_) => Ok(true),
-            Err(check::CheckError::NotEqual { .. } | check::CheckError::NoMatch { .. }) => {
-                Ok(false)
-            }
-            Err(error) => Err(error.into()),
-        },
-        Action::Exec(exec) => {
-            let (code, _, _) =
-                process::run_status(&exec.command, &exec.env, exec.timeout.0, None).await?;
-            Ok(code == Some(0))
-        }
-        Action::ResourceWait(wait) => Ok(resource_wait::waited_for(store()?, wait).await?),
-        Action::ResourceLabel(label) => Ok(resource_edit::label_holds(store()?, label).await?),
-        Action::ResourceLabelEach(each) => {
-            Ok(resource_label_each::label_all_hold(store()?, each).await?)
-        }
-        Action::KubeList(list) => match &context.kubernetes {
-            Some(client) => Ok(!kube::list_names(client, list).await?.names.is_empty()),
-            None => Err(StepError::KubernetesUnavailable {
-                action: verify.name(),
-            }),
-        },
-        Action::KubeWaitRollout(wait) => match &context.kubernetes {
-            Some(client) => Ok(rollout::rolled_out(client, wait).await?),
-            None => Err(StepError::KubernetesUnavailable {
-                action: verify.name(),
-            }),
-        },
-        Action::KubeRestoreOwnerReference(restore) => match &context.kubernetes {
-            Some(client) => Ok(owner_reference::holds(client, store()?, restore).await?),
-            None => Err(StepError::KubernetesUnavailable {
-                action: verify.name(),
-            }),
-        },
-        other => Err(StepError::NotAPostcondition {
-            action: other.name(),
-        }),
+    }
+
+    /// Whether running `action` twice has the same effect as running it once, so an interrupted
+    /// step may run again without asking.
+    fn is_idempotent(&self, action: &Action) -> bool;
+
+    /// What the action does to which Kubernetes types (for the pre-flight); `None` when that is
+    /// known only when it runs (a manifest downloaded by then). Nothing for actions that do not
+    /// talk to Kubernetes.
+    fn kubernetes_access(&self) -> Option<Vec<kube::ApiAccess>> {
+        Some(Vec::new())
     }
 }
 
-/// Whether running the action twice has the same effect as running it once, so an interrupted step
-/// may run again without asking.
-pub fn is_idempotent(action: &Action) -> bool {
-    match action {
-        Action::ResourceGet(_)
-        | Action::ResourceList(_)
-        | Action::ResourceApply(_)
-        | Action::ResourceReplace(_)
-        | Action::ResourceDelete(_)
-        | Action::ResourceLabel(_)
-        // Each batch re-reads its resources and writes only those not yet labelled.
-        | Action::ResourceLabelEach(_)
-        | Action::KubeApply(_)
-        | Action::KubeAnnotate(_)
-        | Action::KubeLabel(_)
-        | Action::KubeList(_)
-        | Action::KubeDelete(_)
-        | Action::KubeWaitRollout(_)
-        // It reads the object and the owner each time and sends nothing when the reference is there.
-        | Action::KubeRestoreOwnerReference(_)
-        | Action::ResourceWait(_)
-        // Idempotent within a run: the value is the run's start time (see `ActionContext`).
-        | Action::KubeRestart(_)
-        | Action::Fetch(_)
-        | Action::Check(_)
-        | Action::Pause(_) => true,
-        Action::ResourcePatch(patch) => patch.patch_type == PatchType::Merge,
-        Action::KubePatch(patch) => patch.patch_type == PatchType::Merge,
-        // A second create fails (or, with skip, hides that the first one ran); programs may do anything.
-        Action::ResourceCreate(_) | Action::Helm(_) | Action::Exec(_) => false,
-        // It replaces the running container: safe, but not without effect.
-        Action::NodeRun(_) => false,
-        // The flag is set (or cleared) whatever it was; a release's guards skip what is done; a
-        // configuration change is the same twice.
-        Action::DatastoreLock(_)
-        | Action::DatastoreUnlock(_)
-        | Action::IpamRelease(_)
-        | Action::IpamConfigure(_) => true,
-        // The second run finds the pool gone (changed) and refuses.
-        Action::IpamSplit(_) => false,
-    }
+/// Dispatches [`perform`], [`holds`], [`is_idempotent`] and [`kubernetes_access`] to the arguments of every action of
+/// `vocabulary::action_table`.
+macro_rules! dispatch {
+    ( $( $audience:ident { $( $(#[$doc:meta])* $variant:ident = $name:literal ($arguments:ident), )* } )* ) => {
+        /// Performs (or in dry-run describes) one action.
+        pub async fn perform(
+            context: &Context<'_>,
+            action: &Action,
+            mode: RunMode,
+        ) -> Result<Outcome, StepError> {
+            match action {
+                $( $( Action::$variant(arguments) => arguments.perform(action, context, mode).await, )* )*
+            }
+        }
+
+        /// Whether a postcondition holds. Reads only.
+        pub async fn holds(context: &Context<'_>, verify: &Action) -> Held {
+            match verify {
+                $( $( Action::$variant(arguments) => arguments.holds(verify, context).await, )* )*
+            }
+        }
+
+        /// Whether running the action twice has the same effect as running it once, so an
+        /// interrupted step may run again without asking.
+        pub fn is_idempotent(action: &Action) -> bool {
+            match action {
+                $( $( Action::$variant(arguments) => arguments.is_idempotent(action), )* )*
+            }
+        }
+
+        /// What the action does to which Kubernetes types; `None` when known only when it runs.
+        pub fn kubernetes_access(action: &Action) -> Option<Vec<kube::ApiAccess>> {
+            match action {
+                $( $( Action::$variant(arguments) => arguments.kubernetes_access(), )* )*
+            }
+        }
+    };
 }
+crate::vocabulary::action_table!(dispatch);

@@ -6,7 +6,8 @@
 
 use std::io::{BufRead, Write};
 
-use super::{Outcome, RunMode};
+use super::{Context, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
 use crate::plan::action::Pause;
 
 /// Whether a person can answer questions.
@@ -28,6 +29,18 @@ pub fn describe(gate: &Pause, mode: RunMode) -> Outcome {
         summary: text.clone(),
         transcript: vec![text],
         output: None,
+    }
+}
+
+/// The gate itself is the executor's (`exec/gate.rs`): by the time the step is performed, it was
+/// passed.
+impl Perform for Pause {
+    async fn perform(&self, _: &Action, _: &Context<'_>, mode: RunMode) -> Performed {
+        Ok(describe(self, mode))
+    }
+
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
     }
 }
 

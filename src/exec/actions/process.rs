@@ -12,11 +12,44 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use super::{Outcome, RunMode};
-use crate::redaction::{REDACTED, redact_argv, redact_env};
+use super::{Context, Held, Outcome, Perform, Performed, RunMode};
+use crate::plan::Action;
+use crate::plan::action::{Exec, Helm};
+use crate::redaction::{REDACTED, command_line};
 
 /// At most this much of each output stream is kept.
 const OUTPUT_LIMIT: usize = 64 * 1024;
+
+impl Perform for Helm {
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let tracking = context.child_tracking.as_ref();
+        let env = BTreeMap::new();
+        Ok(run(&self.argv(), &env, self.timeout.0, mode, tracking).await?)
+    }
+
+    /// A program may do anything.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
+
+/// `exec`; as a postcondition, the program exits 0.
+impl Perform for Exec {
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let tracking = context.child_tracking.as_ref();
+        Ok(run(&self.command, &self.env, self.timeout.0, mode, tracking).await?)
+    }
+
+    async fn holds(&self, _: &Action, _: &Context<'_>) -> Held {
+        let (code, _, _) = run_status(&self.command, &self.env, self.timeout.0, None).await?;
+        Ok(code == Some(0))
+    }
+
+    /// A program may do anything.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
 
 /// Why a program step failed.
 #[derive(Debug, thiserror::Error)]
@@ -66,33 +99,6 @@ fn stderr_tail(stderr: &str) -> String {
     let last: Vec<&str> = trimmed.lines().rev().take(3).collect();
     let lines: Vec<&str> = last.into_iter().rev().collect();
     format!(": {}", lines.join(" / "))
-}
-
-/// Quotes an argument for display only when it needs it.
-fn shell_quote(argument: &str) -> String {
-    let plain = !argument.is_empty()
-        && argument
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
-    if plain {
-        argument.to_string()
-    } else {
-        format!("'{}'", argument.replace('\'', r"'\''"))
-    }
-}
-
-/// The command line as the transcript and journal show it (secrets redacted).
-pub fn display_command(argv: &[String], env: &BTreeMap<String, String>) -> String {
-    let mut parts: Vec<String> = redact_env(env)
-        .into_iter()
-        .map(|(name, value)| format!("{name}={}", shell_quote(&value)))
-        .collect();
-    parts.extend(
-        redact_argv(argv)
-            .iter()
-            .map(|argument| shell_quote(argument)),
-    );
-    parts.join(" ")
 }
 
 fn truncate(bytes: &[u8]) -> String {
@@ -147,7 +153,7 @@ pub async fn run(
     mode: RunMode,
     tracking: Option<&ChildTracking>,
 ) -> Result<Outcome, ProcessError> {
-    let shown = display_command(argv, env);
+    let shown = command_line(argv, env);
     if mode == RunMode::DryRun {
         return Ok(Outcome {
             summary: format!("would run {shown}"),
@@ -250,18 +256,6 @@ pub async fn run_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_lines_are_quoted_and_redacted_for_display() {
-        let argv: Vec<String> = ["sh", "-c", "echo 'hi' >> f", "--token", "t0p"]
-            .map(String::from)
-            .to_vec();
-        let env = BTreeMap::from([("API_KEY".to_string(), "k".to_string())]);
-        assert_eq!(
-            display_command(&argv, &env),
-            r#"API_KEY='<redacted>' sh -c 'echo '\''hi'\'' >> f' --token '<redacted>'"#
-        );
-    }
 
     #[tokio::test]
     async fn a_failing_program_reports_its_exit_code_and_stderr() {

@@ -1,6 +1,6 @@
 //! The local books: what a transition writes, what a kill leaves, what compaction keeps, how damage
-//! reads. The datastore mirror is tested against real etcd (`tests/exec_apply.rs`,
-//! `tests/exec_resume.rs`).
+//! reads. The datastore mirror is tested against real etcd (`tests/it/exec_apply.rs`,
+//! `tests/it/exec_resume.rs`).
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -29,20 +29,10 @@ fn facts() -> Facts {
 
 fn plan(steps: usize) -> Plan {
     let steps = (0..steps)
-        .map(|index| PlannedStep {
-            id: format!("pre/step[{index}]"),
-            runbook: "pre".into(),
-            phase: Phase::PreUpgrade,
-            description: format!("step {index}"),
-            needs: vec![],
-            action: Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap(),
-            verify: None,
-            irreversible: false,
-            requires: None,
-            rollback: None,
-            retry: None,
-            register: None,
-            reason: "test".into(),
+        .map(|index| {
+            let pause = Action::from_parts("pause", serde_json::json!({"message": "go?"})).unwrap();
+            let (id, description) = (format!("pre/step[{index}]"), format!("step {index}"));
+            PlannedStep::new(id, "pre", Phase::PreUpgrade, pause, description, "test")
         })
         .collect();
     Plan::new(

@@ -17,9 +17,9 @@ use k8s_openapi::api::authorization::v1::{
 };
 
 use super::{SkippedStep, Verdict};
-use crate::exec::actions::kube::{manifest_documents, resolve};
+use crate::exec::actions::kube::{ApiAccess, resolve};
+use crate::exec::actions::kubernetes_access;
 use crate::plan::PlannedStep;
-use crate::plan::action::{Action, ManifestSource, PatchType};
 
 /// Types Kubernetes no longer serves from a version on: `(apiVersion, kind, minor version)`.
 pub const REMOVED_TYPES: &[(&str, &str, u32)] = &[("policy/v1beta1", "PodSecurityPolicy", 25)];
@@ -92,7 +92,7 @@ impl Access {
                 }
                 Err(()) => unknown.push(step.id.clone()),
             }
-            if matches!(step.action, Action::KubeApply(_) | Action::Helm(_)) {
+            if step.action.arguments().may_add_types() {
                 applied_before.get_or_insert_with(|| step.id.clone());
             }
         }
@@ -290,122 +290,14 @@ async fn ask(
 
 /// What `step` does to which types; `Err` when that is known only when it runs.
 fn step_needs(step: &PlannedStep) -> Result<Vec<Need>, ()> {
-    let need = |api_version: &str,
-                kind: &str,
-                namespace: Option<&String>,
-                name: Option<&String>,
-                verbs: &[&'static str]| Need {
+    let access = kubernetes_access(&step.action).ok_or(())?;
+    let need = |access: ApiAccess| Need {
         step: step.id.clone(),
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        namespace: namespace.cloned(),
-        name: name.cloned(),
-        verbs: verbs.to_vec(),
+        api_version: access.api_version,
+        kind: access.kind,
+        namespace: access.namespace,
+        name: access.name,
+        verbs: access.verbs,
     };
-    Ok(match &step.action {
-        Action::KubeApply(apply) => {
-            let ManifestSource::Inline(text) = &apply.source else {
-                return Err(());
-            };
-            let documents = manifest_documents(text, "in the plan").map_err(|_| ())?;
-            let verbs: &[&'static str] = match apply.server_side {
-                true => &["patch"],
-                false => &["get", "create", "update"],
-            };
-            documents
-                .iter()
-                .map(|document| {
-                    let field = |pointer: &str| {
-                        document
-                            .pointer(pointer)
-                            .and_then(serde_json::Value::as_str)
-                            .map(str::to_string)
-                    };
-                    need(
-                        &field("/apiVersion").unwrap_or_default(),
-                        &field("/kind").unwrap_or_default(),
-                        field("/metadata/namespace").as_ref(),
-                        field("/metadata/name").as_ref(),
-                        verbs,
-                    )
-                })
-                .collect()
-        }
-        Action::KubePatch(patch) => {
-            let object = &patch.object;
-            let verbs: &[&'static str] = match patch.patch_type {
-                PatchType::Merge => &["patch"],
-                PatchType::Json => &["get", "update"],
-            };
-            vec![need(
-                &object.api_version,
-                &object.kind,
-                object.namespace.as_ref(),
-                Some(&object.name),
-                verbs,
-            )]
-        }
-        Action::KubeAnnotate(change) | Action::KubeLabel(change) => {
-            let object = &change.object;
-            vec![need(
-                &object.api_version,
-                &object.kind,
-                object.namespace.as_ref(),
-                Some(&object.name),
-                &["get", "patch"],
-            )]
-        }
-        Action::KubeRestoreOwnerReference(restore) => {
-            let object = &restore.object;
-            vec![need(
-                &object.api_version,
-                &object.kind,
-                object.namespace.as_ref(),
-                Some(&object.name),
-                &["get", "patch"],
-            )]
-        }
-        Action::KubeList(list) => vec![need(
-            &list.api_version,
-            &list.kind,
-            list.namespace.as_ref(),
-            None,
-            &["list"],
-        )],
-        Action::KubeDelete(delete) => vec![need(
-            &delete.api_version,
-            &delete.kind,
-            delete.namespace.as_ref(),
-            None,
-            &["list", "deletecollection"],
-        )],
-        Action::KubeWaitRollout(wait) => {
-            let verbs: &[&'static str] = match wait.name {
-                Some(_) => &["get"],
-                None => &["list"],
-            };
-            let pods = need("v1", "Pod", Some(&wait.namespace), None, &["list"]);
-            match wait.kind.as_str() {
-                "Pod" => vec![pods],
-                kind => vec![
-                    need(
-                        "apps/v1",
-                        kind,
-                        Some(&wait.namespace),
-                        wait.name.as_ref(),
-                        verbs,
-                    ),
-                    pods,
-                ],
-            }
-        }
-        Action::KubeRestart(restart) => vec![need(
-            "apps/v1",
-            &restart.kind,
-            Some(&restart.namespace),
-            Some(&restart.name),
-            &["get", "patch"],
-        )],
-        _ => Vec::new(),
-    })
+    Ok(access.into_iter().map(need).collect())
 }

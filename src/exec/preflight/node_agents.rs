@@ -12,7 +12,6 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::Verdict;
 use crate::plan::PlannedStep;
-use crate::plan::action::Action;
 
 /// How the node agent pods are found.
 pub const NODE_AGENT_SELECTOR: &str = "k8s-app=calico-node";
@@ -58,10 +57,7 @@ pub(super) async fn verdict(cluster: Option<&kube::Client>, steps: &[&PlannedSte
 
 /// Whether a step may change which version the node agents run.
 fn rolls_workloads(step: &PlannedStep) -> bool {
-    matches!(
-        step.action,
-        Action::KubeApply(_) | Action::Helm(_) | Action::KubeRestart(_) | Action::Exec(_)
-    )
+    step.action.arguments().may_roll_workloads()
 }
 
 /// Whether every node agent pod runs `version`: `Ok` with how many, or `Err` naming those that

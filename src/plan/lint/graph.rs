@@ -108,21 +108,26 @@ pub(super) fn check_graph(set: &RunbookSet, findings: &mut Vec<Finding>) {
         if !step.irreversible {
             continue;
         }
+        // An error at the step's line.
+        let at_step = |code, message| Finding {
+            file: loaded.source.clone(),
+            line: loaded.line_of_step(&step.id).max(1),
+            column: 1,
+            severity: Severity::Error,
+            code,
+            message,
+        };
         let advised = step.rollback.as_ref().is_some_and(|advice| {
             !advice.before.trim().is_empty() && !advice.after.trim().is_empty()
         });
         if !advised {
-            findings.push(Finding {
-                file: loaded.source.clone(),
-                line: loaded.line_of_step(&step.id).max(1),
-                column: 1,
-                severity: Severity::Error,
-                code: "irreversible-without-rollback",
-                message: format!(
+            findings.push(at_step(
+                "irreversible-without-rollback",
+                format!(
                     "irreversible step `{}` has no rollback advice; add `rollback: {{before: ..., after: ...}}` saying how to go back before and after it",
                     step.id
                 ),
-            });
+            ));
         }
         let mut stack: Vec<NodeIndex> = graph
             .neighbors_directed(node, petgraph::Direction::Incoming)
@@ -142,17 +147,13 @@ pub(super) fn check_graph(set: &RunbookSet, findings: &mut Vec<Finding>) {
             stack.extend(graph.neighbors_directed(current, petgraph::Direction::Incoming));
         }
         if !gated {
-            findings.push(Finding {
-                file: loaded.source.clone(),
-                line: loaded.line_of_step(&step.id).max(1),
-                column: 1,
-                severity: Severity::Error,
-                code: "ungated-irreversible",
-                message: format!(
+            findings.push(at_step(
+                "ungated-irreversible",
+                format!(
                     "irreversible step `{}` has no human gate before it; add a `pause` step to its `needs`",
                     step.id
                 ),
-            });
+            ));
         }
     }
 }

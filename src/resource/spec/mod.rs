@@ -16,6 +16,7 @@ pub mod ippool;
 pub mod kube_controllers;
 pub mod misc;
 pub mod node;
+pub mod node_status;
 pub mod numorstring;
 pub mod policy;
 pub mod rule;
@@ -33,6 +34,7 @@ pub use ippool::{IpPoolSpec, IpReservationSpec};
 pub use kube_controllers::KubeControllersConfigurationSpec;
 pub use misc::{ClusterInformationSpec, NetworkSetSpec, ProfileSpec, TierSpec};
 pub use node::NodeSpec;
+pub use node_status::CalicoNodeStatusSpec;
 pub use policy::{
     GlobalNetworkPolicySpec, NetworkPolicySpec, StagedGlobalNetworkPolicySpec,
     StagedKubernetesNetworkPolicySpec, StagedNetworkPolicySpec,
@@ -46,6 +48,7 @@ pub enum TypedSpec {
     BgpConfiguration(BgpConfigurationSpec),
     BgpFilter(BgpFilterSpec),
     BgpPeer(BgpPeerSpec),
+    CalicoNodeStatus(CalicoNodeStatusSpec),
     ClusterInformation(ClusterInformationSpec),
     FelixConfiguration(Box<FelixConfigurationSpec>),
     GlobalNetworkPolicy(GlobalNetworkPolicySpec),
@@ -82,6 +85,7 @@ impl TypedSpec {
             Kind::BgpConfiguration => TypedSpec::BgpConfiguration(decode_strict(spec)?),
             Kind::BgpFilter => TypedSpec::BgpFilter(decode_strict(spec)?),
             Kind::BgpPeer => TypedSpec::BgpPeer(decode_strict(spec)?),
+            Kind::CalicoNodeStatus => TypedSpec::CalicoNodeStatus(decode_strict(spec)?),
             Kind::ClusterInformation => TypedSpec::ClusterInformation(decode_strict(spec)?),
             Kind::FelixConfiguration => {
                 TypedSpec::FelixConfiguration(Box::new(decode_strict(spec)?))
@@ -117,6 +121,7 @@ impl TypedSpec {
             TypedSpec::BgpConfiguration(spec) => serde_json::to_value(spec),
             TypedSpec::BgpFilter(spec) => serde_json::to_value(spec),
             TypedSpec::BgpPeer(spec) => serde_json::to_value(spec),
+            TypedSpec::CalicoNodeStatus(spec) => serde_json::to_value(spec),
             TypedSpec::ClusterInformation(spec) => serde_json::to_value(spec),
             TypedSpec::FelixConfiguration(spec) => serde_json::to_value(spec),
             TypedSpec::GlobalNetworkPolicy(spec) => serde_json::to_value(spec),

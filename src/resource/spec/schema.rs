@@ -20,6 +20,7 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
         Kind::BgpConfiguration => document_schema_for::<BgpConfigurationSpec>(kind),
         Kind::BgpFilter => document_schema_for::<BgpFilterSpec>(kind),
         Kind::BgpPeer => document_schema_for::<BgpPeerSpec>(kind),
+        Kind::CalicoNodeStatus => document_schema_for::<CalicoNodeStatusSpec>(kind),
         Kind::ClusterInformation => document_schema_for::<ClusterInformationSpec>(kind),
         Kind::FelixConfiguration => document_schema_for::<FelixConfigurationSpec>(kind),
         Kind::GlobalNetworkPolicy => document_schema_for::<GlobalNetworkPolicySpec>(kind),
@@ -64,13 +65,34 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
         }
         status = node_status;
     }
-    let definitions = spec
+    // The status's own definitions join the spec's under the document's `$defs`.
+    let mut status_definitions = serde_json::Map::new();
+    if kind == Kind::CalicoNodeStatus {
+        let mut report = schemars::schema_for!(node_status::CalicoNodeStatusStatus).to_value();
+        if let Some(object) = report.as_object_mut() {
+            object.remove("$schema");
+            if let Some(serde_json::Value::Object(definitions)) = object.remove("$defs") {
+                status_definitions = definitions;
+            }
+            object.insert(
+                "description".to_string(),
+                serde_json::json!(
+                    "Written by the node's calico-node: accepted and ignored in documents."
+                ),
+            );
+        }
+        status = report;
+    }
+    let mut definitions = spec
         .as_object_mut()
         .and_then(|object| {
             object.remove("$schema");
             object.remove("$defs")
         })
         .unwrap_or_else(|| serde_json::json!({}));
+    if let Some(definitions) = definitions.as_object_mut() {
+        definitions.extend(status_definitions);
+    }
     let string_map = serde_json::json!({
         "type": "object",
         "additionalProperties": { "type": "string" }

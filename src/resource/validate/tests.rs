@@ -2,7 +2,7 @@
 //! exactly the listed field errors (rendered as users see them), plus defaulting snapshots.
 //!
 //! The table is v3.29's, the line these rules were first written for: documents are validated for
-//! v3.29.7. What later lines changed is tested line by line in `tests/release_lines.rs`.
+//! v3.29.7. What later lines changed is tested line by line in `tests/it/release_lines.rs`.
 
 use crate::release::ApiRelease;
 use crate::resource::load::parse_documents;

@@ -25,7 +25,7 @@ use crate::exec::actions::Outcome;
 use crate::exec::interrupt::Interrupt;
 use crate::ipam::release::{ReleaseRequest, ReleaseVerdict, release as release_in_block};
 use crate::ipam::{AllocationBlock, BlockEncoding, Cidr, Stored};
-use crate::plan::ipam_action::{HandleRelease, IpamRelease};
+use crate::plan::action::{HandleRelease, IpamRelease};
 use crate::resource::{Kind, ResourceKey};
 
 use super::{IpamActionError, ipam_of};
@@ -183,7 +183,7 @@ fn stopped(
 /// The reports' cluster and revision must be this cluster's now, and (unless forced) it locked.
 async fn check_cluster(
     store: &dyn Datastore,
-    taken_at: &crate::plan::ipam_action::ReportOrigin,
+    taken_at: &crate::plan::action::ReportOrigin,
     unlocked_allowed: bool,
     transcript: &mut Vec<String>,
 ) -> Result<(), IpamActionError> {

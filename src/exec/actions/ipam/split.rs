@@ -15,7 +15,7 @@ use crate::datastore::{Datastore, DatastoreType, StoreError, Write};
 use crate::exec::RunMode;
 use crate::exec::actions::Outcome;
 use crate::exec::interrupt::Interrupt;
-use crate::plan::ipam_action::IpamSplit;
+use crate::plan::action::IpamSplit;
 use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 

@@ -44,7 +44,7 @@ pub fn api_path(
     path
 }
 
-pub(in crate::exec::actions) fn object_path(object: &KubeObject) -> String {
+pub(super) fn object_path(object: &KubeObject) -> String {
     api_path(
         &object.api_version,
         &object.kind,
@@ -53,37 +53,23 @@ pub(in crate::exec::actions) fn object_path(object: &KubeObject) -> String {
     )
 }
 
-pub(super) fn patch_content_type(patch_type: PatchType) -> &'static str {
+fn patch_content_type(patch_type: PatchType) -> &'static str {
     match patch_type {
         PatchType::Merge => "application/merge-patch+json",
         PatchType::Json => "application/json-patch+json",
     }
 }
 
-pub(in crate::exec::actions) fn body_size(value: &serde_json::Value) -> usize {
+pub(super) fn body_size(value: &serde_json::Value) -> usize {
     serde_json::to_vec(value)
         .map(|bytes| bytes.len())
         .unwrap_or(0)
 }
 
-/// The objects of a manifest text: `(apiVersion, kind, namespace, name)` for each document.
+/// The objects of a manifest text.
 fn manifest_objects(text: &str) -> Result<Vec<KubeObject>, String> {
-    let mut objects = Vec::new();
-    for value in crate::yaml::read_values(text).map_err(|error| error.to_string())? {
-        let field = |pointer: &str| {
-            value
-                .pointer(pointer)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        objects.push(KubeObject {
-            api_version: field("/apiVersion").unwrap_or_default(),
-            kind: field("/kind").unwrap_or_default(),
-            name: field("/metadata/name").unwrap_or_default(),
-            namespace: field("/metadata/namespace"),
-        });
-    }
-    Ok(objects)
+    let values = crate::yaml::read_values(text).map_err(|error| error.to_string())?;
+    Ok(values.iter().map(KubeObject::of_document).collect())
 }
 
 /// The requests `kube.apply` would send.
@@ -242,4 +228,27 @@ pub fn describe_delete(delete: &KubeDelete) -> Vec<String> {
         ),
         delete.selector
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_kubernetes_api_layout() {
+        assert_eq!(
+            api_path(
+                "apps/v1",
+                "DaemonSet",
+                Some("calico-system"),
+                Some("calico-node")
+            ),
+            "/apis/apps/v1/namespaces/calico-system/daemonsets/calico-node"
+        );
+        assert_eq!(
+            api_path("v1", "ConfigMap", Some("x"), None),
+            "/api/v1/namespaces/x/configmaps"
+        );
+        assert_eq!(plural("NetworkPolicy"), "networkpolicies");
+    }
 }

@@ -1,0 +1,154 @@
+//! The arguments of the IPAM and datastore-lock actions: `datastore.lock`, `datastore.unlock`,
+//! `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them).
+//!
+//! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl ipam
+//! release|split|configure`), fully decided before the executor runs them: a release carries each
+//! address with the guards its report gave (sequence number, handle) and each handle with the
+//! revision and UID it had; a split carries the children's names and CIDRs and the pool's revision
+//! when the plan was made. Not runbook actions (yet): a runbook names none of them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::Arguments;
+use crate::ipam::config::ConfigChange;
+
+/// `datastore.lock` / `datastore.unlock`: ClusterInformation `datastoreReady` false / true.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatastoreLock {
+    /// Who asks (`user@host`), recorded on ClusterInformation while it is locked.
+    pub by: String,
+}
+
+/// `ipam.release`: addresses and handles to free, each guarded.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IpamRelease {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<AddressRelease>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<HandleRelease>,
+    /// When releasing from reports: the cluster and ClusterInformation revision they were taken
+    /// at, checked again when the step runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_at: Option<ReportOrigin>,
+    /// Release without the datastore locked (`--force`).
+    #[serde(default)]
+    pub unlocked_allowed: bool,
+}
+
+/// One address to free.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddressRelease {
+    pub ip: String,
+    /// Only while the allocation has this handle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
+    /// Only while the allocation has this sequence number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+}
+
+/// One leaked handle to delete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HandleRelease {
+    pub id: String,
+    /// Only while the handle has this revision...
+    pub revision: String,
+    /// ...and (Kubernetes) this UID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+/// The cluster a report was taken of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReportOrigin {
+    pub cluster_guid: String,
+    pub cluster_information_revision: String,
+}
+
+/// `ipam.split`: a pool replaced by 2^k children.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IpamSplit {
+    pub pool: String,
+    /// The pool's resourceVersion when the plan was made.
+    pub revision: String,
+    pub children: Vec<SplitChild>,
+}
+
+/// One child pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitChild {
+    pub name: String,
+    pub cidr: String,
+}
+
+/// `ipam.configure`: the allocator's configuration changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpamConfigure {
+    #[serde(flatten)]
+    pub change: ConfigChange,
+}
+
+impl Arguments for DatastoreLock {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(out, "{name} (as {})", self.by)
+    }
+}
+
+impl Arguments for IpamRelease {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{name} {} address(es), {} handle(s)",
+            self.addresses.len(),
+            self.handles.len()
+        )?;
+        match &self.taken_at {
+            Some(taken) => write!(
+                out,
+                " from reports of cluster {} at revision {}",
+                taken.cluster_guid, taken.cluster_information_revision
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// It stops between two blocks on a signal and says what it released.
+    fn writes_resources_in_batches(&self) -> bool {
+        true
+    }
+}
+
+impl Arguments for IpamSplit {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let children: Vec<String> = self
+            .children
+            .iter()
+            .map(|child| format!("{} {}", child.name, child.cidr))
+            .collect();
+        write!(out, "{name} IPPool {} into {}", self.pool, children.join(", "))
+    }
+
+    /// It stops between two writes on a signal and undoes what it wrote.
+    fn writes_resources_in_batches(&self) -> bool {
+        true
+    }
+}
+
+impl Arguments for IpamConfigure {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{name} {}",
+            serde_json::to_string(&self.change).unwrap_or_default()
+        )
+    }
+}

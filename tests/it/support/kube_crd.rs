@@ -1,0 +1,219 @@
+//! Custom resources checked against their CRD's structural schema, as kube-apiserver checks them,
+//! for the test API server ([`super::kube_api`]).
+//!
+//! The schemas are written here from the CRD manifests upstream ships (field names, types, enums,
+//! `nullable`, `required`), not copied: today CalicoNodeStatus, from
+//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32. What a
+//! real server does with a body, reproduced:
+//! - a field the schema does not have is pruned from what is stored (a `Warning: unknown field
+//!   "spec.x"` header), or refused with `fieldValidation=Strict` (400, `strict decoding error`);
+//! - a null in a field that is not `nullable` is pruned;
+//! - a value of the wrong type, a value outside an `enum` and a missing `required` field make the
+//!   request `422 Invalid` with one cause per problem (`spec.classes[0]: Unsupported value: "x":
+//!   supported values: "Agent", "BGP", "Routes"`).
+//!
+//! `metadata` is the server's own business and `apiVersion`/`kind` are matched by routing.
+
+use serde_json::{Value, json};
+
+/// What the schema says about a body.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Findings {
+    /// Paths of fields to prune (`spec.foo`), unknown ones first.
+    pub unknown: Vec<String>,
+    pub nulls: Vec<String>,
+    /// One cause per problem, as the server words it.
+    pub invalid: Vec<String>,
+}
+
+/// The schema of a custom resource kind the server checks, if it checks it.
+pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
+    match (api_version, kind) {
+        ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
+        _ => None,
+    }
+}
+
+/// Checks `body` against `schema` (the whole object's `openAPIV3Schema`).
+pub fn check(schema: &Value, body: &Value) -> Findings {
+    let mut findings = Findings::default();
+    if let (Some(properties), Some(object)) = (schema["properties"].as_object(), body.as_object()) {
+        for (key, value) in object {
+            if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            match properties.get(key) {
+                Some(field) => walk(field, value, key, &mut findings),
+                None => findings.unknown.push(key.clone()),
+            }
+        }
+    }
+    findings
+}
+
+fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
+    if value.is_null() {
+        if schema["nullable"] != json!(true) {
+            findings.nulls.push(path.to_string());
+        }
+        return;
+    }
+    let expected = schema["type"].as_str().unwrap_or("");
+    let found = match value {
+        Value::Bool(_) => "boolean",
+        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    let fits =
+        expected.is_empty() || expected == found || (expected == "number" && found == "integer");
+    if !fits {
+        findings.invalid.push(format!(
+            "{path}: Invalid value: \"{found}\": {path} in body must be of type {expected}: \"{found}\""
+        ));
+        return;
+    }
+    if let Some(allowed) = schema["enum"].as_array() {
+        if !allowed.contains(value) {
+            let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            findings.invalid.push(format!(
+                "{path}: Unsupported value: {value}: supported values: {}",
+                listed.join(", ")
+            ));
+        }
+    }
+    match value {
+        Value::Object(object) => {
+            if let Some(required) = schema["required"].as_array() {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if object.get(name).is_none_or(Value::is_null) {
+                        findings
+                            .invalid
+                            .push(format!("{path}.{name}: Required value"));
+                    }
+                }
+            }
+            let properties = schema["properties"].as_object();
+            for (key, child) in object {
+                let child_path = format!("{path}.{key}");
+                match properties.and_then(|properties| properties.get(key)) {
+                    Some(field) => walk(field, child, &child_path, findings),
+                    None => findings.unknown.push(child_path),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                walk(
+                    &schema["items"],
+                    item,
+                    &format!("{path}[{index}]"),
+                    findings,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes a pruned field (`spec.a.b`, `status.bgp.peersV4[0].x`) from `object`.
+pub fn prune(object: &mut Value, path: &str) {
+    let mut parts: Vec<(String, Option<usize>)> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((name, index)) => {
+                parts.push((name.to_string(), None));
+                let index = index.trim_end_matches(']').parse().ok();
+                parts.push((String::new(), index));
+            }
+            None => parts.push((part.to_string(), None)),
+        }
+    }
+    let Some(((last, _), parents)) = parts.split_last() else {
+        return;
+    };
+    let mut node = object;
+    for (name, index) in parents {
+        node = match index {
+            Some(index) => &mut node[*index],
+            None => &mut node[name.as_str()],
+        };
+    }
+    if let Some(object) = node.as_object_mut() {
+        object.remove(last);
+    }
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn strings(values: &[&str]) -> Value {
+    json!({"type": "string", "enum": values})
+}
+
+fn daemon() -> Value {
+    json!({"type": "object", "properties": {
+        "lastBootTime": string(),
+        "lastReconfigurationTime": string(),
+        "routerID": string(),
+        "state": strings(&["Ready", "NotReady"]),
+        "version": string(),
+    }})
+}
+
+fn peers() -> Value {
+    json!({"type": "array", "items": {"type": "object", "properties": {
+        "peerIP": string(),
+        "since": string(),
+        "state": strings(&["Idle", "Connect", "Active", "OpenSent", "OpenConfirm", "Established", "Close"]),
+        "type": strings(&["NodeMesh", "NodePeer", "GlobalPeer"]),
+    }}})
+}
+
+fn routes() -> Value {
+    json!({"type": "array", "items": {"type": "object", "properties": {
+        "destination": string(),
+        "gateway": string(),
+        "interface": string(),
+        "learnedFrom": {"type": "object", "properties": {
+            "peerIP": string(),
+            "sourceType": strings(&["Kernel", "Static", "Direct", "NodeMesh", "BGPPeer"]),
+        }},
+        "type": strings(&["FIB", "RIB"]),
+    }}})
+}
+
+/// `caliconodestatuses.crd.projectcalico.org` as v3.32 defines it.
+fn calico_node_status() -> Value {
+    json!({"type": "object", "properties": {
+        "apiVersion": string(),
+        "kind": string(),
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {
+            "classes": {"type": "array", "items": strings(&["Agent", "BGP", "Routes"])},
+            "node": string(),
+            "updatePeriodSeconds": {"type": "integer", "format": "int32"},
+        }},
+        "status": {"type": "object", "properties": {
+            "agent": {"type": "object", "properties": {"birdV4": daemon(), "birdV6": daemon()}},
+            "bgp": {
+                "type": "object",
+                "properties": {
+                    "numberEstablishedV4": {"type": "integer"},
+                    "numberEstablishedV6": {"type": "integer"},
+                    "numberNotEstablishedV4": {"type": "integer"},
+                    "numberNotEstablishedV6": {"type": "integer"},
+                    "peersV4": peers(),
+                    "peersV6": peers(),
+                },
+                "required": ["numberEstablishedV4", "numberEstablishedV6", "numberNotEstablishedV4", "numberNotEstablishedV6"],
+            },
+            "lastUpdated": {"type": "string", "format": "date-time", "nullable": true},
+            "routes": {"type": "object", "properties": {"routesV4": routes(), "routesV6": routes()}},
+        }},
+    }})
+}
