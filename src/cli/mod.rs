@@ -21,6 +21,7 @@ mod runbook;
 mod schema;
 mod upgrade;
 mod upgrade_apply;
+mod upgrade_verify;
 mod version;
 mod write;
 

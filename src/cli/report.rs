@@ -18,6 +18,7 @@ use crate::exec::ExecError;
 use crate::exec::actions::StepError;
 use crate::exec::actions::ipam::IpamActionError;
 use crate::exec::lock::LockError;
+use super::upgrade_verify::UpgradeVerifyError;
 use crate::ipam::report::ReportError;
 use crate::ipam::split::SplitError;
 use crate::node::NodeError;
@@ -83,6 +84,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             IpamError,
             ReportError,
             SplitError,
+            UpgradeVerifyError,
         );
         None
     })

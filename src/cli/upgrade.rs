@@ -34,6 +34,9 @@ pub enum UpgradeCommand {
     Status(upgrade_apply::StatusArgs),
     /// Remove a stuck upgrade lock by its id (see `upgrade status`)
     Unlock(upgrade_apply::UnlockArgs),
+    /// Verify the cluster as every plan's last step does: node agents, BGP sessions, IPAM, resources
+    #[command(after_help = super::upgrade_verify::EXAMPLES)]
+    Verify(super::upgrade_verify::VerifyArgs),
 }
 
 /// Output formats of `upgrade plan`.
@@ -71,6 +74,7 @@ Examples:
   netctl upgrade apply --plan plan.json
   netctl upgrade status                                 # where the last run stands, who holds the lock
   netctl upgrade apply --resume                         # continue after a failure or a gate
+  netctl upgrade verify                                 # the last run's verification, again
   netctl upgrade unlock LOCK-ID                         # only when the holder is gone for good";
 
 /// `netctl upgrade plan`
@@ -123,6 +127,7 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
         UpgradeCommand::Apply(args) => upgrade_apply::apply(context, args).await,
         UpgradeCommand::Status(args) => upgrade_apply::status(context, args).await,
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,
+        UpgradeCommand::Verify(args) => super::upgrade_verify::verify(context, args).await,
     }
 }
 

@@ -178,7 +178,7 @@ impl UpgradeApplyError {
     }
 }
 
-fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(super) fn state_dir(context: &Context, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match given {
         Some(directory) => Ok(directory),
         None => checkpoint::default_state_dir(&context.environment)
@@ -399,6 +399,9 @@ fn print_status(
                 .map(|step| format!("`{step}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
+        ),
+        RunState::WaitingAtGate { step } if step == crate::plan::verification::VERIFY_STEP => format!(
+            "stopped at `{step}`: the verification failed (below); fix what it found and `netctl upgrade apply --resume` verifies again, `--resume --approve {step}` accepts the findings, or `netctl upgrade rollback` goes back"
         ),
         RunState::WaitingAtGate { step } => format!(
             "waiting at gate `{step}` (continue with `netctl upgrade apply --resume --approve {step}`)"

@@ -165,6 +165,13 @@ impl ExecError {
             ExecError::UnfinishedRun { .. } => {
                 "continue it with `netctl upgrade apply --resume`, see it with `netctl upgrade status`, or start over with `--discard-checkpoint`".to_string()
             }
+            ExecError::StoppedAtGate { step, .. }
+                if step == crate::plan::verification::VERIFY_STEP =>
+            {
+                format!(
+                    "fix what failed and `netctl upgrade apply --resume` verifies again; `--resume --approve {step}` accepts the findings; `netctl upgrade rollback` goes back"
+                )
+            }
             ExecError::StoppedAtGate { step, .. } => format!(
                 "after checking, continue with `netctl upgrade apply --resume --approve {step}` (or `--resume --yes` to approve every gate)"
             ),

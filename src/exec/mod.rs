@@ -32,6 +32,7 @@ mod run;
 mod signal;
 pub mod stale;
 mod step;
+mod verification;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -21,6 +21,7 @@ pub mod request;
 pub mod resolve;
 mod single;
 pub mod targets;
+pub mod verification;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -205,7 +205,7 @@ fn plan_steps(
             datastore_type: request.facts.datastore_type.value.to_string(),
         });
     }
-    let steps = order(set, instances)?;
+    let steps = super::verification::around(order(set, instances)?, &to, &request.facts);
     Ok(Plan::new(
         request.procedure.clone(),
         from,

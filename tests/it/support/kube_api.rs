@@ -131,6 +131,7 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         false,
     ),
     kind("operator.tigera.io", "v1", "APIServer", "apiservers", false),
+    kind("operator.tigera.io", "v1", "TigeraStatus", "tigerastatuses", false),
     kind(
         "apiextensions.k8s.io",
         "v1",

@@ -3,7 +3,8 @@
 //!
 //! The schemas are written here from the CRD manifests upstream ships (field names, types, enums,
 //! `nullable`, `required`), not copied: today CalicoNodeStatus, from
-//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32. What a
+//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32, and
+//! TigeraStatus, from the `tigerastatuses.operator.tigera.io` CRD of `manifests/operator-crds.yaml`. What a
 //! real server does with a body, reproduced:
 //! - a field the schema does not have is pruned from what is stored (a `Warning: unknown field
 //!   "spec.x"` header), or refused with `fieldValidation=Strict` (400, `strict decoding error`);
@@ -30,6 +31,7 @@ pub struct Findings {
 pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     match (api_version, kind) {
         ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
+        ("operator.tigera.io/v1", "TigeraStatus") => Some(tigera_status()),
         _ => None,
     }
 }
@@ -215,5 +217,26 @@ fn calico_node_status() -> Value {
             "lastUpdated": {"type": "string", "format": "date-time", "nullable": true},
             "routes": {"type": "object", "properties": {"routesV4": routes(), "routesV6": routes()}},
         }},
+    }})
+}
+
+/// `tigerastatuses.operator.tigera.io`, the operator's report per component (`manifests/
+/// operator-crds.yaml`): conditions `Available`, `Progressing`, `Degraded`.
+fn tigera_status() -> Value {
+    json!({"type": "object", "properties": {
+        "apiVersion": string(),
+        "kind": string(),
+        "metadata": {"type": "object"},
+        "spec": {"type": "object"},
+        "status": {"type": "object", "properties": {
+            "conditions": {"type": "array", "items": {"type": "object", "properties": {
+                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "message": string(),
+                "observedGeneration": {"type": "integer", "format": "int64"},
+                "reason": string(),
+                "status": string(),
+                "type": string(),
+            }, "required": ["lastTransitionTime", "status", "type"]}},
+        }, "required": ["conditions"]},
     }})
 }

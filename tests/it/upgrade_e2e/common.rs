@@ -33,7 +33,7 @@ impl Operator {
     pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
-        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
+        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status" | &"verify")) {
             command.arg("--state-dir").arg(self.home().join("state"));
         }
         for (key, value) in env {
@@ -299,16 +299,28 @@ pub(crate) fn roll_out_in(
     };
     kube.set_status("apps/v1", plural, namespace, name, status);
     let pods = if plural == "daemonsets" { 2 } else { 1 };
+    // The pod template's containers (name, image), as the controller creates them.
+    let template = &object["spec"]["template"]["spec"]["containers"];
+    let container = |index: usize| {
+        let name = template[index]["name"]
+            .as_str()
+            .map_or_else(|| format!("c{index}"), str::to_string);
+        let image = template[index]["image"].as_str().unwrap_or("x").to_string();
+        json!({"name": name, "image": image})
+    };
+    let all_ready = ready == total;
     for index in 0..pods {
         let statuses: Vec<Value> = (0..total)
-            .map(|container| json!({"name": format!("c{container}"), "ready": container < ready}))
+            .map(|c| json!({"name": container(c)["name"], "ready": c < ready}))
             .collect();
         kube.put(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("{name}-{index}"), "namespace": namespace,
                          "labels": object["spec"]["selector"]["matchLabels"].clone()},
-            "spec": {"containers": (0..total).map(|c| json!({"name": format!("c{c}"), "image": "x"})).collect::<Vec<_>>()},
-            "status": {"phase": "Running", "containerStatuses": statuses}
+            "spec": {"nodeName": format!("node-{index}"),
+                     "containers": (0..total).map(container).collect::<Vec<_>>()},
+            "status": {"phase": "Running", "containerStatuses": statuses,
+                       "conditions": [{"type": "Ready", "status": if all_ready { "True" } else { "False" }}]}
         }));
     }
 }
@@ -523,7 +535,7 @@ pub(crate) fn node_agent_pods(kube: &KubeApiServer, namespace: &str, agents: &[(
                          "labels": {"k8s-app": "calico-node"}},
             "spec": {"nodeName": node,
                      "containers": [{"name": "calico-node", "image": format!("docker.io/calico/node:{version}")}]},
-            "status": {"phase": "Running"}
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         }));
     }
 }

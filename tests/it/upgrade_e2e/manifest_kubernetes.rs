@@ -97,7 +97,7 @@ data:
 "#;
 
 /// A Kubernetes-datastore manifest install at v3.25.2 with `calico.yaml` v3.29.0 in the mirror.
-fn kubernetes_manifest_cluster() -> (KubeApiServer, Operator, PathBuf) {
+pub(super) fn kubernetes_manifest_cluster() -> (KubeApiServer, Operator, PathBuf) {
     let kube = KubeApiServer::start();
     set_kube_version(&kube, "v3.25.2");
     install(&kube, &manifest_for("v3.25.2", "kubernetes"));

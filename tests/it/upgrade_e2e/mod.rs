@@ -35,3 +35,4 @@ mod manifest_kubernetes;
 mod operator;
 mod preflight;
 mod readme_walkthrough;
+mod verification;
