@@ -169,7 +169,7 @@ impl ExecError {
                 if step == crate::plan::verification::VERIFY_STEP =>
             {
                 format!(
-                    "fix what failed and `netctl upgrade apply --resume` verifies again; `--resume --approve {step}` accepts the findings; `netctl upgrade rollback` goes back"
+                    "fix what failed and `netctl upgrade apply --resume` verifies again; `--resume --approve {step}` accepts the findings; the message above says how to go back"
                 )
             }
             ExecError::StoppedAtGate { step, .. } => format!(

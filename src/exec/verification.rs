@@ -29,11 +29,15 @@ pub(super) fn gate_message(
             Some(format!("  after `{}`: {}", step.id, advice.after))
         })
         .collect();
-    lines.push(
-        "to go back: `netctl upgrade rollback` runs the undo of every step that ran, newest first (its plan is shown first; `--dry-run` shows what it would do)"
-            .to_string(),
-    );
-    lines.extend(advice);
+    match advice.is_empty() {
+        true => lines.push(
+            "to go back: no step that ran declares how (`rollback:` in its runbook); undo its changes by hand".to_string(),
+        ),
+        false => {
+            lines.push("to go back, newest step first:".to_string());
+            lines.extend(advice);
+        }
+    }
     lines.push(format!(
         "to go on: fix what failed, then `netctl upgrade apply --resume` verifies again; `netctl upgrade apply --resume --approve {}` accepts the findings and completes the run",
         step.id

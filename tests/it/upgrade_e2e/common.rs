@@ -535,7 +535,41 @@ pub(crate) fn node_agent_pods(kube: &KubeApiServer, namespace: &str, agents: &[(
                          "labels": {"k8s-app": "calico-node"}},
             "spec": {"nodeName": node,
                      "containers": [{"name": "calico-node", "image": format!("docker.io/calico/node:{version}")}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": "calico-node", "ready": true}]}
         }));
     }
+}
+
+/// Plays the operator's status reporting: TigeraStatus `calico` (and `apiserver`) Available, as
+/// the operator writes them once its components run (`operator.tigera.io/v1`).
+pub(crate) fn operator_reports_available(kube: &KubeApiServer) {
+    for component in ["calico", "apiserver"] {
+        kube.put(json!({
+            "apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+            "metadata": {"name": component},
+            "spec": {},
+            "status": {"conditions": [
+                {"type": "Available", "status": "True", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"},
+                {"type": "Progressing", "status": "False", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"},
+                {"type": "Degraded", "status": "False", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"}
+            ]}
+        }));
+    }
+}
+
+/// Plays the operator rolling the node agents: DaemonSet `calico-node` in `namespace` gets the
+/// `calico/node` image of `version` (the operator's part, not netctl's), then rolls out.
+pub(crate) fn operator_rolls_node_agents(kube: &KubeApiServer, namespace: &str, version: &str) {
+    let mut node = kube
+        .get("apps/v1", "daemonsets", namespace, "calico-node")
+        .expect("DaemonSet calico-node");
+    node["spec"]["template"]["spec"]["containers"][0]["image"] =
+        json!(format!("docker.io/calico/node:{version}"));
+    kube.put(node);
+    roll_out_in(kube, namespace, "daemonsets", "calico-node", 2, 2);
+    operator_reports_available(kube);
 }

@@ -254,6 +254,9 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
         1,
     );
     set_kube_version(&kube, "v3.27.0");
+    // The operator rolled the node agents and reports its components available.
+    node_agent_pods(&kube, "calico-system", &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")]);
+    operator_reports_available(&kube);
 
     // `helm install` was killed after it ran, and is not idempotent: the resume finds its
     // postcondition (the deployed release secret in the operator namespace) and does not run it
@@ -431,6 +434,9 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
         1,
     );
     set_kube_version(&kube, "v3.27.0");
+    // The operator rolled the node agents and reports its components available.
+    node_agent_pods(&kube, "calico-system", &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")]);
+    operator_reports_available(&kube);
 
     resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);

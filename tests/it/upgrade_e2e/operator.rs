@@ -122,7 +122,7 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         1,
         1,
     );
-    roll_out_in(&kube, "calico-system", "daemonsets", "calico-node", 2, 2);
+    operator_rolls_node_agents(&kube, "calico-system", "v3.29.0");
     set_kube_version(&kube, "v3.29.0");
 
     // The owner is gone and not back yet: the restore fails, naming the owner, and nothing changes.

@@ -49,7 +49,7 @@ fn a_run_whose_node_agents_come_up_at_the_wrong_version_stops_at_verification() 
         "{stderr}"
     );
     assert!(
-        stderr.contains("to go back: `netctl upgrade rollback`"),
+        stderr.contains("to go back, newest step first:\n  after `manifest-upgrade/apply-manifest`: The node agents roll to v3.29.0."),
         "{stderr}"
     );
     let status = operator.run(&["upgrade", "status"], &[]);

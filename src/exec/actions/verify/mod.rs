@@ -63,7 +63,7 @@ impl VerifyError {
     pub fn hint(&self) -> Option<String> {
         match self {
             VerifyError::Failed(_) => Some(
-                "`netctl upgrade rollback` goes back (its plan is shown first); once fixed, `netctl upgrade apply --resume` verifies again".to_string(),
+                "fix what failed, then verify again (`netctl upgrade verify`, or `netctl upgrade apply --resume` in a run); the steps' rollback advice says how to go back".to_string(),
             ),
             VerifyError::Observe(error) => error.hint(),
             VerifyError::NoBaseline { .. } | VerifyError::DamagedBaseline { .. } => Some(
