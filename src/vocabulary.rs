@@ -92,17 +92,18 @@ macro_rules! action_table {
                 /// after a timeout or a signal. Built by `netctl node status --node/--all` only: not
                 /// a runbook action.
                 NodeStatus = "node.status" (NodeStatusQuery),
-                /// Lock the datastore (ClusterInformation `datastoreReady: false`). Built by
-                /// `netctl datastore migrate lock`; not a runbook action.
+                /// Lock the datastore (ClusterInformation `datastoreReady: false`), recording who
+                /// locked it and when. Built by `netctl datastore migrate lock` only.
                 DatastoreLock = "datastore.lock" (DatastoreLock),
                 /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
-                /// migrate unlock`.
+                /// migrate unlock` only.
                 DatastoreUnlock = "datastore.unlock" (DatastoreLock),
-                /// Free addresses and delete handles, each guarded. Built by `netctl ipam release`.
+                /// Free addresses and delete leaked handles, each guarded by the allocation's
+                /// sequence number and the handle's revision. Built by `netctl ipam release` only.
                 IpamRelease = "ipam.release" (IpamRelease),
-                /// Replace a pool by 2^k children. Built by `netctl ipam split`.
+                /// Replace an IP pool by 2^k children. Built by `netctl ipam split` only.
                 IpamSplit = "ipam.split" (IpamSplit),
-                /// Change the allocator's configuration. Built by `netctl ipam configure`.
+                /// Change the allocator's configuration. Built by `netctl ipam configure` only.
                 IpamConfigure = "ipam.configure" (IpamConfigure),
                 /// Record what the cluster looks like before a run writes anything (BGP sessions
                 /// per node, IPAM problems, each kind's count and digest): the first step of every

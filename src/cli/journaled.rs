@@ -12,7 +12,7 @@ use super::Context;
 use crate::datastore::Datastore;
 use crate::exec::actions::Outcome;
 use crate::exec::lock::Holder;
-use crate::exec::{ExecError, Executor, RunMode, RunOneOptions, checkpoint};
+use crate::exec::{RunMode, RunOneOptions, checkpoint};
 use crate::plan::Plan;
 use crate::release::ApiRelease;
 
@@ -55,17 +55,13 @@ pub async fn run_journaled(
         RunMode::DryRun => None,
         RunMode::Execute => journal_file(context, journal.state_dir.clone()),
     };
-    let executor = Executor::new(store, None, Holder::current()).with_release(release);
     let options = RunOneOptions {
         semantics: Default::default(),
         journal: journal_path,
     };
     let mut stdout = context.printer.stdout();
-    let outcome = match executor.run_one(plan, mode, &options, &mut stdout).await {
-        Ok(outcome) => outcome,
-        Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
-        Err(error) => return Err(error.into()),
-    };
+    let outcome =
+        super::write::run_one_step(store, plan, mode, &options, release, &mut stdout).await?;
     if mode == RunMode::Execute {
         for line in &outcome.transcript {
             writeln!(stdout, "{line}")?;

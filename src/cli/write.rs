@@ -18,7 +18,7 @@ use clap_complete::engine::ArgValueCompleter;
 use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
 use super::{Context, completion};
 use crate::datastore::Datastore;
-use crate::exec::actions::{ExistingPolicy, WriteSemantics};
+use crate::exec::actions::{ExistingPolicy, Outcome, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
 use crate::plan::action::{
@@ -166,6 +166,25 @@ pub struct ValidateArgs {
     release: ReleaseArg,
 }
 
+/// Runs a one-step plan through the one executor, writing the dry run's transcript to `out`. A
+/// one-step command has no run to resume: a failed step's own error (and its advice) is the
+/// command's error.
+pub(super) async fn run_one_step(
+    store: Arc<dyn Datastore>,
+    plan: &Plan,
+    mode: RunMode,
+    options: &RunOneOptions,
+    release: Option<ApiRelease>,
+    out: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    let executor = Executor::new(store, None, Holder::current()).with_release(release);
+    match executor.run_one(plan, mode, options, out).await {
+        Ok(outcome) => Ok(outcome),
+        Err(ExecError::StepFailed { source, .. }) => Err(anyhow::Error::new(*source)),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// Runs one action as a one-step plan and prints its result (the dry-run transcript, or the summary).
 async fn run_step(
     context: &Context,
@@ -176,18 +195,12 @@ async fn run_step(
     release: Option<ApiRelease>,
 ) -> anyhow::Result<()> {
     let mode = dry_run.mode();
-    let executor = Executor::new(store, None, Holder::current()).with_release(release);
     let options = RunOneOptions {
         semantics,
         journal: None,
     };
     let mut stdout = context.printer.stdout();
-    let outcome = match executor.run_one(plan, mode, &options, &mut stdout).await {
-        Ok(outcome) => outcome,
-        // A one-step command has no run to resume: report the action's own error and advice.
-        Err(ExecError::StepFailed { source, .. }) => return Err(anyhow::Error::new(*source)),
-        Err(error) => return Err(error.into()),
-    };
+    let outcome = run_one_step(store, plan, mode, &options, release, &mut stdout).await?;
     if mode == RunMode::Execute {
         match outcome.summary.strip_prefix("Successfully ") {
             Some(_) => writeln!(stdout, "{}", outcome.summary)?,

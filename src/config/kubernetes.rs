@@ -26,6 +26,26 @@ pub struct KubernetesSettings {
     pub context: Option<String>,
 }
 
+impl KubernetesSettings {
+    /// A kubeconfig file alone (and its `context`), with no overrides: what `ipam check
+    /// --kubeconfig` reads on an etcd datastore.
+    pub fn from_kubeconfig(path: PathBuf, context: Option<String>) -> KubernetesSettings {
+        KubernetesSettings {
+            kubeconfig: Some(Sourced {
+                value: path,
+                origin: Origin::Default,
+            }),
+            api_endpoint: None,
+            certificate_file: None,
+            key_file: None,
+            ca_file: None,
+            token: None,
+            insecure_skip_tls_verify: false,
+            context,
+        }
+    }
+}
+
 /// Validates the Kubernetes options. `context` is the `--context` flag (it wins over
 /// `k8sCurrentContext`); `home` is where `~/.kube/config` is looked for.
 pub fn resolve(

@@ -2,7 +2,6 @@
 //! server, on fixtures written from upstream's formats and scenarios (`calicoctl/tests/fv/
 //! ipam_test.go`: TestIPAM, TestIPAMCleanup).
 
-
 use crate::ipam_common::{
     Block, Scenario, etcd_netctl, kube_netctl, test_ipam_scenario, three_problems_scenario,
 };
@@ -234,7 +233,11 @@ fn the_report_holds_the_three_problems_in_upstreams_shape() {
         let text =
             std::fs::read_to_string(directory.path().join(format!("{datastore}.json"))).unwrap();
         let report: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(report["clusterGUID"], crate::ipam_common::GUID, "{datastore}");
+        assert_eq!(
+            report["clusterGUID"],
+            crate::ipam_common::GUID,
+            "{datastore}"
+        );
         assert_eq!(report["datastoreLocked"], false);
         assert!(
             report["clusterInformationRevision"]

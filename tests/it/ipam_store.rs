@@ -4,13 +4,11 @@
 //! `projectcalico.org/v3` — against the strict test server, which validates each object against
 //! upstream's CRD schema of its group.
 
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use netctl::config::{
-    EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings, Origin, Sourced,
-};
+use crate::support::{EtcdServer, KubeApiServer};
+use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings};
 use netctl::datastore::etcd::{EtcdStore, Timeouts};
 use netctl::datastore::ipam::{
     IpamError, IpamStore, for_each_affinity, for_each_block, for_each_handle,
@@ -21,7 +19,6 @@ use netctl::datastore::{Datastore, StoreError};
 use netctl::ipam::{
     AffinityType, AllocationBlock, BlockAffinity, BlockEncoding, Cidr, IpamConfig, IpamHandle,
 };
-use crate::support::{EtcdServer, KubeApiServer};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -43,19 +40,7 @@ async fn etcd_store(etcd: &EtcdServer) -> EtcdStore {
 }
 
 async fn kube_store(server: &KubeApiServer, group: ApiGroup) -> KubeStore {
-    let settings = KubernetesSettings {
-        kubeconfig: Some(Sourced {
-            value: server.kubeconfig_path(),
-            origin: Origin::Default,
-        }),
-        api_endpoint: None,
-        certificate_file: None,
-        key_file: None,
-        ca_file: None,
-        token: None,
-        insecure_skip_tls_verify: false,
-        context: None,
-    };
+    let settings = KubernetesSettings::from_kubeconfig(server.kubeconfig_path(), None);
     KubeStore::connect(&settings, Duration::from_secs(10))
         .await
         .unwrap()

@@ -4,15 +4,14 @@
 //! since the report, a stale report), `ipam split` with upstream's refusals (`tests/st/calicoctl/
 //! test_ipam_split.py`), `ipam configure`, and etcd killed part way through a release.
 
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::ipam_common::{
     Block, CLUSTER_INFORMATION, GUID, Scenario, etcd_netctl, kube_netctl, three_problems_scenario,
 };
-use serde_json::Value;
 use crate::support::{EtcdServer, KubeApiServer, Netctl, Run, failed, ok};
+use serde_json::Value;
 
 const BLOCK_KEY: &str = "/calico/ipam/v2/assignment/ipv4/block/10.66.12.0-26";
 

@@ -12,6 +12,7 @@
 mod support;
 
 mod exec_common;
+mod ipam_common;
 
 mod batched_label_steps;
 mod batched_write_failures;
@@ -33,7 +34,6 @@ mod exec_run_one;
 mod exec_terminal;
 mod harness;
 mod ipam;
-mod ipam_common;
 mod ipam_store;
 mod ipam_writes;
 mod kube_actions;

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Context, ipam_of};
-use crate::config::{Origin, Sourced};
 use crate::datastore::ipam_check::scan;
 use crate::ipam::check::{Checker, Detail as CheckDetail};
 
@@ -110,19 +109,10 @@ async fn kubernetes_client(
     kubeconfig: Option<PathBuf>,
 ) -> anyhow::Result<Option<kube::Client>> {
     if let Some(path) = kubeconfig {
-        let settings = crate::config::KubernetesSettings {
-            kubeconfig: Some(Sourced {
-                value: path,
-                origin: Origin::Default,
-            }),
-            api_endpoint: None,
-            certificate_file: None,
-            key_file: None,
-            ca_file: None,
-            token: None,
-            insecure_skip_tls_verify: false,
-            context: context.global.context.clone(),
-        };
+        let settings = crate::config::KubernetesSettings::from_kubeconfig(
+            path,
+            context.global.context.clone(),
+        );
         let api = crate::datastore::kube::client::build(&settings, context.global.request_timeout)
             .await?;
         return Ok(Some(api.client));

@@ -4,8 +4,8 @@
 //! of actions (`vocabulary::action_table`): every action's arguments implement [`Perform`], beside
 //! the other actions of their family — `resource/` (`resource.*`), `kube/` (`kube.*`), `fetch`,
 //! `process` (`helm`, `exec`), `check`, `pause`, `node` (`node.run`, `node.status`) and `ipam`
-//! (`datastore.lock`/`unlock`, `ipam.*`), `verify` (`upgrade.baseline`, `upgrade.verify`) — so an action without an
-//! implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
+//! (`ipam.*`, `datastore.lock|unlock`), `verify` (`upgrade.baseline`, `upgrade.verify`) — so an
+//! action without an implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
 //! needs (so the transcript shows the real document that would be written) and nothing else.
 //! [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`] says whether
 //! an interrupted step may simply run again.

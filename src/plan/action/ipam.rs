@@ -1,5 +1,6 @@
 //! The arguments of the IPAM and datastore-lock actions: `datastore.lock`, `datastore.unlock`,
-//! `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them).
+//! `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them),
+//! with their one-line descriptions.
 //!
 //! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl ipam
 //! release|split|configure`), fully decided before the executor runs them: a release carries each
@@ -111,18 +112,18 @@ impl Arguments for IpamRelease {
             self.addresses.len(),
             self.handles.len()
         )?;
-        match &self.taken_at {
-            Some(taken) => write!(
+        if let Some(taken) = &self.taken_at {
+            write!(
                 out,
                 " from reports of cluster {} at revision {}",
                 taken.cluster_guid, taken.cluster_information_revision
-            ),
-            None => Ok(()),
+            )?;
         }
+        Ok(())
     }
 
-    /// It stops between two blocks on a signal and says what it released.
-    fn writes_resources_in_batches(&self) -> bool {
+    /// It stops between two blocks on Ctrl-C and SIGTERM and says what it released.
+    fn stops_on_signal(&self) -> bool {
         true
     }
 }
@@ -134,21 +135,23 @@ impl Arguments for IpamSplit {
             .iter()
             .map(|child| format!("{} {}", child.name, child.cidr))
             .collect();
-        write!(out, "{name} IPPool {} into {}", self.pool, children.join(", "))
+        write!(
+            out,
+            "{name} IPPool {} into {}",
+            self.pool,
+            children.join(", ")
+        )
     }
 
-    /// It stops between two writes on a signal and undoes what it wrote.
-    fn writes_resources_in_batches(&self) -> bool {
+    /// On Kubernetes it undoes its writes on Ctrl-C and SIGTERM.
+    fn stops_on_signal(&self) -> bool {
         true
     }
 }
 
 impl Arguments for IpamConfigure {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            out,
-            "{name} {}",
-            serde_json::to_string(&self.change).unwrap_or_default()
-        )
+        let change = serde_json::to_string(&self.change).unwrap_or_default();
+        write!(out, "{name} {change}")
     }
 }

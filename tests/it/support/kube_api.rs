@@ -16,7 +16,7 @@
 //! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
 //! "0400"`) or an unknown field is refused with the status code and `Status` message a real server
 //! gives, for create/update and for server-side apply alike. Custom resources whose CRD schema
-//! [`super::kube_crd`] carries (CalicoNodeStatus) are checked against it on create and update
+//! [`super::kube_crd`] carries (CalicoNodeStatus, the IPAM kinds) are checked against it on create and update
 //! (`422 Invalid`, unknown fields pruned); a PUT writes their `status` unless the CRD has a status
 //! subresource (of Calico's, only KubeControllersConfiguration).
 //!
@@ -196,7 +196,7 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     kind(CALICO_GROUP, "v1", "NetworkPolicy", "networkpolicies", true),
     kind(CALICO_GROUP, "v1", "NetworkSet", "networksets", true),
     kind(CALICO_GROUP, "v1", "Tier", "tiers", false),
-    // IPAM (validated against upstream's CRD schemas: `kube_crd_schema.rs`).
+    // IPAM (validated against upstream's CRD schemas: `kube_crd_ipam.rs`).
     kind(CALICO_GROUP, "v1", "IPAMBlock", "ipamblocks", false),
     kind(
         CALICO_GROUP,
@@ -759,9 +759,6 @@ fn decode_strictly(
     if let Some(schema) = super::kube_crd::schema(&api_version, resource.kind) {
         return check_custom_resource(resource, query, &schema, object);
     }
-    if let Some(schema) = super::kube_crd_schema::schema_for(&api_version, resource.kind) {
-        return validate_custom_resource(resource, query, &schema, object);
-    }
     match super::kube_strict::check(&api_version, resource.kind, &object) {
         Ok(()) => Ok((object, Vec::new())),
         Err(super::kube_strict::Refusal::WrongType {
@@ -845,47 +842,6 @@ fn check_custom_resource(
 /// as calico-node's does.
 fn has_status_subresource(resource: &ResourceType) -> bool {
     resource.group != CALICO_GROUP || resource.kind == "KubeControllersConfiguration"
-}
-
-/// Validates a custom resource against its CRD's schema (see [`super::kube_crd_schema`]): unknown
-/// fields pruned with a warning (refused with `fieldValidation=Strict`), then 422 for anything the
-/// schema refuses.
-#[allow(clippy::result_large_err)]
-fn validate_custom_resource(
-    resource: &ResourceType,
-    query: &BTreeMap<String, String>,
-    schema: &Value,
-    mut object: Value,
-) -> Result<(Value, Vec<String>), Response> {
-    let outcome = super::kube_crd_schema::validate(schema, &mut object);
-    let listed: Vec<String> = outcome
-        .unknown
-        .iter()
-        .map(|path| format!("unknown field \"{path}\""))
-        .collect();
-    if !listed.is_empty() && query.get("fieldValidation").map(String::as_str) == Some("Strict") {
-        return Err(bad_request(format!(
-            "strict decoding error: {}",
-            listed.join(", ")
-        )));
-    }
-    if !outcome.invalid.is_empty() {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let detail = match outcome.invalid.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
-        return Err(status_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid",
-            format!(
-                "{}.{} \"{name}\" is invalid: {detail}",
-                resource.kind, resource.group
-            ),
-            json!({}),
-        ));
-    }
-    Ok((object, listed))
 }
 
 /// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's

@@ -2,16 +2,17 @@
 //! for the test API server ([`super::kube_api`]).
 //!
 //! The schemas are written here from the CRD manifests upstream ships (field names, types, enums,
-//! `nullable`, `required`), not copied: today CalicoNodeStatus, from
+//! `nullable`, `required`, `pattern`, bounds), not copied: CalicoNodeStatus, from
 //! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32, and
-//! TigeraStatus, from the `tigerastatuses.operator.tigera.io` CRD of `manifests/operator-crds.yaml`. What a
-//! real server does with a body, reproduced:
+//! the IPAM kinds in both API groups ([`super::kube_crd_ipam`]). What a real server does with a
+//! body, reproduced:
 //! - a field the schema does not have is pruned from what is stored (a `Warning: unknown field
 //!   "spec.x"` header), or refused with `fieldValidation=Strict` (400, `strict decoding error`);
 //! - a null in a field that is not `nullable` is pruned;
-//! - a value of the wrong type, a value outside an `enum` and a missing `required` field make the
-//!   request `422 Invalid` with one cause per problem (`spec.classes[0]: Unsupported value: "x":
-//!   supported values: "Agent", "BGP", "Routes"`).
+//! - a value of the wrong type, a value outside an `enum`, a `minimum` or a `maximum`, a string
+//!   not matching a `pattern`, a missing `required` field and a name that is not a lowercase RFC
+//!   1123 subdomain make the request `422 Invalid` with one cause per problem
+//!   (`spec.classes[0]: Unsupported value: "x": supported values: "Agent", "BGP", "Routes"`).
 //!
 //! `metadata` is the server's own business and `apiVersion`/`kind` are matched by routing.
 
@@ -32,13 +33,19 @@ pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     match (api_version, kind) {
         ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
         ("operator.tigera.io/v1", "TigeraStatus") => Some(tigera_status()),
-        _ => None,
+        _ => super::kube_crd_ipam::schema(api_version, kind),
     }
 }
 
 /// Checks `body` against `schema` (the whole object's `openAPIV3Schema`).
 pub fn check(schema: &Value, body: &Value) -> Findings {
     let mut findings = Findings::default();
+    let name = body["metadata"]["name"].as_str().unwrap_or_default();
+    if !is_subdomain(name) {
+        findings.invalid.push(format!(
+            "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ));
+    }
     if let (Some(properties), Some(object)) = (schema["properties"].as_object(), body.as_object()) {
         for (key, value) in object {
             if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
@@ -51,6 +58,19 @@ pub fn check(schema: &Value, body: &Value) -> Findings {
         }
     }
     findings
+}
+
+fn is_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }
 
 fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
@@ -87,6 +107,7 @@ fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
             ));
         }
     }
+    bounds(schema, value, path, findings);
     match value {
         Value::Object(object) => {
             if let Some(required) = schema["required"].as_array() {
@@ -99,9 +120,13 @@ fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
                 }
             }
             let properties = schema["properties"].as_object();
+            let additional = schema.get("additionalProperties");
             for (key, child) in object {
                 let child_path = format!("{path}.{key}");
-                match properties.and_then(|properties| properties.get(key)) {
+                match properties
+                    .and_then(|properties| properties.get(key))
+                    .or(additional)
+                {
                     Some(field) => walk(field, child, &child_path, findings),
                     None => findings.unknown.push(child_path),
                 }
@@ -118,6 +143,35 @@ fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
             }
         }
         _ => {}
+    }
+}
+
+/// `minimum`, `maximum` and `pattern`, worded as the server words them.
+fn bounds(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
+    if let Some(number) = value.as_i64() {
+        if let Some(minimum) = schema["minimum"]
+            .as_i64()
+            .filter(|minimum| number < *minimum)
+        {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: {number}: {path} in body should be greater than or equal to {minimum}"
+            ));
+        }
+        if let Some(maximum) = schema["maximum"]
+            .as_i64()
+            .filter(|maximum| number > *maximum)
+        {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: {number}: {path} in body should be less than or equal to {maximum}"
+            ));
+        }
+    }
+    if let (Some(pattern), Some(text)) = (schema["pattern"].as_str(), value.as_str()) {
+        if !regex::Regex::new(pattern).unwrap().is_match(text) {
+            findings.invalid.push(format!(
+                "{path}: Invalid value: \"{text}\": {path} in body should match '{pattern}'"
+            ));
+        }
     }
 }
 

@@ -57,7 +57,7 @@ pub mod etcd;
 pub mod faults;
 pub mod kube_api;
 pub mod kube_crd;
-pub mod kube_crd_schema;
+pub mod kube_crd_ipam;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;

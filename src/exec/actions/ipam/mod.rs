@@ -17,66 +17,9 @@ pub mod split;
 use super::{Context, Perform, Performed, RunMode};
 use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
+use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{DatastoreLock, IpamConfigure, IpamRelease, IpamSplit};
-
-impl Perform for DatastoreLock {
-    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let locked = matches!(action, Action::DatastoreLock(_));
-        Ok(readiness::set(context.store(action)?, locked, &self.by, mode).await?)
-    }
-
-    /// The flag is set (or cleared) whatever it was.
-    fn is_idempotent(&self, _: &Action) -> bool {
-        true
-    }
-}
-
-impl Perform for IpamRelease {
-    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let store = context.store(action)?;
-        let cluster = crate::plan::release::cluster_release(store)
-            .await
-            .map_err(IpamActionError::from)?;
-        let encoding = crate::ipam::BlockEncoding::for_release(cluster.as_ref());
-        let interrupt = context.interrupt.as_ref();
-        Ok(release::release(store, self, encoding, mode, interrupt).await?)
-    }
-
-    /// Its guards skip what is done.
-    fn is_idempotent(&self, _: &Action) -> bool {
-        true
-    }
-}
-
-impl Perform for IpamSplit {
-    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let store = context.store(action)?;
-        let release = context.release(store).await;
-        let interrupt = context.interrupt.as_ref();
-        Ok(split::split(store, self, &release, mode, interrupt).await?)
-    }
-
-    /// The second run finds the pool gone (changed) and refuses.
-    fn is_idempotent(&self, _: &Action) -> bool {
-        false
-    }
-}
-
-impl Perform for IpamConfigure {
-    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let store = context.store(action)?;
-        let cluster = crate::plan::release::cluster_release(store)
-            .await
-            .map_err(IpamActionError::from)?;
-        Ok(configure::configure(store, &self.change, cluster.as_ref(), mode).await?)
-    }
-
-    /// A configuration change is the same twice.
-    fn is_idempotent(&self, _: &Action) -> bool {
-        true
-    }
-}
 
 /// Why an IPAM or lock action failed.
 #[derive(Debug, thiserror::Error)]
@@ -146,4 +89,62 @@ impl IpamActionError {
 /// The IPAM of a datastore.
 fn ipam_of(store: &dyn Datastore) -> Result<&dyn IpamStore, IpamActionError> {
     store.ipam().ok_or(IpamActionError::NoIpam(store.kind()))
+}
+
+impl Perform for DatastoreLock {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let locked = matches!(action, Action::DatastoreLock(_));
+        Ok(readiness::set(context.store(action)?, locked, &self.by, mode).await?)
+    }
+
+    /// The flag is set (or cleared) whatever it was.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for IpamRelease {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let cluster = crate::plan::release::cluster_release(store)
+            .await
+            .map_err(IpamActionError::from)?;
+        let encoding = BlockEncoding::for_release(cluster.as_ref());
+        let interrupt = context.interrupt.as_ref();
+        Ok(release::release(store, self, encoding, mode, interrupt).await?)
+    }
+
+    /// Its guards skip what is done.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for IpamSplit {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        let interrupt = context.interrupt.as_ref();
+        Ok(split::split(store, self, &release, mode, interrupt).await?)
+    }
+
+    /// The second run finds the pool gone (changed) and refuses.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        false
+    }
+}
+
+impl Perform for IpamConfigure {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let cluster = crate::plan::release::cluster_release(store)
+            .await
+            .map_err(IpamActionError::from)?;
+        Ok(configure::configure(store, &self.change, cluster.as_ref(), mode).await?)
+    }
+
+    /// The same change twice is the change once.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
 }
