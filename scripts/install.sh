@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds netctl and installs the binary, the bash/zsh/fish completions, the man pages and the JSON
+# Builds netctl and installs the binary (and its kubectl plugin link), the bash/zsh/fish completions, the man pages and the JSON
 # Schemas under PREFIX (default /usr/local; `PREFIX=$HOME/.local scripts/install.sh` needs no root).
 # With NETCTL_BINARY=path it installs that binary instead of building one.
 set -euo pipefail
@@ -21,6 +21,9 @@ install -d "$prefix/bin" \
     "$prefix/share/man/man1" \
     "$prefix/share/netctl/schemas"
 install -m 0755 "$binary" "$prefix/bin/netctl"
+# The kubectl plugin form: kubectl runs `kubectl-netctl` for `kubectl netctl ...`, and netctl
+# started under that name says `kubectl netctl` in its help.
+ln -sfn netctl "$prefix/bin/kubectl-netctl"
 netctl="$prefix/bin/netctl"
 # The completion scripts call "$netctl" back on each TAB (kinds, formats, names in the datastore).
 "$netctl" completion bash > "$prefix/share/bash-completion/completions/netctl"

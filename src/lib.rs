@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod datastore;
+pub mod diagnose;
 pub mod errors;
 pub mod exec;
 pub mod ipam;

@@ -4,9 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use netctl::cli::{self, Cli};
+use netctl::cli;
 use netctl::config::Environment;
 use netctl::terminal;
 
@@ -17,7 +15,8 @@ fn main() -> ExitCode {
     // fail if one is already installed, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
-    let cli = match Cli::try_parse() {
+    // `netctl ...`, or `kubectl netctl ...` when started as the plugin `kubectl-netctl`.
+    let cli = match cli::plugin::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
             let usage = error.use_stderr();

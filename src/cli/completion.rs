@@ -36,7 +36,7 @@ pub const NAME_LOOKUP_BUDGET: Duration = Duration::from_millis(1500);
 const MOST_NAMES: usize = 1000;
 
 /// The formats `get -o` takes; those ending in `=` take a value after it.
-const OUTPUT_FORMATS: [&str; 7] = [
+const OUTPUT_FORMATS: [&str; 9] = [
     "ps",
     "wide",
     "yaml",
@@ -44,6 +44,8 @@ const OUTPUT_FORMATS: [&str; 7] = [
     "name",
     "custom-columns=",
     "jsonpath=",
+    "go-template=",
+    "go-template-file=",
 ];
 
 #[derive(Debug, clap::Args)]

@@ -36,6 +36,9 @@ Examples:
   netctl get networkpolicies -A -o custom-columns=NAMESPACE,NAME,ORDER
   netctl get gnp -o json | jq '.items[].metadata.name'
   netctl get hep -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'
+  netctl get hep -o go-template='{{range .items}}{{.metadata.name}} {{.spec.node}}{{\"\\n\"}}{{end}}'
+  netctl get ippool default-ipv4-ippool -o go-template='{{.spec.cidr}}'
+  netctl get gnp -o go-template-file=names.tmpl   # Go template syntax, as kubectl and calicoctl
   netctl get hep --show-labels --no-headers
   netctl get -f policies.yaml -o yaml              # what the datastore holds for each document
   netctl get gnp allow-all-upgrade -o yaml --export > policy.yaml   # ready to create elsewhere";
@@ -68,9 +71,14 @@ pub struct GetArgs {
     /// creationTimestamp, deletion fields), so the output can be created elsewhere; with NAMEs or `-f`
     #[arg(long)]
     export: bool,
-    /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,..., jsonpath=TEMPLATE
+    /// Output format: ps, wide, yaml, json, name, custom-columns=HEADING,..., jsonpath=TEMPLATE,
+    /// go-template=TEMPLATE, go-template-file=FILE
     #[arg(short, long, default_value = "ps", add = ArgValueCompleter::new(completion::complete_output_format))]
     output: String,
+    /// The template (or, with `-o go-template-file`, its file) when `-o` names only the format,
+    /// as kubectl takes it: `-o go-template --template '{{.metadata.name}}'`
+    #[arg(long, value_name = "TEMPLATE")]
+    template: Option<String>,
     /// With `-o yaml` and one resource: start with a `# yaml-language-server: $schema=` line naming
     /// the kind's JSON Schema under BASE (a directory or URL; without one, the schemas installed
     /// beside netctl), for editors
@@ -103,8 +111,12 @@ pub struct GetArgs {
 }
 
 pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let (format, presentation) =
-        Presentation::parse(&args.output, args.no_headers, args.show_labels)?;
+    let (format, presentation) = Presentation::parse(
+        &args.output,
+        args.template.as_deref(),
+        args.no_headers,
+        args.show_labels,
+    )?;
     let Some(first) = &args.kind else {
         return run_from_files(context, &args, format, &presentation).await;
     };
@@ -183,7 +195,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut buffer = Vec::new();
-    let mut out = match presentation.json_path {
+    let mut out = match presentation.template {
         Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
         None => table_output(context.printer.stdout(), &presentation),
     };
@@ -259,22 +271,23 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     out.flush()?;
     drop(out);
-    if let Some(template) = &presentation.json_path {
-        render_json_path(context, template, &buffer)?;
+    if let Some(template) = &presentation.template {
+        render_template(context, template, &buffer)?;
     }
     code
 }
 
-/// `-o jsonpath=`: the template applied to each JSON document the printer wrote.
-fn render_json_path(
+/// `-o jsonpath=` and `-o go-template=`: the template applied to each JSON document the printer
+/// wrote.
+fn render_template(
     context: &Context,
-    template: &super::get_forms::JsonPathTemplate,
+    template: &super::get_forms::Template,
     json: &[u8],
 ) -> anyhow::Result<()> {
     let mut stdout = context.printer.stdout();
     for document in serde_json::Deserializer::from_slice(json).into_iter::<serde_json::Value>() {
-        let document = document.context("cannot read back the JSON output for `-o jsonpath`")?;
-        stdout.write_all(template.render(&document).as_bytes())?;
+        let document = document.context("cannot read back the JSON output for the template")?;
+        stdout.write_all(template.render(&document)?.as_bytes())?;
     }
     stdout.flush()?;
     Ok(())
@@ -340,7 +353,7 @@ async fn run_from_files(
         ..PrintOptions::default()
     };
     let mut buffer = Vec::new();
-    let mut out = match presentation.json_path {
+    let mut out = match presentation.template {
         Some(_) => Box::new(&mut buffer) as Box<dyn Write>,
         None => table_output(context.printer.stdout(), presentation),
     };
@@ -355,8 +368,8 @@ async fn run_from_files(
     let code = get_named(store.as_ref(), keys, &mut out, &options, named).await;
     out.flush()?;
     drop(out);
-    if let Some(template) = &presentation.json_path {
-        render_json_path(context, template, &buffer)?;
+    if let Some(template) = &presentation.template {
+        render_template(context, template, &buffer)?;
     }
     code
 }
@@ -372,7 +385,7 @@ fn check_schema_modeline(
     if args.schema_modeline.is_none() {
         return Ok(());
     }
-    if *format != OutputFormat::Yaml || presentation.json_path.is_some() {
+    if *format != OutputFormat::Yaml || presentation.template.is_some() {
         return Err(ModelineError::YamlOnly);
     }
     if single.is_none() {

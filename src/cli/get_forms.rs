@@ -1,16 +1,19 @@
 //! The forms of `netctl get` that kubectl users type by habit: `hep/name` and `hep,gnp` targets,
-//! `--no-headers`, `--show-labels` and `-o jsonpath=TEMPLATE`.
+//! `--no-headers`, `--show-labels`, `-o jsonpath=TEMPLATE` and `-o go-template=TEMPLATE` /
+//! `-o go-template-file=FILE` (also with `--template`), as kubectl and calicoctl take them.
 //!
 //! It owns only what kubectl adds on top of the printers in `crate::output`: it parses the target
 //! forms into kinds and keys, filters heading lines out of the tables those printers write, prints
-//! the one extra LABELS column, and evaluates a JSONPath template over the JSON document `-o json`
-//! would print. It reads no datastore and does not change how a table or document is laid out.
+//! the one extra LABELS column, and evaluates a JSONPath or Go template over the JSON document
+//! `-o json` would print (`crate::output::go_template` runs Go's). It reads no datastore (a
+//! template file aside) and does not change how a table or document is laid out.
 
 use std::io::{self, Write};
 
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
+use crate::output::go_template::{GoTemplate, TemplateError};
 use crate::output::{
     ColumnSet, OutputError, OutputFormat, PrintOptions, ResourcePrinter, Shape, TableColumns,
     TableWriter,
@@ -83,23 +86,104 @@ pub struct Presentation {
     pub no_headers: bool,
     /// `--show-labels`: a LABELS column after the format's own.
     pub show_labels: bool,
-    /// `-o jsonpath=TEMPLATE`.
-    pub json_path: Option<JsonPathTemplate>,
+    /// `-o jsonpath=TEMPLATE`, `-o go-template=TEMPLATE`, `-o go-template-file=FILE`.
+    pub template: Option<Template>,
+}
+
+/// A template `get` renders over each JSON document its printer writes.
+#[derive(Debug, Clone)]
+pub enum Template {
+    JsonPath(JsonPathTemplate),
+    Go(GoTemplate),
+}
+
+impl Template {
+    /// The text for one document.
+    pub fn render(&self, document: &Value) -> Result<String, TemplateError> {
+        match self {
+            Template::JsonPath(template) => Ok(template.render(document)),
+            Template::Go(template) => template.render(document),
+        }
+    }
+}
+
+/// A Go template that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GoTemplateError {
+    #[error("`-o {format}` needs a template: `-o {format}=...` or `--template ...`")]
+    Missing { format: &'static str },
+    #[error("cannot read the template file `{path}`")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`--template` is only used with `-o go-template` or `-o go-template-file`")]
+    TemplateWithoutFormat,
+    #[error("the go-template does not parse")]
+    Parse(#[source] TemplateError),
+}
+
+impl GoTemplateError {
+    pub fn hint(&self) -> &'static str {
+        match self {
+            GoTemplateError::Parse(_) | GoTemplateError::Missing { .. } => {
+                "Go template syntax over the JSON document `-o json` prints, e.g. -o go-template='{{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}'"
+            }
+            GoTemplateError::File { .. } => "give a readable file: -o go-template-file=PATH",
+            GoTemplateError::TemplateWithoutFormat => {
+                "add `-o go-template` (the template text) or `-o go-template-file` (a file)"
+            }
+        }
+    }
 }
 
 impl Presentation {
-    /// Reads `-o` (a printer format, or `jsonpath=...`) and the two table flags.
+    /// Reads `-o` (a printer format, `jsonpath=...`, `go-template=...`, `go-template-file=...`),
+    /// `--template` and the two table flags.
     pub fn parse(
         output: &str,
+        template: Option<&str>,
         no_headers: bool,
         show_labels: bool,
     ) -> anyhow::Result<(OutputFormat, Presentation)> {
-        let json_path = match output.strip_prefix("jsonpath=") {
-            Some(template) => Some(JsonPathTemplate::parse(template)?),
-            None if output == "jsonpath" => return Err(JsonPathError::Empty.into()),
-            None => None,
+        let go = |text: &str| -> Result<Template, GoTemplateError> {
+            GoTemplate::parse(text)
+                .map(Template::Go)
+                .map_err(GoTemplateError::Parse)
         };
-        let format = match json_path {
+        let go_file = |path: &str| -> Result<Template, GoTemplateError> {
+            let text = std::fs::read_to_string(path).map_err(|source| GoTemplateError::File {
+                path: path.to_string(),
+                source,
+            })?;
+            go(&text)
+        };
+        let chosen = match (output.split_once('='), output, template) {
+            (Some(("jsonpath", text)), _, _) => {
+                Some(Template::JsonPath(JsonPathTemplate::parse(text)?))
+            }
+            (None, "jsonpath", _) => return Err(JsonPathError::Empty.into()),
+            (Some(("go-template", "")), _, None) | (None, "go-template", None) => {
+                return Err(GoTemplateError::Missing {
+                    format: "go-template",
+                }
+                .into());
+            }
+            (Some(("go-template-file", "")), _, None) | (None, "go-template-file", None) => {
+                return Err(GoTemplateError::Missing {
+                    format: "go-template-file",
+                }
+                .into());
+            }
+            (Some(("go-template", text)), _, _) if !text.is_empty() => Some(go(text)?),
+            (Some(("go-template-file", path)), _, _) if !path.is_empty() => Some(go_file(path)?),
+            (_, "go-template" | "go-template=", Some(text)) => Some(go(text)?),
+            (_, "go-template-file" | "go-template-file=", Some(path)) => Some(go_file(path)?),
+            (_, _, Some(_)) => return Err(GoTemplateError::TemplateWithoutFormat.into()),
+            _ => None,
+        };
+        let format = match chosen {
             Some(_) => OutputFormat::Json,
             None => output.parse()?,
         };
@@ -108,7 +192,7 @@ impl Presentation {
             Presentation {
                 no_headers,
                 show_labels,
-                json_path,
+                template: chosen,
             },
         ))
     }

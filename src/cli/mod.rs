@@ -7,6 +7,7 @@ mod args;
 pub mod completion;
 mod config;
 mod datastore;
+mod diags;
 mod get;
 mod get_forms;
 mod ipam;
@@ -16,6 +17,7 @@ mod modeline;
 mod node;
 mod node_checksystem;
 mod node_status;
+pub mod plugin;
 mod report;
 mod runbook;
 mod schema;
@@ -120,7 +122,7 @@ pub enum Command {
     Delete(write::DeleteArgs),
     /// Set or remove a label on a resource
     Label(write::LabelArgs),
-    /// Change a resource with a JSON merge patch or JSON patch
+    /// Change a resource with a strategic merge, JSON merge or JSON patch
     Patch(write::PatchArgs),
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),
@@ -147,9 +149,12 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Print the man page (or write one per command)
     Man(manual::ManArgs),
-    /// Run the node agent container; check a node (status, checksystem)
+    /// Run the node agent container; check a node (status, checksystem, diags)
     #[command(subcommand, after_help = node::EXAMPLES)]
     Node(node::NodeCommand),
+    /// Cluster-wide diagnostics through the Kubernetes API
+    #[command(subcommand, after_help = diags::CLUSTER_EXAMPLES)]
+    Cluster(diags::ClusterCommand),
 }
 
 /// What every command may need, created once: the environment, the configuration (loaded on first
@@ -200,6 +205,13 @@ impl Context {
             home: self.environment.exact("HOME").map(PathBuf::from),
             in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
         }
+    }
+
+    /// The kubeconfig file the configuration names (or `~/.kube/config`), when there is one.
+    pub fn kubeconfig_path(&self) -> Option<PathBuf> {
+        let config = self.client_config().ok()?;
+        let settings = connect::kubernetes_settings(config, &self.connect_options()).ok()?;
+        settings.kubeconfig.map(|sourced| sourced.value)
     }
 
     /// Connects to the configured datastore and proves the connection works.
@@ -259,6 +271,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Schema(args) => schema::run(&context, args),
         Command::Man(args) => manual::run(&context, args),
         Command::Node(command) => node::run(&context, command).await,
+        Command::Cluster(command) => diags::cluster(&context, command).await,
         Command::Upgrade(command) => upgrade::run(&context, command).await,
         Command::Runbook(command) => runbook::run(&context, command).await,
     }

@@ -3,7 +3,7 @@
 //! (`--dry-run`) or runs it. The domain work lives in `crate::node`; this file only translates and
 //! orders the steps: validate every flag and the datastore settings, find the engine, choose the
 //! image, and only then hand the plan over. `node status` and `node checksystem` live in
-//! `node_status.rs` and `node_checksystem.rs`.
+//! `node_status.rs` and `node_checksystem.rs`, `node diags` in `diags.rs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +33,8 @@ Examples:
   netctl node run --ip autodetect --init-system
   sudo netctl node status                   # this node's BGP peers (read-only)
   netctl node status --all                  # every node's sessions, through the datastore
-  sudo netctl node checksystem              # kernel version and modules (read-only)";
+  sudo netctl node checksystem              # kernel version and modules (read-only)
+  sudo netctl node diags                    # this node's diagnostics bundle (read-only)";
 
 const RUN_AFTER_HELP: &str = "\
 The datastore settings (etcdv3 only) come from the client configuration and are passed to the
@@ -51,13 +52,16 @@ Examples:
 pub enum NodeCommand {
     /// Start the node agent container with the datastore settings passed through
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show the BGP sessions of this node, or of any node through the datastore (read-only)
     #[command(after_help = node_status::AFTER_HELP)]
     Status(node_status::StatusArgs),
     /// Check that this host can run the node agent: kernel version and modules (read-only)
     #[command(after_help = node_checksystem::AFTER_HELP)]
     Checksystem(node_checksystem::CheckSystemArgs),
+    /// Collect this node's diagnostics into a .tar.gz (read-only; run on the node, as root)
+    #[command(after_help = super::diags::NODE_DIAGS_AFTER_HELP)]
+    Diags(super::diags::NodeDiagsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,9 +120,10 @@ pub struct RunArgs {
 
 pub async fn run(context: &Context, command: NodeCommand) -> anyhow::Result<ExitCode> {
     match command {
-        NodeCommand::Run(args) => run_agent(context, args).await,
+        NodeCommand::Run(args) => run_agent(context, *args).await,
         NodeCommand::Status(args) => node_status::run(context, args).await,
         NodeCommand::Checksystem(args) => node_checksystem::run(context, args),
+        NodeCommand::Diags(args) => super::diags::node(context, args).await,
     }
 }
 

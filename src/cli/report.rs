@@ -5,7 +5,7 @@
 //! errors stay in their modules; this file only knows which ones can be asked.
 
 use super::UpgradeApplyError;
-use super::get_forms::{JsonPathError, TargetError};
+use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
@@ -13,6 +13,7 @@ use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::ipam::IpamError;
+use crate::diagnose::DiagnoseError;
 use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
@@ -60,6 +61,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             LocalStatusError,
             CheckSystemError,
             NodeStatusCommandError,
+            DiagnoseError,
             StepError,
             ExecError,
             LockError,
@@ -77,6 +79,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             UnknownKind,
             SelectorError,
             JsonPathError,
+            GoTemplateError,
             TargetError,
             ReleaseFlagError,
             ModelineError,

@@ -2,12 +2,15 @@
 //! it was built from (`build.rs`), and, when a datastore is configured, the Cluster Version and
 //! Cluster Type from ClusterInformation `default` (upstream layout, `reference/calicoctl.md` §7.1),
 //! with a warning when the cluster runs a newer line than netctl knows or one more than a minor
-//! release older.
+//! release older. `--poll DURATION` keeps reading ClusterInformation at that interval and prints
+//! the cluster lines again each time they change (upstream's `version --poll`), until Ctrl-C.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::Context;
-use crate::datastore::StoreError;
+use super::args::parse_duration;
+use crate::datastore::{Datastore, StoreError};
 use crate::release::{Release, newest_known};
 use crate::resource::{Kind, ResourceKey};
 use crate::terminal;
@@ -15,12 +18,32 @@ use crate::terminal;
 /// The commit netctl was built from, or `unknown` (see `build.rs`).
 pub const GIT_COMMIT: &str = env!("NETCTL_GIT_COMMIT");
 
+const EXAMPLES: &str = "\
+Read-only: reads ClusterInformation `default`, changes nothing.
+
+Examples:
+  netctl version
+  netctl version --client
+  netctl version --poll 10s     # print the cluster lines again whenever they change (Ctrl-C stops)";
+
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  netctl version\n  netctl version --client")]
+#[command(after_help = EXAMPLES)]
 pub struct VersionArgs {
     /// Print only the client version; do not contact the datastore
-    #[arg(long)]
+    #[arg(long, conflicts_with = "poll")]
     client: bool,
+    /// Keep reading the cluster version at this interval (e.g. 1s, 10m) and print it again each
+    /// time it changes, until Ctrl-C; `0` reads once
+    #[arg(long, value_name = "DURATION", value_parser = parse_poll)]
+    poll: Option<Duration>,
+}
+
+/// `--poll`: a duration as elsewhere, and `0` (no unit) as upstream's "do not poll".
+fn parse_poll(text: &str) -> Result<Duration, String> {
+    match text.trim() {
+        "0" => Ok(Duration::ZERO),
+        _ => parse_duration(text),
+    }
 }
 
 /// Labels are padded so every value starts in the same column, as upstream prints them.
@@ -38,8 +61,50 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
     }
     let store = context.datastore().await?;
     crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
+    let interval = args.poll.filter(|interval| !interval.is_zero());
+    let Some(interval) = interval else {
+        let cluster = cluster_lines(store.as_ref()).await.map_err(|error| {
+            anyhow::Error::new(error).context("cannot read the cluster version")
+        })?;
+        show(context, &cluster, None)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    // As upstream: each line is printed when it differs from the last one printed; a failed read
+    // is said on stderr and forgets what was shown, so the lines come again once it reads.
+    let mut shown: Option<ClusterLines> = None;
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        match cluster_lines(store.as_ref()).await {
+            Ok(cluster) => {
+                show(context, &cluster, shown.as_ref())?;
+                shown = Some(cluster);
+            }
+            Err(error) => {
+                printer.warn(format!(
+                    "cannot read the cluster version: {}",
+                    crate::errors::error_chain(&error)
+                ));
+                shown = None;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = &mut interrupted => return Ok(ExitCode::SUCCESS),
+        }
+    }
+}
+
+/// What ClusterInformation `default` says: the Cluster Version and Cluster Type lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClusterLines {
+    version: String,
+    cluster_type: String,
+}
+
+async fn cluster_lines(store: &dyn Datastore) -> Result<ClusterLines, StoreError> {
     let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
-    let (version, cluster_type) = match store.get(&key).await {
+    match store.get(&key).await {
         Ok(info) => {
             let field = |name: &str| {
                 info.spec
@@ -49,21 +114,41 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
                     .unwrap_or("unknown")
                     .to_string()
             };
-            (field("calicoVersion"), field("clusterType"))
+            Ok(ClusterLines {
+                version: field("calicoVersion"),
+                cluster_type: field("clusterType"),
+            })
         }
-        Err(StoreError::NotFound(_)) => ("unknown".to_string(), "unknown".to_string()),
-        Err(error) => {
-            return Err(anyhow::Error::new(error).context("cannot read the cluster version"));
-        }
-    };
-    printer.data_line(&line("Cluster Version", &version))?;
-    printer.data_line(&line("Cluster Type", &cluster_type))?;
-    if let Ok((cluster, _)) = Release::parse_with_precision(&version)
-        && let Some(warning) = mismatch(&cluster, &newest_known())
+        Err(StoreError::NotFound(_)) => Ok(ClusterLines {
+            version: "unknown".to_string(),
+            cluster_type: "unknown".to_string(),
+        }),
+        Err(error) => Err(error),
+    }
+}
+
+/// Prints the lines of `cluster` that differ from `before` (all of them without one), and the
+/// release warning when the version line is printed.
+fn show(
+    context: &Context,
+    cluster: &ClusterLines,
+    before: Option<&ClusterLines>,
+) -> anyhow::Result<()> {
+    let printer = context.printer;
+    let version_changed = before.is_none_or(|before| before.version != cluster.version);
+    if version_changed {
+        printer.data_line(&line("Cluster Version", &cluster.version))?;
+    }
+    if before.is_none_or(|before| before.cluster_type != cluster.cluster_type) {
+        printer.data_line(&line("Cluster Type", &cluster.cluster_type))?;
+    }
+    if version_changed
+        && let Ok((release, _)) = Release::parse_with_precision(&cluster.version)
+        && let Some(warning) = mismatch(&release, &newest_known())
     {
         terminal::warn(warning);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The warning for a cluster on a newer line than netctl knows, or more than one minor release

@@ -124,7 +124,20 @@ pub struct LabelArgs {
 #[derive(Debug, clap::Args)]
 #[command(after_help = r#"Examples:
   netctl patch kubecontrollersconfiguration default -p '{"spec":{"controllers":{"node":{"hostEndpoint":{"autoCreate":"Enabled"}}}}}'
+  netctl patch node node-0 -p '{"spec":{"bgp":{"routeReflectorClusterID":"244.0.0.1"}}}'
+  netctl patch gnp allow-dns -p '{"metadata":{"labels":{"$patch":"replace","team":"net"}}}'
+  netctl patch ippool pool1 --type merge -p '{"spec":{"disabled":true}}'
   netctl patch ippool pool1 --type json -p '[{"op":"replace","path":"/spec/disabled","value":true}]'
+
+Patch types:
+  strategic  (default, as calicoctl and kubectl) Kubernetes' strategic merge: objects merge key by
+             key, `null` removes a key, lists are replaced whole except `metadata.finalizers`
+             (merged as a set) and `metadata.ownerReferences` (merged by `uid`); `$patch:
+             replace|delete`, `$retainKeys`, `$setElementOrder/` and `$deleteFromPrimitiveList/`
+             as in Kubernetes
+  merge      RFC 7386 JSON merge patch (the default before this release: the same result unless the
+             patch changes those two lists or uses `$` directives)
+  json       RFC 6902 JSON patch, a list of operations
 The patched resource is validated before it is written."#)]
 pub struct PatchArgs {
     /// Resource kind, e.g. `ippool`
@@ -136,8 +149,9 @@ pub struct PatchArgs {
     /// The patch, as JSON
     #[arg(short = 'p', long = "patch", value_name = "JSON")]
     patch: String,
-    /// `merge` (RFC 7386 JSON merge patch) or `json` (RFC 6902 JSON patch)
-    #[arg(short = 't', long = "type", value_enum, default_value_t = PatchTypeArg::Merge)]
+    /// `strategic` (Kubernetes' strategic merge patch), `merge` (RFC 7386 JSON merge patch) or
+    /// `json` (RFC 6902 JSON patch)
+    #[arg(short = 't', long = "type", value_enum, default_value_t = PatchTypeArg::Strategic)]
     patch_type: PatchTypeArg,
     /// Namespace (namespaced kinds only)
     #[arg(short = 'n', long)]
@@ -148,6 +162,7 @@ pub struct PatchArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PatchTypeArg {
+    Strategic,
     Merge,
     Json,
 }
@@ -439,14 +454,21 @@ pub async fn patch(context: &Context, args: PatchArgs) -> anyhow::Result<ExitCod
     let patch: serde_json::Value = serde_json::from_str(&args.patch)
         .with_context(|| format!("the patch is not valid JSON: `{}`", args.patch))?;
     let patch_type = match args.patch_type {
-        PatchTypeArg::Merge if !patch.is_object() => {
-            anyhow::bail!("a merge patch must be a JSON object, e.g. '{{\"spec\":{{...}}}}'")
+        PatchTypeArg::Merge | PatchTypeArg::Strategic if !patch.is_object() => {
+            anyhow::bail!(
+                "a {} patch must be a JSON object, e.g. '{{\"spec\":{{...}}}}' (a list of operations is `--type json`)",
+                match args.patch_type {
+                    PatchTypeArg::Merge => "merge",
+                    _ => "strategic merge",
+                }
+            )
         }
         PatchTypeArg::Json if !patch.is_array() => {
             anyhow::bail!(
                 "a JSON patch (`--type json`) must be an array of operations, e.g. '[{{\"op\":\"replace\",\"path\":\"/spec/x\",\"value\":1}}]'"
             )
         }
+        PatchTypeArg::Strategic => PatchType::Strategic,
         PatchTypeArg::Merge => PatchType::Merge,
         PatchTypeArg::Json => PatchType::Json,
     };

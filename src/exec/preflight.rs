@@ -26,6 +26,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::datastore::health::DatastoreHealth;
 use crate::datastore::{Datastore, StoreError};
+use crate::output::human_size;
 use crate::plan::PlannedStep;
 use crate::resource::{Kind, ResourceKey};
 
@@ -374,21 +375,6 @@ fn etcd_members(health: Option<&Result<Option<DatastoreHealth>, StoreError>>) ->
     }
 }
 
-/// `bytes` as people read sizes (`1.5 GiB`).
-fn size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} B"),
-        _ => format!("{value:.1} {}", UNITS[unit]),
-    }
-}
-
 fn etcd_quota(
     health: Option<&Result<Option<DatastoreHealth>, StoreError>>,
     configured_quota: Option<u64>,
@@ -435,8 +421,8 @@ fn etcd_quota(
     let percent_used = used as f64 * 100.0 / quota.max(1) as f64;
     let what = format!(
         "the fullest database, member `{name}`'s, holds {} of a {} quota ({origin}), {percent_used:.1}% used",
-        size(used),
-        size(quota)
+        human_size(used),
+        human_size(quota)
     );
     if free * 100 < quota * ETCD_QUOTA_FREE_PERCENT {
         return Verdict::Failed {

@@ -15,7 +15,9 @@
 mod boxed;
 mod columns;
 mod document;
+pub mod go_template;
 mod printer;
+pub mod progress;
 mod stored;
 mod table;
 
@@ -37,6 +39,21 @@ pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort
 pub use printer::Printer;
 pub use stored::{StoredTree, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
+
+/// `bytes` as people read sizes (`512 B`, `1.5 GiB`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} B"),
+        _ => format!("{value:.1} {}", UNITS[unit]),
+    }
+}
 
 /// What `-o/--output` selects.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

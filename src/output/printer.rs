@@ -42,4 +42,9 @@ impl Printer {
     pub fn warn(&self, message: impl AsRef<str>) {
         crate::terminal::warn(message);
     }
+
+    /// A counter of `total` items on stderr (a bar on a terminal; see `output::progress`).
+    pub fn progress(&self, what: &str, total: u64) -> super::progress::Progress {
+        super::progress::Progress::new(what, total)
+    }
 }

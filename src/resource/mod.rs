@@ -10,6 +10,7 @@ mod kind;
 pub mod load;
 pub mod selector;
 pub mod spec;
+pub mod strategic_merge;
 pub mod validate;
 
 use std::collections::BTreeMap;

@@ -522,18 +522,7 @@ fn config_check_names_each_cause() {
 #[test]
 fn install_script_puts_binary_completions_man_pages_and_schemas_in_place() {
     let prefix = tempfile::tempdir().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install.sh");
-    let output = Command::new("bash")
-        .arg(script)
-        .env("PREFIX", prefix.path())
-        .env("NETCTL_BINARY", Netctl::program())
-        .output()
-        .expect("run scripts/install.sh");
-    assert!(
-        output.status.success(),
-        "install.sh: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::install_into(prefix.path());
     for file in [
         "bin/netctl",
         "share/bash-completion/completions/netctl",

@@ -197,10 +197,16 @@ fn output_formats_complete_after_dash_o() {
             "json",
             "name",
             "custom-columns=",
-            "jsonpath="
+            "jsonpath=",
+            "go-template=",
+            "go-template-file="
         ]
     );
     assert_eq!(complete("netctl get hep -o j"), ["json", "jsonpath="]);
+    assert_eq!(
+        complete("netctl get hep -o go"),
+        ["go-template=", "go-template-file="]
+    );
     // After `custom-columns=`: the headings of the kind named before, offered as readline replaces
     // them (the text after the `=`).
     assert_eq!(

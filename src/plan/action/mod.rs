@@ -196,13 +196,16 @@ pub enum ActionError {
     Invalid { name: String, reason: String },
 }
 
-/// The two patch formats: RFC 7386 merge patch and RFC 6902 JSON patch.
+/// The patch formats: RFC 7386 merge patch, RFC 6902 JSON patch and Kubernetes' strategic merge
+/// patch (`crate::resource::strategic_merge`; for a Kubernetes object, the API server's). A runbook
+/// step without `type` is a merge patch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PatchType {
     #[default]
     Merge,
     Json,
+    Strategic,
 }
 
 impl fmt::Display for PatchType {
@@ -210,6 +213,7 @@ impl fmt::Display for PatchType {
         f.write_str(match self {
             PatchType::Merge => "merge",
             PatchType::Json => "json",
+            PatchType::Strategic => "strategic",
         })
     }
 }

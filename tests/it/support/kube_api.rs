@@ -10,7 +10,10 @@
 //! on every write; 403 for configurable paths; SelfSubjectAccessReviews (decoded strictly, answered
 //! allowed unless a test denies a verb on a resource, [`KubeApiServer::deny_access`]); and types a
 //! test withdraws, as a newer Kubernetes removed them ([`KubeApiServer::withdraw`]). Tests drive `status` (pods, daemonsets, deployments)
-//! through [`KubeApiServer::set_status`], as the kubelet and controllers would.
+//! through [`KubeApiServer::set_status`], as the kubelet and controllers would. Pods' `log` and
+//! `exec` subresources (the websocket channel protocol) are served by [`super::kube_streams`],
+//! from the lines and programs a test gives ([`KubeApiServer::set_pod_log`],
+//! [`KubeApiServer::program`]).
 //!
 //! Request bodies of the core kinds are decoded strictly into their `k8s-openapi` types as a real
 //! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
@@ -80,6 +83,8 @@ pub const CALICO_GROUP: &str = "crd.projectcalico.org";
 
 /// The group of v3.32's native custom resources.
 pub const NATIVE_GROUP: &str = "projectcalico.org";
+/// The group the Calico API server serves (`projectcalico.org/v3`).
+pub const CALICO_V3_GROUP: &str = "projectcalico.org";
 
 /// Every resource type served.
 pub const RESOURCE_TYPES: &[ResourceType] = &[
@@ -131,7 +136,6 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         false,
     ),
     kind("operator.tigera.io", "v1", "APIServer", "apiservers", false),
-    kind("operator.tigera.io", "v1", "TigeraStatus", "tigerastatuses", false),
     kind(
         "apiextensions.k8s.io",
         "v1",
@@ -224,6 +228,54 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         "ipamconfigurations",
         false,
     ),
+    // What `cluster diags` reads besides the above.
+    kind("", "v1", "Event", "events", true),
+    kind("apps", "v1", "ReplicaSet", "replicasets", true),
+    kind("apps", "v1", "StatefulSet", "statefulsets", true),
+    kind(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+    ),
+    kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+    kind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
+    kind(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        false,
+    ),
+    kind(
+        "operator.tigera.io",
+        "v1",
+        "TigeraStatus",
+        "tigerastatuses",
+        false,
+    ),
+    // The Calico API server's aggregated `projectcalico.org/v3` group (operator installs).
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "GlobalNetworkPolicy",
+        "globalnetworkpolicies",
+        false,
+    ),
+    kind(CALICO_V3_GROUP, "v3", "IPPool", "ippools", false),
 ];
 
 /// Where an object lives: resource type (by group and plural), namespace (`""` for cluster-scoped)
@@ -231,16 +283,18 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
 type ObjectKey = (String, String, String, String);
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     revision: u64,
     uid_counter: u64,
-    objects: BTreeMap<ObjectKey, Value>,
+    pub(super) objects: BTreeMap<ObjectKey, Value>,
     /// Field ownership per object: field path (`.spec.replicas`) → field manager.
     owners: BTreeMap<ObjectKey, BTreeMap<String, String>>,
     /// `(method or None for all, path prefix)` answered with 403.
     forbidden: Vec<(Option<Method>, String)>,
     /// Every request as `METHOD path?query` (for tests that check what was sent).
-    requests: Vec<String>,
+    pub(super) requests: Vec<String>,
+    /// Pod logs and the programs in pods' containers ([`super::kube_streams`]).
+    pub(super) streams: super::kube_streams::Streams,
     /// `(group, version, plural)` of types this server does not serve (as a cluster that removed
     /// them): absent from discovery, 404 on every path.
     withdrawn: BTreeSet<(String, String, String)>,
@@ -273,12 +327,10 @@ impl KubeApiServer {
                 .expect("test server runtime");
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                let app = axum::Router::new().fallback(
-                    move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-                        let state = served.clone();
-                        async move { handle(&state, method, uri, headers, body) }
-                    },
-                );
+                let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+                    let state = served.clone();
+                    async move { super::kube_streams::dispatch(state, request).await }
+                });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
@@ -512,6 +564,57 @@ impl KubeApiServer {
         object["metadata"]["resourceVersion"] = json!(revision);
     }
 
+    /// Sets the log lines (each with its time) of a pod's container; `previous` for the instance
+    /// before the last restart.
+    pub fn set_pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+        lines: &[(std::time::SystemTime, &str)],
+    ) {
+        let key = (
+            (
+                namespace.to_string(),
+                pod.to_string(),
+                container.to_string(),
+            ),
+            previous,
+        );
+        let lines = lines
+            .iter()
+            .map(|(time, line)| (*time, line.to_string()))
+            .collect();
+        self.lock().streams.logs.insert(key, lines);
+    }
+
+    /// Installs a program in a pod's container: `argv` run through `pods/exec` gives `reply`.
+    /// Commands not installed fail as a missing executable does.
+    pub fn program(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        argv: &[&str],
+        reply: super::kube_streams::ExecReply,
+    ) {
+        let key = (
+            (
+                namespace.to_string(),
+                pod.to_string(),
+                container.to_string(),
+            ),
+            argv.iter().map(|arg| arg.to_string()).collect(),
+        );
+        self.lock().streams.programs.insert(key, reply);
+    }
+
+    /// Every command run through `pods/exec`: (namespace, pod, container) and argv.
+    pub fn executed(&self) -> Vec<(super::kube_streams::ContainerKey, Vec<String>)> {
+        self.lock().streams.executed.clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
@@ -659,7 +762,7 @@ fn query_pairs(uri: &Uri) -> BTreeMap<String, String> {
     pairs
 }
 
-fn percent_decode(text: &str) -> String {
+pub(super) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -691,7 +794,7 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn json_response(status: StatusCode, body: Value) -> Response {
+pub(super) fn json_response(status: StatusCode, body: Value) -> Response {
     (
         status,
         [("content-type", "application/json")],
@@ -701,7 +804,12 @@ fn json_response(status: StatusCode, body: Value) -> Response {
 }
 
 /// A `Status` failure body, as the API server sends.
-fn status_error(code: StatusCode, reason: &str, message: String, details: Value) -> Response {
+pub(super) fn status_error(
+    code: StatusCode,
+    reason: &str,
+    message: String,
+    details: Value,
+) -> Response {
     json_response(
         code,
         json!({
@@ -931,7 +1039,7 @@ fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
     response
 }
 
-fn handle(
+pub(super) fn handle(
     state: &Arc<Mutex<State>>,
     method: Method,
     uri: Uri,

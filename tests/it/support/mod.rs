@@ -51,6 +51,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod bird;
+pub mod bundle;
 pub mod calico_node;
 pub mod dns;
 pub mod etcd;
@@ -58,6 +59,7 @@ pub mod faults;
 pub mod kube_api;
 pub mod kube_crd;
 pub mod kube_crd_ipam;
+pub mod kube_streams;
 pub mod kube_strict;
 pub mod netctl;
 pub mod pki;
@@ -75,6 +77,7 @@ pub use faults::{
     refused_endpoint,
 };
 pub use kube_api::KubeApiServer;
-pub use netctl::{Netctl, Run, failed, ok, wait_for_exit};
+pub use kube_streams::ExecReply;
+pub use netctl::{Netctl, Run, failed, install_into, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};
 pub use process::{ChildGuard, Signal, find_program, poll_until, require_localhost, send_signal};

@@ -318,3 +318,20 @@ pub fn failed(run: Run) -> String {
     assert_eq!(run.code, Some(1), "stdout: {}", run.stdout);
     run.stderr
 }
+
+/// Runs `scripts/install.sh` with `PREFIX=prefix` and this build's binary, and asserts that it
+/// succeeded.
+pub fn install_into(prefix: &Path) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install.sh");
+    let output = std::process::Command::new("bash")
+        .arg(script)
+        .env("PREFIX", prefix)
+        .env("NETCTL_BINARY", Netctl::program())
+        .output()
+        .expect("run scripts/install.sh");
+    assert!(
+        output.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -1,7 +1,7 @@
 //! `kube.patch`, `kube.annotate` and `kube.label`: changes to one Kubernetes object — a JSON merge
-//! patch, or a JSON patch applied to the object read and written back at that revision; labels and
-//! annotations as a merge patch of `metadata`, refused without `overwrite` when a key already has
-//! another value.
+//! or strategic merge patch, or a JSON patch applied to the object read and written back at that
+//! revision; labels and annotations as a merge patch of `metadata`, refused without `overwrite` when
+//! a key already has another value.
 
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -24,15 +24,16 @@ impl Perform for KubePatch {
         }
     }
 
-    /// A merge patch leaves the same object however often it is sent; a JSON patch may not.
+    /// A merge patch (strategic or not) leaves the same object however often it is sent (a
+    /// strategic merge's lists merge as sets or by key); a JSON patch may not.
     fn is_idempotent(&self, _: &Action) -> bool {
-        self.patch_type == PatchType::Merge
+        self.patch_type != PatchType::Json
     }
 
     /// A JSON patch is applied to the object read and written back whole.
     fn kubernetes_access(&self) -> Option<Vec<ApiAccess>> {
         let verbs: &[&'static str] = match self.patch_type {
-            PatchType::Merge => &["patch"],
+            PatchType::Merge | PatchType::Strategic => &["patch"],
             PatchType::Json => &["get", "update"],
         };
         Some(vec![ApiAccess::object(&self.object, verbs)])
@@ -61,7 +62,7 @@ impl Perform for KubeMetadataChange {
     }
 }
 
-/// `kube.patch`: a JSON merge patch, or a JSON patch applied to the object read and written back
+/// `kube.patch`: a JSON merge or strategic merge patch, or a JSON patch applied to the object read and written back
 /// at that revision (so a concurrent change is a conflict, not lost).
 pub async fn patch(
     client: &kube::Client,
@@ -74,12 +75,18 @@ pub async fn patch(
     let api = object_api(client, object).await?;
     let dry_run = mode == RunMode::DryRun;
     let written = match patch.patch_type {
-        PatchType::Merge => {
+        // The API server applies a strategic merge with the object's own patch strategies
+        // (built-in types only; custom resources refuse it with 415, as `kubectl patch` sees).
+        PatchType::Merge | PatchType::Strategic => {
             let params = PatchParams {
                 dry_run,
                 ..PatchParams::default()
             };
-            api.patch(&object.name, &params, &Patch::Merge(&patch.patch))
+            let body = match patch.patch_type {
+                PatchType::Strategic => Patch::Strategic(&patch.patch),
+                _ => Patch::Merge(&patch.patch),
+            };
+            api.patch(&object.name, &params, &body)
                 .await
                 .map_err(|error| request_error(what, error))?
         }

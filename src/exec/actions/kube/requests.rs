@@ -57,6 +57,7 @@ fn patch_content_type(patch_type: PatchType) -> &'static str {
     match patch_type {
         PatchType::Merge => "application/merge-patch+json",
         PatchType::Json => "application/json-patch+json",
+        PatchType::Strategic => "application/strategic-merge-patch+json",
     }
 }
 

@@ -9,6 +9,7 @@
 use crate::datastore::{Datastore, StoreError};
 use crate::plan::action::{PatchType, ResourceLabel, ResourcePatch};
 use crate::release::ApiRelease;
+use crate::resource::strategic_merge::strategic_merge;
 use crate::resource::{Resource, ResourceKey};
 
 use super::{
@@ -265,6 +266,10 @@ pub async fn patch(
             serde_json::to_value(&*resource).map_err(|error| failed(error.to_string()))?;
         match request.patch_type {
             PatchType::Merge => json_patch::merge(&mut document, &request.patch),
+            PatchType::Strategic => {
+                document = strategic_merge(&document, &request.patch)
+                    .map_err(|error| failed(error.to_string()))?;
+            }
             PatchType::Json => {
                 let operations: json_patch::Patch =
                     serde_json::from_value(request.patch.clone())
@@ -326,9 +331,9 @@ impl Perform for ResourcePatch {
         Ok(patch(store, self, mode, &release).await?)
     }
 
-    /// A merge patch leaves the same document however often it is applied; a JSON patch may not
-    /// (`add` to a list).
+    /// A merge patch (strategic or not) leaves the same document however often it is applied (a
+    /// strategic merge's lists merge as sets or by key); a JSON patch may not (`add` to a list).
     fn is_idempotent(&self, _: &Action) -> bool {
-        self.patch_type == PatchType::Merge
+        self.patch_type != PatchType::Json
     }
 }
