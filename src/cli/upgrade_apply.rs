@@ -400,9 +400,11 @@ fn print_status(
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        RunState::WaitingAtGate { step } if step == crate::plan::verification::VERIFY_STEP => format!(
-            "stopped at `{step}`: the verification failed (below); fix what it found and `netctl upgrade apply --resume` verifies again, `--resume --approve {step}` accepts the findings (`netctl upgrade plan` shows each step's rollback advice)"
-        ),
+        RunState::WaitingAtGate { step } if step == crate::plan::verification::VERIFY_STEP => {
+            format!(
+                "stopped at `{step}`: the verification failed (below); fix what it found and `netctl upgrade apply --resume` verifies again, `--resume --approve {step}` accepts the findings (`netctl upgrade plan` shows each step's rollback advice)"
+            )
+        }
         RunState::WaitingAtGate { step } => format!(
             "waiting at gate `{step}` (continue with `netctl upgrade apply --resume --approve {step}`)"
         ),

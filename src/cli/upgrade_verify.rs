@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Context;
-use crate::exec::actions::verify::VerifyError;
 use crate::exec::actions::StepError;
+use crate::exec::actions::verify::VerifyError;
 use crate::exec::checkpoint::CheckpointStore;
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
@@ -68,12 +68,19 @@ pub async fn verify(context: &Context, args: VerifyArgs) -> anyhow::Result<ExitC
         false => CheckpointStore::new(directory, None).load_latest().await?,
     };
     let recorded = saved.as_ref().and_then(|saved| {
-        let step = saved.plan.steps.iter().find(|step| step.id == VERIFY_STEP)?;
+        let step = saved
+            .plan
+            .steps
+            .iter()
+            .find(|step| step.id == VERIFY_STEP)?;
         let Action::UpgradeVerify(verify) = &step.action else {
             return None;
         };
         let baseline = saved.checkpoint.outputs.get(BASELINE_OUTPUT)?;
-        Some((verify.clone(), serde_json::from_value(baseline.clone()).ok()?))
+        Some((
+            verify.clone(),
+            serde_json::from_value(baseline.clone()).ok()?,
+        ))
     });
     let action = match recorded {
         Some((mut verify, baseline)) => {
@@ -163,7 +170,9 @@ pub async fn verify(context: &Context, args: VerifyArgs) -> anyhow::Result<ExitC
 }
 
 /// The report of a verification that failed.
-fn verification_report(error: &ExecError) -> Option<&crate::exec::actions::verify::compare::Report> {
+fn verification_report(
+    error: &ExecError,
+) -> Option<&crate::exec::actions::verify::compare::Report> {
     let ExecError::StepFailed { source, .. } = error else {
         return None;
     };
@@ -175,7 +184,9 @@ fn verification_report(error: &ExecError) -> Option<&crate::exec::actions::verif
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpgradeVerifyError {
-    #[error("no run is recorded and the installed release is unknown (ClusterInformation `default` has no `calicoVersion`)")]
+    #[error(
+        "no run is recorded and the installed release is unknown (ClusterInformation `default` has no `calicoVersion`)"
+    )]
     NoVersion,
 }
 

@@ -402,4 +402,3 @@ fn calico_managed(service: &Service, assign_ips: &str) -> bool {
     .any(|key| annotations.get(*key).is_some_and(|value| !value.is_empty()));
     requested && class.is_none()
 }
-

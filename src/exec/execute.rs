@@ -171,7 +171,8 @@ impl Executor {
                 run: &mut *run,
             };
             if let Err(error) = step::run_step(step, &mut upgrade_step).await {
-                self.after_failed_step(plan, run, index, step, error).await?;
+                self.after_failed_step(plan, run, index, step, error)
+                    .await?;
             }
         }
         run.complete(plan.steps.len()).await?;

@@ -7,9 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::action::{
-    Action, BASELINE_OUTPUT, UpgradeBaseline, UpgradeVerify, VerifyScope,
-};
+use super::action::{Action, BASELINE_OUTPUT, UpgradeBaseline, UpgradeVerify, VerifyScope};
 use super::{Facts, HumanDuration, InstallMethod, Phase, PlannedStep, Release};
 use crate::resource::Kind;
 

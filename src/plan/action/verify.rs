@@ -85,7 +85,9 @@ impl Arguments for UpgradeVerify {
 
     fn check(&self) -> Result<(), String> {
         match (&self.baseline_output, &self.baseline) {
-            (Some(_), Some(_)) => Err("give at most one of `baseline_output` and `baseline`".into()),
+            (Some(_), Some(_)) => {
+                Err("give at most one of `baseline_output` and `baseline`".into())
+            }
             _ => Ok(()),
         }
     }

@@ -169,12 +169,16 @@ pub fn report_losing(node: &str, lost: &[String]) -> Value {
     let mut status = report(node);
     let bgp = &mut status["bgp"];
     for peer in bgp["peersV4"].as_array_mut().into_iter().flatten() {
-        if lost.iter().any(|lost| peer["peerIP"] == lost.as_str()) && peer["state"] == "Established" {
+        if lost.iter().any(|lost| peer["peerIP"] == lost.as_str()) && peer["state"] == "Established"
+        {
             peer["state"] = json!("Active");
         }
     }
     let peers = bgp["peersV4"].as_array().cloned().unwrap_or_default();
-    let up = peers.iter().filter(|peer| peer["state"] == "Established").count();
+    let up = peers
+        .iter()
+        .filter(|peer| peer["state"] == "Established")
+        .count();
     bgp["numberEstablishedV4"] = json!(up);
     bgp["numberNotEstablishedV4"] = json!(peers.len() - up);
     status

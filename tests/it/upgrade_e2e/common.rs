@@ -33,7 +33,9 @@ impl Operator {
     pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
-        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status" | &"verify")) {
+        if args.first() == Some(&"upgrade")
+            && matches!(args.get(1), Some(&"apply" | &"status" | &"verify"))
+        {
             command.arg("--state-dir").arg(self.home().join("state"));
         }
         for (key, value) in env {

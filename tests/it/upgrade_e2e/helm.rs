@@ -255,7 +255,11 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
     );
     set_kube_version(&kube, "v3.27.0");
     // The operator rolled the node agents and reports its components available.
-    node_agent_pods(&kube, "calico-system", &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")]);
+    node_agent_pods(
+        &kube,
+        "calico-system",
+        &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")],
+    );
     operator_reports_available(&kube);
 
     // `helm install` was killed after it ran, and is not idempotent: the resume finds its
@@ -435,7 +439,11 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
     );
     set_kube_version(&kube, "v3.27.0");
     // The operator rolled the node agents and reports its components available.
-    node_agent_pods(&kube, "calico-system", &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")]);
+    node_agent_pods(
+        &kube,
+        "calico-system",
+        &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")],
+    );
     operator_reports_available(&kube);
 
     resume_to_the_end(&operator, &mirror);

@@ -65,7 +65,7 @@ fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
         })
         .collect();
     assert!(
-        steps.len() == 6 && steps.iter().all(|(_, state)| state == "succeeded"),
+        steps.len() == 8 && steps.iter().all(|(_, state)| state == "succeeded"),
         "{steps:?}"
     );
 }
@@ -144,7 +144,7 @@ fn kubernetes_manifest_install_with_an_overlay_shows_the_diff_and_carries_the_ed
         "no edits gate once the edits are stated: {ids:?}"
     );
     assert_eq!(
-        saved["steps"][0]["with"]["overlay"]
+        saved["steps"][1]["with"]["overlay"]
             .as_array()
             .unwrap()
             .len(),
@@ -342,7 +342,7 @@ fn a_manifest_changed_since_the_reviewed_plan_is_refused_with_nothing_written() 
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(saved["steps"][0]["with"]["sha256"], reviewed.as_str());
+    assert_eq!(saved["steps"][1]["with"]["sha256"], reviewed.as_str());
     assert!(
         text(&planned.stdout).contains(&format!("(pinned to the reviewed {reviewed})")),
         "{}",

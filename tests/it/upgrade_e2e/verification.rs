@@ -73,14 +73,20 @@ fn a_run_whose_node_agents_come_up_at_the_wrong_version_stops_at_verification() 
     assert_eq!(verify.status.code(), Some(1), "{}", text(&verify.stderr));
     let report = text(&verify.stdout);
     assert!(report.contains("FAILED      node-agents"), "{report}");
-    assert!(report.contains("ok          ipam: no new IPAM problem"), "{report}");
+    assert!(
+        report.contains("ok          ipam: no new IPAM problem"),
+        "{report}"
+    );
     assert!(report.contains("ok          resources:"), "{report}");
 
     // Once the agent runs the new version, the resume verifies again and completes the run.
     roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
-    assert_eq!(status["checkpoint"]["run"]["state"], "completed", "{status}");
+    assert_eq!(
+        status["checkpoint"]["run"]["state"], "completed",
+        "{status}"
+    );
     let verify = operator.run(&["upgrade", "verify", "-o", "json"], &[]);
     assert!(verify.status.success(), "{}", text(&verify.stderr));
     let report: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
@@ -140,7 +146,7 @@ fn a_run_that_loses_a_bgp_session_and_leaks_an_address_stops_at_verification() {
         Some("k8s-pod-network.gone"),
         &[("namespace", "default"), ("pod", "gone")],
     );
-    etcd.put(&block.etcd_key(), &block.etcd_json(false));
+    etcd.put(&block.etcd_key(), block.etcd_json(false));
     roll_out(&kube, "daemonsets", "calico-node", 1, 2);
     roll_out(&kube, "deployments", "calico-kube-controllers", 1, 1);
     set_etcd_version(&etcd, "v3.27.0");

@@ -36,7 +36,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(check: &'static str, verdict: Verdict, summary: String, evidence: Vec<String>) -> Finding {
+    fn new(
+        check: &'static str,
+        verdict: Verdict,
+        summary: String,
+        evidence: Vec<String>,
+    ) -> Finding {
         Finding {
             check,
             verdict,
@@ -53,7 +58,11 @@ impl Finding {
             Verdict::NotChecked => "not checked",
         };
         let mut lines = vec![format!("{word:<11} {}: {}", self.check, self.summary)];
-        lines.extend(self.evidence.iter().map(|line| format!("              {line}")));
+        lines.extend(
+            self.evidence
+                .iter()
+                .map(|line| format!("              {line}")),
+        );
         lines
     }
 }
@@ -148,7 +157,10 @@ pub fn bgp(
             continue;
         }
         if !current.answered {
-            let why = current.reason.as_deref().unwrap_or("it is no longer a BGP node");
+            let why = current
+                .reason
+                .as_deref()
+                .unwrap_or("it is no longer a BGP node");
             evidence.push(format!("node `{node}` did not report its sessions: {why}"));
             continue;
         }

@@ -120,7 +120,12 @@ impl Perform for UpgradeBaseline {
             baseline.resources.len()
         );
         let mut transcript = vec![summary.clone()];
-        transcript.extend(baseline.not_observed.iter().map(|why| format!("not recorded: {why}")));
+        transcript.extend(
+            baseline
+                .not_observed
+                .iter()
+                .map(|why| format!("not recorded: {why}")),
+        );
         Ok(Outcome {
             summary,
             transcript,
@@ -144,7 +149,11 @@ impl Perform for UpgradeVerify {
                 "would verify: node agents Ready at {}, the sessions of {} BGP node(s), IPAM, resource counts and digests{}",
                 self.version,
                 nodes.len(),
-                if self.scope.operator { ", TigeraStatus" } else { "" }
+                if self.scope.operator {
+                    ", TigeraStatus"
+                } else {
+                    ""
+                }
             )));
         }
         let now = take(store, context, &self.scope, &nodes).await?;

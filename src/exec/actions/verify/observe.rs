@@ -15,10 +15,12 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::exec::actions::node::status::{NodeStatusActionError, NodeStatusOutput, ask};
 use crate::exec::actions::{Outcome, RunMode};
 use crate::exec::interrupt::Interrupt;
-use crate::exec::preflight::node_agents::{NODE_AGENT_SELECTOR, image_tag};
+use crate::exec::preflight::node_agents::image_tag;
 use crate::ipam::check::{Checker, Detail};
 use crate::node::status::remote;
-use crate::plan::action::{KindDigest, NAMED_DIGESTS, NodeSessions, NodeStatusQuery, NodeStatusTarget};
+use crate::plan::action::{
+    KindDigest, NAMED_DIGESTS, NodeSessions, NodeStatusQuery, NodeStatusTarget,
+};
 use crate::resource::{Kind, Resource};
 
 /// Why the cluster could not be observed.
@@ -45,6 +47,10 @@ impl ObserveError {
         }
     }
 }
+
+/// The node agent pods: calico-node's, and canal's (`canal.yaml` labels its DaemonSet's pods
+/// `k8s-app=canal`, `canal-etcd.yaml` `k8s-app=canal-node`; the container is `calico-node` in all).
+const NODE_AGENT_SELECTOR: &str = "k8s-app in (calico-node,canal,canal-node)";
 
 /// Kinds whose resources the node agents and controllers write themselves, so an upgrade changes
 /// them without any step doing so: not compared (ClusterInformation's `calicoVersion`, Nodes'
@@ -145,8 +151,14 @@ pub async fn ipam_problems(
     let mut problems = BTreeSet::new();
     for (what, items) in [
         ("leaked address", &findings.leaked),
-        ("address in use without an allocation", &findings.without_allocation),
-        ("address in use outside the active pools", &findings.outside_pools),
+        (
+            "address in use without an allocation",
+            &findings.without_allocation,
+        ),
+        (
+            "address in use outside the active pools",
+            &findings.outside_pools,
+        ),
         ("leaked handle", &findings.leaked_handles),
         ("handle whose count disagrees", &findings.handle_counts),
         ("damaged block", &findings.damaged_blocks),
@@ -211,7 +223,9 @@ pub async fn bgp_sessions(
                 for peer in report.bgp.peers_v4.iter().chain(&report.bgp.peers_v6) {
                     match peer.state.as_str() {
                         "Established" => node.established.push(peer.peer_ip.clone()),
-                        "" => node.not_established.push(format!("{} (down)", peer.peer_ip)),
+                        "" => node
+                            .not_established
+                            .push(format!("{} (down)", peer.peer_ip)),
                         state => node
                             .not_established
                             .push(format!("{} ({state})", peer.peer_ip)),
@@ -272,9 +286,7 @@ pub async fn node_agents(
         let tag = image_tag(&image);
         if tag != version && !tag.starts_with(&format!("{version}-")) {
             let running = if tag.is_empty() { image.as_str() } else { tag };
-            problems.push(format!(
-                "pod `{name}` on node `{node}` runs `{running}`"
-            ));
+            problems.push(format!("pod `{name}` on node `{node}` runs `{running}`"));
         }
         // The agent's own container, not the pod: on etcd a node agent pod is 1/2 ready by
         // design (the manifest runbooks wait for `1/2`).
@@ -332,16 +344,18 @@ pub async fn tigera_status(client: &kube::Client) -> Result<(usize, Vec<String>)
                 .map(|condition| {
                     (
                         condition["status"] == "True",
-                        condition["message"].as_str().unwrap_or_default().to_string(),
+                        condition["message"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
                     )
                 })
         };
         match condition("Available") {
             Some((true, _)) => {}
-            Some((false, message)) => problems.push(format!(
-                "`{name}` is not Available{}",
-                note(&message)
-            )),
+            Some((false, message)) => {
+                problems.push(format!("`{name}` is not Available{}", note(&message)))
+            }
             None => problems.push(format!("`{name}` reports no Available condition")),
         }
         if let Some((true, message)) = condition("Degraded") {

@@ -7,7 +7,10 @@ fn sessions(established: &[&str], not_established: &[&str]) -> NodeSessions {
         answered: true,
         reason: None,
         established: established.iter().map(|peer| peer.to_string()).collect(),
-        not_established: not_established.iter().map(|peer| peer.to_string()).collect(),
+        not_established: not_established
+            .iter()
+            .map(|peer| peer.to_string())
+            .collect(),
     }
 }
 
@@ -92,12 +95,18 @@ fn kind(names: &[(&str, &str)], digest: &str) -> KindDigest {
 #[test]
 fn changed_resources_are_named_unless_a_step_writes_their_kind() {
     let before: BTreeMap<String, KindDigest> = [
-        ("GlobalNetworkPolicy".to_string(), kind(&[("a", "1"), ("b", "2")], "x")),
+        (
+            "GlobalNetworkPolicy".to_string(),
+            kind(&[("a", "1"), ("b", "2")], "x"),
+        ),
         ("HostEndpoint".to_string(), kind(&[("h", "1")], "y")),
     ]
     .into();
     let now: BTreeMap<String, KindDigest> = [
-        ("GlobalNetworkPolicy".to_string(), kind(&[("a", "9"), ("c", "3")], "z")),
+        (
+            "GlobalNetworkPolicy".to_string(),
+            kind(&[("a", "9"), ("c", "3")], "z"),
+        ),
         ("HostEndpoint".to_string(), kind(&[("h", "2")], "w")),
     ]
     .into();
