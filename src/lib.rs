@@ -10,6 +10,7 @@ pub mod datastore;
 pub mod diagnose;
 pub mod errors;
 pub mod exec;
+pub mod exit_code;
 pub mod ipam;
 pub mod node;
 pub mod output;

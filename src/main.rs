@@ -1,12 +1,14 @@
-//! The `netctl` binary: parse, run, report. This is the only place that turns errors into exit codes:
-//! 0 success, 1 failure, 2 bad usage, 3 a run stopped at a human gate (resume it after the decision).
-//! A closed stdout (`netctl get nodes | head -1`) is success.
+//! The `netctl` binary: parse, run, report. This is the only place that turns errors into exit codes
+//! (the codes and their meanings are `netctl::exit_code`): 0 success, 1 failure, 64 bad usage, 3 a
+//! run stopped at a human gate and 4 at the end of its maintenance window (resume it later); an
+//! error of `netctl diff` exits 2, as kubectl diff's do. A closed stdout (`netctl get nodes | head
+//! -1`) is success.
 
 use std::process::ExitCode;
 
 use netctl::cli;
 use netctl::config::Environment;
-use netctl::terminal;
+use netctl::{exit_code, terminal};
 
 fn main() -> ExitCode {
     // Before anything else: the completion script calling back (it exits when it did).
@@ -22,13 +24,16 @@ fn main() -> ExitCode {
             let usage = error.use_stderr();
             // clap prints help/version to stdout and usage errors to stderr.
             let _ = error.print();
+            // Not clap's 2: `upgrade plan --detailed-exitcode` gives 2 the meaning "pending".
             return if usage {
-                ExitCode::from(2)
+                ExitCode::from(exit_code::USAGE)
             } else {
                 ExitCode::SUCCESS
             };
         }
     };
+    // What an error of this command exits with (kubectl diff's errors are above its 1).
+    let failure = cli.command.failure_code();
     let environment = Environment::capture();
     terminal::configure(
         cli.global.log_level,
@@ -49,27 +54,29 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(cli, environment)) {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
-        Err(error) if is_stopped_at_gate(&error) => {
-            let (message, hint) = cli::report(&error);
-            terminal::stopped(&message, hint.as_deref());
-            ExitCode::from(3)
-        }
-        Err(error) => {
-            let (message, hint) = cli::report(&error);
-            terminal::error(&message, hint.as_deref());
-            ExitCode::FAILURE
-        }
+        Err(error) => match stopped_code(&error) {
+            // The plan asks a person to decide, or the window ended: the exit code tells a script
+            // "resume later" apart from "failed".
+            Some(code) => {
+                let (message, hint) = cli::report(&error);
+                terminal::stopped(&message, hint.as_deref());
+                ExitCode::from(code)
+            }
+            None => {
+                let (message, hint) = cli::report(&error);
+                terminal::error(&message, hint.as_deref());
+                ExitCode::from(failure)
+            }
+        },
     }
 }
 
-/// An unattended run that reached a gate: the plan asks a person to decide, so the exit code tells a
-/// script "waiting for a decision" apart from "failed".
-fn is_stopped_at_gate(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<netctl::exec::ExecError>(),
-            Some(netctl::exec::ExecError::StoppedAtGate { .. })
-        )
+/// The code of a run that stopped where it may be resumed (a gate, the end of its window).
+fn stopped_code(error: &anyhow::Error) -> Option<u8> {
+    error.chain().find_map(|cause| {
+        cause
+            .downcast_ref::<netctl::exec::ExecError>()
+            .and_then(netctl::exec::ExecError::stopped_code)
     })
 }
 

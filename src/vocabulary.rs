@@ -98,6 +98,9 @@ macro_rules! action_table {
                 /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
                 /// migrate unlock` only.
                 DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Put a backup back into the datastore it was taken of (resources; IPAM when
+                /// asked). Built by `netctl datastore restore`.
+                DatastoreRestore = "datastore.restore" (DatastoreRestore),
                 /// Free addresses and delete leaked handles, each guarded by the allocation's
                 /// sequence number and the handle's revision. Built by `netctl ipam release` only.
                 IpamRelease = "ipam.release" (IpamRelease),
@@ -187,6 +190,20 @@ pub struct RetryPolicy {
 
 fn default_retry_delay() -> HumanDuration {
     HumanDuration(Duration::from_secs(5))
+}
+
+/// Where a step stands in a span of steps a run must never be cut inside (a datastore lock …
+/// unlock): the step that opens the span and the one that closes it, by the span's name. A
+/// maintenance window (`--deadline`, `--window`) counts the span as one piece: the run starts it
+/// only when the estimates say it finishes in time, and never stops between its ends. No human
+/// gate may stand inside a span (lint `gate-inside-span`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum SpanEdge {
+    /// This step opens the span, e.g. `{opens: datastore-lock}`.
+    Opens(String),
+    /// This step closes it, e.g. `{closes: datastore-lock}`.
+    Closes(String),
 }
 
 /// How the network was installed; it decides the upgrade procedure.

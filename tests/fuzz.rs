@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use netctl::plan::lint::lint_files;
-use netctl::resource::load::parse_located;
+use netctl::resource::Loader;
 use netctl::resource::selector::Selector;
 use netctl::resource::validate::validate_and_default;
 use proptest::prelude::Rng;
@@ -376,9 +376,16 @@ fn resource_seeds() -> Vec<String> {
 }
 
 fn check_resources(input: &str) -> Result<(), String> {
-    match parse_located(input, "fuzz.yaml") {
+    match Loader::unvalidated().load_text(input, "fuzz.yaml") {
         Err(error) => {
-            if error.to_string().trim().is_empty() {
+            let problems = match error {
+                netctl::resource::LoadError::Problems(problems) => problems,
+                other => vec![other],
+            };
+            if problems
+                .iter()
+                .any(|problem| problem.to_string().trim().is_empty())
+            {
                 return Err("a refusal without a message".to_string());
             }
         }

@@ -19,12 +19,71 @@ use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
 use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::release::{ApiRelease, ReleaseFlagError};
-use crate::resource::{Input, Kind, Resource, load_and_validate_each};
+use crate::resource::{Input, Kind, LoadError, Loader, Resource};
 use crate::runbook::UPGRADE_PROCEDURE;
 
 /// Parses a duration such as `10s`, `1m30s` or `500ms`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|error| format!("`{text}`: {error}"))
+}
+
+/// `--deadline TIME` or `--window DURATION`: when the maintenance window ends.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WindowArgs {
+    /// The maintenance window ends at TIME (RFC 3339: `2026-03-01T04:00:00Z`, `2026-03-01T05:00:00+01:00`):
+    /// no segment that would not finish by then is started, and the run stops at a safe point once it comes
+    #[arg(long, value_name = "TIME", conflicts_with = "window", value_parser = parse_deadline)]
+    pub deadline: Option<std::time::SystemTime>,
+    /// The maintenance window ends DURATION from now (e.g. `2h`, `90m`); as `--deadline`
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub window: Option<Duration>,
+}
+
+impl WindowArgs {
+    /// The window the flags give, measured from now for `--window`.
+    pub fn window(&self) -> Option<crate::exec::window::Window> {
+        let deadline = match (self.deadline, self.window) {
+            (Some(deadline), _) => deadline,
+            (None, Some(length)) => std::time::SystemTime::now() + length,
+            (None, None) => return None,
+        };
+        Some(crate::exec::window::Window { deadline })
+    }
+}
+
+/// Parses an RFC 3339 time with `Z` or a UTC offset (`+01:00`), as `--deadline` takes it.
+pub fn parse_deadline(text: &str) -> Result<std::time::SystemTime, String> {
+    let invalid = || {
+        format!(
+            "`{text}` is not a time: expected RFC 3339 with `Z` or an offset, e.g. `2026-03-01T04:00:00Z` or `2026-03-01T05:00:00+01:00`"
+        )
+    };
+    let trimmed = text.trim();
+    // The offset, when there is one after the time of day: `+HH:MM` or `-HH:MM`.
+    let (local, offset) = match trimmed.len().checked_sub(6).map(|at| trimmed.split_at(at)) {
+        Some((local, offset))
+            if local.contains('T')
+                && (offset.starts_with('+') || offset.starts_with('-'))
+                && offset.as_bytes().get(3) == Some(&b':') =>
+        {
+            let hours: u64 = offset[1..3].parse().map_err(|_| invalid())?;
+            let minutes: u64 = offset[4..6].parse().map_err(|_| invalid())?;
+            let seconds = Duration::from_secs(hours * 3600 + minutes * 60);
+            (
+                format!("{local}Z"),
+                Some((offset.starts_with('+'), seconds)),
+            )
+        }
+        _ if trimmed.ends_with('Z') || trimmed.ends_with('z') => (trimmed.to_string(), None),
+        _ => return Err(invalid()),
+    };
+    let as_if_utc = humantime::parse_rfc3339(&local).map_err(|_| invalid())?;
+    Ok(match offset {
+        // 05:00+01:00 is 04:00 UTC.
+        Some((true, shift)) => as_if_utc - shift,
+        Some((false, shift)) => as_if_utc + shift,
+        None => as_if_utc,
+    })
 }
 
 /// `-f FILE|DIR|-` and how to read it, shared by the commands that take documents.
@@ -81,8 +140,21 @@ impl FileArgs {
     pub fn read_each(
         &self,
         release: &ApiRelease,
-        mut visit: impl FnMut(Resource),
+        visit: impl FnMut(Resource),
     ) -> anyhow::Result<usize> {
+        self.each(self.loader(release), visit)
+    }
+
+    /// The loader of these flags, validating for `release`.
+    pub fn loader(&self, release: &ApiRelease) -> Loader {
+        Loader::new(release)
+            .namespace(self.namespace.as_deref())
+            .recursive(self.recursive)
+            .skip_empty(self.skip_empty)
+    }
+
+    /// As [`FileArgs::read_each`], with `loader`.
+    pub fn each(&self, loader: Loader, mut visit: impl FnMut(Resource)) -> anyhow::Result<usize> {
         let mut inputs = Vec::new();
         for path in &self.files {
             if path.as_os_str() == "-" {
@@ -95,22 +167,21 @@ impl FileArgs {
                     text,
                 });
             } else {
-                inputs.push(Input::Path {
-                    path: path.clone(),
-                    recursive: self.recursive,
-                });
+                inputs.push(Input::Path(path.clone()));
             }
         }
         let mut count = 0;
-        load_and_validate_each(&inputs, self.namespace.as_deref(), release, |resource| {
-            count += 1;
-            visit(resource);
-        })?;
-        if count == 0 && !self.skip_empty {
-            anyhow::bail!(
-                "no resources specified in the input (pass `--skip-empty` if that is expected)"
-            );
+        let mut problems = Vec::new();
+        for document in loader.documents(inputs) {
+            match document {
+                Ok(loaded) => {
+                    count += 1;
+                    visit(loaded.resource);
+                }
+                Err(problem) => problems.push(problem),
+            }
         }
+        LoadError::from_problems(problems)?;
         Ok(count)
     }
 }

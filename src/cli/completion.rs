@@ -22,7 +22,7 @@ use crate::config::Environment;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::{Detail, ListOptions, Pages};
 use crate::output::headings_for;
-use crate::plan::facts::FACT_NAMES;
+use crate::plan::facts::FACTS;
 use crate::resource::Kind;
 use crate::runbook::RunbookSet;
 
@@ -463,23 +463,20 @@ pub fn complete_fact_setting(current: &OsStr) -> Vec<CompletionCandidate> {
         return Vec::new();
     };
     if let Some((name, typed)) = current.split_once('=') {
-        let values: &[&str] = match name {
-            "datastore_type" => &["kubernetes", "etcdv3"],
-            "install_method" => &["operator", "helm", "manifest"],
-            "manifest_flavor" => &["calico", "canal", "policy-only"],
-            "alp_enabled" => &["true", "false"],
-            _ => &[],
-        };
+        let values = FACTS
+            .iter()
+            .find(|fact| fact.name == name)
+            .map_or(&[][..], |fact| fact.values);
         return values
             .iter()
             .filter(|value| value.starts_with(typed))
             .map(|value| CompletionCandidate::new(format!("{name}={value}")))
             .collect();
     }
-    FACT_NAMES
-        .into_iter()
-        .filter(|name| name.starts_with(current))
-        .map(|name| CompletionCandidate::new(format!("{name}=")))
+    FACTS
+        .iter()
+        .filter(|fact| fact.name.starts_with(current))
+        .map(|fact| CompletionCandidate::new(format!("{}=", fact.name)))
         .collect()
 }
 

@@ -95,6 +95,16 @@ fn table(config: &ClientConfig) -> std::io::Result<String> {
             value.origin.to_string(),
         ])?;
     }
+    let group_configured = config
+        .option(ConfigOption::CalicoApiGroup)
+        .is_some_and(|group| !group.value.trim().is_empty());
+    if config.datastore_type.value == DatastoreType::Kubernetes && !group_configured {
+        table.push_row(vec![
+            ConfigOption::CalicoApiGroup.file_name().into(),
+            "(discovered on connect)".into(),
+            "API server".into(),
+        ])?;
+    }
     if let Some(resolver) = &config.resolver {
         table.push_row(vec![
             "(SRV resolver)".into(),
@@ -104,6 +114,11 @@ fn table(config: &ClientConfig) -> std::io::Result<String> {
     }
     let table = String::from_utf8_lossy(&table.finish()?).into_owned();
     let mut text = format!("Configuration source: {source}\n\n{table}");
+    if config.datastore_type.value == DatastoreType::Kubernetes && !group_configured {
+        text.push_str(
+            "\nThe Calico API group is discovered on connect as upstream does it: `projectcalico.org/v3` when the\nAPI server serves it and not `crd.projectcalico.org/v1` (v3.32's native CRDs), else\n`crd.projectcalico.org/v1`. `netctl config check` shows the group in use; `NET_CALICO_API_GROUP`\n(or `calicoAPIGroup`) fixes it.\n",
+        );
+    }
     if !config.ignored.is_empty() {
         text.push_str("\nIgnored:\n");
         for ignored in &config.ignored {
@@ -142,6 +157,7 @@ fn document(config: &ClientConfig) -> NetApiConfigDocument {
             ConfigOption::K8sCaFile => &mut spec.k8s_ca_file,
             ConfigOption::K8sApiToken => &mut spec.k8s_api_token,
             ConfigOption::K8sCurrentContext => &mut spec.k8s_current_context,
+            ConfigOption::CalicoApiGroup => &mut spec.calico_api_group,
             ConfigOption::K8sInsecureSkipTlsVerify => {
                 spec.k8s_insecure_skip_tls_verify = Some(value.value == "true");
                 continue;
@@ -157,14 +173,29 @@ fn document(config: &ClientConfig) -> NetApiConfigDocument {
     }
 }
 
-/// `config check`: the etcd checks, one line each; the Kubernetes datastore is proved by connecting.
+/// `config check`: the etcd checks, one line each; the Kubernetes datastore is proved by
+/// connecting, with the API group it reads and why (exit 1 when both groups hold objects).
 async fn check(context: &Context) -> anyhow::Result<ExitCode> {
     let config = context.client_config()?;
     let printer = &context.printer;
     if config.datastore_type.value == DatastoreType::Kubernetes {
-        context.datastore().await?;
-        printer.data_line("kubernetes datastore: connected")?;
-        return Ok(ExitCode::SUCCESS);
+        let store = context.kubernetes_datastore().await?;
+        printer.data_line(&format!(
+            "kubernetes datastore: connected to {}",
+            store.server()
+        ))?;
+        printer.data_line(&format!("API group: {}", store.api_group()))?;
+        return Ok(match store.other_group_objects().await {
+            None => ExitCode::SUCCESS,
+            Some(other) => {
+                printer.data_line(&format!(
+                    "API group: error: {}",
+                    other.warning(store.api_group())
+                ))?;
+                printer.data_line(&format!("  hint: {}", other.hint()))?;
+                ExitCode::FAILURE
+            }
+        });
     }
     let settings = config.etcd()?;
     let timeout = context.global.request_timeout;

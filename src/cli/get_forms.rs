@@ -300,18 +300,18 @@ impl<W: Write> GetPrinter<W> {
         }
     }
 
-    /// [`print`](Self::print) for a listed resource whose spec and status come as their stored
-    /// JSON text ([`crate::datastore::Detail::Document`]).
+    /// [`print`](Self::print) for a listed resource whose spec and status come parsed from their
+    /// stored JSON text ([`crate::datastore::Detail::Document`]).
     pub fn print_stored(
         &mut self,
         resource: &Resource,
         body: &crate::datastore::StoredBody,
     ) -> Result<(), OutputError> {
-        let (spec, status) = (body.spec.as_deref(), body.status.as_deref());
+        let (spec, status) = (body.spec.as_ref(), body.status.as_ref());
         match self {
-            GetPrinter::Standard(printer) => printer.print_stored(resource, spec, status),
+            GetPrinter::Standard(printer) => printer.print_parsed(resource, spec, status),
             GetPrinter::Labelled(table) => {
-                table.print(&crate::output::decoded_stored(resource, spec, status)?)
+                table.print(&crate::output::decoded_stored(resource, spec, status))
             }
         }
     }

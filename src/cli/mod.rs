@@ -8,6 +8,7 @@ pub mod completion;
 mod config;
 mod datastore;
 mod diags;
+mod diff;
 mod get;
 mod get_forms;
 mod ipam;
@@ -24,6 +25,7 @@ mod schema;
 mod upgrade;
 mod upgrade_apply;
 mod upgrade_verify;
+mod upgrade_history;
 mod version;
 mod write;
 
@@ -45,22 +47,9 @@ use crate::output::Printer;
 use crate::terminal::{self, LogLevel};
 use args::parse_duration;
 
-/// The exit codes `main` produces, as `--help` shows them (a macro so `concat!` can take it).
-macro_rules! exit_codes {
-    () => {
-        "\
-Exit codes:
-  0  success (also when the reader of stdout goes away, e.g. `netctl get nodes | head -1`)
-  1  the command failed (bad input, refused configuration, datastore error); stderr says why
-  2  bad usage: unknown command or flag, missing argument
-  3  `upgrade apply` stopped at a human gate; `upgrade apply --resume --approve STEP` continues"
-    };
-}
-
 // Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
 // once split "else the environment" across lines.
-const AFTER_HELP: &str = concat!(
-    "\
+const CONFIGURATION_AND_EXAMPLES: &str = "\
 Configuration, first found wins:
   -c FILE                   a NetAPIConfig document
   /etc/netctl/netctl.cfg    when it exists
@@ -71,14 +60,19 @@ Examples:
   DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
   netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
   netctl config view
+";
 
-",
-    exit_codes!()
-);
+/// The top-level help's closing text: configuration, examples, and every exit code `main` produces.
+fn after_help() -> String {
+    format!(
+        "{CONFIGURATION_AND_EXAMPLES}\n{}",
+        crate::exit_code::help_text()
+    )
+}
 
 /// Administer a Calico-compatible container network: resources, safe upgrades, the node agent.
 #[derive(Debug, Parser)]
-#[command(name = "netctl", version, about, after_help = AFTER_HELP, propagate_version = true)]
+#[command(name = "netctl", version, about, after_help = after_help(), propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOptions,
@@ -126,16 +120,19 @@ pub enum Command {
     Patch(write::PatchArgs),
     /// Check resource files without a datastore (validation and defaulting only)
     Validate(write::ValidateArgs),
+    /// Show how resource files differ from what is stored (as `apply` would change it)
+    #[command(after_help = diff::AFTER_HELP)]
+    Diff(diff::DiffArgs),
     /// Show or check the client configuration
     #[command(subcommand, after_help = config::EXAMPLES)]
     Config(config::ConfigCommand),
-    /// Plan and run upgrades from the versioned runbooks: plan, apply, status, unlock
+    /// Plan and run upgrades from the runbooks: plan, apply, status, history, unlock
     #[command(subcommand, after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeCommand),
     /// Review runbooks: lint them, render them for a version edge, list them
     #[command(subcommand, after_help = runbook::EXAMPLES)]
     Runbook(runbook::RunbookCommand),
-    /// Lock or unlock the datastore (`datastore migrate lock|unlock`)
+    /// Back up and restore the datastore; lock or unlock it (`datastore migrate lock|unlock`)
     #[command(subcommand, after_help = datastore::EXAMPLES)]
     Datastore(datastore::DatastoreCommand),
     /// IP address management: show use, check for leaks, release, split pools, configure
@@ -155,6 +152,17 @@ pub enum Command {
     /// Cluster-wide diagnostics through the Kubernetes API
     #[command(subcommand, after_help = diags::CLUSTER_EXAMPLES)]
     Cluster(diags::ClusterCommand),
+}
+
+impl Command {
+    /// The exit code an error of this command ends with: kubectl diff's errors exit above its 1
+    /// ("differences"), every other command's exit 1.
+    pub fn failure_code(&self) -> u8 {
+        match self {
+            Command::Diff(_) => crate::exit_code::DIFF_FAILED,
+            _ => crate::exit_code::FAILURE,
+        }
+    }
 }
 
 /// What every command may need, created once: the environment, the configuration (loaded on first
@@ -219,6 +227,12 @@ impl Context {
         Ok(connect::connect(self.client_config()?, &self.connect_options()).await?)
     }
 
+    /// The Kubernetes datastore itself (what `config check` reports on): connected, its API group
+    /// chosen and proven.
+    pub async fn kubernetes_datastore(&self) -> anyhow::Result<crate::datastore::kube::KubeStore> {
+        Ok(connect::connect_kubernetes(self.client_config()?, &self.connect_options()).await?)
+    }
+
     /// The datastore together with its coordination service; upgrade runs need both.
     pub async fn coordinated_datastore(
         &self,
@@ -263,6 +277,7 @@ pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode>
         Command::Label(args) => write::label(&context, args).await,
         Command::Patch(args) => write::patch(&context, args).await,
         Command::Validate(args) => write::validate(&context, args),
+        Command::Diff(args) => diff::run(&context, args).await,
         Command::Config(command) => config::run(&context, command).await,
         Command::Ipam(command) => ipam::run(&context, command).await,
         Command::Datastore(command) => datastore::run(&context, command).await,

@@ -12,6 +12,7 @@ use super::runbook::LintFailed;
 use super::upgrade_verify::UpgradeVerifyError;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
+use crate::datastore::backup::BackupError;
 use crate::datastore::connect::ConnectError;
 use crate::datastore::ipam::IpamError;
 use crate::diagnose::DiagnoseError;
@@ -19,6 +20,7 @@ use crate::errors::error_chain;
 use crate::exec::ExecError;
 use crate::exec::actions::StepError;
 use crate::exec::actions::ipam::IpamActionError;
+use crate::exec::history::HistoryError;
 use crate::exec::lock::LockError;
 use crate::ipam::report::ReportError;
 use crate::ipam::split::SplitError;
@@ -65,6 +67,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             StepError,
             ExecError,
             LockError,
+            HistoryError,
             UpgradeApplyError,
             VersionCheckError,
             RequestError,
@@ -85,6 +88,7 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             ModelineError,
             IpamActionError,
             IpamError,
+            BackupError,
             ReportError,
             SplitError,
             UpgradeVerifyError,

@@ -16,10 +16,13 @@ use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
 use super::upgrade_apply;
 use crate::exec::actions::fetch::ManifestDownloads;
-use crate::exec::preflight;
+use crate::exec::history::History;
+use crate::exec::{estimate, preflight, window};
+use crate::exit_code;
 use crate::plan::Plan;
+use crate::plan::PlanError;
 use crate::plan::render::{self, PlanFormat};
-use crate::plan::request::{FactSources, UpgradeRequest};
+use crate::plan::request::{FactSources, RequestError, UpgradeRequest};
 use crate::plan::targets;
 use crate::runbook::UPGRADE_PROCEDURE;
 
@@ -27,11 +30,13 @@ use crate::runbook::UPGRADE_PROCEDURE;
 pub enum UpgradeCommand {
     /// Show the steps an upgrade would take (and save them with `--out`); without `--to`, what the
     /// installed release can be upgraded to
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Run an upgrade plan, with dry-run, checkpoint, resume and a lock
-    Apply(upgrade_apply::ApplyArgs),
-    /// Show where the last upgrade run stands, and who holds the lock
+    Apply(Box<upgrade_apply::ApplyArgs>),
+    /// Show where the last upgrade run stands (or an earlier one), and who holds the lock
     Status(upgrade_apply::StatusArgs),
+    /// List the upgrade runs of the state directory, newest first: who, when, from → to, result
+    History(super::upgrade_history::HistoryArgs),
     /// Remove a stuck upgrade lock by its id (see `upgrade status`)
     Unlock(upgrade_apply::UnlockArgs),
     /// Verify the cluster as every plan's last step does: node agents, BGP sessions, IPAM, resources
@@ -73,6 +78,7 @@ Examples:
   netctl upgrade apply --plan plan.json --dry-run
   netctl upgrade apply --plan plan.json
   netctl upgrade status                                 # where the last run stands, who holds the lock
+  netctl upgrade history                                # every run: who, when, from → to, result
   netctl upgrade apply --resume                         # continue after a failure or a gate
   netctl upgrade verify                                 # the last run's verification, again
   netctl upgrade unlock LOCK-ID                         # only when the holder is gone for good";
@@ -98,7 +104,14 @@ Examples:
   netctl upgrade plan --to v3.29.2 --no-manifest-edits  # the manifest was never edited: no gate
   netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
-  netctl upgrade plan --procedure auto-host-endpoints -o mermaid")]
+  netctl upgrade plan --procedure auto-host-endpoints -o mermaid
+  netctl upgrade plan --to v3.29.2 --detailed-exitcode >/dev/null; echo $?   # in CI: 0, 1 or 2
+  netctl upgrade plan --to v3.29.2 --window 2h          # does each segment fit a 2-hour window?
+
+Exit codes with `--detailed-exitcode` (Terraform's):
+  0   nothing to do: the cluster runs the target already (without `--to`: no newer release)
+  1   an error (64 on bad usage)
+  2   an upgrade or a fix-up step is pending (without `--to`: a newer release exists)")]
 pub struct PlanArgs {
     #[command(flatten)]
     pub target: TargetArgs,
@@ -119,13 +132,22 @@ pub struct PlanArgs {
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     pub etcd_quota_bytes: Option<u64>,
+    /// Exit 0 when there is nothing to do, 2 when steps are pending, 1 on an error (for CI)
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Whose journal the time estimates learn from [default: as for `upgrade apply`]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub window: super::args::WindowArgs,
 }
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
     match command {
-        UpgradeCommand::Plan(args) => plan(context, args).await,
-        UpgradeCommand::Apply(args) => upgrade_apply::apply(context, args).await,
+        UpgradeCommand::Plan(args) => plan(context, *args).await,
+        UpgradeCommand::Apply(args) => upgrade_apply::apply(context, *args).await,
         UpgradeCommand::Status(args) => upgrade_apply::status(context, args).await,
+        UpgradeCommand::History(args) => super::upgrade_history::history(context, args),
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,
         UpgradeCommand::Verify(args) => super::upgrade_verify::verify(context, args).await,
     }
@@ -156,7 +178,19 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     let manifests = ManifestDownloads {
         mirror: args.mirror_dir.clone(),
     };
-    let plan = request.plan(sources, &manifests).await?;
+    let plan = match request.plan(sources, &manifests).await {
+        Ok(plan) => plan,
+        // Asked "is anything pending?", a cluster at the target is the answer "no", not an error.
+        Err(RequestError::Plan(PlanError::NotAnUpgrade { from, to }))
+            if args.detailed_exitcode && from == to =>
+        {
+            context.printer.say(format!(
+                "nothing to do: the cluster runs {from}, the target"
+            ));
+            return Ok(ExitCode::from(exit_code::SUCCESS));
+        }
+        Err(error) => return Err(error.into()),
+    };
     // What `upgrade apply` would check before its first write, as things stand now (stderr: talk).
     if let Some(store) = &store {
         let steps: Vec<_> = plan.steps.iter().collect();
@@ -191,8 +225,68 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
                 .with_kubernetes(cluster.clone());
         shown.push_str(&executor.preview_writes(&plan).await?.text());
     }
+    // How long each segment between gates should take, from this cluster's earlier runs: also
+    // a preview, never part of the plan.
+    if args.output == PlanOutput::Text {
+        shown.push_str(&estimates(context, &args, &plan, store.as_ref()).await);
+    }
     context.printer.data(&shown)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(detailed(args.detailed_exitcode, !plan.steps.is_empty()))
+}
+
+/// The plan's time estimates per segment (and whether each fits `--deadline`/`--window`), learnt
+/// from the earlier runs of this cluster in the state directory's journal.
+async fn estimates(
+    context: &Context,
+    args: &PlanArgs,
+    plan: &Plan,
+    store: Option<&std::sync::Arc<dyn crate::datastore::Datastore>>,
+) -> String {
+    let directory = args
+        .state_dir
+        .clone()
+        .or_else(|| crate::exec::checkpoint::default_state_dir(&context.environment));
+    let history = directory
+        .as_deref()
+        .and_then(|directory| History::read(directory).ok())
+        .unwrap_or_default();
+    let cluster = match store {
+        Some(store) => {
+            crate::exec::Executor::new(store.clone(), None, crate::exec::lock::Holder::current())
+                .cluster_id()
+                .await
+        }
+        None => None,
+    };
+    let runs = history.runs_of(cluster.as_deref());
+    let basis = match (&directory, runs) {
+        (Some(directory), 0) => format!(
+            "from the step kinds; no earlier run of this cluster in `{}`",
+            directory.display()
+        ),
+        (Some(directory), runs) => format!(
+            "from the step kinds and {runs} earlier run(s) of this cluster in `{}`",
+            directory.display()
+        ),
+        (None, _) => "from the step kinds".to_string(),
+    };
+    let estimates = estimate::estimate_steps(plan, &history, cluster.as_deref());
+    window::describe(
+        plan,
+        &estimates,
+        &basis,
+        args.window.window().as_ref(),
+        std::time::SystemTime::now(),
+    )
+}
+
+/// The exit code of a plan that was made: with `--detailed-exitcode`, Terraform's 2 when something
+/// is pending and 0 when nothing is; success otherwise.
+fn detailed(asked: bool, pending: bool) -> ExitCode {
+    ExitCode::from(match (asked, pending) {
+        (true, true) => exit_code::PENDING,
+        _ => exit_code::SUCCESS,
+    })
 }
 
 /// `upgrade plan` without `--to`: what the installed release can be upgraded to (as `kubeadm
@@ -224,7 +318,8 @@ async fn survey(
             .printer
             .data(&format!("{}\n", serde_json::to_string_pretty(&options)?))?,
     }
-    Ok(ExitCode::SUCCESS)
+    let pending = options.lines.iter().any(|line| !line.runs.is_empty());
+    Ok(detailed(args.detailed_exitcode, pending))
 }
 
 /// Writes a plan atomically (temporary file, fsync, rename) so a crash never leaves half a plan.

@@ -16,16 +16,21 @@ use anyhow::Context as _;
 use clap_complete::engine::ArgValueCompleter;
 
 use super::Context;
-use super::args::{FactArgs, ManifestEditArgs, parse_duration};
+use super::args::{FactArgs, ManifestEditArgs, WindowArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::exec::actions::pause::Interaction;
-use crate::exec::checkpoint::{self, CheckpointError, CheckpointStore, RunState, SavedRun};
+use crate::exec::checkpoint::{
+    self, CheckpointError, CheckpointStore, RunState, SavedRun, StepState,
+};
+use crate::exec::hooks::Hooks;
 use crate::exec::lock::{self, Holder};
 use crate::exec::preflight::Check;
 use crate::exec::progress::ProgressMode;
-use crate::exec::{ApplyOptions, Confirmation, CrashPoint, Executor, RunMode, StartMode};
+use crate::exec::{
+    ApplyOptions, BackupChoice, Confirmation, CrashPoint, Executor, RunMode, StartMode,
+};
 use crate::plan::Plan;
 use crate::plan::request::FactSources;
 use crate::runbook::UPGRADE_PROCEDURE;
@@ -39,10 +44,20 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
+  netctl upgrade apply --plan plan.json --window 2h   # start nothing that would not end within 2h
+  netctl upgrade apply --resume --deadline 2026-03-08T04:00:00Z   # the next window
+  netctl upgrade apply --plan plan.json --on-gate 'notify-send \"$NETCTL_STEP waits\"' \\
+      --on-finish 'logger -t netctl \"run $NETCTL_RUN_ID ended: $NETCTL_RESULT ($NETCTL_EXIT_CODE)\"'
+
+Hooks run with `sh -c` and get NETCTL_EVENT (gate, failure, finish), NETCTL_STEP, NETCTL_STATE_DIR,
+NETCTL_EXIT_CODE, NETCTL_RESULT, NETCTL_MESSAGE, NETCTL_RUN_ID, NETCTL_PLAN_DIGEST,
+NETCTL_PROCEDURE, NETCTL_FROM and NETCTL_TO, and netctl's environment without its datastore
+settings and secrets. A hook that fails is journaled and warned about; the run goes on.
 
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
-says where; `--resume` continues); 2 on bad usage; 3 when it stopped at a gate without a terminal to
-ask on (`--resume --approve STEP` continues).")]
+says where; `--resume` continues); 3 when it stopped at a gate without a terminal to ask on
+(`--resume --approve STEP` continues); 4 when it stopped at a safe point because its window ends
+(`--resume` continues); 64 on bad usage.")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)
@@ -98,12 +113,47 @@ pub struct ApplyArgs {
     /// The etcd members' `--quota-backend-bytes`, for the pre-flight (etcd before 3.6 does not report it; default 2 GiB)
     #[arg(long, value_name = "BYTES")]
     etcd_quota_bytes: Option<u64>,
+    /// Do not back the datastore up into the state directory before the first write (journaled)
+    #[arg(long)]
+    no_backup: bool,
     /// Progress display: a bar on a terminal, plain lines otherwise
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
     progress: ProgressChoice,
     /// Without a terminal, print a line at least this often while a step waits
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     progress_interval: Duration,
+    #[command(flatten)]
+    hooks: HookArgs,
+    #[command(flatten)]
+    window: WindowArgs,
+}
+
+/// `--on-gate`, `--on-failure`, `--on-finish`: notification hooks for runs nobody watches.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookArgs {
+    /// Run this shell command when the run reaches a human gate (NETCTL_EVENT=gate, NETCTL_STEP, ...)
+    #[arg(long, value_name = "CMD")]
+    on_gate: Option<String>,
+    /// Run this shell command when the run fails or is refused (NETCTL_EXIT_CODE=1, NETCTL_MESSAGE)
+    #[arg(long, value_name = "CMD")]
+    on_failure: Option<String>,
+    /// Run this shell command whenever the run ends (NETCTL_EXIT_CODE, NETCTL_RESULT)
+    #[arg(long, value_name = "CMD")]
+    on_finish: Option<String>,
+    /// How long a hook may run before it is killed (its failure never stops the run)
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    hook_timeout: Duration,
+}
+
+impl From<HookArgs> for Hooks {
+    fn from(args: HookArgs) -> Hooks {
+        Hooks {
+            on_gate: args.on_gate,
+            on_failure: args.on_failure,
+            on_finish: args.on_finish,
+            timeout: args.hook_timeout,
+        }
+    }
 }
 
 /// The pre-flight checks by the names `--skip-preflight` takes (`exec::preflight::Check`'s).
@@ -122,9 +172,12 @@ pub enum ProgressChoice {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade"
+    after_help = "Examples:\n  netctl upgrade status\n  netctl upgrade status -o json | jq '.checkpoint.steps[] | select(.state != \"succeeded\")'\n  netctl upgrade status --state-dir /var/lib/netctl/upgrade\n  netctl upgrade status 3f2a9c10     # an earlier run, as `upgrade history` lists it"
 )]
 pub struct StatusArgs {
+    /// An earlier run's id (or its first characters, as `upgrade history` shows them); without it,
+    /// the checkpoint's run
+    run: Option<String>,
     /// The state directory of the run [default: as for `upgrade apply`]
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
@@ -238,6 +291,12 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         skip_preflight: args.skip_preflight.into_iter().collect(),
         etcd_quota_bytes: args.etcd_quota_bytes,
         progress_interval: args.progress_interval,
+        hooks: args.hooks.into(),
+        window: args.window.window(),
+        backup: match args.no_backup {
+            true => BackupChoice::Skip,
+            false => BackupChoice::Take,
+        },
     };
     let (datastore, coordination) = context.coordinated_datastore().await?;
     let cluster = context.kubernetes_client().await?;
@@ -291,6 +350,18 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
 
 pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let directory = state_dir(context, args.state_dir)?;
+    // An earlier run is told by the journal; the checkpoint's own run by the checkpoint (below),
+    // which also knows the lock and the mirror.
+    if let Some(given) = &args.run {
+        let current = CheckpointStore::new(directory.clone(), None)
+            .load_local()
+            .ok()
+            .flatten()
+            .map(|saved| saved.checkpoint.run_id);
+        if !current.is_some_and(|run_id| run_id.starts_with(given.as_str())) {
+            return super::upgrade_history::status_of_run(context, &directory, given, args.output);
+        }
+    }
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
         Ok((datastore, coordination)) => {
@@ -363,8 +434,13 @@ fn print_status(
             let liveness = match record.holder.is_alive_here() {
                 Some(true) => "; that process is running on this host".to_string(),
                 Some(false) => format!(
-                    "; that process is gone from this host, so the lock expires within {}s (or `netctl upgrade unlock {}`)",
-                    record.ttl_seconds, record.id
+                    "; that process is gone from this host, so the lock expires within {}s (or `netctl upgrade unlock {}`{})",
+                    record.ttl_seconds,
+                    record.id,
+                    match &record.run_id {
+                        Some(_) => "; `netctl upgrade apply --resume` of its run takes it over",
+                        None => "",
+                    }
                 ),
                 None => String::new(),
             };
@@ -411,6 +487,9 @@ fn print_status(
         RunState::Failed { step } => {
             format!("failed at `{step}` (fix, then `netctl upgrade apply --resume`)")
         }
+        RunState::StoppedAtDeadline { step } => format!(
+            "stopped before `{step}`: the maintenance window ended (continue in the next one with `netctl upgrade apply --resume`)"
+        ),
         RunState::Completed => "completed".to_string(),
     };
     writeln!(out, "run:      {} — {state}", checkpoint.run_id)?;
@@ -435,25 +514,11 @@ fn print_status(
         checkpoint.done_count(),
         checkpoint.steps.len()
     )?;
-    let width = checkpoint
-        .steps
-        .iter()
-        .map(|record| record.id.chars().count())
-        .max()
-        .unwrap_or(0);
-    for record in &checkpoint.steps {
-        let detail = record
-            .error
-            .as_deref()
-            .or(record.summary.as_deref())
-            .unwrap_or("");
-        writeln!(
-            out,
-            "  {:<9}  {:<width$}  {detail}",
-            record.state.as_str(),
-            record.id
-        )?;
-    }
+    let rows = checkpoint.steps.iter().map(|record| {
+        let detail = record.error.as_deref().or(record.summary.as_deref());
+        (record.state, record.id.as_str(), detail)
+    });
+    write_step_lines(out, rows)?;
     // What the run detaches before the upgrade and restores after it, so an operator can see (and,
     // if everything else fails, re-add by hand) what was removed.
     let references = &plan.facts.owner_references.value;
@@ -466,6 +531,23 @@ fn print_status(
         for reference in references {
             writeln!(out, "  {reference}")?;
         }
+    }
+    Ok(())
+}
+
+/// One line per step — state, id, its error or summary — with the ids in one column.
+pub(super) fn write_step_lines<'a>(
+    out: &mut dyn Write,
+    rows: impl Iterator<Item = (StepState, &'a str, Option<&'a str>)> + Clone,
+) -> std::io::Result<()> {
+    let width = rows
+        .clone()
+        .map(|(_, id, _)| id.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (state, id, detail) in rows {
+        let detail = detail.unwrap_or("");
+        writeln!(out, "  {:<9}  {id:<width$}  {detail}", state.as_str())?;
     }
     Ok(())
 }

@@ -490,7 +490,9 @@ pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCod
     // are kept, so a file of any length is validated in the memory of one document.
     let mut shown = String::new();
     let mut failure = None;
-    let count = args.files.read_each(&release, |resource| {
+    // Without `--show-defaults` the defaulted specs are not kept at all.
+    let loader = args.files.loader(&release).keep_specs(args.show_defaults);
+    let count = args.files.each(loader, |resource| {
         if args.show_defaults && failure.is_none() {
             match crate::yaml::to_string(&resource) {
                 Ok(text) => {

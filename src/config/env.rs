@@ -59,6 +59,13 @@ impl Environment {
             })
     }
 
+    /// Every variable, by name.
+    pub fn variables(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.variables
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
     /// Reads a variable by its exact name, with no prefix rule.
     pub fn exact(&self, name: &str) -> Option<&str> {
         self.variables.get(name).map(String::as_str)

@@ -127,6 +127,17 @@ pub struct NetApiConfigSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub k8s_current_context: Option<String>,
+    /// The API group of the Calico resources in the Kubernetes datastore: `crd.projectcalico.org/v1`
+    /// or `projectcalico.org/v3` (v3.32's native CRDs). Unset: `projectcalico.org/v3` when the API
+    /// server serves it and not `crd.projectcalico.org/v1`, else `crd.projectcalico.org/v1`, as
+    /// upstream discovers it.
+    #[serde(
+        default,
+        rename = "calicoAPIGroup",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("enum" = ["crd.projectcalico.org/v1", "projectcalico.org/v3"]))]
+    pub calico_api_group: Option<String>,
 }
 
 /// Reads and parses a configuration file, checking `apiVersion` and `kind`.

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ClientConfig, ConfigError, ConfigOption, Origin, Secret, Sourced};
+use super::{CalicoApiGroup, ClientConfig, ConfigError, ConfigOption, Origin, Secret, Sourced};
 
 /// The validated Kubernetes options.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,9 @@ pub struct KubernetesSettings {
     pub insecure_skip_tls_verify: bool,
     /// The kubeconfig context to use instead of its `current-context`.
     pub context: Option<String>,
+    /// `calicoAPIGroup` / `CALICO_API_GROUP`: the group of the Calico custom resources, over what
+    /// the backend discovers. `None` when unset or set empty (upstream's "not configured").
+    pub api_group: Option<Sourced<CalicoApiGroup>>,
 }
 
 impl KubernetesSettings {
@@ -42,6 +45,7 @@ impl KubernetesSettings {
             token: None,
             insecure_skip_tls_verify: false,
             context,
+            api_group: None,
         }
     }
 }
@@ -121,6 +125,19 @@ pub fn resolve(
             context: context.unwrap_or_default(),
         });
     }
+    let api_group = match value(ConfigOption::CalicoApiGroup) {
+        Some(sourced) if !sourced.value.trim().is_empty() => Some(Sourced {
+            value: sourced
+                .value
+                .parse()
+                .map_err(|value| ConfigError::InvalidApiGroup {
+                    value,
+                    origin: sourced.origin.clone(),
+                })?,
+            origin: sourced.origin.clone(),
+        }),
+        _ => None,
+    };
     Ok(KubernetesSettings {
         kubeconfig,
         api_endpoint,
@@ -130,6 +147,7 @@ pub fn resolve(
         token: value(ConfigOption::K8sApiToken).map(|token| Secret::new(token.value.clone())),
         insecure_skip_tls_verify,
         context,
+        api_group,
     })
 }
 
@@ -184,6 +202,36 @@ mod tests {
         let settings = resolve(&config, Some("from-flag"), None).unwrap();
         assert_eq!(settings.kubeconfig.unwrap().value, path);
         assert_eq!(settings.context.as_deref(), Some("from-flag"));
+    }
+
+    #[test]
+    fn the_api_group_is_taken_from_the_environment_and_checked() {
+        let settings = resolve(
+            &config(&[("NET_CALICO_API_GROUP", "projectcalico.org/v3")]),
+            None,
+            None,
+        )
+        .unwrap();
+        let group = settings.api_group.unwrap();
+        assert_eq!(group.value, CalicoApiGroup::V3);
+        assert_eq!(
+            group.origin,
+            Origin::Environment("NET_CALICO_API_GROUP".into())
+        );
+        // Set but empty is upstream's "not configured": discovered.
+        let settings = resolve(&config(&[("CALICO_API_GROUP", "")]), None, None).unwrap();
+        assert_eq!(settings.api_group, None);
+        let error = resolve(
+            &config(&[("CALICO_API_GROUP", "projectcalico.org")]),
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid Calico API group `projectcalico.org` (from `CALICO_API_GROUP`)"
+        );
+        assert!(error.hint().unwrap().contains("`projectcalico.org/v3`"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!
 //! It does not connect to anything: the datastore backends take the validated settings.
 
+mod api_group;
 mod datastore_type;
 mod env;
 mod etcd;
@@ -18,6 +19,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub use api_group::CalicoApiGroup;
 pub use datastore_type::DatastoreType;
 pub use env::{EnvValue, Environment};
 pub use etcd::{
@@ -113,6 +115,8 @@ pub enum ConfigError {
     InvalidKubernetesEndpoint { endpoint: String, origin: Origin },
     #[error("context `{context}` is asked for but there is no kubeconfig to take it from")]
     ContextWithoutKubeconfig { context: String },
+    #[error("invalid Calico API group `{value}` (from {origin})")]
+    InvalidApiGroup { value: String, origin: Origin },
     #[error("invalid boolean `{value}` for {name} (from {origin}): expected `true` or `false`")]
     InvalidBool {
         name: &'static str,
@@ -175,6 +179,9 @@ impl ConfigError {
             }
             ConfigError::ContextWithoutKubeconfig { .. } => {
                 "set `KUBECONFIG` (or `kubeconfig`), or drop `--context` / `k8sCurrentContext`".into()
+            }
+            ConfigError::InvalidApiGroup { .. } => {
+                "the Calico API group is `crd.projectcalico.org/v1` or `projectcalico.org/v3` (v3.32's native CRDs); leave it unset to use the one the API server serves".into()
             }
             ConfigError::NotPem { .. } => {
                 "certificates and keys must be PEM (`-----BEGIN ...-----` blocks)".into()
@@ -255,10 +262,11 @@ pub enum ConfigOption {
     K8sApiToken,
     K8sInsecureSkipTlsVerify,
     K8sCurrentContext,
+    CalicoApiGroup,
 }
 
 impl ConfigOption {
-    pub const ALL: [ConfigOption; 18] = [
+    pub const ALL: [ConfigOption; 19] = [
         ConfigOption::EtcdEndpoints,
         ConfigOption::EtcdDiscoverySrv,
         ConfigOption::EtcdUsername,
@@ -277,6 +285,7 @@ impl ConfigOption {
         ConfigOption::K8sApiToken,
         ConfigOption::K8sInsecureSkipTlsVerify,
         ConfigOption::K8sCurrentContext,
+        ConfigOption::CalicoApiGroup,
     ];
 
     /// The option's name in the config file's `spec`.
@@ -300,6 +309,7 @@ impl ConfigOption {
             ConfigOption::K8sApiToken => "k8sAPIToken",
             ConfigOption::K8sInsecureSkipTlsVerify => "k8sInsecureSkipTLSVerify",
             ConfigOption::K8sCurrentContext => "k8sCurrentContext",
+            ConfigOption::CalicoApiGroup => "calicoAPIGroup",
         }
     }
 
@@ -324,6 +334,9 @@ impl ConfigOption {
             ConfigOption::K8sApiToken => "K8S_API_TOKEN",
             ConfigOption::K8sInsecureSkipTlsVerify => "K8S_INSECURE_SKIP_TLS_VERIFY",
             ConfigOption::K8sCurrentContext => "K8S_CURRENT_CONTEXT",
+            // Upstream's variable keeps its `CALICO_` (`apiconfig.go`), so netctl's is
+            // `NET_CALICO_API_GROUP`.
+            ConfigOption::CalicoApiGroup => "CALICO_API_GROUP",
         })
     }
 
@@ -357,6 +370,7 @@ impl ConfigOption {
                 spec.k8s_insecure_skip_tls_verify.map(|v| v.to_string())
             }
             ConfigOption::K8sCurrentContext => spec.k8s_current_context.clone(),
+            ConfigOption::CalicoApiGroup => spec.calico_api_group.clone(),
         }
     }
 }
@@ -395,6 +409,15 @@ pub fn load_with_default(
         }
         None => from_environment(environment)?,
     };
+    if config.datastore_type.value == DatastoreType::EtcdV3
+        && let Some(group) = config.option(ConfigOption::CalicoApiGroup)
+    {
+        // As upstream (`UsingV3CRDs` reads it for the Kubernetes datastore only).
+        config.ignored.push(format!(
+            "`calicoAPIGroup` (from {}) is ignored: it chooses the API group of the `kubernetes` datastore, and this one is `etcdv3`",
+            group.origin
+        ));
+    }
     config.resolver = resolver(environment)?;
     Ok(config)
 }
@@ -425,6 +448,32 @@ fn from_file(path: &Path) -> Result<ClientConfig, ConfigError> {
         options,
         "datastoreType: etcdv3",
     )
+}
+
+/// The environment a program netctl starts for the operator's own purposes gets (the notification
+/// hooks of `upgrade apply`): netctl's own, without what opens the datastore — its configuration
+/// variables, with or without `NET_` — and without any variable whose name looks secret
+/// (`redaction.rs`), so a hook never holds the credentials netctl runs with.
+pub fn environment_without_datastore_access(
+    environment: &Environment,
+) -> std::collections::BTreeMap<String, String> {
+    let configuration: Vec<&str> = std::iter::once("DATASTORE_TYPE")
+        .chain(
+            ConfigOption::ALL
+                .into_iter()
+                .filter_map(ConfigOption::variable),
+        )
+        .collect();
+    environment
+        .variables()
+        .filter(|(name, _)| {
+            let plain = name.strip_prefix(env::PREFIX).unwrap_or(name);
+            !configuration.contains(&plain)
+                && !RETIRED_VARIABLES.contains(&plain)
+                && !crate::redaction::looks_secret(name)
+        })
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
 }
 
 /// The configuration variables set in the environment, which a config file in use makes netctl

@@ -399,3 +399,28 @@ fn environment_variables_a_config_file_shadows_are_listed() {
         )]
     );
 }
+
+#[test]
+fn the_api_group_is_ignored_with_etcd_and_said_so() {
+    let config = from_env(&[
+        ("DATASTORE_TYPE", "etcdv3"),
+        ("ETCD_ENDPOINTS", "http://127.0.0.1:2379"),
+        ("NET_CALICO_API_GROUP", "projectcalico.org/v3"),
+    ])
+    .unwrap();
+    assert_eq!(
+        config.ignored,
+        [
+            "`calicoAPIGroup` (from `NET_CALICO_API_GROUP`) is ignored: it chooses the API group of the `kubernetes` datastore, and this one is `etcdv3`"
+        ]
+    );
+    let file = config_file(
+        "apiVersion: projectcalico.org/v3\nkind: NetAPIConfig\nspec:\n  calicoAPIGroup: projectcalico.org/v3\n",
+    );
+    let config =
+        load_with_default(Some(file.path()), Path::new("/nonexistent"), &env(&[])).unwrap();
+    let group = config.option(ConfigOption::CalicoApiGroup).unwrap();
+    assert_eq!(group.value, "projectcalico.org/v3");
+    assert_eq!(group.origin, Origin::File(file.path().to_path_buf()));
+    assert!(config.ignored.is_empty());
+}

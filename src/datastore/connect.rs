@@ -73,6 +73,15 @@ pub async fn connect_coordinated(
         }
         DatastoreType::Kubernetes => {
             let store = Arc::new(connect_kubernetes(config, options).await?);
+            // Both groups served by CRDs, the other holding objects: said before any command
+            // reads or writes the one chosen (rancher/rke2-charts#1205 lost them this way).
+            if let Some(other) = store.other_group_objects().await {
+                crate::terminal::warn(format!(
+                    "{}\n  hint: {}",
+                    other.warning(store.api_group()),
+                    other.hint()
+                ));
+            }
             Ok((store.clone(), store))
         }
     }
@@ -135,7 +144,10 @@ pub fn names_a_datastore(
     Ok(names_a_cluster(&settings, options))
 }
 
-async fn connect_kubernetes(
+/// Connects to the Kubernetes datastore: the client, the API group of the Calico resources
+/// (configured, else discovered as upstream) and a first list. Says which group at debug level;
+/// what the group not chosen holds is the caller's to ask (`KubeStore::other_group_objects`).
+pub async fn connect_kubernetes(
     config: &ClientConfig,
     options: &ConnectOptions,
 ) -> Result<KubeStore, ConnectError> {
@@ -147,8 +159,9 @@ async fn connect_kubernetes(
             source,
         })?;
     crate::terminal::debug(format!(
-        "connected to the Kubernetes API at {}",
-        store.server()
+        "connected to the Kubernetes API at {}; Calico API group {}",
+        store.server(),
+        store.api_group()
     ));
     Ok(store)
 }

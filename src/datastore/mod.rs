@@ -9,6 +9,7 @@
 //! ([`Datastore::write_batch`], `batch.rs`): one etcd transaction each, or one request per object
 //! where the backend has no transactions, with an outcome per write either way.
 
+pub mod backup;
 pub mod batch;
 pub mod connect;
 pub mod coordination;
@@ -92,9 +93,9 @@ pub enum Detail {
         labels: bool,
     },
     /// The whole resource, to be printed as a document and nothing else: a backend may leave the
-    /// spec and status out of the items and hand over their stored JSON text in
-    /// [`Page::bodies`] instead, so they are written out without being decoded into values (etcd
-    /// does). The metadata is decoded as for [`Detail::Full`].
+    /// spec and status out of the items and hand them over parsed once from their stored JSON text
+    /// in [`Page::bodies`] instead, so they are written out without being decoded into values or
+    /// parsed again (etcd does). The metadata is decoded as for [`Detail::Full`].
     Document,
 }
 
@@ -110,12 +111,13 @@ pub struct Page {
     pub revision: String,
 }
 
-/// A listed resource's spec and status as the datastore stored them: JSON text, `None` where the
-/// resource has none (or `null`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A listed resource's spec and status as the datastore stored them, parsed once (as the rest of
+/// the resource was decoded) into tapes of their stored text that the printer writes out: `None`
+/// where the resource has none (or `null`).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredBody {
-    pub spec: Option<Box<str>>,
-    pub status: Option<Box<str>>,
+    pub spec: Option<crate::output::StoredJson>,
+    pub status: Option<crate::output::StoredJson>,
 }
 
 /// Why a datastore operation failed, in terms a caller can act on.
@@ -232,7 +234,7 @@ impl StoreError {
                 datastore: DatastoreType::Kubernetes,
                 ..
             } => {
-                "ask a cluster administrator for RBAC access to the `crd.projectcalico.org` resources (see `kubectl auth can-i`)"
+                "ask a cluster administrator for RBAC access to the Calico resources named above (see `kubectl auth can-i`)"
             }
             StoreError::Unavailable {
                 datastore: DatastoreType::Kubernetes,
@@ -248,7 +250,7 @@ impl StoreError {
                 "check KUBECONFIG (or `kubeconfig`), the context (`--context`, k8sCurrentContext) and the k8s* overrides"
             }
             StoreError::NotInstalled { .. } => {
-                "install the Calico CRDs (`crd.projectcalico.org`) in the cluster, or check the kubeconfig context"
+                "install the Calico CRDs in the cluster, or check the kubeconfig context; netctl reads the API group calico-node reads, `crd.projectcalico.org/v1` unless only `projectcalico.org/v3` is served, and `NET_CALICO_API_GROUP` (or `calicoAPIGroup`) names it"
             }
             StoreError::AuthenticationFailed { .. } => {
                 "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
@@ -291,6 +293,12 @@ pub trait Datastore: Send + Sync {
 
     /// Proves the datastore is reachable and the credentials work (connections are otherwise lazy).
     async fn check(&self) -> Result<(), StoreError>;
+
+    /// The API group the Calico resources live in (`kubernetes` only: `crd.projectcalico.org/v1`
+    /// or v3.32's native `projectcalico.org/v3`); `None` for a datastore without groups.
+    fn calico_api_group(&self) -> Option<crate::config::CalicoApiGroup> {
+        None
+    }
 
     /// The datastore's IPAM (blocks, handles, affinities, the allocator's configuration); `None`
     /// for a store that keeps none.

@@ -190,6 +190,9 @@ pub enum RunState {
     WaitingAtGate { step: String },
     /// A step failed after all its attempts.
     Failed { step: String },
+    /// Stopped at a safe point before `step`: the maintenance window ends (`--deadline`,
+    /// `--window`).
+    StoppedAtDeadline { step: String },
     /// A completed step's postcondition no longer holds; `--repair` runs those steps again.
     Drifted { steps: Vec<String> },
     /// Every step succeeded or was skipped.
@@ -648,6 +651,11 @@ impl CheckpointStore {
     /// Reads the local books, if there are any.
     pub fn load_local(&self) -> Result<Option<SavedRun>, CheckpointError> {
         self.local.load()
+    }
+
+    /// The plan an earlier run of this state directory used, when it is still stored there.
+    pub fn stored_plan(&self, digest: &str) -> Option<Plan> {
+        self.local.stored_plan(digest)
     }
 
     /// Reads the mirrored books, if there is a mirror and it holds a run.

@@ -78,6 +78,22 @@ pub enum ExecError {
     },
     #[error("step `{step}` needs a person's confirmation: {message}")]
     StoppedAtGate { step: String, message: String },
+    #[error(
+        "the maintenance window ends {deadline}: {reason}; nothing was started (the run would begin at step `{step}`)"
+    )]
+    WindowTooShort {
+        step: String,
+        deadline: String,
+        reason: String,
+    },
+    #[error(
+        "the maintenance window ends {deadline}: {reason}; the run stopped before step `{step}`"
+    )]
+    StoppedAtDeadline {
+        step: String,
+        deadline: String,
+        reason: String,
+    },
     #[error("step `{step}` was not confirmed; the run stopped before it")]
     Declined { step: String },
     #[error(
@@ -110,6 +126,9 @@ pub enum ExecError {
     InvalidCrashHook(#[from] InvalidCrashHook),
     #[error("interrupted by {signal}; the run stopped where it was")]
     Cancelled { signal: &'static str },
+    /// The backup taken before the run's first write failed: nothing was written.
+    #[error("cannot take the backup before the first write; nothing was written")]
+    Backup(#[source] crate::datastore::backup::BackupError),
     #[error("cannot write the transcript")]
     Output(#[source] std::io::Error),
     #[error("cannot ask for confirmation on the terminal")]
@@ -142,6 +161,34 @@ fn others_suffix(others: &[String]) -> String {
 }
 
 impl ExecError {
+    /// The exit code of a run that stopped where it can be resumed later (`main` and the
+    /// notification hooks both ask here, so they agree); `None` for a failure.
+    pub fn stopped_code(&self) -> Option<u8> {
+        match self {
+            ExecError::StoppedAtGate { .. } => Some(crate::exit_code::STOPPED_AT_GATE),
+            ExecError::StoppedAtDeadline { .. } => Some(crate::exit_code::STOPPED_AT_DEADLINE),
+            _ => None,
+        }
+    }
+
+    /// The step at fault, when one is.
+    pub fn step(&self) -> Option<&str> {
+        match self {
+            ExecError::NodeAgentsBehind { step, .. }
+            | ExecError::StoppedAtGate { step, .. }
+            | ExecError::StoppedAtDeadline { step, .. }
+            | ExecError::WindowTooShort { step, .. }
+            | ExecError::Declined { step }
+            | ExecError::Interrupted { step }
+            | ExecError::StepFailed { step, .. }
+            | ExecError::OrphanRunning { step, .. }
+            | ExecError::Restore { step, .. }
+            | ExecError::SecretNotInEnvironment { step, .. }
+            | ExecError::Drift { step, .. } => Some(step),
+            _ => None,
+        }
+    }
+
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             ExecError::InvalidPlanDigest { .. } => {
@@ -175,6 +222,12 @@ impl ExecError {
             ExecError::StoppedAtGate { step, .. } => format!(
                 "after checking, continue with `netctl upgrade apply --resume --approve {step}` (or `--resume --yes` to approve every gate)"
             ),
+            ExecError::WindowTooShort { .. } => {
+                "run it in a longer window (`--window DURATION` or a later `--deadline TIME`); `netctl upgrade plan --window DURATION` shows each segment's estimate".to_string()
+            }
+            ExecError::StoppedAtDeadline { .. } => {
+                "nothing is half done: `netctl upgrade apply --resume` continues from this step in the next window".to_string()
+            }
             ExecError::Declined { step } => format!(
                 "when ready, continue with `netctl upgrade apply --resume --approve {step}`"
             ),
@@ -194,6 +247,10 @@ impl ExecError {
                 }
             },
             ExecError::Restore { source, .. } => return source.hint(),
+            ExecError::Backup(error) => {
+                let cause = error.hint().map(|hint| format!("{hint}; ")).unwrap_or_default();
+                format!("{cause}or run without it with `--no-backup` (journaled)")
+            }
             ExecError::Cancelled { .. } => {
                 "`netctl upgrade status` shows where it stopped; `netctl upgrade apply --resume` continues".to_string()
             }

@@ -12,6 +12,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::actions::pause::Interaction;
 use super::actions::resource::label_each;
 use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Change, Checkpoint, CheckpointStore, RunState, StepState};
@@ -26,7 +27,7 @@ use super::progress::Progress;
 use super::run::Run;
 use super::signal;
 use super::step::{self, Attempt, StepRun};
-use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, Starting, plan_semantics};
 use crate::errors::error_chain;
 use crate::plan::action::ResourceLabelEach;
 use crate::plan::release::api_release;
@@ -41,8 +42,15 @@ impl Executor {
         options: &ApplyOptions,
         mut store: CheckpointStore,
         lock: Option<&RunLock>,
-        skipped_steps: Vec<super::preflight::SkippedStep>,
+        starting: Starting,
     ) -> Result<RunReport, ExecError> {
+        let Starting {
+            skipped_steps,
+            run_id,
+            taken_over,
+            notifier,
+            estimates,
+        } = starting;
         store.ensure_directory()?;
         let resuming = resume_from.is_some();
         let mut checkpoint = match resume_from {
@@ -57,16 +65,25 @@ impl Executor {
                 checkpoint.run = RunState::InProgress;
                 checkpoint
             }
-            None => Checkpoint::new(&plan, &self.holder),
+            None => {
+                let mut checkpoint = Checkpoint::new(&plan, &self.holder);
+                // The id the lock was taken for, so a resume of this run knows its own lock.
+                if let Some(run_id) = run_id {
+                    checkpoint.run_id = run_id;
+                }
+                checkpoint
+            }
         };
         // The plan stored once, a snapshot, and an empty log after it: here and in the mirror.
         store.begin(&plan, &mut checkpoint).await?;
+        let journal_path = store.directory().join(checkpoint::JOURNAL_FILE);
         let journal = Journal::open(
-            &store.directory().join(checkpoint::JOURNAL_FILE),
+            &journal_path,
             &checkpoint.run_id,
             &checkpoint.plan_digest,
             &self.holder,
         )?;
+        notifier.begun(&checkpoint.run_id, &journal_path);
         let progress = Progress::with_interval(
             options.progress,
             plan.steps.len(),
@@ -81,11 +98,14 @@ impl Executor {
             lock,
             progress,
             skipped_steps,
+            notifier,
+            estimates,
         };
         let event = match resuming {
             true => JournalEvent::RunResumed,
             false => JournalEvent::RunStarted,
         };
+        let cluster = self.cluster_id().await;
         run.record(event, None, |entry| {
             entry.summary = Some(format!(
                 "{} {} → {}, {} steps",
@@ -94,11 +114,29 @@ impl Executor {
                 plan.to,
                 plan.steps.len()
             ));
+            entry.procedure = Some(plan.procedure.clone());
+            entry.from = Some(plan.from.to_string());
+            entry.to = Some(plan.to.to_string());
+            entry.steps = Some(plan.steps.len());
+            entry.cluster = cluster;
         })?;
+        if let Some(record) = &taken_over {
+            let summary = format!(
+                "took over the lock of this run from {} (lock id `{}`): its process is gone from this host",
+                record.holder, record.id
+            );
+            run.progress.note(&summary);
+            run.record(JournalEvent::LockTakenOver, None, |entry| {
+                entry.summary = Some(summary.clone());
+            })?;
+        }
         for check in &options.skip_preflight {
             run.record(JournalEvent::PreflightSkipped, None, |entry| {
                 entry.summary = Some(format!("pre-flight check `{check}` skipped"));
             })?;
+        }
+        if !resuming {
+            self.back_up(&mut run, options).await?;
         }
 
         // SIGINT and SIGTERM stop the run where it is: the step in progress stays `running` in the
@@ -110,16 +148,90 @@ impl Executor {
             signal = signal::stop_requested() => Err(ExecError::Cancelled { signal }),
         };
         run.progress.finish();
-        if let Err(ExecError::Cancelled { signal }) = &result {
-            run.checkpoint.run = RunState::Interrupted {
-                signal: signal.to_string(),
-            };
-            run.save(Change::run()).await?;
-            run.record(JournalEvent::Cancelled, None, |entry| {
-                entry.summary = Some(format!("stopped by {signal}"));
-            })?;
+        match &result {
+            Err(ExecError::Cancelled { signal }) => {
+                run.checkpoint.run = RunState::Interrupted {
+                    signal: signal.to_string(),
+                };
+                run.save(Change::run()).await?;
+                run.record(JournalEvent::Cancelled, None, |entry| {
+                    entry.summary = Some(format!("stopped by {signal}"));
+                    entry.exit_code = Some(crate::exit_code::FAILURE);
+                })?;
+            }
+            // Recorded where they happen, with their own events.
+            Ok(_)
+            | Err(
+                ExecError::StoppedAtGate { .. }
+                | ExecError::Declined { .. }
+                | ExecError::StoppedAtDeadline { .. },
+            ) => {}
+            // Every other end of this process's part of the run, so `upgrade history` knows how it
+            // ended without guessing from the last step.
+            Err(error) => {
+                let step = error.step().map(str::to_string);
+                run.record(JournalEvent::RunFailed, None, |entry| {
+                    entry.step = step;
+                    entry.error = Some(error_chain(error));
+                    entry.exit_code = Some(crate::exit_code::FAILURE);
+                })?;
+            }
         }
         result
+    }
+
+    /// The cluster's identity (ClusterInformation `clusterGUID`), journaled with a run so time
+    /// estimates learn from this cluster's runs only; `None` when it cannot be read.
+    pub async fn cluster_id(&self) -> Option<String> {
+        let store = self.datastore.as_deref()?;
+        let key = crate::resource::ResourceKey::new(
+            crate::resource::Kind::ClusterInformation,
+            None,
+            "default",
+        );
+        let information = store.get(&key).await.ok()?;
+        information
+            .spec
+            .get("clusterGUID")
+            .and_then(serde_json::Value::as_str)
+            .filter(|guid| !guid.is_empty())
+            .map(str::to_string)
+    }
+
+    /// The backup before a new run's first write (or the journaled `--no-backup`).
+    async fn back_up(&self, run: &mut Run<'_>, options: &ApplyOptions) -> Result<(), ExecError> {
+        let Some(datastore) = self.datastore.as_deref() else {
+            return Ok(());
+        };
+        if options.backup == super::BackupChoice::Skip {
+            return run.record(JournalEvent::BackupSkipped, None, |entry| {
+                entry.summary = Some("no backup before the first write (--no-backup)".into());
+            });
+        }
+        let path = super::backup_path(run.store.directory(), &run.checkpoint.run_id);
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(|source| {
+                ExecError::Backup(crate::datastore::backup::BackupError::Write {
+                    path: path.clone(),
+                    source,
+                })
+            })?;
+        }
+        let taken_at = super::clock::now_rfc3339();
+        let counts = crate::datastore::backup::write_file(datastore, &taken_at, &path)
+            .await
+            .map_err(ExecError::Backup)?;
+        let summary = format!(
+            "backed up {} resource(s) and {} IPAM object(s) to {} (restore: netctl datastore restore -f {})",
+            counts.resources,
+            counts.ipam,
+            path.display(),
+            path.display()
+        );
+        run.progress.note(&summary);
+        run.record(JournalEvent::BackupTaken, None, |entry| {
+            entry.summary = Some(summary);
+        })
     }
 
     async fn run_steps(
@@ -152,6 +264,7 @@ impl Executor {
                 run.skip(index, step, &summary).await?;
                 continue;
             }
+            self.check_window(plan, run, index).await?;
             if let Some(requirement) = &step.requires
                 && !run
                     .options
@@ -183,21 +296,60 @@ impl Executor {
         })
     }
 
-    /// Stops before a gate or an irreversible step unless it is approved.
+    /// With a maintenance window: stops before step `index` when the deadline has come (outside a
+    /// span), or when the segment or span that starts here would not finish in time.
+    async fn check_window(
+        &self,
+        plan: &Plan,
+        run: &mut Run<'_>,
+        index: usize,
+    ) -> Result<(), ExecError> {
+        let Some(window) = &run.options.window else {
+            return Ok(());
+        };
+        let checkpoint = &run.checkpoint;
+        let done = |step: usize| checkpoint.step(step).state.is_done();
+        let now = std::time::SystemTime::now();
+        let verdict = super::window::check(plan, &run.estimates, window, index, false, &done, now);
+        let super::window::Verdict::Stop { reason } = verdict else {
+            return Ok(());
+        };
+        let step = &plan.steps[index];
+        run.stop_at_deadline(step, &reason).await?;
+        Err(ExecError::StoppedAtDeadline {
+            step: step.id.clone(),
+            deadline: window.deadline_text(),
+            reason,
+        })
+    }
+
+    /// Stops before a gate or an irreversible step unless it is approved. The `--on-gate` hook
+    /// hears of a gate that waits for a person: before the question on a terminal, or once the run
+    /// stopped in front of it.
     async fn pass_gate(&self, step: &PlannedStep, run: &mut Run<'_>) -> Result<(), ExecError> {
+        let waits = gate::waits_for_person(step, run.options);
+        if let Some(message) = &waits
+            && run.options.interaction == Interaction::Terminal
+        {
+            run.notify_gate(step, message, None).await;
+        }
         match gate::decide(step, run.options, run.lock, &run.progress)? {
             Gate::Open => Ok(()),
             Gate::Approved(how) => run.record(JournalEvent::Approved, Some(step), |entry| {
                 entry.summary = Some(how.to_string());
             }),
             Gate::Declined { message } => {
-                run.stop_at(step, &message).await?;
+                run.stop_at(step, &message, crate::exit_code::FAILURE)
+                    .await?;
                 Err(ExecError::Declined {
                     step: step.id.clone(),
                 })
             }
             Gate::Closed { message } => {
-                run.stop_at(step, &message).await?;
+                run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
+                    .await?;
+                run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
+                    .await;
                 Err(ExecError::StoppedAtGate {
                     step: step.id.clone(),
                     message,
@@ -245,7 +397,18 @@ impl Executor {
             });
         }
         let message = super::verification::gate_message(plan, &run.checkpoint, step, &report);
-        run.stop_at(step, &message).await?;
+        let what = report
+            .failed()
+            .map(|finding| format!("{}: {}", finding.check, finding.summary))
+            .collect::<Vec<_>>()
+            .join("; ");
+        run.record(JournalEvent::VerificationFailed, Some(step), |entry| {
+            entry.summary = Some(what);
+        })?;
+        run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
+            .await?;
+        run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
+            .await;
         Err(ExecError::StoppedAtGate {
             step: step.id.clone(),
             message,

@@ -40,14 +40,19 @@ fn state_directory(options: &ApplyOptions) -> String {
     )
 }
 
-/// Decides whether `step` may run, asking on the terminal when the run is interactive.
-pub(super) fn decide(
-    step: &PlannedStep,
-    options: &ApplyOptions,
-    lock: Option<&RunLock>,
-    progress: &Progress,
-) -> Result<Gate, ExecError> {
-    let message = match &step.action {
+/// The question `step` puts to a person when it is a gate nobody approved in advance; `None` when
+/// it runs without one.
+pub(super) fn waits_for_person(step: &PlannedStep, options: &ApplyOptions) -> Option<String> {
+    let message = question(step, options)?;
+    let approved =
+        options.confirmation == Confirmation::AssumeYes || options.approved.contains(&step.id);
+    (!approved).then_some(message)
+}
+
+/// What a gate says: the pause's message, or an irreversible step's warning and rollback advice,
+/// with the state directory; `None` for a step that is no gate.
+fn question(step: &PlannedStep, options: &ApplyOptions) -> Option<String> {
+    Some(match &step.action {
         // The gates ask for files in the state directory to be read or edited (`upgrade.yaml`, the
         // logged traffic): name it, since it depends on `--state-dir` and the environment.
         Action::Pause(gate) => format!("{}\n{}", gate.message, state_directory(options)),
@@ -63,7 +68,19 @@ pub(super) fn decide(
             ),
             None => format!("`{}` is irreversible ({})", step.id, step.description),
         },
-        _ => return Ok(Gate::Open),
+        _ => return None,
+    })
+}
+
+/// Decides whether `step` may run, asking on the terminal when the run is interactive.
+pub(super) fn decide(
+    step: &PlannedStep,
+    options: &ApplyOptions,
+    lock: Option<&RunLock>,
+    progress: &Progress,
+) -> Result<Gate, ExecError> {
+    let Some(message) = question(step, options) else {
+        return Ok(Gate::Open);
     };
     if options.confirmation == Confirmation::AssumeYes || options.approved.contains(&step.id) {
         return Ok(Gate::Approved("approved on the command line"));

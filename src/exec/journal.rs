@@ -1,30 +1,47 @@
 //! The journal: an append-only JSON-lines record of every step — who, when, what, result, how long.
 //!
 //! It lives beside the checkpoint and is never rewritten, so it is the audit trail of a maintenance
-//! window across crashes and resumes. Entries carry a one-line summary of the action, never resource
-//! documents or command output; the plans it describes hold no secrets (one rule, `redaction.rs`),
-//! and etcd credentials never reach the executor at all.
+//! window across crashes and resumes, and the source of `upgrade history`, `upgrade status RUN` and
+//! the time estimates of later runs (`history.rs`). Entries carry a one-line summary of the action,
+//! never resource documents or command output; the plans it describes hold no secrets (one rule,
+//! `redaction.rs`), and etcd credentials never reach the executor at all.
+//!
+//! The format is documented in `docs/executor.md` ("The journal"); fields are only ever added, so
+//! every netctl reads every journal. A reader meets events of a newer netctl as `other`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::lock::Holder;
 
-/// What happened to a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What happened to a step, or to the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JournalEvent {
+    /// A new run: carries `procedure`, `from`, `to`, `steps` and `cluster`; a rollback run also
+    /// `rolls_back`, the run it goes back from.
     RunStarted,
+    /// A process continues the run (`--resume`); carries what `run-started` does.
     RunResumed,
+    /// `--resume` took over the lock of this same run from a process of this host that is gone
+    /// (`summary` names it).
+    LockTakenOver,
     /// A pre-flight check passed with `--skip-preflight`; `summary` names it.
     PreflightSkipped,
+    /// The datastore backed up before the run's first write; `summary` names the file.
+    BackupTaken,
+    /// No backup before the first write (`--no-backup`).
+    BackupSkipped,
     Started,
     Succeeded,
     Failed,
+    /// A step not run: done by hand (`--skip`), or not applying to this cluster (the pre-flight's
+    /// reason); `summary` says which.
+    Skipped,
     /// A failed attempt that will be retried.
     Retrying,
     /// An interrupted step whose postcondition already held, so it was not run again.
@@ -35,16 +52,31 @@ pub enum JournalEvent {
     Repairing,
     Approved,
     StoppedAtGate,
+    /// The plan's verification found the cluster not as the run should leave it (`summary` names
+    /// what); the run then stops at a gate. Written by the verification phase.
+    VerificationFailed,
+    /// The maintenance window ends (`--deadline`, `--window`): the run stopped at a safe point before
+    /// `step`, or refused to start the segment from `step` that would not finish in time.
+    StoppedAtDeadline,
+    /// A notification hook (`--on-gate`, `--on-failure`, `--on-finish`) ran; `summary` names it.
+    HookRan,
+    /// A notification hook failed or timed out (`error`); the run goes on regardless.
+    HookFailed,
     /// On resume, a completed download found changed or missing in the state directory: kept as
     /// the operator edited it, or downloaded again.
     Restored,
     /// Stopped by a signal (SIGINT, SIGTERM).
     Cancelled,
+    /// The run (this process of it) ended with an error (`error`; `step` when a step was at fault).
+    RunFailed,
     RunCompleted,
+    /// An event this netctl does not know (written by a newer one).
+    #[serde(other)]
+    Other,
 }
 
 /// One line of the journal.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JournalEntry {
     pub time: String,
     pub run_id: String,
@@ -53,18 +85,38 @@ pub struct JournalEntry {
     pub host: String,
     pub pid: u32,
     pub event: JournalEvent,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u128>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// On `run-started`/`run-resumed`: the plan's procedure, from and to releases and step count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procedure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
+    /// On `run-started`/`run-resumed`: the cluster's ClusterInformation `clusterGUID`, so time
+    /// estimates learn from this cluster's runs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// On a rollback run's `run-started`: the id of the run it goes back from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolls_back: Option<String>,
+    /// On the entry that ends a process's part of a run (`run-completed`, `run-failed`,
+    /// `stopped-at-gate`, `stopped-at-deadline`, `cancelled`): the exit code netctl ends with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
 }
 
 /// Why the journal could not be written.
@@ -131,6 +183,13 @@ impl Journal {
             duration_ms: None,
             summary: None,
             error: None,
+            procedure: None,
+            from: None,
+            to: None,
+            steps: None,
+            cluster: None,
+            rolls_back: None,
+            exit_code: None,
         }
     }
 

@@ -101,6 +101,18 @@ pub struct LockRecord {
     pub holder: Holder,
     pub operation: String,
     pub ttl_seconds: u64,
+    /// The upgrade run the lock is held for, so a `--resume` of that same run can take over the
+    /// lock of its own killed process (see [`take_over`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+impl LockRecord {
+    /// Whether a resume of `run_id` may take this lock over: it is held for that run, by a process
+    /// of this host that is gone (a SIGKILLed `upgrade apply` leaves its lease to run out).
+    pub fn is_abandoned_by(&self, run_id: &str) -> bool {
+        self.run_id.as_deref() == Some(run_id) && self.holder.is_alive_here() == Some(false)
+    }
 }
 
 /// Why the lock could not be taken, kept or removed.
@@ -139,8 +151,13 @@ impl LockError {
                 record,
                 alive: Some(false),
             } => format!(
-                "the lock expires by itself within {}s; to remove it now: `netctl upgrade unlock {}`",
-                record.ttl_seconds, record.id
+                "the lock expires by itself within {}s{}; to remove it now: `netctl upgrade unlock {}`",
+                record.ttl_seconds,
+                match &record.run_id {
+                    Some(_) => "; `netctl upgrade apply --resume` of its run takes it over at once",
+                    None => "",
+                },
+                record.id
             ),
             LockError::Held { record, .. } => format!(
                 "wait for that run to end; if it crashed, the lock expires by itself within {}s; to remove it by hand: `netctl upgrade unlock {}`",
@@ -200,6 +217,7 @@ impl RunLock {
         holder: Holder,
         operation: &str,
         ttl: Duration,
+        run_id: Option<String>,
     ) -> Result<RunLock, LockError> {
         let acquire = |source| LockError::Acquire { source };
         let lease = coordination.grant_lease(ttl).await.map_err(acquire)?;
@@ -208,6 +226,7 @@ impl RunLock {
             holder,
             operation: operation.to_string(),
             ttl_seconds: ttl.as_secs(),
+            run_id,
         };
         let value = serde_json::to_vec(&record).map_err(|_| LockError::Unreadable)?;
         match coordination
@@ -300,6 +319,27 @@ async fn renew(
             // A transient failure: try again next period; the lease outlives two missed renewals.
             Err(_) => {}
         }
+    }
+}
+
+/// Removes the lock `seen` when it is still the one held and still abandoned by its run's process
+/// (see [`LockRecord::is_abandoned_by`]): a resume of that run takes it over instead of waiting for
+/// its lease to run out. A lock taken again meanwhile is left alone (its holder is named).
+pub async fn take_over(
+    coordination: &dyn Coordination,
+    seen: &LockRecord,
+) -> Result<(), LockError> {
+    match current(coordination).await? {
+        Some((record, _, _)) if record.id != seen.id => {
+            let alive = record.holder.is_alive_here();
+            Err(LockError::Held {
+                record: Box::new(record),
+                alive,
+            })
+        }
+        Some(_) => unlock(coordination, &seen.id).await.map(|_| ()),
+        // Its lease ran out meanwhile: nothing to take over.
+        None => Ok(()),
     }
 }
 

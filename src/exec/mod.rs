@@ -9,8 +9,11 @@
 //!
 //! This file is the front: the modes and options of a run and the [`Executor`] that takes them. The
 //! rooms behind it: `step.rs` (the one step loop: attempt, backoff, journal, outcome), `execute.rs`
-//! (running a plan for real), `run.rs` (a run's books), `dry_run.rs` (the one dry run),
-//! `resume.rs` (how a run begins and resumes), `gate.rs` (human gates), `error.rs`, `crash_hook.rs`
+//! (running a plan for real), `start.rs` (what a run decides before its books: the window's first
+//! verdict, the lock and its takeover; the hooks told how it ended), `run.rs` (a run's books),
+//! `dry_run.rs` (the one dry run),
+//! `resume.rs` (how a run begins and resumes), `gate.rs` (human gates), `history.rs`,
+//! `estimate.rs`, `window.rs` and `hooks.rs` (runs nobody watches), `error.rs`, `crash_hook.rs`
 //! (for tests), and `actions/` (what a step does). It does not plan (see `plan/`), parse flags (see
 //! `cli/`) or know etcd (see `datastore::coordination`).
 
@@ -20,8 +23,11 @@ mod clock;
 mod crash_hook;
 mod dry_run;
 mod error;
+pub mod estimate;
 mod execute;
 mod gate;
+pub mod history;
+pub mod hooks;
 pub mod interrupt;
 pub mod journal;
 pub mod lock;
@@ -31,8 +37,10 @@ mod resume;
 mod run;
 mod signal;
 pub mod stale;
+mod start;
 mod step;
 mod verification;
+pub mod window;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -52,7 +60,9 @@ use checkpoint::CheckpointStore;
 use lock::{Holder, RunLock};
 use progress::ProgressMode;
 use resume::Begin;
+use start::{Starting, notify_end};
 
+pub use clock::now_rfc3339;
 pub use crash_hook::{CRASH_HOOK_VARIABLE, CrashPoint, CrashWhen, InvalidCrashHook};
 pub use dry_run::{StepPreview, WritePreview};
 pub use error::ExecError;
@@ -113,6 +123,29 @@ pub struct ApplyOptions {
     pub etcd_quota_bytes: Option<u64>,
     /// Without a terminal, a wait prints a line at least this often (`--progress-interval`).
     pub progress_interval: Duration,
+    /// `--on-gate`, `--on-failure`, `--on-finish`: commands told about the run (never in a dry run).
+    pub hooks: hooks::Hooks,
+    /// `--deadline`, `--window`: when the maintenance window ends.
+    pub window: Option<window::Window>,
+    /// Whether a new run backs the datastore up into the state directory before its first write
+    /// (`--no-backup`: not, journaled).
+    pub backup: BackupChoice,
+}
+
+/// Whether `upgrade apply` takes a backup before its first write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackupChoice {
+    /// Into `<state dir>/backups/<run id>.jsonl` (`datastore/backup.rs`), before the first step of
+    /// a new run (a resumed run has its backup from when it started).
+    #[default]
+    Take,
+    /// `--no-backup`.
+    Skip,
+}
+
+/// Where a run's backup goes in the state directory.
+pub fn backup_path(state_dir: &std::path::Path, run_id: &str) -> PathBuf {
+    state_dir.join("backups").join(format!("{run_id}.jsonl"))
 }
 
 impl ApplyOptions {
@@ -341,6 +374,36 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
     ) -> Result<RunReport, ExecError> {
+        let notifier = Arc::new(hooks::Notifier::new(
+            options.hooks.clone(),
+            crate::config::environment_without_datastore_access(&options.environment),
+            &options.state_dir,
+            &self.holder,
+        ));
+        if let Some(plan) = &plan {
+            notifier.plan(plan);
+        }
+        self.apply_notified(plan, options, transcript, notifier)
+            .await
+    }
+
+    async fn apply_notified(
+        &self,
+        plan: Option<Plan>,
+        options: &ApplyOptions,
+        transcript: &mut dyn Write,
+        notifier: Arc<hooks::Notifier>,
+    ) -> Result<RunReport, ExecError> {
+        // A run refused before it began is a failure the hooks hear of too.
+        let refused = |error: ExecError| {
+            let notifier = notifier.clone();
+            async move {
+                match options.mode {
+                    RunMode::Execute => notify_end(&notifier, Err(error)).await,
+                    RunMode::DryRun => Err(error),
+                }
+            }
+        };
         // A new run's pre-flight comes before anything is written, the lock included; a resume's
         // runs once the checkpoint (and so the plan) is read, under the lock.
         let mut skipped_steps = Vec::new();
@@ -348,26 +411,62 @@ impl Executor {
             && options.start != StartMode::Resume
             && let Some(plan) = &plan
         {
-            skipped_steps = self
+            skipped_steps = match self
                 .preflight(plan.steps.iter().collect(), &options.preflight_options())
-                .await?;
+                .await
+            {
+                Ok(skipped) => skipped,
+                Err(error) => return refused(error).await,
+            };
         }
-        // The lock comes first: while another run is under way, who runs it is the answer that
-        // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
-        let lock = match (&self.coordination, options.mode) {
-            (Some(coordination), RunMode::Execute) => Some(
-                RunLock::acquire(
-                    coordination.clone(),
-                    self.holder.clone(),
-                    "upgrade apply",
-                    options.lock_ttl,
-                )
-                .await?,
-            ),
+        // What a resume continues, read before anything is written (reads only); `None` when it
+        // cannot be read, and then the resume reports why once it holds the lock.
+        let existing = match (options.start, options.mode) {
+            (StartMode::Resume, RunMode::Execute) => {
+                CheckpointStore::new(options.state_dir.clone(), self.coordination.clone())
+                    .load_latest()
+                    .await
+                    .ok()
+                    .flatten()
+            }
             _ => None,
         };
+        // A window that cannot hold the first segment refuses the run before its first write.
+        let estimates = match self
+            .check_first_segment(plan.as_ref(), existing.as_ref(), options)
+            .await
+        {
+            Ok(estimates) => estimates,
+            Err(error) => return refused(error).await,
+        };
+        // The lock comes first: while another run is under way, who runs it is the answer that
+        // matters, not what its checkpoint says. A dry-run takes no lock and writes nothing.
+        let run_id = match (options.mode, options.start, &existing, &plan) {
+            (RunMode::DryRun, _, _, _) => None,
+            (_, StartMode::Resume, existing, _) => existing
+                .as_ref()
+                .map(|saved| saved.checkpoint.run_id.clone()),
+            (_, _, _, Some(_)) => Some(uuid::Uuid::new_v4().to_string()),
+            (_, _, _, None) => None,
+        };
+        let (lock, taken_over) = match (&self.coordination, options.mode) {
+            (Some(coordination), RunMode::Execute) => {
+                match self.lock(coordination, options, run_id.clone()).await {
+                    Ok((lock, taken_over)) => (Some(lock), taken_over),
+                    Err(error) => return refused(error).await,
+                }
+            }
+            _ => (None, None),
+        };
+        let starting = Starting {
+            skipped_steps,
+            run_id,
+            taken_over,
+            notifier: notifier.clone(),
+            estimates,
+        };
         let result = self
-            .apply_locked(plan, options, transcript, lock.as_ref(), skipped_steps)
+            .apply_locked(plan, options, transcript, lock.as_ref(), starting)
             .await;
         if let Some(lock) = lock {
             let released = lock.release().await;
@@ -377,7 +476,11 @@ impl Executor {
                 ));
             }
         }
-        result
+        // After the lock is released, so a hook may look at the run (`upgrade status`).
+        match options.mode {
+            RunMode::Execute => notify_end(&notifier, result).await,
+            RunMode::DryRun => result,
+        }
     }
 
     async fn apply_locked(
@@ -386,7 +489,7 @@ impl Executor {
         options: &ApplyOptions,
         transcript: &mut dyn Write,
         lock: Option<&RunLock>,
-        mut skipped_steps: Vec<preflight::SkippedStep>,
+        mut starting: Starting,
     ) -> Result<RunReport, ExecError> {
         let store = CheckpointStore::new(options.state_dir.clone(), self.coordination.clone());
         let existing = match options.start {
@@ -401,6 +504,7 @@ impl Executor {
                     (plan, None)
                 }
             };
+        starting.notifier.plan(&plan);
         resume::check_step_flags(&plan, options)?;
         if options.mode == RunMode::Execute {
             check_inherited_secrets(&plan, &options.environment)?;
@@ -413,7 +517,7 @@ impl Executor {
                 .filter(|(_, record)| !record.state.is_done())
                 .map(|(step, _)| step)
                 .collect();
-            skipped_steps = self
+            starting.skipped_steps = self
                 .preflight(remaining, &options.preflight_options())
                 .await?;
         }
@@ -423,7 +527,7 @@ impl Executor {
                     .await
             }
             RunMode::Execute => {
-                self.execute(plan, resume_from, options, store, lock, skipped_steps)
+                self.execute(plan, resume_from, options, store, lock, starting)
                     .await
             }
         }

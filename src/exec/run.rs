@@ -29,6 +29,10 @@ pub(super) struct Run<'a> {
     pub progress: Progress,
     /// Steps the pre-flight found do not apply to this cluster, with why.
     pub skipped_steps: Vec<super::preflight::SkippedStep>,
+    /// The run's notification hooks.
+    pub notifier: std::sync::Arc<super::hooks::Notifier>,
+    /// Each step's estimated time, when the run has a maintenance window.
+    pub estimates: Vec<super::estimate::Estimate>,
 }
 
 impl Run<'_> {
@@ -75,7 +79,8 @@ impl Run<'_> {
         record.finished_at = Some(now_rfc3339());
         record.summary = Some(summary.to_string());
         self.save(Change::step(index)).await?;
-        self.record(JournalEvent::Succeeded, Some(step), |entry| {
+        self.record(JournalEvent::Skipped, Some(step), |entry| {
+            entry.action = Some(step.action.name().to_string());
             entry.summary = Some(summary.to_string());
         })?;
         let shown = match summary.strip_prefix("skipped by the pre-flight: ") {
@@ -87,14 +92,51 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Records that the run waits at `step` for a person's decision.
-    pub async fn stop_at(&mut self, step: &PlannedStep, message: &str) -> Result<(), ExecError> {
+    /// Records that the run waits at `step` for a person's decision; `exit_code` is what netctl
+    /// ends with (3 unattended, 1 when the person at the terminal said no).
+    pub async fn stop_at(
+        &mut self,
+        step: &PlannedStep,
+        message: &str,
+        exit_code: u8,
+    ) -> Result<(), ExecError> {
         self.checkpoint.run = RunState::WaitingAtGate {
             step: step.id.clone(),
         };
         self.save(Change::run()).await?;
         self.record(JournalEvent::StoppedAtGate, Some(step), |entry| {
             entry.summary = Some(message.to_string());
+            entry.exit_code = Some(exit_code);
+        })
+    }
+
+    /// Tells the `--on-gate` hook that `step` waits for a person (`exit_code` when the run stops
+    /// there).
+    pub async fn notify_gate(&self, step: &PlannedStep, message: &str, exit_code: Option<u8>) {
+        let notice = super::hooks::Notice {
+            step: Some(step.id.clone()),
+            exit_code,
+            result: exit_code.map(|_| "waiting-at-gate"),
+            message: Some(message.to_string()),
+        };
+        self.notifier
+            .notify(super::hooks::HookEvent::Gate, &notice)
+            .await;
+    }
+
+    /// Records that the run stopped before `step` because its maintenance window ends.
+    pub async fn stop_at_deadline(
+        &mut self,
+        step: &PlannedStep,
+        reason: &str,
+    ) -> Result<(), ExecError> {
+        self.checkpoint.run = RunState::StoppedAtDeadline {
+            step: step.id.clone(),
+        };
+        self.save(Change::run()).await?;
+        self.record(JournalEvent::StoppedAtDeadline, Some(step), |entry| {
+            entry.summary = Some(reason.to_string());
+            entry.exit_code = Some(crate::exit_code::STOPPED_AT_DEADLINE);
         })
     }
 
@@ -156,6 +198,7 @@ impl Run<'_> {
         self.save(Change::run()).await?;
         self.record(JournalEvent::RunCompleted, None, |entry| {
             entry.summary = Some(format!("{steps} steps done"));
+            entry.exit_code = Some(crate::exit_code::SUCCESS);
         })
     }
 }

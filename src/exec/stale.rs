@@ -11,7 +11,9 @@
 
 use serde::Serialize;
 
-use crate::plan::facts::{ClusterFacts, HostEndpointFact, OwnerReferenceFact};
+use crate::plan::facts::{
+    ClusterFacts, Discovery, FACTS, HostEndpointFact, OwnerReferenceFact, Stale,
+};
 use crate::plan::{DiscoveredFacts, Fact, FactOrigin, Facts};
 
 /// The first fact that no longer holds.
@@ -25,20 +27,11 @@ pub struct StaleFact {
 /// The first fact the plan discovered from the Kubernetes cluster, if any: checking such a plan
 /// needs the cluster read again.
 pub fn needs_cluster(planned: &Facts) -> Option<&'static str> {
-    [
-        ("install_method", planned.install_method.origin),
-        ("operator_namespace", planned.operator_namespace.origin),
-        ("helm_release", planned.helm_release.origin),
-        (
-            "helm_release_namespace",
-            planned.helm_release_namespace.origin,
-        ),
-        ("manifest_flavor", planned.manifest_flavor.origin),
-        ("owner_references", planned.owner_references.origin),
-    ]
-    .into_iter()
-    .find(|(_, origin)| *origin == FactOrigin::Discovered)
-    .map(|(name, _)| name)
+    FACTS
+        .iter()
+        .filter(|fact| fact.discovery == Discovery::Cluster && fact.stale != Stale::Never)
+        .find(|fact| fact.origin(planned) == FactOrigin::Discovered)
+        .map(|fact| fact.name)
 }
 
 /// Compares a plan's facts with what discovery reads now.

@@ -11,7 +11,8 @@
 //! sorted, as go-yaml-wrapper does, so a List's keys come out `apiVersion`, `items`, `kind`,
 //! `metadata` — which is what lets the list stream: only `apiVersion` precedes the items. Items are
 //! written straight from the resource (JSON through an indenting formatter, YAML through the
-//! emitter's sorted-key walk), never through a copied, re-sorted value. Strings any
+//! emitter's sorted-key walk), never through a copied, re-sorted value; a listed item's spec and
+//! status from the tape the datastore parsed them into once (`stored.rs`). Strings any
 //! YAML reader would take for another type are quoted (`'40'`, `'no'`, `'2024-01-01'`; kubectl writes
 //! `"40"`): the same values for YAML 1.1 and 1.2 readers, not always the same bytes. An empty list prints `items: []` (upstream's may print `null`). Encoding is
 //! here; choosing a writer for a command is `mod.rs`'s job.
@@ -27,7 +28,7 @@ use crate::resource::{API_VERSION, Kind, Resource};
 use crate::yaml::emit::{self, KeyOrder};
 
 use super::OutputError;
-use super::stored::StoredTree;
+use super::stored::{self, StoredJson};
 
 /// The two document formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +48,7 @@ impl DocumentFormat {
 
 /// A resource in upstream's JSON key order: `kind`, `apiVersion`, `metadata`, `spec`, `status`;
 /// the spec and status from the resource's values or, for a listed document, from the stored
-/// text ([`StoredTree`]).
+/// text ([`StoredJson`]).
 struct JsonDocument<'a, Body: Serialize> {
     resource: &'a Resource,
     spec: Option<Body>,
@@ -81,35 +82,6 @@ impl<Body: Serialize> Serialize for JsonDocument<'_, Body> {
     }
 }
 
-/// A listed resource's spec and status parsed from their stored text.
-struct StoredParts<'text> {
-    spec: Option<StoredTree<'text>>,
-    status: Option<StoredTree<'text>>,
-}
-
-impl<'text> StoredParts<'text> {
-    fn parse(
-        resource: &Resource,
-        spec: Option<&'text str>,
-        status: Option<&'text str>,
-        format: DocumentFormat,
-    ) -> Result<StoredParts<'text>, OutputError> {
-        let parse = |text: Option<&'text str>| {
-            text.map(StoredTree::parse)
-                .transpose()
-                .map_err(|source| OutputError::Encode {
-                    what: resource.key().to_string(),
-                    format: format.name(),
-                    source: Box::new(source),
-                })
-        };
-        Ok(StoredParts {
-            spec: parse(spec)?,
-            status: parse(status)?,
-        })
-    }
-}
-
 /// serde_json's pretty layout (two-space steps) with every line after the first indented by
 /// `level` steps more: a document written where an array entry goes, with no copy to re-indent.
 struct IndentedFormatter {
@@ -119,11 +91,7 @@ struct IndentedFormatter {
 
 impl IndentedFormatter {
     fn new_line<W: ?Sized + Write>(&self, out: &mut W) -> io::Result<()> {
-        out.write_all(b"\n")?;
-        for _ in 0..self.level {
-            out.write_all(b"  ")?;
-        }
-        Ok(())
+        stored::new_line(out, self.level)
     }
 }
 
@@ -222,17 +190,52 @@ fn write_yaml(out: &mut String, resource: &Resource) -> Result<(), OutputError> 
     Ok(())
 }
 
-/// [`write_yaml`] for a listed resource whose spec and status come as stored text.
+/// [`write_json`] for a listed resource whose spec and status come parsed from their stored text:
+/// the envelope through serde (into `scratch`), reopened for the spec and status written from their
+/// tapes.
+fn write_stored_json<W: Write>(
+    out: &mut W,
+    scratch: &mut Vec<u8>,
+    resource: &Resource,
+    spec: Option<&StoredJson>,
+    status: Option<&StoredJson>,
+    level: usize,
+) -> Result<(), OutputError> {
+    scratch.clear();
+    let envelope: JsonDocument<'_, &Value> = JsonDocument {
+        resource,
+        spec: None,
+        status: None,
+    };
+    write_json(scratch, &envelope, level)?;
+    // The envelope ends with its closing brace on a line of its own (metadata is always there).
+    let closing = 2 + 2 * level;
+    out.write_all(&scratch[..scratch.len().saturating_sub(closing)])?;
+    for (key, part) in [(&b"\"spec\": "[..], spec), (&b"\"status\": "[..], status)] {
+        if let Some(part) = part {
+            out.write_all(b",")?;
+            stored::new_line(out, level + 1)?;
+            out.write_all(key)?;
+            part.write_json(out, level + 1)?;
+        }
+    }
+    stored::new_line(out, level)?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+/// [`write_yaml`] for a listed resource whose spec and status come parsed from stored text.
 fn write_stored_yaml(
     out: &mut String,
     resource: &Resource,
-    parts: &StoredParts<'_>,
+    spec: Option<&StoredJson>,
+    status: Option<&StoredJson>,
 ) -> Result<(), OutputError> {
     write_yaml_head(out, resource)?;
-    if let Some(spec) = &parts.spec {
+    if let Some(spec) = spec {
         spec.write_yaml_entry(out, "spec", 0);
     }
-    if let Some(status) = &parts.status {
+    if let Some(status) = status {
         status.write_yaml_entry(out, "status", 0);
     }
     Ok(())
@@ -336,6 +339,8 @@ pub struct ListDocumentWriter<W: Write> {
     /// One item's YAML, then the same as a sequence entry: reused, so an item allocates nothing.
     document: String,
     entry: String,
+    /// One stored item's JSON envelope, reused likewise.
+    scratch: Vec<u8>,
 }
 
 impl<W: Write> ListDocumentWriter<W> {
@@ -372,6 +377,7 @@ impl<W: Write> ListDocumentWriter<W> {
             items: 0,
             document: String::new(),
             entry: String::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -391,33 +397,33 @@ impl<W: Write> ListDocumentWriter<W> {
         Ok(())
     }
 
-    /// [`push`](Self::push) for a resource whose spec and status come as their stored JSON text
-    /// (the resource's own are not read): the same output, without decoding them into values.
+    /// [`push`](Self::push) for a resource whose spec and status come parsed from their stored
+    /// JSON text (the resource's own are not read): the same output, without decoding them into
+    /// values.
     pub fn push_stored(
         &mut self,
         resource: &Resource,
-        spec: Option<&str>,
-        status: Option<&str>,
+        spec: Option<&StoredJson>,
+        status: Option<&StoredJson>,
     ) -> Result<(), OutputError> {
-        let parts = StoredParts::parse(resource, spec, status, self.format)?;
         match self.format {
             DocumentFormat::Json => {
                 self.begin_json_item()?;
-                let document = JsonDocument {
-                    resource,
-                    spec: parts.spec.as_ref(),
-                    status: parts.status.as_ref(),
-                };
-                write_json(&mut self.out, &document, 2)?;
+                write_stored_json(&mut self.out, &mut self.scratch, resource, spec, status, 2)?;
             }
             DocumentFormat::Yaml => {
                 self.document.clear();
-                write_stored_yaml(&mut self.document, resource, &parts)?;
+                write_stored_yaml(&mut self.document, resource, spec, status)?;
                 self.write_yaml_item()?;
             }
         }
         self.items += 1;
         Ok(())
+    }
+
+    /// The name of this writer's format, for errors.
+    pub fn format_name(&self) -> &'static str {
+        self.format.name()
     }
 
     /// What separates a JSON item from the envelope or the item before it.

@@ -37,7 +37,7 @@ pub use columns::{
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
 pub use printer::Printer;
-pub use stored::{StoredTree, decoded as decoded_stored};
+pub use stored::{StoredJson, Tape as StoredTape, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 
 /// `bytes` as people read sizes (`512 B`, `1.5 GiB`).
@@ -325,18 +325,35 @@ impl<W: Write> ResourcePrinter<W> {
     }
 
     /// [`print`](Self::print) for a listed resource whose spec and status come as their stored
-    /// JSON text (`resource`'s own are not read). A list document writes them from the text; any
-    /// other output decodes them into a copy of the resource first.
+    /// JSON text (`resource`'s own are not read): [`print_parsed`](Self::print_parsed) once the
+    /// text is parsed.
     pub fn print_stored(
         &mut self,
         resource: &Resource,
         spec: Option<&str>,
         status: Option<&str>,
     ) -> Result<(), OutputError> {
+        let format = match &self.state {
+            State::ListDocument(writer) => writer.format_name(),
+            _ => "JSON",
+        };
+        let (spec, status) = stored::parse_parts(resource, spec, status, format)?;
+        self.print_parsed(resource, spec.as_ref(), status.as_ref())
+    }
+
+    /// [`print`](Self::print) for a listed resource whose spec and status come parsed from their
+    /// stored text (`resource`'s own are not read). A list document writes them from the tape;
+    /// any other output decodes them into a copy of the resource first.
+    pub fn print_parsed(
+        &mut self,
+        resource: &Resource,
+        spec: Option<&StoredJson>,
+        status: Option<&StoredJson>,
+    ) -> Result<(), OutputError> {
         if let State::ListDocument(writer) = &mut self.state {
             return writer.push_stored(resource, spec, status);
         }
-        let whole = stored::decoded(resource, spec, status)?;
+        let whole = stored::decoded(resource, spec, status);
         self.print(&whole)
     }
 

@@ -1004,7 +1004,7 @@ fn tricky_stored_text_prints_as_its_value_would() {
 
 #[test]
 fn repeated_keys_keep_the_first_place_and_the_last_value() {
-    let tree = StoredTree::parse(r#"{"b":1,"a":2,"b":3}"#).unwrap();
+    let tree = StoredJson::parse(r#"{"b":1,"a":2,"b":3}"#).unwrap();
     assert_eq!(serde_json::to_string(&tree).unwrap(), r#"{"b":3,"a":2}"#);
     let mut yaml = String::new();
     tree.write_yaml_entry(&mut yaml, "spec", 0);
@@ -1013,8 +1013,8 @@ fn repeated_keys_keep_the_first_place_and_the_last_value() {
 
 #[test]
 fn stored_text_that_is_not_json_is_an_encoding_error() {
-    assert!(StoredTree::parse(r#"{"a":"#).is_err());
-    assert!(StoredTree::parse(r#"{"a":1} trailing"#).is_err());
+    assert!(StoredJson::parse(r#"{"a":"#).is_err());
+    assert!(StoredJson::parse(r#"{"a":1} trailing"#).is_err());
     let mut printer = host_endpoint_list(OutputFormat::Json);
     let resource = Resource::new(Kind::HostEndpoint, "broken");
     let error = printer

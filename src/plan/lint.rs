@@ -5,7 +5,8 @@
 //! an action), duplicate ids, dangling `needs`, cycles, version requirements that can never match,
 //! irreversible steps without a preceding human gate, and command hygiene in `exec`/`helm` argv
 //! (bare `--dry-run`, `helm` without `--namespace`/`--version`, an object name written twice, shell
-//! syntax in an argv that runs no shell). Lint never contacts a cluster.
+//! syntax in an argv that runs no shell), and spans a run must not be cut inside that are left open
+//! or hold a gate (`lint/spans.rs`). Lint never contacts a cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use serde_json::{Value as Json, json};
 
 mod finding;
 mod graph;
+mod spans;
 
 pub use finding::{Finding, Severity};
 
@@ -166,6 +168,7 @@ pub fn lint_files(files: Vec<(String, String)>, assets: BTreeMap<String, String>
         };
         linter.check_requirements(catalog.as_ref());
         linter.check_steps();
+        spans::check_spans(loaded, &mut findings);
     }
     graph::check_graph(&set, &mut findings);
     findings.sort();

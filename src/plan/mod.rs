@@ -26,7 +26,7 @@ pub mod verification;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy};
+pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy, SpanEdge};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
 pub use cluster_facts::{discover_cluster_facts, read_live_objects};
@@ -73,6 +73,9 @@ pub struct PlannedStep {
     pub register: Option<String>,
     /// Why the step is in the plan (version edge, install method, condition).
     pub reason: String,
+    /// This step opens or closes a span a run must not be cut inside (see [`SpanEdge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<SpanEdge>,
 }
 
 impl PlannedStep {
@@ -100,6 +103,7 @@ impl PlannedStep {
             retry: None,
             register: None,
             reason: reason.into(),
+            span: None,
         }
     }
 }

@@ -93,26 +93,20 @@ fn title(plan: &Plan) -> String {
     }
 }
 
-/// `(name, value, origin)` of every fact, values as compact JSON unless plain strings.
+/// `(name, value, origin)` of every fact the plan shows, values as compact JSON unless plain strings.
 fn fact_rows(plan: &Plan) -> Vec<(String, String, String)> {
-    let mut rows = Vec::new();
-    if let Ok(serde_json::Value::Object(facts)) = serde_json::to_value(&plan.facts) {
-        for (name, fact) in facts {
-            let value = match fact.get("value") {
-                Some(serde_json::Value::String(text)) if text.is_empty() => "\"\"".to_string(),
-                Some(serde_json::Value::String(text)) => text.clone(),
-                Some(other) => other.to_string(),
-                None => String::new(),
+    plan.facts
+        .shown()
+        .into_iter()
+        .map(|(name, value, origin)| {
+            let value = match value {
+                serde_json::Value::String(text) if text.is_empty() => "\"\"".to_string(),
+                serde_json::Value::String(text) => text,
+                other => other.to_string(),
             };
-            let origin = fact
-                .get("origin")
-                .and_then(|origin| origin.as_str())
-                .unwrap_or_default()
-                .to_string();
-            rows.push((name, value, origin));
-        }
-    }
-    rows
+            (name.to_string(), value, origin.to_string())
+        })
+        .collect()
 }
 
 /// The readable tree.
@@ -163,6 +157,18 @@ pub fn text(plan: &Plan) -> String {
             if let Some(advice) = &step.rollback {
                 let _ = writeln!(out, "{rail}     rollback before: {}", advice.before);
                 let _ = writeln!(out, "{rail}     rollback after:  {}", advice.after);
+            }
+            match &step.span {
+                Some(crate::vocabulary::SpanEdge::Opens(name)) => {
+                    let _ = writeln!(
+                        out,
+                        "{rail}     span:   opens `{name}` (never cut: a maintenance window holds it whole)"
+                    );
+                }
+                Some(crate::vocabulary::SpanEdge::Closes(name)) => {
+                    let _ = writeln!(out, "{rail}     span:   closes `{name}`");
+                }
+                None => {}
             }
             let _ = writeln!(out, "{rail}     why:    {}", step.reason);
         }

@@ -17,11 +17,9 @@
 //! annotations, and [`schema_for_release`] gives the schema of one release. This module reads only
 //! schemas and documents; what the annotations say is upstream's (every tag's API types).
 
-use std::sync::LazyLock;
-
 use serde_json::{Map, Value};
 
-use super::spec::document_schema;
+use super::kind::PerKind;
 use super::{FieldError, Kind};
 use crate::release::{ApiRelease, Release};
 
@@ -161,12 +159,7 @@ pub fn check_kind(kind: Kind, api: &ApiRelease) -> Option<FieldError> {
 /// Every field and value of `document` (a whole resource document of `kind`) that the release
 /// lacks, each with its path (`spec.nextHopMode`, `spec.allowedUses[0]`).
 pub fn check_document(kind: Kind, document: &Value, api: &ApiRelease) -> Vec<FieldError> {
-    // Most documents are checked for a release that has everything their kind's schema names:
-    // then no walk can find anything (this runs per document; the walk was a tenth of `validate`).
-    if annotations_of(kind)
-        .iter()
-        .all(|availability| availability.at(&api.release).is_ok())
-    {
+    if !is_walked(kind, api) {
         return Vec::new();
     }
     let schema = schema_of(kind);
@@ -180,27 +173,27 @@ pub fn check_document(kind: Kind, document: &Value, api: &ApiRelease) -> Vec<Fie
     errors
 }
 
+/// Whether a document of `kind` can lack anything at the release: most documents are checked for
+/// a release that has everything their kind's schema names, and then no walk can find anything
+/// (the walk was a tenth of `validate`).
+pub fn is_walked(kind: Kind, api: &ApiRelease) -> bool {
+    !annotations_of(kind)
+        .iter()
+        .all(|availability| availability.at(&api.release).is_ok())
+}
+
 /// One value of a string field and the releases that have it.
 pub type ValueRule = (String, Availability);
 
 /// Every value of the kind's fields that only some releases have (`x-netctl-values`), with its
 /// releases: what a validator's list of allowed values leaves out for a release that lacks it.
 pub fn value_rules(kind: Kind) -> &'static [ValueRule] {
-    static RULES: LazyLock<Vec<(Kind, Vec<ValueRule>)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let mut rules = Vec::new();
-                collect_value_rules(schema_of(*kind), &mut rules);
-                (*kind, rules)
-            })
-            .collect()
-    });
-    RULES
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, rules)| rules.as_slice())
-        .unwrap_or_default()
+    static RULES: PerKind<Vec<ValueRule>> = PerKind::new();
+    RULES.get(kind, |kind| {
+        let mut rules = Vec::new();
+        collect_value_rules(schema_of(kind), &mut rules);
+        rules
+    })
 }
 
 fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
@@ -228,22 +221,13 @@ fn collect_value_rules(schema: &Value, rules: &mut Vec<ValueRule>) {
 /// included, and more than the walk reads) or on a value ([`value_rules`]): when a release has all
 /// of them, the walk of a document can refuse nothing.
 fn annotations_of(kind: Kind) -> &'static [Availability] {
-    static ANNOTATIONS: LazyLock<Vec<(Kind, Vec<Availability>)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let mut found = Vec::new();
-                collect_field_annotations(schema_of(*kind), &mut found);
-                found.extend(value_rules(*kind).iter().map(|(_, rule)| rule.clone()));
-                (*kind, found)
-            })
-            .collect()
-    });
-    ANNOTATIONS
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, found)| found.as_slice())
-        .unwrap_or_default()
+    static ANNOTATIONS: PerKind<Vec<Availability>> = PerKind::new();
+    ANNOTATIONS.get(kind, |kind| {
+        let mut found = Vec::new();
+        collect_field_annotations(schema_of(kind), &mut found);
+        found.extend(value_rules(kind).iter().map(|(_, rule)| rule.clone()));
+        found
+    })
 }
 
 fn collect_field_annotations(schema: &Value, found: &mut Vec<Availability>) {
@@ -266,17 +250,7 @@ fn collect_field_annotations(schema: &Value, found: &mut Vec<Availability>) {
 
 /// The document schema of each kind, built once.
 fn schema_of(kind: Kind) -> &'static Value {
-    static SCHEMAS: LazyLock<Vec<(Kind, Value)>> = LazyLock::new(|| {
-        Kind::ALL
-            .iter()
-            .map(|kind| (*kind, document_schema(*kind)))
-            .collect()
-    });
-    SCHEMAS
-        .iter()
-        .find(|(known, _)| *known == kind)
-        .map(|(_, schema)| schema)
-        .expect("every kind has a document schema")
+    super::spec::schema::document_schema_of(kind)
 }
 
 struct Walker<'a> {
@@ -423,6 +397,7 @@ pub fn schema_for_release(schema: &Value, release: &Release) -> Value {
 fn prune(schema: &mut Value, release: &Release) {
     match schema {
         Value::Object(object) => {
+            prune_values(object, release);
             if let Some(Value::Object(properties)) = object.get_mut("properties") {
                 properties
                     .retain(|_, property| Availability::of_field(property).at(release).is_ok());
@@ -439,6 +414,43 @@ fn prune(schema: &mut Value, release: &Release) {
         Value::Array(items) => items.iter_mut().for_each(|item| prune(item, release)),
         _ => {}
     }
+}
+
+/// A field's allowed values (`enum`, its own or its items') without those the release lacks
+/// (`x-netctl-values`).
+fn prune_values(object: &mut Map<String, Value>, release: &Release) {
+    let Some(Value::Object(rules)) = object.get(VALUES) else {
+        return;
+    };
+    let lacking: Vec<String> = rules
+        .iter()
+        .filter(|(_, rule)| {
+            rule.as_object().is_some_and(|rule| {
+                Availability::read(rule, "since", "until")
+                    .at(release)
+                    .is_err()
+            })
+        })
+        .map(|(value, _)| value.clone())
+        .collect();
+    if lacking.is_empty() {
+        return;
+    }
+    let retain = |values: Option<&mut Value>| {
+        if let Some(Value::Array(values)) = values {
+            values.retain(|value| {
+                value
+                    .as_str()
+                    .is_none_or(|text| !lacking.iter().any(|l| l == text))
+            });
+        }
+    };
+    retain(object.get_mut("enum"));
+    retain(
+        object
+            .get_mut("items")
+            .and_then(|items| items.get_mut("enum")),
+    );
 }
 
 #[cfg(test)]
@@ -590,7 +602,7 @@ mod tests {
 
     #[test]
     fn a_release_schema_leaves_out_what_the_release_lacks() {
-        let schema = document_schema(Kind::BgpPeer);
+        let schema = crate::resource::spec::document_schema(Kind::BgpPeer);
         let old = schema_for_release(&schema, &Release::new(3, 29, 7));
         let spec = &old["properties"]["spec"]["properties"];
         assert!(spec.get("peerIP").is_some());

@@ -44,6 +44,29 @@ pub enum Kind {
     WorkloadEndpoint,
 }
 
+/// A value per kind, each made the first time it is asked for (schemas, shapes and rules derived
+/// from them): a command that reads one kind builds only that kind's.
+pub(crate) struct PerKind<T> {
+    cells: [std::sync::OnceLock<T>; Kind::ALL.len()],
+}
+
+impl<T> PerKind<T> {
+    pub(crate) const fn new() -> PerKind<T> {
+        PerKind {
+            cells: [const { std::sync::OnceLock::new() }; Kind::ALL.len()],
+        }
+    }
+
+    /// The value of `kind`, made by `make` the first time.
+    pub(crate) fn get(&self, kind: Kind, make: impl FnOnce(Kind) -> T) -> &T {
+        let index = Kind::ALL
+            .iter()
+            .position(|known| *known == kind)
+            .expect("every kind is in Kind::ALL");
+        self.cells[index].get_or_init(|| make(kind))
+    }
+}
+
 impl Kind {
     /// Every kind, in the order `--help` lists them (alphabetical by lower-cased name, as upstream).
     pub const ALL: [Kind; 22] = [

@@ -19,10 +19,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use kind::{API_VERSION, Kind, UnknownKind};
-pub use load::{
-    Input, LoadError, LocatedResource, Location, load_and_validate, load_and_validate_each,
-    load_and_validate_for, load_path, parse_documents, parse_located, resource_from_value,
-};
+pub use load::{Input, LoadError, Loaded, Loader, Location, resource_from_value};
 pub use validate::{FieldError, ValidationError, validate_and_default, validate_and_default_for};
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.

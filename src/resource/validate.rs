@@ -24,11 +24,15 @@
 //! before validation, as upstream calicoctl does; a missing one is an error here.
 
 mod config;
+mod felix;
+pub(crate) mod field_rules;
 mod ipam;
+mod kubernetes_policy;
 mod network;
 mod node_status;
 mod peering;
 mod policy;
+mod rule;
 pub mod syntax;
 
 use std::fmt;
@@ -38,6 +42,7 @@ use super::selector::{GlobalUsage, Selector};
 use super::spec::TypedSpec;
 use super::{API_VERSION, Kind, ObjectMeta, Resource, ResourceKey};
 use crate::release::{ApiRelease, Release};
+use crate::yaml::Node;
 use syntax::Cidr;
 
 /// One problem with one field of a document.
@@ -107,24 +112,89 @@ pub fn validate_and_default_for(
     resource: &mut Resource,
     release: &ApiRelease,
 ) -> Result<(), ValidationError> {
-    let mut checker = Checker::new(release.release.clone(), resource.kind);
-    if let Some(refused) = availability::check_kind(resource.kind, release) {
+    let spec = std::mem::take(&mut resource.spec);
+    match check(resource, SpecSource::Value(&spec), release) {
+        Ok(typed) => {
+            resource.spec = typed.to_value();
+            Ok(())
+        }
+        Err(error) => {
+            resource.spec = spec;
+            Err(error)
+        }
+    }
+}
+
+/// As [`validate_and_default_for`], for a resource whose spec is still the document's node (the
+/// loader's): the spec is decoded straight from it into its typed form, then written to the
+/// resource when it is valid.
+pub(crate) fn validate_node_and_default(
+    resource: &mut Resource,
+    spec: Option<&Node<'_>>,
+    release: &ApiRelease,
+) -> Result<(), ValidationError> {
+    let typed = check(resource, SpecSource::Node(spec), release)?;
+    resource.spec = typed.to_value();
+    Ok(())
+}
+
+/// As [`validate_node_and_default`], without writing the defaulted spec anywhere: for a command
+/// that keeps nothing (`validate`).
+pub(crate) fn validate_node(
+    resource: &Resource,
+    spec: Option<&Node<'_>>,
+    release: &ApiRelease,
+) -> Result<(), ValidationError> {
+    check(resource, SpecSource::Node(spec), release).map(|_| ())
+}
+
+/// Where a spec being validated comes from.
+#[derive(Clone, Copy)]
+enum SpecSource<'a, 'text> {
+    Value(&'a serde_json::Value),
+    Node(Option<&'a Node<'text>>),
+}
+
+impl SpecSource<'_, '_> {
+    /// The document as JSON (`{"spec": ...}`), for the walk of what the release lacks.
+    fn document(self) -> serde_json::Value {
+        let spec = match self {
+            SpecSource::Value(spec) => spec.clone(),
+            SpecSource::Node(spec) => spec.map(Node::to_value).unwrap_or_default(),
+        };
+        serde_json::json!({ "spec": spec })
+    }
+
+    fn decode(self, kind: Kind) -> Result<TypedSpec, super::spec::DecodeError> {
+        match self {
+            SpecSource::Value(spec) => TypedSpec::decode(kind, spec),
+            SpecSource::Node(spec) => TypedSpec::decode_node(kind, spec),
+        }
+    }
+}
+
+/// Every check of one resource for `release`: the typed, defaulted spec when it is valid.
+fn check(
+    resource: &Resource,
+    spec: SpecSource<'_, '_>,
+    release: &ApiRelease,
+) -> Result<TypedSpec, ValidationError> {
+    let kind = resource.kind;
+    let mut checker = Checker::new(release.release.clone(), kind);
+    if let Some(refused) = availability::check_kind(kind, release) {
         return Err(ValidationError {
             key: resource.key(),
             errors: vec![refused],
         });
     }
-    // The spec is moved into the checked document and back, not copied (this runs per document).
-    let mut document = serde_json::Map::with_capacity(1);
-    document.insert("spec".to_string(), std::mem::take(&mut resource.spec));
-    let document = serde_json::Value::Object(document);
-    checker.refuse_absent(availability::check_document(
-        resource.kind,
-        &document,
-        release,
-    ));
-    if let serde_json::Value::Object(mut document) = document {
-        resource.spec = document.swap_remove("spec").unwrap_or_default();
+    // The document is walked (as JSON) only when the release lacks something its kind's schema
+    // names: most documents are checked for a release that has everything.
+    if availability::is_walked(kind, release) {
+        checker.refuse_absent(availability::check_document(
+            kind,
+            &spec.document(),
+            release,
+        ));
     }
     if resource.api_version != API_VERSION {
         checker.fail(
@@ -133,23 +203,23 @@ pub fn validate_and_default_for(
             format!("must be `{API_VERSION}`"),
         );
     }
-    check_metadata(&mut checker, resource.kind, &resource.metadata);
-    match TypedSpec::decode(resource.kind, &resource.spec) {
-        Err(error) => checker.fail(error.path, None, error.reason),
-        Ok(mut spec) => {
-            default_and_check_spec(&mut checker, &mut spec, &resource.metadata);
-            if checker.errors.is_empty() {
-                resource.spec = spec.to_value();
-            }
+    check_metadata(&mut checker, kind, &resource.metadata);
+    let typed = match spec.decode(kind) {
+        Err(error) => {
+            checker.fail(error.path, None, error.reason);
+            None
         }
-    }
-    if checker.errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ValidationError {
+        Ok(mut typed) => {
+            default_and_check_spec(&mut checker, &mut typed, &resource.metadata);
+            Some(typed)
+        }
+    };
+    match typed {
+        Some(typed) if checker.errors.is_empty() => Ok(typed),
+        _ => Err(ValidationError {
             key: resource.key(),
             errors: checker.errors,
-        })
+        }),
     }
 }
 
@@ -159,14 +229,10 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         TypedSpec::GlobalNetworkPolicy(spec) => {
             policy::global_network_policy(checker, spec, metadata)
         }
-        TypedSpec::StagedNetworkPolicy(spec) => {
-            policy::staged_network_policy(checker, spec, metadata)
-        }
-        TypedSpec::StagedGlobalNetworkPolicy(spec) => {
-            policy::staged_global_network_policy(checker, spec, metadata)
-        }
+        TypedSpec::StagedNetworkPolicy(spec) => policy::staged(checker, spec, metadata),
+        TypedSpec::StagedGlobalNetworkPolicy(spec) => policy::staged(checker, spec, metadata),
         TypedSpec::StagedKubernetesNetworkPolicy(spec) => {
-            policy::staged_kubernetes_network_policy(checker, spec)
+            kubernetes_policy::staged_kubernetes_network_policy(checker, spec)
         }
         TypedSpec::Profile(spec) => policy::profile(checker, spec),
         TypedSpec::HostEndpoint(spec) => network::host_endpoint(checker, spec),
@@ -181,7 +247,7 @@ fn default_and_check_spec(checker: &mut Checker, spec: &mut TypedSpec, metadata:
         TypedSpec::CalicoNodeStatus(spec) => node_status::calico_node_status(checker, spec),
         TypedSpec::BgpFilter(spec) => peering::bgp_filter(checker, spec),
         TypedSpec::BgpConfiguration(spec) => peering::bgp_configuration(checker, spec, metadata),
-        TypedSpec::FelixConfiguration(spec) => config::felix_configuration(checker, spec),
+        TypedSpec::FelixConfiguration(spec) => felix::felix_configuration(checker, spec),
         TypedSpec::KubeControllersConfiguration(spec) => {
             config::kube_controllers_configuration(checker, spec, metadata)
         }
@@ -332,6 +398,8 @@ pub(crate) struct Checker {
     absent: Vec<String>,
     /// The values of the kind's fields that only some releases have (from the schema).
     value_rules: &'static [availability::ValueRule],
+    /// The rules written on the kind's spec fields (allowed values, durations).
+    field_rules: &'static field_rules::FieldRules,
 }
 
 impl Checker {
@@ -341,6 +409,7 @@ impl Checker {
             release: release.code_line(),
             absent: Vec::new(),
             value_rules: availability::value_rules(kind),
+            field_rules: field_rules::field_rules(kind),
         }
     }
 
@@ -409,7 +478,7 @@ impl Checker {
 
     /// One of a fixed set of values (case-sensitive). `allowed` is every line's set: a value the
     /// release lacks was refused already, and the message lists the values the release has.
-    pub(crate) fn one_of(&mut self, path: &str, value: Option<&String>, allowed: &[&str]) {
+    fn one_of(&mut self, path: &str, value: Option<&String>, allowed: &[&str]) {
         if self.absent.iter().any(|absent| absent == path) {
             return;
         }
@@ -430,6 +499,23 @@ impl Checker {
                 );
             }
         }
+    }
+
+    /// One of the values the field's spec type allows (`field_rules`); an empty value passes when
+    /// the field allows `""` (upstream's `omitempty`), and the message does not list it.
+    pub(crate) fn one_of_field(&mut self, path: &str, value: Option<&String>) {
+        let Some(allowed) = self.field_rules.allowed(path) else {
+            debug_assert!(false, "`{path}` lists no allowed values on its spec type");
+            return;
+        };
+        let unset_allowed = allowed.iter().any(String::is_empty);
+        let value = value.filter(|value| !(unset_allowed && value.is_empty()));
+        let listed: Vec<&str> = allowed
+            .iter()
+            .map(String::as_str)
+            .filter(|allowed| !allowed.is_empty())
+            .collect();
+        self.one_of(path, value, &listed);
     }
 
     pub(crate) fn duration(&mut self, path: &str, value: Option<&String>) {
@@ -471,19 +557,23 @@ impl Checker {
     /// An address or a strictly masked network (upstream's `net`). Returns the parsed network.
     pub(crate) fn network(&mut self, path: &str, value: &str, family: Family) -> Option<Cidr> {
         let cidr = self.address_or_cidr(path, value, family)?;
+        self.strictly_masked(path, value, cidr)
+    }
+
+    /// A network `value` parsed as `cidr` that must be strictly masked (no host bits set).
+    pub(crate) fn strictly_masked(&mut self, path: &str, value: &str, cidr: Cidr) -> Option<Cidr> {
         if cidr.is_strictly_masked() {
-            Some(cidr)
-        } else {
-            self.fail(
-                path,
-                Some(value),
-                format!(
-                    "CIDR is not strictly masked (did you mean `{}`?)",
-                    cidr.network()
-                ),
-            );
-            None
+            return Some(cidr);
         }
+        self.fail(
+            path,
+            Some(value),
+            format!(
+                "CIDR is not strictly masked (did you mean `{}`?)",
+                cidr.network()
+            ),
+        );
+        None
     }
 
     /// An address or a network, not necessarily strictly masked. Returns the parsed network.

@@ -168,6 +168,11 @@ pub struct Step {
     /// at the step's gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackAdvice>,
+    /// This step opens or closes a span the run must not be cut inside (`{opens: NAME}`,
+    /// `{closes: NAME}`), e.g. a datastore lock … unlock: a maintenance window counts the span as
+    /// one piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<crate::vocabulary::SpanEdge>,
 }
 
 /// How to go back, in words for the operator: `before` the step (everything up to here can still be

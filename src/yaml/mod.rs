@@ -9,11 +9,13 @@
 //!    null; see [`resolve`]); quoted scalars stay strings. Duplicate keys are refused with their
 //!    line (upstream's strict decoding), a byte order mark is allowed, aliases and nesting are
 //!    bounded ([`read`]);
-//! 2. for a typed target, normalise by the target's shape ([`shape`], derived from the type's JSON
-//!    Schema): a boolean or number read where the type has a string becomes its text
-//!    (`true` → `"true"`, `123` → `"123"`), and field names match case-insensitively when the
-//!    caller asks for encoding/json's rule (resources, NetAPIConfig: an exact match is preferred);
-//! 3. decode with serde, strictly, naming the field's path and line on failure.
+//! 2. for a typed target, normalise the document's [`Node`]s by the target's shape ([`shape`],
+//!    derived from the type's JSON Schema): a boolean or number read where the type has a string
+//!    becomes its text (`true` → `"true"`, `123` → `"123"`), and field names match
+//!    case-insensitively when the caller asks for encoding/json's rule (resources, NetAPIConfig:
+//!    an exact match is preferred);
+//! 3. decode with serde straight from the nodes ([`decode`]), strictly, as from the JSON value they
+//!    stand for, naming the field's path and line on failure.
 //!
 //! Untyped documents (manifests, overlays) keep their YAML 1.1 types exactly as kubectl would send
 //! them: `defaultMode: 0400` is the number 256.
@@ -24,7 +26,9 @@
 //!
 //! This module does no I/O and knows no resource kind.
 
+pub mod decode;
 pub mod emit;
+pub mod node;
 pub mod read;
 pub mod resolve;
 pub mod shape;
@@ -32,172 +36,19 @@ pub mod shape;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use decode::decode_node;
 pub use emit::to_string;
+pub use node::{Node, NodeValue};
+pub use read::{Tree, Trees};
 pub use shape::{FieldNames, Shapes};
 
-/// One document of a stream: its value, the line of every node, and the line it starts on.
+/// One document of a stream as a JSON value: its value, its nodes (where each was written), and
+/// the line it starts on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
     pub value: Value,
-    pub lines: Lines,
+    pub lines: Node<'static>,
     pub line: usize,
-}
-
-/// Where each node of a document was written, mirroring the document's structure.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Lines {
-    /// The 1-based line of the node; for a mapping's value, of its key (where the field is named).
-    pub line: usize,
-    /// The 1-based column, likewise.
-    pub column: usize,
-    /// Where the node's value itself starts (for a mapping's value, after its key).
-    pub value_line: usize,
-    pub value_column: usize,
-    /// For a plain scalar that YAML 1.1 read as something other than a string (a boolean, a
-    /// number, a null, a timestamp), the text as written: `Off` for a `false`.
-    pub source: Option<Box<str>>,
-    children: Children,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Children {
-    None,
-    Mapping(Vec<(String, Lines)>),
-    Sequence(Vec<Lines>),
-}
-
-impl Lines {
-    pub fn leaf(line: usize, column: usize, source: Option<Box<str>>) -> Lines {
-        Lines {
-            line,
-            column,
-            value_line: line,
-            value_column: column,
-            source,
-            children: Children::None,
-        }
-    }
-
-    fn mapping(line: usize, column: usize, entries: Vec<(String, Lines)>) -> Lines {
-        Lines::collection(line, column, Children::Mapping(entries))
-    }
-
-    fn sequence(line: usize, column: usize, items: Vec<Lines>) -> Lines {
-        Lines::collection(line, column, Children::Sequence(items))
-    }
-
-    /// A mapping or sequence starting at `line` and `column`.
-    fn collection(line: usize, column: usize, children: Children) -> Lines {
-        Lines {
-            line,
-            column,
-            value_line: line,
-            value_column: column,
-            source: None,
-            children,
-        }
-    }
-
-    fn into_entries(self) -> Vec<(String, Lines)> {
-        match self.children {
-            Children::Mapping(entries) => entries,
-            _ => Vec::new(),
-        }
-    }
-
-    fn into_items(self) -> Vec<Lines> {
-        match self.children {
-            Children::Sequence(items) => items,
-            _ => Vec::new(),
-        }
-    }
-
-    /// The node of a mapping entry: the exact key, or else one equal ignoring case (the document
-    /// may spell a field name differently from the type).
-    pub fn key(&self, key: &str) -> Option<&Lines> {
-        let Children::Mapping(entries) = &self.children else {
-            return None;
-        };
-        entries
-            .iter()
-            .find(|(name, _)| name == key)
-            .or_else(|| entries.iter().find(|(name, _)| fold_equal(name, key)))
-            .map(|(_, lines)| lines)
-    }
-
-    /// The node of a sequence item.
-    pub fn index(&self, index: usize) -> Option<&Lines> {
-        match &self.children {
-            Children::Sequence(items) => items.get(index),
-            _ => None,
-        }
-    }
-
-    /// Where to point for a problem with the field at `path`: at its name for an unknown or
-    /// repeated field, at its value otherwise.
-    pub fn position(&self, path: &str, reason: &str) -> (usize, usize) {
-        let node = self.find(path);
-        let about_the_name = [
-            "unknown field",
-            "unknown top-level field",
-            "both set the field",
-        ]
-        .iter()
-        .any(|phrase| reason.contains(phrase));
-        if about_the_name {
-            (node.line, node.column)
-        } else {
-            (node.value_line, node.value_column)
-        }
-    }
-
-    /// The deepest node a field path reaches, in either spelling netctl uses: serde's
-    /// (`spec.ingress[0].destination.ports`) or validation's (`metadata.labels[app]`). Keys may
-    /// contain dots (`projectcalico.org/tier`): the longest key that fits is taken.
-    pub fn find(&self, path: &str) -> &Lines {
-        let mut node = self;
-        let mut rest = path;
-        loop {
-            rest = rest.strip_prefix('.').unwrap_or(rest);
-            if rest.is_empty() {
-                return node;
-            }
-            if let Some(inner) = rest.strip_prefix('[') {
-                let Some(end) = inner.find(']') else {
-                    return node;
-                };
-                let part = &inner[..end];
-                let next = match (&node.children, part.parse::<usize>()) {
-                    (Children::Sequence(_), Ok(index)) => node.index(index),
-                    _ => node.key(part),
-                };
-                match next {
-                    Some(next) => node = next,
-                    None => return node,
-                }
-                rest = &inner[end + 1..];
-                continue;
-            }
-            let Children::Mapping(entries) = &node.children else {
-                return node;
-            };
-            let fits = |name: &str| {
-                rest.len() >= name.len()
-                    && rest.is_char_boundary(name.len())
-                    && fold_equal(&rest[..name.len()], name)
-                    && matches!(rest[name.len()..].chars().next(), None | Some('.' | '['))
-            };
-            let Some((name, next)) = entries
-                .iter()
-                .filter(|(name, _)| fits(name))
-                .max_by_key(|(name, _)| name.len())
-            else {
-                return node;
-            };
-            node = next;
-            rest = &rest[name.len()..];
-        }
-    }
 }
 
 /// Field names equal under encoding/json's rule (simple case folding, which for the names netctl
@@ -291,41 +142,46 @@ pub fn stream(text: &str) -> read::Documents<'_> {
     read::Documents::new(text)
 }
 
-/// As [`stream`], for the part of a longer stream that starts on line `first_line` (1-based) of it:
-/// every line reported is the line in the whole stream.
-pub fn stream_from(text: &str, first_line: usize) -> read::Documents<'_> {
-    read::Documents::starting_at_line(text, first_line)
+/// The documents of a stream as trees of [`Node`]s borrowing from `text`, one at a time, for the
+/// part of a longer stream that starts on line `first_line` (1-based) of it: every line reported
+/// is the line in the whole stream.
+pub fn trees_from(text: &str, first_line: usize) -> Trees<'_> {
+    Trees::starting_at_line(text, first_line)
 }
 
 /// Reads every document of a stream as untyped values, dropping empty ones: what kubectl sends
 /// for a manifest.
 pub fn read_values(text: &str) -> Result<Vec<Value>, YamlError> {
-    Ok(read_documents(text)?
-        .into_iter()
-        .map(|document| {
-            let mut value = document.value;
-            shape::canonical_numbers(&mut value);
-            value
+    Trees::new(text)
+        .filter_map(|tree| match tree {
+            Ok(tree) if tree.node.is_null() => None,
+            Ok(tree) => {
+                let mut value = tree.node.to_value();
+                shape::canonical_numbers(&mut value);
+                Some(Ok(value))
+            }
+            Err(error) => Some(Err(error)),
         })
-        .filter(|value| !value.is_null())
-        .collect())
+        .collect()
 }
 
 /// Reads exactly one document (an empty stream is one `null` document).
-pub fn read_one(text: &str) -> Result<Document, YamlError> {
-    let mut documents = read_documents(text)?;
-    match documents.len() {
-        0 => Ok(Document {
-            value: Value::Null,
-            lines: Lines::leaf(1, 1, None),
+fn read_one(text: &str) -> Result<Tree<'_>, YamlError> {
+    let mut trees = Trees::new(text);
+    let Some(first) = trees.next().transpose()? else {
+        return Ok(Tree {
+            node: Node::new(1, 1, NodeValue::Null),
             line: 1,
-        }),
-        1 => Ok(documents.remove(0)),
-        count => Err(YamlError {
+        });
+    };
+    let rest: Vec<Tree<'_>> = trees.collect::<Result<_, _>>()?;
+    match rest.first() {
+        None => Ok(first),
+        Some(second) => Err(YamlError {
             document: 2,
-            line: documents[1].line,
+            line: second.line,
             column: 1,
-            kind: YamlErrorKind::NotOneDocument(count),
+            kind: YamlErrorKind::NotOneDocument(rest.len() + 1),
         }),
     }
 }
@@ -343,35 +199,28 @@ pub fn from_str_shaped<T: DeserializeOwned>(
     shapes: &Shapes,
     names: FieldNames,
 ) -> Result<T, YamlError> {
-    let document = read_one(text)?;
-    decode_document(document, 1, shapes, names)
+    decode_tree(read_one(text)?.node, 1, shapes, names)
 }
 
-/// Decodes one read document into `T` (see [`from_str_shaped`]).
-pub fn decode_document<T: DeserializeOwned>(
-    document: Document,
+/// Decodes one document (the `index`th of its stream) into `T` (see [`from_str_shaped`]).
+pub fn decode_tree<T: DeserializeOwned>(
+    mut node: Node<'_>,
     index: usize,
     shapes: &Shapes,
     names: FieldNames,
 ) -> Result<T, YamlError> {
-    let Document {
-        mut value, lines, ..
-    } = document;
-    let at = |path: &str, kind: YamlErrorKind| {
-        let (line, column) = lines.position(path, &kind.to_string());
+    shapes.normalize(&mut node, names).map_err(|problem| {
+        let (line, column) = node.position(&problem.path, &problem.kind.to_string());
         YamlError {
             document: index,
             line,
             column,
-            kind,
+            kind: problem.kind,
         }
-    };
-    shapes
-        .normalize(&mut value, names)
-        .map_err(|problem| at(&problem.path, problem.kind))?;
-    decode_value(value).map_err(|(path, reason)| {
-        let reason = explain_yaml_1_1(&reason, lines.find(&path));
-        let (line, column) = lines.position(&path, &reason);
+    })?;
+    decode_node(&node).map_err(|(path, reason)| {
+        let reason = explain_yaml_1_1(&reason, node.find(&path));
+        let (line, column) = node.position(&path, &reason);
         YamlError {
             document: index,
             line,
@@ -381,22 +230,13 @@ pub fn decode_document<T: DeserializeOwned>(
     })
 }
 
-/// Decodes a JSON value strictly, returning the field path and the reason on failure.
-pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, (String, String)> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let path = error.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        (path, error.inner().to_string())
-    })
-}
-
 /// Adds to a reason what YAML 1.1 made of a plain scalar, when that is why a value is wrong: an
 /// unquoted `Off` is the boolean false, `0400` the number 256.
-pub fn explain_yaml_1_1(reason: &str, lines: &Lines) -> String {
+pub fn explain_yaml_1_1(reason: &str, node: &Node<'_>) -> String {
     if reason.starts_with("unknown field") {
         return reason.to_string();
     }
-    match &lines.source {
+    match &node.source {
         Some(source) => format!(
             "{reason} (written `{source}` without quotes, which YAML 1.1 reads as {}; quote it to keep the text)",
             describe_source(source)

@@ -8,11 +8,13 @@
 //! for a field of a struct is the field left out, as in Go); an `anyOf` of several types (number-or-string
 //! values, which upstream decodes with their own `UnmarshalJSON`) is not. This module does not decode.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
 use serde_json::{Map, Number, Value};
 
+use super::node::{Node, NodeValue};
 use super::resolve::go_float_text;
 use super::{YamlErrorKind, fold_equal};
 
@@ -27,7 +29,7 @@ pub enum FieldNames {
 }
 
 #[derive(Debug, Clone)]
-enum Node {
+enum Shape {
     /// Anything: no normalisation below (numbers are still made canonical).
     Any,
     /// A string: booleans and numbers become their text.
@@ -46,7 +48,7 @@ enum Node {
 /// The shape of a decode target (an arena of nodes; recursive types refer back by index).
 #[derive(Debug, Clone)]
 pub struct Shapes {
-    nodes: Vec<Node>,
+    nodes: Vec<Shape>,
 }
 
 const ROOT: usize = 0;
@@ -62,7 +64,7 @@ impl Shapes {
     /// No shape: values are kept as read (numbers made canonical).
     pub fn any() -> Shapes {
         Shapes {
-            nodes: vec![Node::Any],
+            nodes: vec![Shape::Any],
         }
     }
 
@@ -75,7 +77,7 @@ impl Shapes {
     pub fn from_schema(schema: &Value) -> Shapes {
         let mut builder = Builder {
             definitions: schema.get("$defs").and_then(Value::as_object),
-            nodes: vec![Node::Any],
+            nodes: vec![Shape::Any],
             by_reference: HashMap::new(),
         };
         let root = builder.node(schema);
@@ -85,77 +87,114 @@ impl Shapes {
         }
     }
 
-    /// Normalises `value` in place by this shape (see the module documentation).
-    pub fn normalize(&self, value: &mut Value, names: FieldNames) -> Result<(), Problem> {
-        let mut path = String::new();
-        self.walk(ROOT, value, names, &mut path)
+    /// Normalises `node` in place by this shape (see the module documentation): renames, nulls
+    /// of known fields dropped, text where the type has a string, whole floats made integers.
+    pub fn normalize(&self, node: &mut Node<'_>, names: FieldNames) -> Result<(), Problem> {
+        self.walk(ROOT, node, names, None)
     }
 
     fn walk(
         &self,
         id: usize,
-        value: &mut Value,
+        node: &mut Node<'_>,
         names: FieldNames,
-        path: &mut String,
+        path: Option<&PathLink<'_>>,
     ) -> Result<(), Problem> {
-        match (&self.nodes[id], value) {
-            (Node::Reference(target), value) => self.walk(*target, value, names, path),
-            (Node::Text, value @ (Value::Bool(_) | Value::Number(_))) => {
-                *value = Value::String(scalar_text(value));
+        match (&self.nodes[id], &mut node.value) {
+            (Shape::Reference(target), _) => self.walk(*target, node, names, path),
+            (Shape::Text, value @ (NodeValue::Bool(_) | NodeValue::Number(_))) => {
+                *value = NodeValue::String(Cow::Owned(scalar_text(value)));
                 Ok(())
             }
-            (Node::Text, value @ Value::Null) => {
+            (Shape::Text, value @ NodeValue::Null) => {
                 // A null list item or map value read into a string is Go's zero value.
-                *value = Value::String(String::new());
+                *value = NodeValue::String(Cow::Borrowed(""));
                 Ok(())
             }
-            (Node::Struct { fields, rest }, Value::Object(map)) => {
-                rename_fields(map, fields, names, path)?;
+            (Shape::Struct { fields, rest }, NodeValue::Mapping(entries)) => {
+                rename_fields(entries, fields, names, path)?;
                 // encoding/json leaves a field alone for a null (`spec: ~` is no spec), so a null
                 // is the same as an absent field.
-                map.retain(|key, value| {
+                entries.retain(|(key, value)| {
                     !(value.is_null() && fields.iter().any(|(name, _)| name == key))
                 });
-                for (key, item) in map.iter_mut() {
+                for (key, item) in entries.iter_mut() {
                     let child = fields
                         .iter()
                         .find(|(name, _)| name == key)
                         .map(|(_, child)| *child)
                         .or(*rest);
-                    let length = path.len();
-                    push_key(path, key);
+                    let link = PathLink::key(path, key);
                     match child {
-                        Some(child) => self.walk(child, item, names, path)?,
-                        None => canonical_numbers(item),
+                        Some(child) => self.walk(child, item, names, Some(&link))?,
+                        None => canonical_node_numbers(item),
                     }
-                    path.truncate(length);
                 }
                 Ok(())
             }
-            (Node::Map(child), Value::Object(map)) => {
-                for (key, item) in map.iter_mut() {
-                    let length = path.len();
-                    push_key(path, key);
-                    self.walk(*child, item, names, path)?;
-                    path.truncate(length);
+            (Shape::Map(child), NodeValue::Mapping(entries)) => {
+                for (key, item) in entries.iter_mut() {
+                    let link = PathLink::key(path, key);
+                    self.walk(*child, item, names, Some(&link))?;
                 }
                 Ok(())
             }
-            (Node::Sequence(child), Value::Array(items)) => {
+            (Shape::Sequence(child), NodeValue::Sequence(items)) => {
                 for (index, item) in items.iter_mut().enumerate() {
-                    let length = path.len();
-                    path.push_str(&format!("[{index}]"));
-                    self.walk(*child, item, names, path)?;
-                    path.truncate(length);
+                    let link = PathLink::index(path, index);
+                    self.walk(*child, item, names, Some(&link))?;
                 }
                 Ok(())
             }
-            (_, value) => {
-                canonical_numbers(value);
+            _ => {
+                canonical_node_numbers(node);
                 Ok(())
             }
         }
     }
+}
+
+/// Where a node is, as a chain of links on the stack: the path is written out only for a problem.
+struct PathLink<'a> {
+    parent: Option<&'a PathLink<'a>>,
+    key: Option<&'a str>,
+    index: usize,
+}
+
+impl<'a> PathLink<'a> {
+    fn key(parent: Option<&'a PathLink<'a>>, key: &'a str) -> PathLink<'a> {
+        PathLink {
+            parent,
+            key: Some(key),
+            index: 0,
+        }
+    }
+
+    fn index(parent: Option<&'a PathLink<'a>>, index: usize) -> PathLink<'a> {
+        PathLink {
+            parent,
+            key: None,
+            index,
+        }
+    }
+}
+
+/// `spec.ingress[0].ports`, from the links up to `link` and then `key`.
+fn path_text(link: Option<&PathLink<'_>>, key: &str) -> String {
+    fn write(link: Option<&PathLink<'_>>, path: &mut String) {
+        let Some(link) = link else {
+            return;
+        };
+        write(link.parent, path);
+        match link.key {
+            Some(key) => push_key(path, key),
+            None => path.push_str(&format!("[{}]", link.index)),
+        }
+    }
+    let mut path = String::new();
+    write(link, &mut path);
+    push_key(&mut path, key);
+    path
 }
 
 fn push_key(path: &mut String, key: &str) {
@@ -166,66 +205,67 @@ fn push_key(path: &mut String, key: &str) {
 }
 
 /// The text sigs.k8s.io/yaml gives a boolean or number decoded into a string field.
-fn scalar_text(value: &Value) -> String {
+fn scalar_text(value: &NodeValue<'_>) -> String {
     match value {
-        Value::Bool(flag) => flag.to_string(),
-        Value::Number(number) if number.is_f64() => {
+        NodeValue::Bool(flag) => flag.to_string(),
+        NodeValue::Number(number) if number.is_f64() => {
             go_float_text(number.as_f64().unwrap_or_default())
         }
-        Value::Number(number) => number.to_string(),
-        other => other.to_string(),
+        NodeValue::Number(number) => number.to_string(),
+        _ => String::new(),
     }
 }
 
 /// Renames keys that match a field only ignoring case to the field's name, and refuses two keys
-/// that set the same field (upstream would keep one of them silently).
+/// that set the same field (upstream would keep one of them silently). Nothing is renamed when
+/// two keys set one field.
 fn rename_fields(
-    map: &mut Map<String, Value>,
+    entries: &mut [(Cow<'_, str>, Node<'_>)],
     fields: &[(String, usize)],
     names: FieldNames,
-    path: &str,
+    path: Option<&PathLink<'_>>,
 ) -> Result<(), Problem> {
     if names == FieldNames::Exact {
         return Ok(());
     }
-    let renames: Vec<(String, String)> = map
-        .keys()
-        .filter(|key| !fields.iter().any(|(name, _)| name == *key))
-        .filter_map(|key| {
-            fields
-                .iter()
-                .find(|(name, _)| fold_equal(name, key))
-                .map(|(name, _)| (key.clone(), name.clone()))
-        })
-        .collect();
-    if renames.is_empty() {
+    let field_of = |key: &str| -> Option<&str> {
+        if fields.iter().any(|(name, _)| name == key) {
+            return None;
+        }
+        fields
+            .iter()
+            .find(|(name, _)| fold_equal(name, key))
+            .map(|(name, _)| name.as_str())
+    };
+    if !entries.iter().any(|(key, _)| field_of(key).is_some()) {
         return Ok(());
     }
-    let old = std::mem::take(map);
-    for (key, value) in old {
-        let field = renames
+    // Each key's field, in order: the first key of a field keeps it, a later one is refused
+    // (naming another key renamed to that field, or the field itself).
+    for (position, (key, _)) in entries.iter().enumerate() {
+        let field = field_of(key).unwrap_or(key);
+        let taken = entries[..position]
             .iter()
-            .find(|(from, _)| *from == key)
-            .map(|(_, to)| to.clone())
-            .unwrap_or_else(|| key.clone());
-        if map.contains_key(&field) {
-            let first = renames
+            .any(|(other, _)| field_of(other).unwrap_or(other) == field);
+        if taken {
+            let first = entries
                 .iter()
-                .find(|(from, to)| *to == field && *from != key)
-                .map(|(from, _)| from.clone())
-                .unwrap_or_else(|| field.clone());
-            let mut at = path.to_string();
-            push_key(&mut at, &key);
+                .find(|(other, _)| other != key && field_of(other) == Some(field))
+                .map_or_else(|| field.to_string(), |(other, _)| other.to_string());
             return Err(Problem {
-                path: at,
+                path: path_text(path, key),
                 kind: YamlErrorKind::DuplicateField {
                     first,
-                    second: key,
-                    field,
+                    second: key.to_string(),
+                    field: field.to_string(),
                 },
             });
         }
-        map.insert(field, value);
+    }
+    for (key, _) in entries.iter_mut() {
+        if let Some(field) = field_of(key) {
+            *key = Cow::Owned(field.to_string());
+        }
     }
     Ok(())
 }
@@ -234,40 +274,57 @@ fn rename_fields(
 /// YAML 1.1 float read where an integer field is expected decodes as upstream's does.
 pub fn canonical_numbers(value: &mut Value) {
     match value {
-        Value::Number(number) if number.is_f64() => {
-            let float = number.as_f64().unwrap_or_default();
-            if float.fract() == 0.0 {
-                if float >= i64::MIN as f64 && float < i64::MAX as f64 {
-                    *number = Number::from(float as i64);
-                } else if float >= 0.0 && float < u64::MAX as f64 {
-                    *number = Number::from(float as u64);
-                }
-            }
-        }
+        Value::Number(number) => canonical_number(number),
         Value::Array(items) => items.iter_mut().for_each(canonical_numbers),
         Value::Object(map) => map.values_mut().for_each(canonical_numbers),
         _ => {}
     }
 }
 
+/// [`canonical_numbers`] of a node.
+fn canonical_node_numbers(node: &mut Node<'_>) {
+    match &mut node.value {
+        NodeValue::Number(number) => canonical_number(number),
+        NodeValue::Sequence(items) => items.iter_mut().for_each(canonical_node_numbers),
+        NodeValue::Mapping(entries) => entries
+            .iter_mut()
+            .for_each(|(_, item)| canonical_node_numbers(item)),
+        _ => {}
+    }
+}
+
+fn canonical_number(number: &mut Number) {
+    if !number.is_f64() {
+        return;
+    }
+    let float = number.as_f64().unwrap_or_default();
+    if float.fract() == 0.0 {
+        if float >= i64::MIN as f64 && float < i64::MAX as f64 {
+            *number = Number::from(float as i64);
+        } else if float >= 0.0 && float < u64::MAX as f64 {
+            *number = Number::from(float as u64);
+        }
+    }
+}
+
 struct Builder<'a> {
     definitions: Option<&'a Map<String, Value>>,
-    nodes: Vec<Node>,
+    nodes: Vec<Shape>,
     by_reference: HashMap<String, usize>,
 }
 
 impl Builder<'_> {
-    fn add(&mut self, node: Node) -> usize {
+    fn add(&mut self, node: Shape) -> usize {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
 
-    fn node(&mut self, schema: &Value) -> Node {
+    fn node(&mut self, schema: &Value) -> Shape {
         let Some(object) = schema.as_object() else {
-            return Node::Any;
+            return Shape::Any;
         };
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            return Node::Reference(self.reference(reference));
+            return Shape::Reference(self.reference(reference));
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = object.get(key).and_then(Value::as_array) {
@@ -276,9 +333,9 @@ impl Builder<'_> {
                     return self.node(kept[0]);
                 }
                 if kept.iter().all(|branch| is_string_like(branch)) {
-                    return Node::Text;
+                    return Shape::Text;
                 }
-                return Node::Any;
+                return Shape::Any;
             }
         }
         if let Some([single]) = object
@@ -289,14 +346,14 @@ impl Builder<'_> {
             return self.node(single);
         }
         if is_string_like(schema) {
-            return Node::Text;
+            return Shape::Text;
         }
         match single_type(object) {
             Some("object") => {
                 let additional = object.get("additionalProperties");
                 let rest = match additional {
                     Some(Value::Bool(false)) => None,
-                    Some(Value::Bool(true)) | None => Some(self.add(Node::Any)),
+                    Some(Value::Bool(true)) | None => Some(self.add(Shape::Any)),
                     Some(schema) => {
                         let node = self.node(schema);
                         Some(self.add(node))
@@ -311,21 +368,21 @@ impl Builder<'_> {
                                 (name.clone(), self.add(node))
                             })
                             .collect();
-                        Node::Struct { fields, rest }
+                        Shape::Struct { fields, rest }
                     }
                     None => match rest {
-                        Some(rest) => Node::Map(rest),
-                        None => Node::Any,
+                        Some(rest) => Shape::Map(rest),
+                        None => Shape::Any,
                     },
                 }
             }
             Some("array") => {
                 let item = object
                     .get("items")
-                    .map_or(Node::Any, |items| self.node(items));
-                Node::Sequence(self.add(item))
+                    .map_or(Shape::Any, |items| self.node(items));
+                Shape::Sequence(self.add(item))
             }
-            _ => Node::Any,
+            _ => Shape::Any,
         }
     }
 
@@ -335,7 +392,7 @@ impl Builder<'_> {
         if let Some(id) = self.by_reference.get(reference) {
             return *id;
         }
-        let id = self.add(Node::Any);
+        let id = self.add(Shape::Any);
         self.by_reference.insert(reference.to_string(), id);
         let definition = reference
             .strip_prefix("#/$defs/")

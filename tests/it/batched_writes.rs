@@ -261,9 +261,12 @@ fn a_conflict_inside_a_batch_costs_one_resource_not_the_batch() {
         &["apply"],
         &host_endpoints("c", 0..200, "a"),
     ));
-    let documents: Vec<Resource> =
-        netctl::resource::parse_documents(&host_endpoints("c", 0..200, "b"), "test")
-            .expect("documents parse");
+    let documents: Vec<Resource> = netctl::resource::Loader::unvalidated()
+        .load_text(&host_endpoints("c", 0..200, "b"), "test")
+        .expect("documents parse")
+        .into_iter()
+        .map(|loaded| loaded.resource)
+        .collect();
     runtime().block_on(async {
         // Another writer changes one resource after netctl read it and before its first batch.
         let store = TestStore::over(Arc::new(etcd.connect().await));

@@ -88,7 +88,7 @@ fn version_poll_zero_reads_once_and_a_bad_duration_is_a_usage_error() {
     let once = ok(netctl(&etcd, &["version", "--poll", "0"]));
     assert!(once.contains("Cluster Version:   v3.30.4"), "{once}");
     let bad = netctl(&etcd, &["version", "--poll", "soon"]);
-    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert_eq!(bad.code, Some(64), "{}", bad.stderr);
     assert!(bad.stderr.contains("`soon`"), "{}", bad.stderr);
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::support::bundle::{entry, unpack};
-use crate::support::{ExecReply, KubeApiServer, Netctl};
+use crate::support::{CalicoGroups, ExecReply, KubeApiServer, Netctl};
 use serde_json::{Value, json};
 
 const PASSWORD: &str = "etcd-Pa55-7731";
@@ -143,7 +143,10 @@ fn install_programs(server: &KubeApiServer, pod: &str) {
 }
 
 fn cluster() -> KubeApiServer {
-    let server = KubeApiServer::start();
+    // An operator install: the Calico API server presents `projectcalico.org/v3` beside the
+    // `crd.projectcalico.org/v1` CRDs, and both groups hold objects.
+    let server = KubeApiServer::start_serving(CalicoGroups::Both);
+    server.serve_calico_api_server();
     for namespace in ["kube-system", "calico-system", "tigera-operator", "default"] {
         server
             .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));

@@ -263,6 +263,7 @@ fn progress_without_a_terminal_is_one_line_per_step() {
         events,
         [
             "run-started -",
+            "backup-taken -",
             "started pre/append-a",
             "succeeded pre/append-a",
             "started pre/flaky",

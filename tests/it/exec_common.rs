@@ -91,21 +91,8 @@ pub fn action(name: &str, with: serde_json::Value) -> Action {
 }
 
 pub fn step(id: &str, description: &str, action: Action) -> PlannedStep {
-    PlannedStep {
-        id: id.to_string(),
-        runbook: id.split('/').next().unwrap_or(id).to_string(),
-        phase: Phase::PreUpgrade,
-        description: description.to_string(),
-        needs: vec![],
-        action,
-        verify: None,
-        irreversible: false,
-        requires: None,
-        rollback: None,
-        retry: None,
-        register: None,
-        reason: "test".to_string(),
-    }
+    let runbook = id.split('/').next().unwrap_or(id);
+    PlannedStep::new(id, runbook, Phase::PreUpgrade, action, description, "test")
 }
 
 pub fn plan(steps: Vec<PlannedStep>) -> Plan {
@@ -171,11 +158,13 @@ impl Operator {
         )
     }
 
-    /// `netctl <args>` with the state directory added to `upgrade apply|status`.
+    /// `netctl <args>` with the state directory added to `upgrade apply|status|history`.
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
-        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
+        if args.first() == Some(&"upgrade")
+            && matches!(args.get(1), Some(&"apply" | &"status" | &"history"))
+        {
             command.arg("--state-dir").arg(self.state_dir());
         }
         for (key, value) in env {

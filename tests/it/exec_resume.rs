@@ -75,9 +75,18 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
                 text(&crashed.stderr)
             );
 
-            // The killed run still holds the lock (its lease has not run out): a resume is refused
-            // and names the holder; the operator removes it by id.
-            let refused = operator.run(&["upgrade", "apply", "--resume"], &[]);
+            // The killed run still holds the lock (its lease has not run out): another run is
+            // refused and names the holder (a resume of this run takes it over, below).
+            let refused = operator.run(
+                &[
+                    "upgrade",
+                    "apply",
+                    "--plan",
+                    plan_file.to_str().unwrap(),
+                    "--discard-checkpoint",
+                ],
+                &[],
+            );
             assert_eq!(refused.status.code(), Some(1), "{kill_point}");
             let refusal = text(&refused.stderr);
             assert!(
@@ -101,8 +110,12 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
                 shown.contains("that process is gone from this host"),
                 "{kill_point}: {shown}"
             );
-            let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
-            assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
+            // Either way out: the operator removes the lock by id, or the resume of this same
+            // run takes it over (journaled).
+            if when == "after" {
+                let unlocked = operator.run(&["upgrade", "unlock", &lock_id], &[]);
+                assert!(unlocked.status.success(), "{}", text(&unlocked.stderr));
+            }
 
             let status = status_json(&operator);
             let interrupted = status["checkpoint"]["steps"]
@@ -118,6 +131,12 @@ fn a_run_killed_at_any_step_boundary_resumes_without_repeating_an_effect() {
             assert!(
                 resumed.status.success(),
                 "{kill_point}: resume failed: {}",
+                text(&resumed.stderr)
+            );
+            assert_eq!(
+                text(&resumed.stderr).contains(&format!("(lock id `{lock_id}`)")),
+                when == "before",
+                "{kill_point}: {}",
                 text(&resumed.stderr)
             );
 

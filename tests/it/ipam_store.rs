@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::kube_api::CalicoGroups;
 use crate::support::{EtcdServer, KubeApiServer};
 use netctl::config::{EndpointSource, EtcdEndpoint, EtcdSettings, KubernetesSettings};
 use netctl::datastore::etcd::{EtcdStore, Timeouts};
@@ -245,7 +246,11 @@ fn kubernetes_ipam_is_compare_and_swap_in_both_api_groups() {
             "IPAMConfiguration",
         ),
     ] {
-        let server = KubeApiServer::start();
+        // A server with that group's CRDs only: the store discovers the group as upstream does.
+        let server = KubeApiServer::start_serving(match group {
+            ApiGroup::CrdV1 => CalicoGroups::V1,
+            ApiGroup::ProjectcalicoV3 => CalicoGroups::V3,
+        });
         runtime().block_on(async {
             let store = kube_store(&server, group).await;
             round_trip(store.ipam().unwrap()).await;

@@ -55,6 +55,7 @@ fn plan() -> Plan {
         retry: None,
         register: None,
         reason: "test".to_string(),
+        span: None,
     };
     Plan::new(
         "upgrade",

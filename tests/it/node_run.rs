@@ -578,7 +578,7 @@ fn unknown_engine_is_a_usage_error() {
         .netctl(PLAIN)
         .args(["node", "run", "--dry-run", "--engine", "lxc"])
         .output();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(64));
 }
 
 #[test]

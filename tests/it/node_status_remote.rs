@@ -308,11 +308,11 @@ fn an_unknown_node_is_refused_and_a_dry_run_writes_nothing() {
     let usage = Netctl::new()
         .args(["node", "status", "--timeout", "5s"])
         .run();
-    assert_eq!(usage.code, Some(2), "{}", usage.stderr);
+    assert_eq!(usage.code, Some(64), "{}", usage.stderr);
     let usage = Netctl::new()
         .args(["node", "status", "--all", "--root", "/"])
         .run();
-    assert_eq!(usage.code, Some(2), "{}", usage.stderr);
+    assert_eq!(usage.code, Some(64), "{}", usage.stderr);
 }
 
 const REQUEST: &str = "apiVersion: projectcalico.org/v3
@@ -460,8 +460,8 @@ fn the_kubernetes_crd_schema_is_held_to() {
     stored["spec"]["classes"] = json!(["Agent", "Interfaces"]);
     stored["spec"]["extra"] = json!(true);
     let body = stored.to_string();
-    let response = raw_put(
-        &server.url(),
+    let response = server.raw_request(
+        "PUT",
         "/apis/crd.projectcalico.org/v1/caliconodestatuses/node-1-status",
         &body,
     );
@@ -470,21 +470,6 @@ fn the_kubernetes_crd_schema_is_held_to() {
         response.contains(r#"CalicoNodeStatus.crd.projectcalico.org \"node-1-status\" is invalid: spec.classes[1]: Unsupported value: \"Interfaces\": supported values: \"Agent\", \"BGP\", \"Routes\""#),
         "{response}"
     );
-}
-
-fn raw_put(url: &str, path: &str, body: &str) -> String {
-    use std::io::{Read, Write};
-    let address = url.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "PUT {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 /// A datastore that hangs while netctl waits (etcd stopped with SIGSTOP): the wait still ends at

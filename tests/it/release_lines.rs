@@ -205,42 +205,53 @@ fn policy_keys(etcd: &EtcdServer) -> Vec<String> {
 /// get by name, apply (updated in place under the line's key, uid kept), delete: one key at every
 /// point. `stored_at` is the key the value starts under, `written_at` the cluster's layout.
 fn policy_life_cycle(version: &str, value: &str, stored_at: &str, written_at: &str) {
-    let etcd = EtcdServer::start();
-    cluster_runs(&etcd, version);
-    etcd.put(&format!("{ROOT}/{GNP}/{stored_at}"), value);
-    let uid = serde_json::from_str::<serde_json::Value>(value).unwrap()["metadata"]["uid"].clone();
+    // Named per case: the four tests share this function, so insta's numbering by function name
+    // would depend on which test ran first.
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_suffix(format!("{version}-{stored_at}"));
+    settings.bind(|| {
+        let etcd = EtcdServer::start();
+        cluster_runs(&etcd, version);
+        etcd.put(&format!("{ROOT}/{GNP}/{stored_at}"), value);
+        let uid =
+            serde_json::from_str::<serde_json::Value>(value).unwrap()["metadata"]["uid"].clone();
 
-    netctl_snapshot!(
-        Netctl::etcd(&etcd)
-            .args(["get", "gnp", "allow-dns", "-o", "yaml"])
-            .run()
-    );
-    assert!(ok(Netctl::etcd(&etcd).args(["get", "gnp"]).run()).contains("allow-dns"));
+        netctl_snapshot!(
+            "allow_dns_stored",
+            Netctl::etcd(&etcd)
+                .args(["get", "gnp", "allow-dns", "-o", "yaml"])
+                .run()
+        );
+        assert!(ok(Netctl::etcd(&etcd).args(["get", "gnp"]).run()).contains("allow-dns"));
 
-    ok(Netctl::etcd(&etcd)
-        .args(["apply", "-f", "-"])
-        .stdin(ALLOW_DNS)
-        .run());
-    assert_eq!(policy_keys(&etcd), [written_at], "{version}");
-    let stored = etcd
-        .get_json(&format!("{ROOT}/{GNP}/{written_at}"))
-        .unwrap();
-    assert_eq!(
-        stored["metadata"]["uid"], uid,
-        "{version}: updated in place"
-    );
-    assert_eq!(
-        stored["spec"]["egress"][0]["destination"]["ports"],
-        serde_json::json!([53, 5353])
-    );
-    let listed = ok(Netctl::etcd(&etcd).args(["get", "gnp", "-o", "name"]).run());
-    assert_eq!(listed.lines().count(), 1, "{version}: {listed}");
+        ok(Netctl::etcd(&etcd)
+            .args(["apply", "-f", "-"])
+            .stdin(ALLOW_DNS)
+            .run());
+        assert_eq!(policy_keys(&etcd), [written_at], "{version}");
+        let stored = etcd
+            .get_json(&format!("{ROOT}/{GNP}/{written_at}"))
+            .unwrap();
+        assert_eq!(
+            stored["metadata"]["uid"], uid,
+            "{version}: updated in place"
+        );
+        assert_eq!(
+            stored["spec"]["egress"][0]["destination"]["ports"],
+            serde_json::json!([53, 5353])
+        );
+        let listed = ok(Netctl::etcd(&etcd).args(["get", "gnp", "-o", "name"]).run());
+        assert_eq!(listed.lines().count(), 1, "{version}: {listed}");
 
-    ok(Netctl::etcd(&etcd)
-        .args(["delete", "gnp", "allow-dns"])
-        .run());
-    assert!(policy_keys(&etcd).is_empty(), "{version}");
-    netctl_snapshot!(Netctl::etcd(&etcd).args(["get", "gnp", "allow-dns"]).run());
+        ok(Netctl::etcd(&etcd)
+            .args(["delete", "gnp", "allow-dns"])
+            .run());
+        assert!(policy_keys(&etcd).is_empty(), "{version}");
+        netctl_snapshot!(
+            "allow_dns_deleted",
+            Netctl::etcd(&etcd).args(["get", "gnp", "allow-dns"]).run()
+        );
+    });
 }
 
 #[test]

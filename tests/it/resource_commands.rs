@@ -656,7 +656,7 @@ fn get_by_file_reads_what_the_documents_name_and_export_strips_this_copy() {
         "{stderr}"
     );
     let run = Netctl::etcd(&etcd).args(["get", "gnp", "-f", file]).run();
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.code, Some(64), "{}", run.stderr);
 }
 
 #[test]

@@ -58,6 +58,11 @@ fixture!(
     "invalid-arguments"
 );
 fixture!(duplicate_step_ids, "duplicate-id", "duplicate-id");
+fixture!(
+    a_gate_inside_an_uncuttable_span,
+    "spans",
+    "gate-inside-span"
+);
 fixture!(dangling_needs, "dangling-need", "dangling-need");
 fixture!(cycles_are_named, "cycle", "cycle");
 fixture!(

@@ -31,7 +31,9 @@ use etcd_client::{
     Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
 };
 
-pub use conversion::{PolicyLayout, RESOURCE_ROOT, key_path, list_prefix, stored_name};
+pub use conversion::{
+    PolicyLayout, RESOURCE_ROOT, has_two_layouts, key_path, list_prefix, stored_name,
+};
 pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};

@@ -1,52 +1,67 @@
-//! Conversion between [`Resource`] and the custom resources of `crd.projectcalico.org/v1`, in
-//! upstream's layout (`reference/calicoctl.md` §3.7), so that data written by either tool reads back
-//! in the other.
+//! Conversion between [`Resource`] and the Calico custom resources in either API group, in
+//! upstream's layout (`libcalico-go/lib/backend/k8s/resources/resources.go`,
+//! `customresource.go`), so that data written by either tool reads back in the other.
 //!
-//! The custom resource carries the name (tiered for policies), namespace, `resourceVersion`, a
-//! converted UID, only the labels and annotations that name `projectcalico.org/` or
-//! `operator.tigera.io/`, and the `projectcalico.org/metadata` annotation holding the v3 metadata as
-//! JSON (without namespace, `resourceVersion` and UID; with the name for policies only). The spec is
-//! copied as is. This module knows nothing about HTTP.
+//! Under `crd.projectcalico.org/v1` the custom resource carries the name (see `names.rs` for the
+//! default-tier policies), namespace, `resourceVersion`, a converted UID, only the labels and
+//! annotations that name `projectcalico.org/` or `operator.tigera.io/`, and the
+//! `projectcalico.org/metadata` annotation holding the v3 metadata as JSON (without namespace,
+//! `resourceVersion` and UID; with the name for the tiered policy kinds only). Under
+//! `projectcalico.org/v3` (v3.32's native CRDs) the custom resource is the resource itself, as
+//! upstream's `convertKVPairToResource` passes it: all its metadata on the object, its UID as the
+//! server gave it, no annotation. The spec is copied as is either way. This module knows nothing
+//! about HTTP.
 
 use std::collections::BTreeMap;
 
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
+use crate::config::CalicoApiGroup;
 use crate::datastore::StoreError;
-use crate::datastore::etcd::stored_name;
 use crate::resource::{API_VERSION, Kind, ObjectMeta, Resource};
 
-/// The API group of the Calico custom resources.
+/// The API group of the Calico custom resources before v3.32's native CRDs.
 pub const CRD_GROUP: &str = "crd.projectcalico.org";
 
-/// The version of the Calico custom resources.
+/// The version of the `crd.projectcalico.org` custom resources.
 pub const CRD_VERSION: &str = "v1";
 
-/// The annotation that holds the v3 metadata of a custom resource.
+/// The annotation that holds the v3 metadata of a `crd.projectcalico.org/v1` custom resource.
 pub const METADATA_ANNOTATION: &str = "projectcalico.org/metadata";
 
-/// The kind and plural of the custom resource that holds a kind: the kind's own, except
-/// IPAMConfiguration, which upstream keeps in the allocator's `IPAMConfig` object `ipamconfigs`
-/// (`libcalico-go/lib/backend/k8s/resources/ipam_config_v3.go`): one object for both.
-pub fn crd_names(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::IpamConfiguration => ("IPAMConfig", "ipamconfigs"),
-        other => (other.as_str(), other.plural()),
+/// Server-kept metadata a resource read from a native CRD leaves out: field ownership is the API
+/// server's record, not the resource's, and sending it back on an update would overwrite it.
+const SERVER_METADATA: [&str; 2] = ["managedFields", "selfLink"];
+
+/// The kind and plural of the custom resource that holds a kind in `group`: the kind's own, except
+/// IPAMConfiguration under v1, which upstream keeps in the allocator's `IPAMConfig` object
+/// `ipamconfigs` (`libcalico-go/lib/backend/k8s/resources/ipam_config_v3.go`): one object for both.
+pub fn crd_names(kind: Kind, group: CalicoApiGroup) -> (&'static str, &'static str) {
+    match (kind, group) {
+        (Kind::IpamConfiguration, CalicoApiGroup::CrdV1) => ("IPAMConfig", "ipamconfigs"),
+        (other, _) => (other.as_str(), other.plural()),
     }
 }
 
-/// The API resource of a custom-resource kind.
-pub fn api_resource(kind: Kind) -> ApiResource {
-    let (crd_kind, plural) = crd_names(kind);
+/// The API resource of a custom-resource kind in `group`.
+pub fn api_resource(kind: Kind, group: CalicoApiGroup) -> ApiResource {
+    let (crd_kind, plural) = crd_names(kind, group);
     ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(CRD_GROUP, CRD_VERSION, crd_kind),
+        &GroupVersionKind::gvk(group.group(), group.version(), crd_kind),
         plural,
     )
 }
 
+/// `ippools.crd.projectcalico.org`, as the API server names a resource type in messages.
+pub fn resource_name(kind: Kind, group: CalicoApiGroup) -> String {
+    format!("{}.{}", crd_names(kind, group).1, group.group())
+}
+
+/// The kinds whose v1 metadata annotation keeps the name (upstream
+/// `ConvertCalicoResourceToK8sResource`: the policies, staged ones included).
 fn is_policy(kind: Kind) -> bool {
-    matches!(kind, Kind::NetworkPolicy | Kind::GlobalNetworkPolicy)
+    kind.is_tiered_policy()
 }
 
 /// Whether a label or annotation is copied onto the custom resource itself (upstream keeps only
@@ -113,8 +128,40 @@ fn convert_owner_references(metadata: &mut ObjectMeta, from: &[&str], to: &str) 
     }
 }
 
-/// The custom resource (as JSON) for a resource; `resourceVersion` is kept for updates.
-pub fn to_custom_resource(resource: &Resource) -> Value {
+/// The custom resource (as JSON) for a resource in `group`, named `name` (`names.rs` chooses it);
+/// `resourceVersion` is kept for updates.
+pub fn to_custom_resource(resource: &Resource, group: CalicoApiGroup, name: &str) -> Value {
+    match group {
+        CalicoApiGroup::CrdV1 => to_v1_object(resource, name),
+        CalicoApiGroup::V3 => to_v3_object(resource, name),
+    }
+}
+
+/// The resource as a native `projectcalico.org/v3` custom resource: itself, named `name`.
+fn to_v3_object(resource: &Resource, name: &str) -> Value {
+    let kind = resource.kind;
+    let mut metadata = resource.metadata.clone();
+    metadata.name = name.to_string();
+    if !kind.is_namespaced() {
+        metadata.namespace = None;
+    }
+    for field in SERVER_METADATA {
+        metadata.other.remove(field);
+    }
+    // Serializing ObjectMeta cannot fail: every field is a plain JSON value.
+    let mut object = json!({
+        "apiVersion": CalicoApiGroup::V3.api_version(),
+        "kind": kind.as_str(),
+        "metadata": serde_json::to_value(&metadata).unwrap_or_else(|_| json!({})),
+        "spec": if resource.spec.is_null() { json!({}) } else { resource.spec.clone() },
+    });
+    if !resource.status.is_null() {
+        object["status"] = resource.status.clone();
+    }
+    object
+}
+
+fn to_v1_object(resource: &Resource, name: &str) -> Value {
     let kind = resource.kind;
     let mut v3 = resource.metadata.clone();
     v3.namespace = None;
@@ -141,7 +188,7 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
         serde_json::to_string(&v3).unwrap_or_default(),
     );
     let mut metadata = json!({
-        "name": stored_name(kind, &resource.metadata.name),
+        "name": name,
         "labels": labels,
         "annotations": annotations,
     });
@@ -172,8 +219,8 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
         }
     }
     let mut object = json!({
-        "apiVersion": format!("{CRD_GROUP}/{CRD_VERSION}"),
-        "kind": crd_names(kind).0,
+        "apiVersion": CalicoApiGroup::CrdV1.api_version(),
+        "kind": crd_names(kind, CalicoApiGroup::CrdV1).0,
         "metadata": metadata,
         "spec": spec,
     });
@@ -184,8 +231,57 @@ pub fn to_custom_resource(resource: &Resource) -> Value {
     object
 }
 
-/// The resource a custom resource holds.
-pub fn from_custom_resource(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
+/// The resource a custom resource of `group` holds.
+pub fn from_custom_resource(
+    kind: Kind,
+    object: &Value,
+    group: CalicoApiGroup,
+) -> Result<Resource, StoreError> {
+    match group {
+        CalicoApiGroup::CrdV1 => from_v1_object(kind, object),
+        CalicoApiGroup::V3 => from_v3_object(kind, object),
+    }
+}
+
+/// A native `projectcalico.org/v3` custom resource is the resource: only what the server keeps
+/// for itself is left out.
+fn from_v3_object(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
+    let mut metadata: ObjectMeta =
+        serde_json::from_value(object["metadata"].clone()).map_err(|source| {
+            StoreError::InvalidData {
+                location: format!(
+                    "{} `{}` (metadata)",
+                    resource_name(kind, CalicoApiGroup::V3),
+                    object["metadata"]["name"].as_str().unwrap_or_default()
+                ),
+                source,
+            }
+        })?;
+    for field in SERVER_METADATA {
+        metadata.other.remove(field);
+    }
+    if !kind.is_namespaced() {
+        metadata.namespace = None;
+    }
+    Ok(resource_of(kind, metadata, object))
+}
+
+/// The resource with `metadata` and the custom resource's spec (`{}` when it has none) and status.
+fn resource_of(kind: Kind, metadata: ObjectMeta, object: &Value) -> Resource {
+    let spec = match &object["spec"] {
+        Value::Null => json!({}),
+        spec => spec.clone(),
+    };
+    Resource {
+        api_version: API_VERSION.to_string(),
+        kind,
+        metadata,
+        spec,
+        status: object["status"].clone(),
+    }
+}
+
+fn from_v1_object(kind: Kind, object: &Value) -> Result<Resource, StoreError> {
     let metadata = &object["metadata"];
     let text = |field: &str| metadata[field].as_str().map(str::to_string);
     let stored = text("name").unwrap_or_default();
@@ -249,17 +345,7 @@ pub fn from_custom_resource(kind: Kind, object: &Value) -> Result<Resource, Stor
     if v3.creation_timestamp.is_none() {
         v3.creation_timestamp = text("creationTimestamp");
     }
-    let spec = match &object["spec"] {
-        Value::Null => json!({}),
-        spec => spec.clone(),
-    };
-    Ok(Resource {
-        api_version: API_VERSION.to_string(),
-        kind,
-        metadata: v3,
-        spec,
-        status: object["status"].clone(),
-    })
+    Ok(resource_of(kind, v3, object))
 }
 
 /// Without the annotation, upstream strips `default.` from default-tier policy names.
@@ -274,6 +360,9 @@ fn strip_default_tier(name: &str, spec: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const V1: CalicoApiGroup = CalicoApiGroup::CrdV1;
+    const V3: CalicoApiGroup = CalicoApiGroup::V3;
 
     #[test]
     fn uid_conversion_reverses_bits_but_keeps_version_and_variant() {
@@ -322,7 +411,7 @@ mod tests {
                  "uid": "12345678-9abc-4def-8123-456789abcdef"}
             ]),
         );
-        let object = to_custom_resource(&set);
+        let object = to_custom_resource(&set, V1, "web");
         let annotation: Value = serde_json::from_str(
             object["metadata"]["annotations"][METADATA_ANNOTATION]
                 .as_str()
@@ -338,7 +427,7 @@ mod tests {
                  "uid": "12345678-9abc-4def-8123-456789abcdef"}
             ])
         );
-        let back = from_custom_resource(Kind::NetworkSet, &object).unwrap();
+        let back = from_custom_resource(Kind::NetworkSet, &object, V1).unwrap();
         assert_eq!(back.metadata.other, set.metadata.other);
 
         // Owners written as v3 before upstream converted owner UIDs are converted on read too.
@@ -348,7 +437,7 @@ mod tests {
                 "name": "t", "uid": "f67854dc-0000-4000-8000-000000000080"}]})
             .to_string()
         );
-        let back = from_custom_resource(Kind::NetworkSet, &legacy).unwrap();
+        let back = from_custom_resource(Kind::NetworkSet, &legacy, V1).unwrap();
         assert_eq!(
             back.metadata.other["ownerReferences"][0]["uid"],
             "6f1e2a3b-0000-4000-8000-000000000001"
@@ -372,7 +461,7 @@ mod tests {
         pool.metadata
             .annotations
             .insert("owner".into(), "me".into());
-        let object = to_custom_resource(&pool);
+        let object = to_custom_resource(&pool, V1, "pool");
         assert_eq!(
             object["metadata"]["labels"],
             json!({"operator.tigera.io/managed": "yes"})
@@ -380,7 +469,7 @@ mod tests {
         let annotations = object["metadata"]["annotations"].as_object().unwrap();
         assert_eq!(annotations["projectcalico.org/note"], "n");
         assert!(!annotations.contains_key("owner"));
-        let back = from_custom_resource(Kind::IpPool, &object).unwrap();
+        let back = from_custom_resource(Kind::IpPool, &object, V1).unwrap();
         assert_eq!(back.metadata.labels, pool.metadata.labels);
         assert_eq!(back.metadata.annotations, pool.metadata.annotations);
 
@@ -389,7 +478,7 @@ mod tests {
         let mut older = object.clone();
         older["metadata"]["labels"]["legacy"] = json!("x");
         older["metadata"]["labels"]["team"] = json!("stale");
-        let back = from_custom_resource(Kind::IpPool, &older).unwrap();
+        let back = from_custom_resource(Kind::IpPool, &older, V1).unwrap();
         assert_eq!(back.metadata.labels["legacy"], "x");
         assert_eq!(back.metadata.labels["team"], "a");
     }
@@ -403,7 +492,7 @@ mod tests {
             .labels
             .insert("projectcalico.org/tier".into(), "default".into());
         policy.metadata.uid = Some("6f1e2a3b-0000-4000-8000-000000000001".into());
-        let object = to_custom_resource(&policy);
+        let object = to_custom_resource(&policy, V1, "default.allow-all");
         assert_eq!(object["metadata"]["name"], "default.allow-all");
         assert_eq!(object["apiVersion"], "crd.projectcalico.org/v1");
         assert_eq!(
@@ -419,7 +508,7 @@ mod tests {
         assert_eq!(annotation["name"], "allow-all");
         assert_eq!(annotation["labels"]["team"], "a");
         assert!(annotation.get("uid").is_none());
-        let back = from_custom_resource(Kind::GlobalNetworkPolicy, &object).unwrap();
+        let back = from_custom_resource(Kind::GlobalNetworkPolicy, &object, V1).unwrap();
         assert_eq!(back.metadata.name, "allow-all");
         assert_eq!(back.metadata.labels, policy.metadata.labels);
         assert_eq!(back.metadata.uid, policy.metadata.uid);
@@ -430,10 +519,75 @@ mod tests {
         let object = json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool",
             "metadata": {"name": "pool", "resourceVersion": "7", "labels": {"a": "b"}},
             "spec": {"cidr": "10.0.0.0/16"}});
-        let pool = from_custom_resource(Kind::IpPool, &object).unwrap();
+        let pool = from_custom_resource(Kind::IpPool, &object, V1).unwrap();
         assert_eq!(pool.metadata.name, "pool");
         assert_eq!(pool.metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(pool.metadata.labels["a"], "b");
         assert_eq!(pool.spec["cidr"], "10.0.0.0/16");
+    }
+
+    #[test]
+    fn a_staged_policy_keeps_its_name_in_the_annotation_too() {
+        let policy = Resource::new(Kind::StagedGlobalNetworkPolicy, "trial");
+        let object = to_custom_resource(&policy, V1, "default.trial");
+        let annotation: Value = serde_json::from_str(
+            object["metadata"]["annotations"][METADATA_ANNOTATION]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(annotation["name"], "trial");
+        let mut bare = object.clone();
+        bare["metadata"]["annotations"] = json!({});
+        let back = from_custom_resource(Kind::StagedGlobalNetworkPolicy, &bare, V1).unwrap();
+        assert_eq!(back.metadata.name, "trial");
+    }
+
+    #[test]
+    fn a_native_v3_custom_resource_is_the_resource_itself() {
+        let mut policy = Resource::new(Kind::NetworkPolicy, "allow-dns");
+        policy.metadata.namespace = Some("prod".into());
+        policy.metadata.labels.insert("team".into(), "a".into());
+        policy
+            .metadata
+            .annotations
+            .insert("owner".into(), "me".into());
+        policy.metadata.uid = Some("6f1e2a3b-0000-4000-8000-000000000001".into());
+        policy.metadata.resource_version = Some("12".into());
+        policy.metadata.other.insert(
+            "ownerReferences".into(),
+            json!([{"apiVersion": "projectcalico.org/v3", "kind": "Tier", "name": "t",
+                    "uid": "6f1e2a3b-0000-4000-8000-000000000002"}]),
+        );
+        policy.spec = json!({"selector": "all()", "tier": "default"});
+        let object = to_custom_resource(&policy, V3, "allow-dns");
+        assert_eq!(
+            object,
+            json!({
+                "apiVersion": "projectcalico.org/v3",
+                "kind": "NetworkPolicy",
+                "metadata": {
+                    "name": "allow-dns", "namespace": "prod",
+                    "uid": "6f1e2a3b-0000-4000-8000-000000000001", "resourceVersion": "12",
+                    "labels": {"team": "a"}, "annotations": {"owner": "me"},
+                    "ownerReferences": [{"apiVersion": "projectcalico.org/v3", "kind": "Tier",
+                        "name": "t", "uid": "6f1e2a3b-0000-4000-8000-000000000002"}],
+                },
+                "spec": {"selector": "all()", "tier": "default"},
+            })
+        );
+        let mut stored = object.clone();
+        stored["metadata"]["managedFields"] = json!([{"manager": "netctl"}]);
+        stored["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        let back = from_custom_resource(Kind::NetworkPolicy, &stored, V3).unwrap();
+        assert_eq!(back.metadata.uid, policy.metadata.uid);
+        assert_eq!(back.metadata.labels, policy.metadata.labels);
+        assert_eq!(back.metadata.annotations, policy.metadata.annotations);
+        assert_eq!(back.metadata.other, policy.metadata.other);
+        assert_eq!(
+            back.metadata.creation_timestamp.as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        assert_eq!(back.spec, policy.spec);
     }
 }

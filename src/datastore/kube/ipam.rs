@@ -30,7 +30,7 @@ struct Target<'a> {
 
 impl KubeStore {
     fn ipam_resource(&self, ipam_type: IpamType) -> ApiResource {
-        let group = self.ipam_group;
+        let group = self.ipam_group();
         let (kind, plural) = group.names(ipam_type);
         ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(group.group(), group.version(), kind),
@@ -43,8 +43,8 @@ impl KubeStore {
     }
 
     fn location(&self, ipam_type: IpamType, name: &str) -> String {
-        let (_, plural) = self.ipam_group.names(ipam_type);
-        format!("{plural}.{}/{name}", self.ipam_group.group())
+        let (_, plural) = self.ipam_group().names(ipam_type);
+        format!("{plural}.{}/{name}", self.ipam_group().group())
     }
 
     /// Runs one request within the time limit; API refusals become [`IpamError`]s.
@@ -57,8 +57,8 @@ impl KubeStore {
         let what = match target.name {
             Some(name) => format!("`{}`", self.location(target.ipam_type, name)),
             None => {
-                let (_, plural) = self.ipam_group.names(target.ipam_type);
-                format!("`{plural}.{}`", self.ipam_group.group())
+                let (_, plural) = self.ipam_group().names(target.ipam_type);
+                format!("`{plural}.{}`", self.ipam_group().group())
             }
         };
         let result = match tokio::time::timeout(self.timeout, future).await {
@@ -87,8 +87,8 @@ impl KubeStore {
             }
             kube::Error::Api(status) if status.code == 409 => IpamError::Conflict { what },
             _ => {
-                let (_, plural) = self.ipam_group.names(target.ipam_type);
-                let resource = format!("{plural}.{}", self.ipam_group.group());
+                let (_, plural) = self.ipam_group().names(target.ipam_type);
+                let resource = format!("{plural}.{}", self.ipam_group().group());
                 IpamError::Store(errors::classify(
                     error,
                     &errors::Request {
@@ -105,10 +105,10 @@ impl KubeStore {
     }
 
     fn not_installed(&self, ipam_type: IpamType) -> StoreError {
-        let (_, plural) = self.ipam_group.names(ipam_type);
+        let (_, plural) = self.ipam_group().names(ipam_type);
         StoreError::NotInstalled {
             server: self.api.server.clone(),
-            resource: format!("{plural}.{}", self.ipam_group.group()),
+            resource: format!("{plural}.{}", self.ipam_group().group()),
         }
     }
 
@@ -200,9 +200,9 @@ impl KubeStore {
         client_uid: Option<&str>,
     ) -> Result<(), IpamError> {
         let written = self.write_object(ipam_type, name, marked, false).await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         let uid = client_uid
-            .map(|uid| self.ipam_group.object_uid(uid))
+            .map(|uid| self.ipam_group().object_uid(uid))
             .or_else(|| written["metadata"]["uid"].as_str().map(str::to_string));
         let params = DeleteParams {
             preconditions: Some(Preconditions {
@@ -222,7 +222,7 @@ impl KubeStore {
     }
 
     fn stored<T>(&self, object: &Value, decoded: Result<T, String>) -> Result<Stored<T>, Damaged> {
-        let identity = encoding::identity(self.ipam_group, object);
+        let identity = encoding::identity(self.ipam_group(), object);
         match decoded {
             Ok(value) => Ok(Stored::new(value, identity.revision, identity.uid)),
             Err(reason) => Err(Damaged {
@@ -316,7 +316,7 @@ impl IpamStore for KubeStore {
         token: Option<&str>,
     ) -> Result<IpamPage<BlockAffinity>, StoreError> {
         let (objects, next) = self.list_objects(IpamType::Affinity, token).await?;
-        let group = self.ipam_group;
+        let group = self.ipam_group();
         Ok(self.page(
             IpamType::Affinity,
             objects,
@@ -343,12 +343,16 @@ impl IpamStore for KubeStore {
         _: BlockEncoding,
     ) -> Result<Stored<AllocationBlock>, IpamError> {
         let cidr = block_cidr(&block.value)?;
-        let object =
-            encoding::encode_block(self.ipam_group, &block.value, &cidr, Some(&block.revision));
+        let object = encoding::encode_block(
+            self.ipam_group(),
+            &block.value,
+            &cidr,
+            Some(&block.revision),
+        );
         let written = self
             .write_object(IpamType::Block, &encoding::block_name(&cidr), object, false)
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(
             block.value.clone(),
             identity.revision,
@@ -360,7 +364,8 @@ impl IpamStore for KubeStore {
         let cidr = block_cidr(&block.value)?;
         let mut marked = block.value.clone();
         marked.deleted = true;
-        let object = encoding::encode_block(self.ipam_group, &marked, &cidr, Some(&block.revision));
+        let object =
+            encoding::encode_block(self.ipam_group(), &marked, &cidr, Some(&block.revision));
         self.delete_marked(
             IpamType::Block,
             &encoding::block_name(&cidr),
@@ -376,11 +381,11 @@ impl IpamStore for KubeStore {
         _: BlockEncoding,
     ) -> Result<Stored<AllocationBlock>, IpamError> {
         let cidr = block_cidr(block)?;
-        let object = encoding::encode_block(self.ipam_group, block, &cidr, None);
+        let object = encoding::encode_block(self.ipam_group(), block, &cidr, None);
         let written = self
             .write_object(IpamType::Block, &encoding::block_name(&cidr), object, true)
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(block.clone(), identity.revision, identity.uid))
     }
 
@@ -400,7 +405,7 @@ impl IpamStore for KubeStore {
         handle: &Stored<IpamHandle>,
     ) -> Result<Stored<IpamHandle>, IpamError> {
         let object =
-            encoding::encode_handle(self.ipam_group, &handle.value, Some(&handle.revision));
+            encoding::encode_handle(self.ipam_group(), &handle.value, Some(&handle.revision));
         let written = self
             .write_object(
                 IpamType::Handle,
@@ -409,7 +414,7 @@ impl IpamStore for KubeStore {
                 false,
             )
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(
             handle.value.clone(),
             identity.revision,
@@ -420,7 +425,7 @@ impl IpamStore for KubeStore {
     async fn delete_handle(&self, handle: &Stored<IpamHandle>) -> Result<(), IpamError> {
         let mut marked = handle.value.clone();
         marked.deleted = true;
-        let object = encoding::encode_handle(self.ipam_group, &marked, Some(&handle.revision));
+        let object = encoding::encode_handle(self.ipam_group(), &marked, Some(&handle.revision));
         self.delete_marked(
             IpamType::Handle,
             &encoding::handle_name(&handle.value.id),
@@ -431,7 +436,7 @@ impl IpamStore for KubeStore {
     }
 
     async fn create_handle(&self, handle: &IpamHandle) -> Result<Stored<IpamHandle>, IpamError> {
-        let object = encoding::encode_handle(self.ipam_group, handle, None);
+        let object = encoding::encode_handle(self.ipam_group(), handle, None);
         let written = self
             .write_object(
                 IpamType::Handle,
@@ -440,7 +445,7 @@ impl IpamStore for KubeStore {
                 true,
             )
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(handle.clone(), identity.revision, identity.uid))
     }
 
@@ -448,12 +453,12 @@ impl IpamStore for KubeStore {
         &self,
         affinity: &BlockAffinity,
     ) -> Result<Stored<BlockAffinity>, IpamError> {
-        let object = encoding::encode_affinity(self.ipam_group, affinity, true, None);
+        let object = encoding::encode_affinity(self.ipam_group(), affinity, true, None);
         let name = encoding::affinity_name(&affinity.node, &affinity.cidr);
         let written = self
             .write_object(IpamType::Affinity, &name, object, true)
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(
             affinity.clone(),
             identity.revision,
@@ -480,7 +485,7 @@ impl IpamStore for KubeStore {
         config: &IpamConfig,
         expected: Option<&str>,
     ) -> Result<Stored<IpamConfig>, IpamError> {
-        let object = encoding::encode_config(self.ipam_group, config, expected);
+        let object = encoding::encode_config(self.ipam_group(), config, expected);
         let written = self
             .write_object(
                 IpamType::Config,
@@ -489,16 +494,20 @@ impl IpamStore for KubeStore {
                 expected.is_none(),
             )
             .await?;
-        let identity = encoding::identity(self.ipam_group, &written);
+        let identity = encoding::identity(self.ipam_group(), &written);
         Ok(Stored::new(config.clone(), identity.revision, identity.uid))
     }
 }
 
 /// The API group the IPAM objects of a store are read from and written to.
 impl KubeStore {
-    /// Uses the IPAM objects of `group` (the default is `crd.projectcalico.org/v1`).
+    /// Uses the IPAM objects of `group`, with the Calico resources in the same group (the group is
+    /// otherwise chosen at connection: `datastore/kube/api_group.rs`).
     pub fn with_ipam_group(mut self, group: ApiGroup) -> KubeStore {
-        self.ipam_group = group;
+        self.group = super::api_group::GroupChoice::fixed(match group {
+            ApiGroup::CrdV1 => crate::config::CalicoApiGroup::CrdV1,
+            ApiGroup::ProjectcalicoV3 => crate::config::CalicoApiGroup::V3,
+        });
         self
     }
 }

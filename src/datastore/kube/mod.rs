@@ -1,6 +1,7 @@
-//! The Kubernetes backend: Calico resources as custom resources of `crd.projectcalico.org/v1`, Nodes
-//! as Kubernetes Nodes, Profiles derived from Namespaces and ServiceAccounts and WorkloadEndpoints
-//! derived from Pods (both read-only).
+//! The Kubernetes backend: Calico resources as custom resources of `crd.projectcalico.org/v1` or,
+//! on clusters with v3.32's native CRDs, `projectcalico.org/v3` (the group is chosen once per
+//! connection as upstream chooses it: `api_group`), Nodes as Kubernetes Nodes, Profiles derived
+//! from Namespaces and ServiceAccounts and WorkloadEndpoints derived from Pods (both read-only).
 //!
 //! Every request goes through the Kubernetes API with the kube client built by [`client`]. Writes are
 //! conditional as the API server makes them: create is a POST (409 `AlreadyExists` if taken), update
@@ -8,11 +9,13 @@
 //! carries `resourceVersion` and UID preconditions. The API has no multi-object transactions, so a
 //! batch of writes is sent one object at a time (the trait's default, `datastore/batch.rs`) with the
 //! same per-write outcomes as etcd's. Lists use the API's `limit` and `continue`, so a
-//! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources),
+//! listing is paged exactly as with etcd. Conversion lives in `conversion` (custom resources of
+//! either group; `names` the custom resource names of default-tier policies),
 //! `derived` (Nodes, Profiles) and `workload` (WorkloadEndpoints from Pods, read-only); error
 //! classification in `errors`; the upgrade lock and checkpoint
 //! mirror (Leases and ConfigMaps) in `coordination`.
 
+pub mod api_group;
 pub mod client;
 mod conversion;
 pub mod coordination;
@@ -20,6 +23,7 @@ mod derived;
 mod errors;
 mod ipam;
 pub mod ipam_encoding;
+mod names;
 mod workload;
 
 use std::time::Duration;
@@ -28,36 +32,91 @@ use async_trait::async_trait;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::{ApiResource, DynamicObject};
 
+pub use api_group::{GroupChoice, OtherGroup, is_custom_resource};
 pub use client::ApiClient;
-pub use conversion::{CRD_GROUP, CRD_VERSION, METADATA_ANNOTATION, convert_uid};
+pub use conversion::{CRD_GROUP, CRD_VERSION, METADATA_ANNOTATION, api_resource, convert_uid};
 
 use super::{DEFAULT_PAGE_SIZE, Datastore, DatastoreType, ListOptions, Page, StoreError};
-use crate::config::KubernetesSettings;
+use crate::config::{CalicoApiGroup, KubernetesSettings};
+use crate::release::Release;
 use crate::resource::{Kind, Resource, ResourceKey};
+use names::PolicyNaming;
 
 /// A Kubernetes datastore.
 #[derive(Clone)]
 pub struct KubeStore {
     api: ApiClient,
     timeout: Duration,
-    /// Where the IPAM objects live (`kube/ipam.rs`).
-    ipam_group: ipam_encoding::ApiGroup,
+    group: GroupChoice,
 }
 
 impl KubeStore {
-    /// Builds the client and proves that the API answers and serves the Calico CRDs.
+    /// Builds the client, chooses the API group of the Calico resources (`api_group::choose`) and
+    /// proves that the API answers and serves the Calico CRDs of that group.
     pub async fn connect(
         settings: &KubernetesSettings,
         timeout: Duration,
     ) -> Result<KubeStore, StoreError> {
         let api = client::build(settings, timeout).await?;
+        let request = errors::Request {
+            server: &api.server,
+            verb: "list",
+            resource: "API groups",
+            key: None,
+            expected: None,
+            timeout,
+        };
+        let chosen = tokio::time::timeout(
+            timeout,
+            api_group::choose(&api, settings.api_group.as_ref(), request),
+        )
+        .await
+        .map_err(|_| StoreError::Timeout {
+            datastore: DatastoreType::Kubernetes,
+            endpoints: api.server.clone(),
+            seconds: timeout.as_secs(),
+        })??;
         let store = KubeStore {
             api,
             timeout,
-            ipam_group: ipam_encoding::ApiGroup::default(),
+            group: chosen,
         };
         store.check().await?;
         Ok(store)
+    }
+
+    /// A store for a client and a group chosen elsewhere (an upgrade's `kube.*` steps, tests).
+    pub fn with_group(api: ApiClient, timeout: Duration, group: GroupChoice) -> KubeStore {
+        KubeStore {
+            api,
+            timeout,
+            group,
+        }
+    }
+
+    /// Where the IPAM objects live (`kube/ipam.rs`): the group the Calico resources live in.
+    fn ipam_group(&self) -> ipam_encoding::ApiGroup {
+        match self.group.group {
+            CalicoApiGroup::CrdV1 => ipam_encoding::ApiGroup::CrdV1,
+            CalicoApiGroup::V3 => ipam_encoding::ApiGroup::ProjectcalicoV3,
+        }
+    }
+
+    /// The API group of the Calico custom resources and why it was chosen.
+    pub fn api_group(&self) -> &GroupChoice {
+        &self.group
+    }
+
+    /// When both groups are served by CRDs, the kinds of the other group that hold objects netctl
+    /// does not read (a warning for the caller to print). Reads at most one object per kind.
+    pub async fn other_group_objects(&self) -> Option<OtherGroup> {
+        tokio::time::timeout(
+            self.timeout,
+            api_group::inspect_other_group(&self.api, &self.group),
+        )
+        .await
+        .ok()
+        .flatten()
     }
 
     /// The API server URL, for messages.
@@ -113,7 +172,7 @@ impl KubeStore {
 
     fn custom_api(&self, kind: Kind, namespace: Option<&str>) -> Api<DynamicObject> {
         let namespace = namespace.filter(|_| kind.is_namespaced());
-        self.api(&conversion::api_resource(kind), namespace)
+        self.api(&api_resource(kind, self.group.group), namespace)
     }
 
     /// The current resourceVersion of a resource, for a conflict message.
@@ -125,8 +184,127 @@ impl KubeStore {
         }
     }
 
-    fn resource_name(kind: Kind) -> String {
-        format!("{}.{CRD_GROUP}", conversion::crd_names(kind).1)
+    /// A conflict named with the version stored now; any other outcome as it is.
+    async fn with_current_version<T>(
+        &self,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match result {
+            Err(StoreError::Conflict { key, expected, .. }) => {
+                let current = self.current_version(&key).await;
+                Err(StoreError::Conflict {
+                    key,
+                    expected,
+                    current,
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn resource_name(&self, kind: Kind) -> String {
+        conversion::resource_name(kind, self.group.group)
+    }
+
+    fn to_dynamic(&self, resource: &Resource, name: &str) -> Result<DynamicObject, StoreError> {
+        to_dynamic(conversion::to_custom_resource(
+            resource,
+            self.group.group,
+            name,
+        ))
+    }
+
+    fn resource_from(&self, kind: Kind, object: &DynamicObject) -> Result<Resource, StoreError> {
+        let value = serde_json::to_value(object).map_err(|source| StoreError::InvalidData {
+            location: format!(
+                "{} `{}`",
+                self.resource_name(kind),
+                object.metadata.name.as_deref().unwrap_or("")
+            ),
+            source,
+        })?;
+        conversion::from_custom_resource(kind, &value, self.group.group)
+    }
+
+    /// How the cluster's release names default-tier policies under v1 (ClusterInformation
+    /// `calicoVersion`; read at each policy create, since an upgrade changes it).
+    async fn policy_naming(&self) -> PolicyNaming {
+        let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
+        let release = self.get(&key).await.ok().and_then(|information| {
+            let text = information.spec.get("calicoVersion")?.as_str()?;
+            Release::parse_with_precision(text)
+                .ok()
+                .map(|(release, _)| release)
+        });
+        PolicyNaming::of(release.as_ref())
+    }
+
+    /// Reads the custom resource of `key` under one of its names.
+    async fn get_named(&self, key: &ResourceKey, name: &str) -> Result<Resource, StoreError> {
+        let resource = self.resource_name(key.kind);
+        let api = self.custom_api(key.kind, key.namespace.as_deref());
+        let object = self
+            .call(
+                self.request("get", &resource, Some(key), None),
+                api.get(name),
+            )
+            .await?;
+        self.resource_from(key.kind, &object)
+    }
+
+    /// Every custom resource that holds `key`, with its name, in read order (two only for a
+    /// default-tier policy caught mid-rename under v1).
+    async fn locate(&self, key: &ResourceKey) -> Result<Vec<(String, Resource)>, StoreError> {
+        let mut found = Vec::new();
+        for name in names::read_order(key, self.group.group) {
+            match self.get_named(key, &name).await {
+                Ok(resource) => found.push((name, resource)),
+                Err(StoreError::NotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(found)
+    }
+
+    /// Deletes the custom resource `name` of `key`, conditional on the resourceVersion and UID of
+    /// `current` (the resourceVersion `expected` when given).
+    async fn delete_named(
+        &self,
+        key: &ResourceKey,
+        name: &str,
+        current: &Resource,
+        expected: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let resource = self.resource_name(key.kind);
+        let api = self.custom_api(key.kind, key.namespace.as_deref());
+        // The UID of a v1 custom resource is the resource's, converted (upstream `Delete`).
+        let uid = current
+            .metadata
+            .uid
+            .as_deref()
+            .map(|uid| match self.group.group {
+                CalicoApiGroup::CrdV1 => convert_uid(uid),
+                CalicoApiGroup::V3 => uid.to_string(),
+            });
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: Some(
+                    expected
+                        .map(str::to_string)
+                        .or_else(|| current.metadata.resource_version.clone())
+                        .unwrap_or_default(),
+                ),
+                uid,
+            }),
+            ..DeleteParams::default()
+        };
+        let result = self
+            .call(
+                self.request("delete", &resource, Some(key), expected),
+                api.delete(name, &params),
+            )
+            .await;
+        self.with_current_version(result.map(|_| ())).await
     }
 }
 
@@ -135,18 +313,6 @@ fn to_dynamic(value: serde_json::Value) -> Result<DynamicObject, StoreError> {
         location: "a custom resource built by netctl".into(),
         source,
     })
-}
-
-fn from_dynamic(kind: Kind, object: &DynamicObject) -> Result<Resource, StoreError> {
-    let value = serde_json::to_value(object).map_err(|source| StoreError::InvalidData {
-        location: format!(
-            "{} `{}`",
-            kind.plural(),
-            object.metadata.name.as_deref().unwrap_or("")
-        ),
-        source,
-    })?;
-    conversion::from_custom_resource(kind, &value)
 }
 
 fn unsupported(operation: &'static str, kind: Kind, reason: &'static str) -> StoreError {
@@ -181,7 +347,7 @@ impl Datastore for KubeStore {
 
     async fn check(&self) -> Result<(), StoreError> {
         let kind = Kind::ClusterInformation;
-        let resource = Self::resource_name(kind);
+        let resource = self.resource_name(kind);
         let api = self.custom_api(kind, None);
         let params = ListParams::default().limit(1);
         self.call(
@@ -192,6 +358,10 @@ impl Datastore for KubeStore {
         .map(|_| ())
     }
 
+    fn calico_api_group(&self) -> Option<CalicoApiGroup> {
+        Some(self.group.group)
+    }
+
     async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
         match key.kind {
             Kind::Node => return derived::get_node(self, key).await,
@@ -199,16 +369,13 @@ impl Datastore for KubeStore {
             Kind::WorkloadEndpoint => return workload::get(self, key).await,
             _ => {}
         }
-        let resource = Self::resource_name(key.kind);
-        let api = self.custom_api(key.kind, key.namespace.as_deref());
-        let name = crate::datastore::etcd::stored_name(key.kind, &key.name);
-        let object = self
-            .call(
-                self.request("get", &resource, Some(key), None),
-                api.get(&name),
-            )
-            .await?;
-        from_dynamic(key.kind, &object)
+        for name in names::read_order(key, self.group.group) {
+            match self.get_named(key, &name).await {
+                Err(StoreError::NotFound(_)) => continue,
+                found => return found,
+            }
+        }
+        Err(StoreError::NotFound(key.clone()))
     }
 
     async fn list_page(
@@ -224,7 +391,7 @@ impl Datastore for KubeStore {
             }
             _ => {}
         }
-        let resource = Self::resource_name(options.kind);
+        let resource = self.resource_name(options.kind);
         let api = self.custom_api(options.kind, options.namespace.as_deref());
         let mut params = ListParams::default().limit(page_size(options));
         if let Some(token) = continue_token {
@@ -239,7 +406,7 @@ impl Datastore for KubeStore {
         let items = list
             .items
             .iter()
-            .map(|object| from_dynamic(options.kind, object))
+            .map(|object| self.resource_from(options.kind, object))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Page {
             items,
@@ -263,20 +430,31 @@ impl Datastore for KubeStore {
             _ => {}
         }
         let key = resource.key();
+        let name = match names::has_two_names(&key, self.group.group) {
+            true => {
+                // Either name taken means the policy exists (there is no transaction to make this
+                // and the create one step; kube-controllers' rename is the only other writer).
+                if !self.locate(&key).await?.is_empty() {
+                    return Err(StoreError::AlreadyExists(key));
+                }
+                names::write_name(&key, self.group.group, self.policy_naming().await)
+            }
+            false => key.name.clone(),
+        };
         let mut body = resource.clone();
         // The API server assigns UID, resourceVersion and creation time.
         body.metadata.resource_version = None;
         body.metadata.uid = None;
-        let object = to_dynamic(conversion::to_custom_resource(&body))?;
-        let name = Self::resource_name(resource.kind);
+        let object = self.to_dynamic(&body, &name)?;
+        let resource_name = self.resource_name(resource.kind);
         let api = self.custom_api(resource.kind, resource.metadata.namespace.as_deref());
         let created = self
             .call(
-                self.request("create", &name, Some(&key), None),
+                self.request("create", &resource_name, Some(&key), None),
                 api.create(&PostParams::default(), &object),
             )
             .await?;
-        from_dynamic(resource.kind, &created)
+        self.resource_from(resource.kind, &created)
     }
 
     async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
@@ -298,29 +476,33 @@ impl Datastore for KubeStore {
             .resource_version
             .clone()
             .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
-        let object = to_dynamic(conversion::to_custom_resource(resource))?;
-        let name = Self::resource_name(resource.kind);
+        // The custom resource it was read from: the one holding the expected version, else the
+        // first found (whose version then refuses the update as a conflict).
+        let name = match names::has_two_names(&key, self.group.group) {
+            true => {
+                let found = self.locate(&key).await?;
+                found
+                    .iter()
+                    .find(|(_, stored)| {
+                        stored.metadata.resource_version.as_deref() == Some(expected.as_str())
+                    })
+                    .or(found.first())
+                    .map(|(name, _)| name.clone())
+                    .ok_or_else(|| StoreError::NotFound(key.clone()))?
+            }
+            false => key.name.clone(),
+        };
+        let object = self.to_dynamic(resource, &name)?;
+        let resource_name = self.resource_name(resource.kind);
         let api = self.custom_api(resource.kind, resource.metadata.namespace.as_deref());
-        let stored_name =
-            crate::datastore::etcd::stored_name(resource.kind, &resource.metadata.name);
         let result = self
             .call(
-                self.request("update", &name, Some(&key), Some(&expected)),
-                api.replace(&stored_name, &PostParams::default(), &object),
+                self.request("update", &resource_name, Some(&key), Some(&expected)),
+                api.replace(&name, &PostParams::default(), &object),
             )
             .await;
-        match result {
-            Ok(updated) => from_dynamic(resource.kind, &updated),
-            Err(StoreError::Conflict { key, expected, .. }) => {
-                let current = self.current_version(&key).await;
-                Err(StoreError::Conflict {
-                    key,
-                    expected,
-                    current,
-                })
-            }
-            Err(error) => Err(error),
-        }
+        let updated = self.with_current_version(result).await?;
+        self.resource_from(resource.kind, &updated)
     }
 
     async fn delete(
@@ -342,39 +524,32 @@ impl Datastore for KubeStore {
         }
         // Read first: the API answers a delete with the object or a bare Status depending on the
         // type, and the caller wants the resource as it was.
-        let current = self.get(key).await?;
-        let name = Self::resource_name(key.kind);
-        let api = self.custom_api(key.kind, key.namespace.as_deref());
-        let stored_name = crate::datastore::etcd::stored_name(key.kind, &key.name);
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: Some(
-                    resource_version
-                        .map(str::to_string)
-                        .or_else(|| current.metadata.resource_version.clone())
-                        .unwrap_or_default(),
-                ),
-                uid: current.metadata.uid.as_deref().map(convert_uid),
-            }),
-            ..DeleteParams::default()
-        };
-        let result = self
-            .call(
-                self.request("delete", &name, Some(key), resource_version),
-                api.delete(&stored_name, &params),
-            )
-            .await;
-        match result {
-            Ok(_) => Ok(current),
-            Err(StoreError::Conflict { key, expected, .. }) => {
-                let current = self.current_version(&key).await;
-                Err(StoreError::Conflict {
-                    key,
-                    expected,
-                    current,
+        let found = self.locate(key).await?;
+        let chosen = match resource_version {
+            Some(expected) => found
+                .iter()
+                .position(|(_, stored)| {
+                    stored.metadata.resource_version.as_deref() == Some(expected)
                 })
+                .unwrap_or(0),
+            None => 0,
+        };
+        let Some((name, current)) = found.get(chosen) else {
+            return Err(StoreError::NotFound(key.clone()));
+        };
+        self.delete_named(key, name, current, resource_version)
+            .await?;
+        // A second custom resource of the same policy (mid-rename) goes too, so the policy is
+        // gone under both names.
+        for (index, (name, other)) in found.iter().enumerate() {
+            if index == chosen {
+                continue;
             }
-            Err(error) => Err(error),
+            match self.delete_named(key, name, other, None).await {
+                Ok(()) | Err(StoreError::NotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
         }
+        Ok(current.clone())
     }
 }

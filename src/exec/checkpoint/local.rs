@@ -171,6 +171,14 @@ impl LocalBooks {
         log.sync_data().map_err(write)
     }
 
+    /// The plan stored under `digest`, when it is there and matches its digest (an earlier run's,
+    /// for `upgrade status RUN`).
+    pub fn stored_plan(&self, digest: &str) -> Option<Plan> {
+        let path = self.plan_path(digest);
+        let bytes = read_if_present(&path).ok()??;
+        parse_plan(&bytes, &path.display().to_string(), digest).ok()
+    }
+
     /// Reads the books: the snapshot, its plan, and the transitions logged since.
     pub fn load(&self) -> Result<Option<SavedRun>, CheckpointError> {
         let path = self.snapshot_path();

@@ -1,5 +1,5 @@
-//! The arguments of the IPAM and datastore-lock actions: `datastore.lock`, `datastore.unlock`,
-//! `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them),
+//! The arguments of the IPAM and datastore actions: `datastore.lock`, `datastore.unlock`,
+//! `datastore.restore`, `ipam.release`, `ipam.split`, `ipam.configure` (one family; `exec/actions/ipam/` performs them),
 //! with their one-line descriptions.
 //!
 //! They are built by their commands (`netctl datastore migrate lock|unlock`, `netctl ipam
@@ -21,6 +21,19 @@ use crate::ipam::config::ConfigChange;
 pub struct DatastoreLock {
     /// Who asks (`user@host`), recorded on ClusterInformation while it is locked.
     pub by: String,
+}
+
+/// `datastore.restore`: a backup put back (`netctl datastore restore`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DatastoreRestore {
+    /// The backup file, as `netctl datastore backup` writes it.
+    pub file: String,
+    /// Its sha256 when the plan was made: a changed file is refused.
+    pub sha256: String,
+    /// Restore the IPAM objects too (`--include-ipam`).
+    #[serde(default)]
+    pub include_ipam: bool,
 }
 
 /// `ipam.release`: addresses and handles to free, each guarded.
@@ -153,5 +166,21 @@ impl Arguments for IpamConfigure {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let change = serde_json::to_string(&self.change).unwrap_or_default();
         write!(out, "{name} {change}")
+    }
+}
+
+impl Arguments for DatastoreRestore {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digest = self.sha256.get(..12).unwrap_or(&self.sha256);
+        write!(out, "{name} -f {} (sha256 {digest}…)", self.file)?;
+        if self.include_ipam {
+            out.write_str(" --include-ipam")?;
+        }
+        Ok(())
+    }
+
+    /// It writes resources in batches and undoes them when stopped.
+    fn stops_on_signal(&self) -> bool {
+        true
     }
 }

@@ -11,7 +11,7 @@
 //! live beside this file with what they say of themselves ([`Arguments`]: the one line that
 //! describes the action, the rules serde cannot express): `resource.rs` (`resource.*`), `kube.rs`
 //! (`kube.*`), `fetch.rs`, `process.rs` (`helm`, `exec`), `gate.rs` (`check`, `pause`),
-//! `node.rs` (`node.run`, `node.status`), `ipam.rs` (`ipam.*`, `datastore.lock|unlock`) and
+//! `node.rs` (`node.run`, `node.status`), `ipam.rs` (`ipam.*`, `datastore.lock|unlock|restore`) and
 //! `verify.rs` (`upgrade.baseline`, `upgrade.verify`).
 
 use std::fmt;

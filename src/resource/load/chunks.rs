@@ -1,4 +1,4 @@
-//! Reading and validating a long YAML stream on several threads, with exactly the results of one
+//! Reading and checking a long YAML stream on several threads, with exactly the results of one
 //! thread. The text is cut into chunks of a few hundred documents at document markers (a `---` at
 //! the start of a line, which YAML allows inside no scalar, so the parser ends a document there
 //! too); worker threads read and validate chunks, and the calling thread hands the results out in
@@ -16,10 +16,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use super::{
-    LoadError, LocatedResource, Resource, each_located_in, has_document_separator, looks_like_json,
-    split_yaml_from,
-};
+use super::document::{Read, each_read};
+use super::split::{has_document_separator, looks_like_json, split_yaml_from};
+use super::{LoadError, Loaded};
 
 /// About how much text one chunk holds (a hundred or two resource documents).
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -30,7 +29,7 @@ const CHUNKS_AHEAD_PER_WORKER: usize = 1;
 /// The most worker threads: reading is cheap enough that more would wait on the hand-out.
 const MAX_WORKERS: usize = 4;
 
-/// What [`validate_in_chunks`] did.
+/// What [`read_in_chunks`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Parallel {
     /// Every document was read and handed out.
@@ -50,7 +49,7 @@ pub(super) struct Chunk<'text> {
 
 /// What a worker made of one chunk: how many documents it holds and each resource's result, or
 /// `None` when the chunk could not be read.
-type Outcome = Option<(usize, Vec<Result<Resource, LoadError>>)>;
+type Outcome = Option<(usize, Vec<Result<Loaded, LoadError>>)>;
 
 /// How a text is read in chunks: their size and the number of worker threads.
 #[derive(Debug, Clone, Copy)]
@@ -72,13 +71,16 @@ impl Threads {
     }
 }
 
-/// Reads and validates `text` in chunks on several threads when it is worth it, handing each
-/// result to `visit` in document order (as the one-thread reader would, with the same locations).
-pub(super) fn validate_in_chunks(
+/// What is done with each resource read: the loader's checks.
+type Check<'a> = &'a (dyn Fn(Read<'_>) -> Result<Loaded, LoadError> + Sync);
+
+/// Reads and checks `text` in chunks on several threads when it is worth it, handing each result
+/// to `visit` in document order (as the one-thread reader would, with the same locations).
+pub(super) fn read_in_chunks(
     text: &str,
     origin: &str,
-    validate: &(dyn Fn(LocatedResource) -> Result<Resource, LoadError> + Sync),
-    visit: &mut dyn FnMut(Result<Resource, LoadError>),
+    check: Check<'_>,
+    visit: &mut dyn FnMut(Result<Loaded, LoadError>),
     threads: Threads,
 ) -> Parallel {
     let Threads {
@@ -110,7 +112,7 @@ pub(super) fn validate_in_chunks(
                     let outcome = if abandoned.load(Ordering::Relaxed) {
                         None
                     } else {
-                        read_chunk(chunk, origin, validate)
+                        read_chunk(chunk, origin, check)
                     };
                     // The receiver is gone only when the run was abandoned.
                     let _ = reply.send(outcome);
@@ -143,7 +145,13 @@ pub(super) fn validate_in_chunks(
                 return Parallel::Abandoned { delivered };
             };
             for result in results {
-                visit(result.map_err(|problem| shift_document(problem, documents_before)));
+                visit(match result {
+                    Ok(mut loaded) => {
+                        loaded.location.document += documents_before;
+                        Ok(loaded)
+                    }
+                    Err(problem) => Err(shift_document(problem, documents_before)),
+                });
                 delivered += 1;
             }
             documents_before += documents;
@@ -151,17 +159,13 @@ pub(super) fn validate_in_chunks(
     })
 }
 
-/// Reads and validates one chunk on its own; `None` when it cannot be read.
-fn read_chunk(
-    chunk: Chunk<'_>,
-    origin: &str,
-    validate: &(dyn Fn(LocatedResource) -> Result<Resource, LoadError> + Sync),
-) -> Outcome {
+/// Reads and checks one chunk on its own; `None` when it cannot be read.
+fn read_chunk(chunk: Chunk<'_>, origin: &str, check: Check<'_>) -> Outcome {
     let mut results = Vec::new();
-    let documents = each_located_in(
+    let documents = each_read(
         split_yaml_from(chunk.text, origin, chunk.first_line),
         origin,
-        |located| results.push(validate(located)),
+        |read| results.push(check(read)),
     )
     .ok()?;
     Some((documents, results))
@@ -173,7 +177,10 @@ fn shift_document(mut problem: LoadError, documents_before: usize) -> LoadError 
         LoadError::Document { location, .. } | LoadError::Invalid { location, .. } => {
             location.document += documents_before;
         }
-        LoadError::Read { .. } | LoadError::StandardInputAsPath | LoadError::Problems(_) => {}
+        LoadError::Read { .. }
+        | LoadError::StandardInputAsPath
+        | LoadError::Empty
+        | LoadError::Problems(_) => {}
     }
     problem
 }

@@ -1,8 +1,84 @@
 //! Loading: YAML streams, JSON, lists, directories, and errors that say where they are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::release::ApiRelease;
+
+// The loader's forms these tests were first written against, each one use of [`Loader`].
+
+/// A lone problem as itself (an unvalidated read stops at its input's first problem).
+fn single(error: LoadError) -> LoadError {
+    match error {
+        LoadError::Problems(mut problems) if problems.len() == 1 => problems.remove(0),
+        other => other,
+    }
+}
+
+fn parse_located(text: &str, origin: &str) -> Result<Vec<Loaded>, LoadError> {
+    Loader::unvalidated()
+        .load_text(text, origin)
+        .map_err(single)
+}
+
+fn parse_documents(text: &str, origin: &str) -> Result<Vec<Resource>, LoadError> {
+    parse_located(text, origin).map(|loaded| loaded.into_iter().map(|l| l.resource).collect())
+}
+
+/// The resources of each file, in order.
+fn by_file(loaded: Vec<Loaded>) -> Vec<(String, Vec<Resource>)> {
+    let mut files: Vec<(String, Vec<Resource>)> = Vec::new();
+    for Loaded { location, resource } in loaded {
+        match files.last_mut() {
+            Some((origin, resources)) if *origin == location.origin => resources.push(resource),
+            _ => files.push((location.origin, vec![resource])),
+        }
+    }
+    files
+}
+
+fn load_path(path: &Path, recursive: bool) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    Loader::unvalidated()
+        .recursive(recursive)
+        .load(vec![Input::Path(path.to_path_buf())])
+        .map(by_file)
+        .map_err(single)
+}
+
+fn load_and_validate_for(
+    inputs: &[Input],
+    namespace: Option<&str>,
+    release: &ApiRelease,
+) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    Loader::new(release)
+        .namespace(namespace)
+        .load(inputs.to_vec())
+        .map(by_file)
+}
+
+fn load_and_validate(
+    inputs: &[Input],
+    namespace: Option<&str>,
+) -> Result<Vec<(String, Vec<Resource>)>, LoadError> {
+    load_and_validate_for(inputs, namespace, &ApiRelease::newest())
+}
+
+fn load_and_validate_each(
+    inputs: &[Input],
+    namespace: Option<&str>,
+    release: &ApiRelease,
+    mut visit: impl FnMut(Resource),
+) -> Result<(), LoadError> {
+    let mut problems = Vec::new();
+    let loader = Loader::new(release).namespace(namespace);
+    for document in loader.documents(inputs.to_vec()) {
+        match document {
+            Ok(loaded) => visit(loaded.resource),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    LoadError::from_problems(problems)
+}
 
 const POOL: &str = "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: pool1}\nspec: {cidr: 10.0.0.0/16}\n";
 
@@ -217,10 +293,7 @@ fn load_and_validate_reports_every_problem_of_every_input() {
     )
     .unwrap();
     let inputs = [
-        Input::Path {
-            path: directory.path().to_path_buf(),
-            recursive: false,
-        },
+        Input::Path(directory.path().to_path_buf()),
         Input::Text {
             origin: "<stdin>".to_string(),
             text: "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: p}\nspec: {ingress: [{action: allow, protocol: tcp}]}\n".to_string(),

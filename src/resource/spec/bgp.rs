@@ -25,6 +25,7 @@ pub struct BgpPeerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<BgpPassword>,
     /// `UseNodeIP` or `None`.
+    #[schemars(extend("enum" = ["UseNodeIP", "None"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_address: Option<String>,
     #[schemars(extend("format" = "duration"))]
@@ -46,11 +47,11 @@ pub struct BgpPeerSpec {
     pub local_workload_selector: Option<String>,
     /// `Auto`, `Self` or `Keep`: how the next hop of routes sent to this peer is set; replaces
     /// `keepOriginalNextHop`.
-    #[schemars(extend("x-netctl-since" = "v3.30.2"))]
+    #[schemars(extend("enum" = ["Auto", "Self", "Keep"], "x-netctl-since" = "v3.30.2"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_hop_mode: Option<String>,
     /// `Auto` or `Manual`: whether the reverse peering is created automatically.
-    #[schemars(extend("x-netctl-since" = "v3.30.3"))]
+    #[schemars(extend("enum" = ["Auto", "Manual"], "x-netctl-since" = "v3.30.3"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_peering: Option<String>,
     /// The local AS number for this peering, over BGPConfiguration's.
@@ -90,7 +91,7 @@ pub struct SecretKeyReference {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BgpConfigurationSpec {
-    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
+    #[schemars(extend("enum" = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"], "x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_screen: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +127,7 @@ pub struct BgpConfigurationSpec {
     #[schemars(extend("format" = "duration"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_mesh_max_restart_time: Option<String>,
+    #[schemars(extend("enum" = ["None", "NodeIP"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bind_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -146,11 +148,11 @@ pub struct BgpConfigurationSpec {
     )]
     pub local_workload_peering_ipv6: Option<String>,
     /// `Enabled` (the default) or `Disabled`: advertise load balancer IPs as one route per block.
-    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[schemars(extend("enum" = ["Enabled", "Disabled"], "x-netctl-since" = "v3.31.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_load_balancer_aggregation: Option<String>,
     /// `Enabled` or `Disabled`: whether BIRD programs the routes of `vxlanMode: Never` pools.
-    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[schemars(extend("enum" = ["Enabled", "Disabled"], "x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_cluster_routes: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.32.0"))]
@@ -219,19 +221,22 @@ pub struct BgpFilterRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_length: Option<BgpFilterPrefixLength>,
     /// `RemotePeers`: routes learned from BGP peers.
+    #[schemars(extend("enum" = ["RemotePeers"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// An interface name, optionally with `*` wildcards (`*.calico`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
     /// `Equal`, `NotEqual`, `In` or `NotIn`, comparing the route with `cidr`.
+    #[schemars(extend("enum" = ["Equal", "NotEqual", "In", "NotIn"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_operator: Option<String>,
     /// `Accept` or `Reject`.
+    #[schemars(extend("enum" = ["Accept", "Reject"]))]
     #[serde(default)]
     pub action: String,
     /// `eBGP` or `iBGP`: only routes from (export: to) peers of this type.
-    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[schemars(extend("enum" = ["eBGP", "iBGP"], "x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_type: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.32.0"))]

@@ -52,6 +52,7 @@ pub struct FelixConfigurationSpec {
     pub feature_detect_override: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature_gates: Option<String>,
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"]))]
     #[serde(
         default,
         rename = "floatingIPs",
@@ -63,6 +64,7 @@ pub struct FelixConfigurationSpec {
     pub ipsets_refresh_interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ipset_size: Option<i64>,
+    #[schemars(extend("enum" = ["", "Legacy", "NFT", "Auto"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_backend: Option<String>,
     #[schemars(extend("format" = "duration"))]
@@ -83,25 +85,29 @@ pub struct FelixConfigurationSpec {
     pub interface_exclude: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_insert_mode: Option<String>,
+    #[schemars(extend("enum" = ["", "Drop", "Accept", "Return"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_endpoint_to_host_action: Option<String>,
+    #[schemars(extend("enum" = ["", "Accept", "Return"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_filter_allow_action: Option<String>,
+    #[schemars(extend("enum" = ["", "Accept", "Return"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_mangle_allow_action: Option<String>,
+    #[schemars(extend("enum" = ["", "Drop", "Reject"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iptables_filter_deny_action: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file_path: Option<String>,
-    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
+    #[schemars(extend("enum" = ["", "Trace", "Debug", "Info", "Warning", "Error", "Fatal"], "x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_file: Option<String>,
-    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
+    #[schemars(extend("enum" = ["", "Trace", "Debug", "Info", "Warning", "Error", "Fatal"], "x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_screen: Option<String>,
-    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
+    #[schemars(extend("enum" = ["", "Trace", "Debug", "Info", "Warning", "Error", "Fatal"], "x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_sys: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -233,19 +239,19 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub external_nodes_cidr_list: Vec<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled", "Auto"], "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mode: Option<String>,
     #[schemars(extend("format" = "duration", "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_refresh_interval: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
+    #[schemars(extend("enum" = ["", "Accept", "Return"], "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_filter_allow_action: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
+    #[schemars(extend("enum" = ["", "Accept", "Return"], "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_mangle_allow_action: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
+    #[schemars(extend("enum" = ["", "Drop", "Reject"], "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nftables_filter_deny_action: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.29.0"))]
@@ -255,6 +261,7 @@ pub struct FelixConfigurationSpec {
     pub bpf_enabled: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_disable_unprivileged: Option<bool>,
+    #[schemars(extend("enum" = ["", "Off", "Info", "Debug"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_log_level: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -271,14 +278,17 @@ pub struct FelixConfigurationSpec {
     pub bpf_l3_iface_pattern: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_connect_time_load_balancing_enabled: Option<bool>,
+    #[schemars(extend("enum" = ["", "TCP", "Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_connect_time_load_balancing: Option<String>,
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"]))]
     #[serde(
         default,
         rename = "bpfHostNetworkedNATWithoutCTLB",
         skip_serializing_if = "Option::is_none"
     )]
     pub bpf_host_networked_nat_without_ctlb: Option<String>,
+    #[schemars(extend("enum" = ["", "Tunnel", "DSR"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_external_service_mode: Option<String>,
     #[serde(
@@ -335,6 +345,7 @@ pub struct FelixConfigurationSpec {
     pub bpf_map_size_if_state: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_host_conntrack_bypass: Option<bool>,
+    #[schemars(extend("enum" = ["", "Disabled", "Strict", "Loose"]))]
     #[serde(
         default,
         rename = "bpfEnforceRPF",
@@ -358,9 +369,10 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub bpf_exclude_cidrs_from_nat: Vec<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0", "x-netctl-values" = {"L2Only": {"until": "v3.32.0"}}))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled", "L2Only"], "x-netctl-since" = "v3.29.0", "x-netctl-values" = {"L2Only": {"until": "v3.32.0"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_redirect_to_peer: Option<String>,
+    #[schemars(extend("enum" = ["", "WorkloadIPs", "CalicoIPAM"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,8 +381,10 @@ pub struct FelixConfigurationSpec {
     pub route_table_ranges: Vec<RouteTableRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_sync_disabled: Option<bool>,
+    #[schemars(extend("enum" = ["", "Drop", "Reject", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_loop_prevention: Option<String>,
+    #[schemars(extend("enum" = ["", "Disabled", "Any"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_source_spoofing: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +423,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.28.3", "x-netctl-gaps" = [["v3.29.0", "v3.29.1"]]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard_threading_enabled: Option<bool>,
+    #[schemars(extend("enum" = ["", "DoNothing", "Enable", "Disable"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws_src_dst_check: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -427,7 +442,7 @@ pub struct FelixConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub iptables_nat_outgoing_interface_filter: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.29.0"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"], "x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_forwarding: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -449,12 +464,13 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.29.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub go_max_procs: Option<i64>,
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows_manage_firewall_rules: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["", "Auto", "Userspace", "BPFProgram"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_conntrack_mode: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["", "Off", "Debug"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_conntrack_log_level: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.30.0"))]
@@ -470,13 +486,13 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_map_size_conntrack_cleanup_queue: Option<i64>,
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["", "Disabled", "DoubleIfFull"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_map_size_conntrack_scaling: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_map_size_per_cpu_conntrack: Option<i64>,
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_profiling: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.30.0"))]
@@ -488,10 +504,10 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_logs_goldmane_server: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["", "None", "Continuous"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_logs_policy_evaluation_mode: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.30.1"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"], "x-netctl-since" = "v3.30.1"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_logs_local_reporter: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.30.4"))]
@@ -515,22 +531,22 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.30.6", "x-netctl-gaps" = [["v3.31.0", "v3.31.4"]]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_action_rate_limit_burst: Option<i64>,
-    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[schemars(extend("enum" = ["", "TC", "TCX"], "x-netctl-since" = "v3.31.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_attach_type: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[schemars(extend("enum" = ["", "Auto", "Strict"], "x-netctl-since" = "v3.31.0"))]
     #[serde(
         default,
         rename = "bpfJITHardening",
         skip_serializing_if = "Option::is_none"
     )]
     pub bpf_jit_hardening: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[schemars(extend("enum" = ["", "IPPoolsOnly", "IPPoolsAndHostIPs"], "x-netctl-since" = "v3.31.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nat_outgoing_exclusions: Option<String>,
     /// `Enabled` or `Disabled` (the default): whether Felix programs the routes of `vxlanMode:
     /// Never` pools.
-    #[schemars(extend("x-netctl-since" = "v3.31.0"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"], "x-netctl-since" = "v3.31.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_cluster_routes: Option<String>,
     #[schemars(extend("x-netctl-since" = "v3.31.0"))]
@@ -558,7 +574,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv6_elevated_route_priority: Option<i64>,
-    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[schemars(extend("enum" = ["", "Enabled", "Disabled"], "x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub istio_ambient_mode: Option<String>,
     /// A DSCP value: a number from 0 to 63 or a name such as `AF11` or `EF`.
@@ -588,7 +604,7 @@ pub struct FelixConfigurationSpec {
     #[schemars(extend("x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus_metrics_key_file: Option<String>,
-    #[schemars(extend("x-netctl-since" = "v3.32.0"))]
+    #[schemars(extend("enum" = ["", "RequireAndVerifyClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven", "NoClientCert"], "x-netctl-since" = "v3.32.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus_metrics_client_auth: Option<String>,
 }
@@ -636,6 +652,7 @@ pub struct BpfConntrackTimeouts {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProtocolPort {
     /// `TCP`, `UDP` or `SCTP` (a name only, unlike rule protocols).
+    #[schemars(extend("enum" = ["TCP", "UDP", "SCTP"]))]
     pub protocol: String,
     pub port: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -14,9 +14,11 @@ pub struct IpPoolSpec {
     #[serde(default)]
     pub cidr: String,
     /// `Always`, `CrossSubnet` or `Never` (the default).
+    #[schemars(extend("enum" = ["Always", "CrossSubnet", "Never"]))]
     #[serde(default, rename = "vxlanMode", skip_serializing_if = "Option::is_none")]
     pub vxlan_mode: Option<String>,
     /// `Always`, `CrossSubnet` or `Never` (the default).
+    #[schemars(extend("enum" = ["Always", "CrossSubnet", "Never"]))]
     #[serde(default, rename = "ipipMode", skip_serializing_if = "Option::is_none")]
     pub ipip_mode: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -36,7 +38,7 @@ pub struct IpPoolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<String>,
     /// `Workload` and/or `Tunnel` (defaults to both), or `LoadBalancer` alone (from v3.30).
-    #[schemars(extend("x-netctl-values" = {"LoadBalancer": {"since": "v3.30.0"}}))]
+    #[schemars(extend("items" = {"type": "string", "enum": ["Workload", "Tunnel", "LoadBalancer"]}, "x-netctl-values" = {"LoadBalancer": {"since": "v3.30.0"}}))]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_uses: Vec<String>,
     /// Which namespaces' workloads may take addresses from this pool.
@@ -45,7 +47,7 @@ pub struct IpPoolSpec {
     pub namespace_selector: Option<String>,
     /// `Automatic` (the default from v3.30) or `Manual`: whether IPAM hands out addresses from this
     /// pool without being asked for it by name.
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["Automatic", "Manual"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignment_mode: Option<String>,
     /// The v1 IPIP setting; must not be set.

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KubeControllersConfigurationSpec {
-    #[schemars(extend("x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
+    #[schemars(extend("enum" = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"], "x-netctl-values" = {"Trace": {"since": "v3.30.1"}}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_severity_screen: Option<String>,
     /// `Enabled` or `Disabled`.
+    #[schemars(extend("enum" = ["Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_checks: Option<String>,
     #[schemars(extend("format" = "duration"))]
@@ -62,6 +63,7 @@ pub struct ControllersConfiguration {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoadBalancerControllerConfiguration {
     /// `AllServices` (the controller's default) or `RequestedServicesOnly`.
+    #[schemars(extend("enum" = ["AllServices", "RequestedServicesOnly"]))]
     #[serde(default, rename = "assignIPs", skip_serializing_if = "Option::is_none")]
     pub assign_ips: Option<String>,
 }
@@ -71,6 +73,7 @@ pub struct LoadBalancerControllerConfiguration {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyMigrationConfiguration {
     /// `Enabled` (the default) or `Disabled`.
+    #[schemars(extend("enum" = ["Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<String>,
 }
@@ -83,6 +86,7 @@ pub struct NodeControllerConfiguration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciler_period: Option<String>,
     /// `Enabled` or `Disabled`.
+    #[schemars(extend("enum" = ["Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_labels: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,10 +102,11 @@ pub struct NodeControllerConfiguration {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AutoHostEndpointConfiguration {
     /// `Enabled` or `Disabled`.
+    #[schemars(extend("enum" = ["Enabled", "Disabled"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_create: Option<String>,
     /// `Enabled` or `Disabled`: the all-interfaces `<node>-auto-hep` besides the templates'.
-    #[schemars(extend("x-netctl-since" = "v3.30.0"))]
+    #[schemars(extend("enum" = ["Enabled", "Disabled"], "x-netctl-since" = "v3.30.0"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create_default_host_endpoint: Option<String>,
     /// Host endpoints to create per matching node, from its interfaces.

@@ -38,6 +38,7 @@ pub struct TierSpec {
     #[schemars(with = "Option<f64>")]
     pub order: Option<f64>,
     /// `Deny` (the default) or `Pass`.
+    #[schemars(extend("enum" = ["Deny", "Pass"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_action: Option<String>,
 }

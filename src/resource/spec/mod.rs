@@ -22,9 +22,11 @@ pub mod policy;
 pub mod rule;
 pub mod schema;
 
+use serde::Deserializer;
 use serde::de::DeserializeOwned;
 
 use super::Kind;
+use crate::yaml::{Node, NodeValue};
 
 pub use bgp::{BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec};
 pub use endpoint::{HostEndpointSpec, WorkloadEndpointSpec};
@@ -79,8 +81,28 @@ pub struct DecodeError {
 impl TypedSpec {
     /// Decodes the JSON spec of a resource of `kind`. A missing (`null`) spec is an empty one.
     pub fn decode(kind: Kind, spec: &serde_json::Value) -> Result<TypedSpec, DecodeError> {
-        let empty = serde_json::Value::Object(serde_json::Map::new());
-        let spec = if spec.is_null() { &empty } else { spec };
+        match spec {
+            serde_json::Value::Null => {
+                TypedSpec::decode_from(kind, &Node::new(1, 1, NodeValue::Mapping(Vec::new())))
+            }
+            spec => TypedSpec::decode_from(kind, spec),
+        }
+    }
+
+    /// Decodes the spec of a resource of `kind` straight from the document read (normalised by
+    /// the kind's schema), as [`TypedSpec::decode`] decodes the JSON value it stands for. A missing
+    /// spec is an empty one.
+    pub fn decode_node(kind: Kind, spec: Option<&Node<'_>>) -> Result<TypedSpec, DecodeError> {
+        match spec {
+            Some(spec) if !spec.is_null() => TypedSpec::decode_from(kind, spec),
+            _ => TypedSpec::decode_from(kind, &Node::new(1, 1, NodeValue::Mapping(Vec::new()))),
+        }
+    }
+
+    fn decode_from<'de, D>(kind: Kind, spec: D) -> Result<TypedSpec, DecodeError>
+    where
+        D: Deserializer<'de, Error = serde_json::Error> + Copy,
+    {
         Ok(match kind {
             Kind::BgpConfiguration => TypedSpec::BgpConfiguration(decode_strict(spec)?),
             Kind::BgpFilter => TypedSpec::BgpFilter(decode_strict(spec)?),
@@ -148,9 +170,17 @@ impl TypedSpec {
     }
 }
 
-/// Decodes `value` into `T`, turning serde's error into the path of the field and a short reason.
-fn decode_strict<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
+/// Decodes `spec` into `T`, turning serde's error into the path of the field and a short reason.
+/// The path is tracked only once a decode has failed: the same input fails the same way again.
+fn decode_strict<'de, T, D>(spec: D) -> Result<T, DecodeError>
+where
+    T: DeserializeOwned,
+    D: Deserializer<'de, Error = serde_json::Error> + Copy,
+{
+    if let Ok(decoded) = T::deserialize(spec) {
+        return Ok(decoded);
+    }
+    serde_path_to_error::deserialize(spec).map_err(|error| {
         let path = error.path().to_string();
         let path = if path == "." || path.is_empty() {
             "spec".to_string()

@@ -124,6 +124,7 @@ pub struct NodeAddress {
     #[serde(default)]
     pub address: String,
     /// `CalicoNodeIP`, `InternalIP` or `ExternalIP`.
+    #[schemars(extend("enum" = ["CalicoNodeIP", "InternalIP", "ExternalIP"]))]
     #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
     pub address_type: String,
 }

@@ -76,6 +76,7 @@ pub struct GlobalNetworkPolicySpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StagedNetworkPolicySpec {
     /// `Set` (the default), `Delete`, `Learn` or `Ignore`.
+    #[schemars(extend("enum" = ["Set", "Delete", "Learn", "Ignore"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staged_action: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +103,7 @@ pub struct StagedNetworkPolicySpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StagedGlobalNetworkPolicySpec {
     /// `Set` (the default), `Delete`, `Learn` or `Ignore`.
+    #[schemars(extend("enum" = ["Set", "Delete", "Learn", "Ignore"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staged_action: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +214,7 @@ impl StagedGlobalNetworkPolicySpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StagedKubernetesNetworkPolicySpec {
     /// `Set` (the default), `Delete`, `Learn` or `Ignore`.
+    #[schemars(extend("enum" = ["Set", "Delete", "Learn", "Ignore"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staged_action: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,6 +276,7 @@ pub struct KubernetesEgressRule {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KubernetesPolicyPort {
     /// `TCP` (the default), `UDP` or `SCTP`.
+    #[schemars(extend("enum" = ["TCP", "UDP", "SCTP"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// A number or a named port.

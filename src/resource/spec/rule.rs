@@ -15,6 +15,7 @@ use super::numorstring::{Port, Protocol};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Rule {
     /// `Allow`, `Deny`, `Log` or `Pass`.
+    #[schemars(extend("enum" = ["Allow", "Deny", "Log", "Pass"]))]
     #[serde(default)]
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

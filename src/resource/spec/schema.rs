@@ -14,6 +14,13 @@ use serde::Serialize;
 use super::*;
 use crate::resource::Kind;
 
+/// [`document_schema`], built once per kind and process (what validation and loading read).
+pub fn document_schema_of(kind: Kind) -> &'static serde_json::Value {
+    static SCHEMAS: crate::resource::kind::PerKind<serde_json::Value> =
+        crate::resource::kind::PerKind::new();
+    SCHEMAS.get(kind, document_schema)
+}
+
 /// The JSON Schema of a whole resource document of `kind` (envelope, metadata and typed spec).
 pub fn document_schema(kind: Kind) -> serde_json::Value {
     match kind {
@@ -49,6 +56,7 @@ pub fn document_schema(kind: Kind) -> serde_json::Value {
 
 fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Value {
     let mut spec = schemars::schema_for!(T).to_value();
+    allow_null_in_enums(&mut spec);
     let mut status = serde_json::json!({
         "description": "Owned by the system (e.g. a Node's status): accepted and ignored."
     });
@@ -136,6 +144,29 @@ fn document_schema_for<T: JsonSchema + Serialize>(kind: Kind) -> serde_json::Val
         document["x-netctl-since"] = serde_json::json!(since.to_string());
     }
     document
+}
+
+/// An optional field's allowed values (written beside the field, `enum`) include `null`: a document
+/// may write `field: ~`, which is the field left out.
+fn allow_null_in_enums(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(object) => {
+            let nullable = object
+                .get("type")
+                .and_then(|kind| kind.as_array())
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "null"));
+            if let (true, Some(serde_json::Value::Array(values))) =
+                (nullable, object.get_mut("enum"))
+            {
+                if !values.iter().any(serde_json::Value::is_null) {
+                    values.push(serde_json::Value::Null);
+                }
+            }
+            object.values_mut().for_each(allow_null_in_enums);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(allow_null_in_enums),
+        _ => {}
+    }
 }
 
 /// What every `$id` starts with; the rest is the file's path under `schemas/`

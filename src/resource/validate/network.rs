@@ -204,8 +204,6 @@ fn port_protocol_and_number(checker: &mut Checker, path: &str, protocol: &Protoc
     checker.in_range(&format!("{path}.port"), Some(port), 1, 65535);
 }
 
-const ENCAPSULATION_MODES: [&str; 3] = ["Always", "CrossSubnet", "Never"];
-
 /// Defaults and checks an IPPool as upstream's `validateAndSetDefaults` and `validateIPPoolSpec`.
 pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
     // Defaults that do not depend on the CIDR.
@@ -299,16 +297,8 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
             );
         }
     }
-    checker.one_of(
-        "spec.ipipMode",
-        spec.ipip_mode.as_ref(),
-        &ENCAPSULATION_MODES,
-    );
-    checker.one_of(
-        "spec.vxlanMode",
-        spec.vxlan_mode.as_ref(),
-        &ENCAPSULATION_MODES,
-    );
+    checker.one_of_field("spec.ipipMode", spec.ipip_mode.as_ref());
+    checker.one_of_field("spec.vxlanMode", spec.vxlan_mode.as_ref());
     let enabled =
         |mode: &Option<String>| matches!(mode.as_deref(), Some("Always") | Some("CrossSubnet"));
     if enabled(&spec.ipip_mode) && enabled(&spec.vxlan_mode) {
@@ -319,18 +309,10 @@ pub(super) fn ip_pool(checker: &mut Checker, spec: &mut IpPoolSpec) {
         );
     }
     for (index, allowed_use) in spec.allowed_uses.iter().enumerate() {
-        checker.one_of(
-            &format!("spec.allowedUses[{index}]"),
-            Some(allowed_use),
-            &["Workload", "Tunnel", "LoadBalancer"],
-        );
+        checker.one_of_field(&format!("spec.allowedUses[{index}]"), Some(allowed_use));
     }
     load_balancer_pool(checker, spec);
-    checker.one_of(
-        "spec.assignmentMode",
-        spec.assignment_mode.as_ref(),
-        &["Automatic", "Manual"],
-    );
+    checker.one_of_field("spec.assignmentMode", spec.assignment_mode.as_ref());
     checker.selector(
         "spec.nodeSelector",
         spec.node_selector.as_ref(),

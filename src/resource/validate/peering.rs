@@ -15,9 +15,6 @@ use crate::resource::spec::{
     BgpConfigurationSpec, BgpFilterRule, BgpFilterSpec, BgpPeerSpec, NodeSpec,
 };
 
-/// `Trace` exists from v3.30.1; older releases are refused it by `resource::availability`.
-const LOG_LEVELS: [&str; 6] = ["Trace", "Debug", "Info", "Warning", "Error", "Fatal"];
-const ENABLED_DISABLED: [&str; 2] = ["Enabled", "Disabled"];
 /// The priorities of v3.32's route and filter priority fields.
 const PRIORITY_RANGE: (i64, i64) = (1, 2_147_483_646);
 
@@ -129,11 +126,7 @@ pub(super) fn node(checker: &mut Checker, spec: &mut NodeSpec) {
         let path = format!("spec.addresses[{index}]");
         checker.network(&format!("{path}.address"), &address.address, Family::Any);
         if !address.address_type.is_empty() {
-            checker.one_of(
-                &format!("{path}.type"),
-                Some(&address.address_type),
-                &["CalicoNodeIP", "InternalIP", "ExternalIP"],
-            );
+            checker.one_of_field(&format!("{path}.type"), Some(&address.address_type));
         }
     }
     for (index, reference) in spec.orch_refs.iter().enumerate() {
@@ -184,11 +177,7 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
         family
     };
     as_number(checker, "spec.asNumber", spec.as_number.as_ref());
-    checker.one_of(
-        "spec.sourceAddress",
-        spec.source_address.as_ref(),
-        &["UseNodeIP", "None"],
-    );
+    checker.one_of_field("spec.sourceAddress", spec.source_address.as_ref());
     checker.duration("spec.maxRestartTime", spec.max_restart_time.as_ref());
     checker.in_range("spec.ttlSecurity", spec.ttl_security, 0, 255);
     checker.in_range(
@@ -225,16 +214,8 @@ pub(super) fn bgp_peer(checker: &mut Checker, spec: &mut BgpPeerSpec) {
         spec.local_workload_selector.as_ref(),
         SelectorContext::Plain,
     );
-    checker.one_of(
-        "spec.nextHopMode",
-        spec.next_hop_mode.as_ref(),
-        &["Auto", "Self", "Keep"],
-    );
-    checker.one_of(
-        "spec.reversePeering",
-        spec.reverse_peering.as_ref(),
-        &["Auto", "Manual"],
-    );
+    checker.one_of_field("spec.nextHopMode", spec.next_hop_mode.as_ref());
+    checker.one_of_field("spec.reversePeering", spec.reverse_peering.as_ref());
     as_number(checker, "spec.localASNumber", spec.local_as_number.as_ref());
     checker.duration("spec.keepaliveTime", spec.keepalive_time.as_ref());
     if spec.next_hop_mode.is_some() && spec.keep_original_next_hop == Some(true) {
@@ -336,16 +317,11 @@ fn bgp_filter_rule(checker: &mut Checker, path: &str, rule: &BgpFilterRule, fami
             "action is required (`Accept` or `Reject`)",
         );
     } else {
-        checker.one_of(
-            &format!("{path}.action"),
-            Some(&rule.action),
-            &["Accept", "Reject"],
-        );
+        checker.one_of_field(&format!("{path}.action"), Some(&rule.action));
     }
-    checker.one_of(
+    checker.one_of_field(
         &format!("{path}.matchOperator"),
         rule.match_operator.as_ref(),
-        &["Equal", "NotEqual", "In", "NotIn"],
     );
     if !rule.cidr.is_empty() {
         checker.network(&format!("{path}.cidr"), &rule.cidr, family);
@@ -355,11 +331,7 @@ fn bgp_filter_rule(checker: &mut Checker, path: &str, rule: &BgpFilterRule, fami
         checker.in_range(&format!("{path}.prefixLength.min"), length.min, 0, maximum);
         checker.in_range(&format!("{path}.prefixLength.max"), length.max, 0, maximum);
     }
-    checker.one_of(
-        &format!("{path}.source"),
-        rule.source.as_ref(),
-        &["RemotePeers"],
-    );
+    checker.one_of_field(&format!("{path}.source"), rule.source.as_ref());
     if let Some(interface) = &rule.interface {
         if interface != "*" && !INTERFACE_PATTERN.is_match(interface) {
             checker.fail(
@@ -369,11 +341,7 @@ fn bgp_filter_rule(checker: &mut Checker, path: &str, rule: &BgpFilterRule, fami
             );
         }
     }
-    checker.one_of(
-        &format!("{path}.peerType"),
-        rule.peer_type.as_ref(),
-        &["eBGP", "iBGP"],
-    );
+    checker.one_of_field(&format!("{path}.peerType"), rule.peer_type.as_ref());
     if let Some(communities) = &rule.communities {
         if communities.values.len() != 1 {
             checker.fail(
@@ -497,11 +465,7 @@ pub(super) fn bgp_configuration(
     spec: &mut BgpConfigurationSpec,
     metadata: &ObjectMeta,
 ) {
-    checker.one_of(
-        "spec.logSeverityScreen",
-        spec.log_severity_screen.as_ref(),
-        &LOG_LEVELS,
-    );
+    checker.one_of_field("spec.logSeverityScreen", spec.log_severity_screen.as_ref());
     as_number(checker, "spec.asNumber", spec.as_number.as_ref());
     for (field, blocks) in [
         ("serviceLoadBalancerIPs", &spec.service_load_balancer_ips),
@@ -556,26 +520,20 @@ pub(super) fn bgp_configuration(
         "spec.nodeMeshMaxRestartTime",
         spec.node_mesh_max_restart_time.as_ref(),
     );
-    checker.one_of(
-        "spec.bindMode",
-        spec.bind_mode.as_ref(),
-        &["None", "NodeIP"],
-    );
+    checker.one_of_field("spec.bindMode", spec.bind_mode.as_ref());
     if let Some(address) = &spec.local_workload_peering_ipv4 {
         checker.ip("spec.localWorkloadPeeringIPV4", address, Family::V4);
     }
     if let Some(address) = &spec.local_workload_peering_ipv6 {
         checker.ip("spec.localWorkloadPeeringIPV6", address, Family::V6);
     }
-    checker.one_of(
+    checker.one_of_field(
         "spec.serviceLoadBalancerAggregation",
         spec.service_load_balancer_aggregation.as_ref(),
-        &ENABLED_DISABLED,
     );
-    checker.one_of(
+    checker.one_of_field(
         "spec.programClusterRoutes",
         spec.program_cluster_routes.as_ref(),
-        &ENABLED_DISABLED,
     );
     let (minimum, maximum) = PRIORITY_RANGE;
     checker.in_range(

@@ -5,8 +5,7 @@
 //! v3.29.7. What later lines changed is tested line by line in `tests/it/release_lines.rs`.
 
 use crate::release::ApiRelease;
-use crate::resource::load::parse_documents;
-use crate::resource::{Resource, validate_and_default_for};
+use crate::resource::{Loader, Resource, validate_and_default_for};
 
 /// Validates and defaults as a v3.29.7 cluster would have it.
 fn validate_and_default(resource: &mut Resource) -> Result<(), crate::resource::ValidationError> {
@@ -15,9 +14,11 @@ fn validate_and_default(resource: &mut Resource) -> Result<(), crate::resource::
 }
 
 fn resource(yaml: &str) -> Resource {
-    let mut resources = parse_documents(yaml, "<test>").expect("test documents parse");
+    let mut resources = Loader::unvalidated()
+        .load_text(yaml, "<test>")
+        .expect("test documents parse");
     assert_eq!(resources.len(), 1, "one resource per test document");
-    resources.remove(0)
+    resources.remove(0).resource
 }
 
 /// The rendered field errors of a document, or an empty list when it is valid.

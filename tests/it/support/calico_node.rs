@@ -26,8 +26,10 @@ use serde_json::{Value, json};
 
 /// The etcd prefix of CalicoNodeStatus objects.
 pub const ETCD_PREFIX: &str = "/calico/resources/v3/projectcalico.org/caliconodestatuses/";
-/// The custom resources' path on the Kubernetes API.
+/// The custom resources' path on the Kubernetes API (`crd.projectcalico.org/v1`).
 pub const KUBE_PATH: &str = "/apis/crd.projectcalico.org/v1/caliconodestatuses";
+/// Their path under v3.32's native CRDs (`projectcalico.org/v3`), which calico-node reads there.
+pub const KUBE_V3_PATH: &str = "/apis/projectcalico.org/v3/caliconodestatuses";
 
 /// How the stand-in behaves.
 #[derive(Debug, Clone)]
@@ -74,8 +76,17 @@ impl CalicoNodeStandIn {
 
     /// Lists the custom resources of the test API server at `url` (`http://127.0.0.1:PORT`).
     pub fn on_kube(url: String, behaviour: Behaviour) -> CalicoNodeStandIn {
+        CalicoNodeStandIn::on_kube_path(url, KUBE_PATH, behaviour)
+    }
+
+    /// Lists the custom resources at `path` ([`KUBE_PATH`] or [`KUBE_V3_PATH`]).
+    pub fn on_kube_path(
+        url: String,
+        path: &'static str,
+        behaviour: Behaviour,
+    ) -> CalicoNodeStandIn {
         CalicoNodeStandIn::spawn(move |stop, seen, reported| {
-            poll_kube(&url, &behaviour, &stop, &seen, &reported)
+            poll_kube(&url, path, &behaviour, &stop, &seen, &reported)
         })
     }
 
@@ -276,6 +287,7 @@ async fn watch_etcd(
 
 fn poll_kube(
     url: &str,
+    collection: &str,
     behaviour: &Behaviour,
     stop: &AtomicBool,
     seen: &Mutex<BTreeSet<String>>,
@@ -285,7 +297,7 @@ fn poll_kube(
     let mut first_seen: BTreeMap<String, Instant> = BTreeMap::new();
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
-        let Ok((200, body)) = http(&address, "GET", KUBE_PATH, None) else {
+        let Ok((200, body)) = http(&address, "GET", collection, None) else {
             continue;
         };
         let Ok(list) = serde_json::from_str::<Value>(&body) else {
@@ -309,7 +321,7 @@ fn poll_kube(
                 object["spec"]["node"].as_str().unwrap_or(""),
                 &behaviour.lost_peers,
             );
-            let path = format!("{KUBE_PATH}/{name}");
+            let path = format!("{collection}/{name}");
             if let Ok((200, _)) = http(&address, "PUT", &path, Some(&updated.to_string())) {
                 reported.lock().unwrap().insert(name, Instant::now());
             }

@@ -19,9 +19,15 @@
 //! API server decodes them ([`super::kube_strict`]): a value of the wrong type (`defaultMode:
 //! "0400"`) or an unknown field is refused with the status code and `Status` message a real server
 //! gives, for create/update and for server-side apply alike. Custom resources whose CRD schema
-//! [`super::kube_crd`] carries (CalicoNodeStatus, the IPAM kinds) are checked against it on create and update
-//! (`422 Invalid`, unknown fields pruned); a PUT writes their `status` unless the CRD has a status
-//! subresource (of Calico's, only KubeControllersConfiguration).
+//! [`super::kube_crd`] carries (CalicoNodeStatus in both Calico groups, the IPAM kinds in both, every kind of v3.32's
+//! native `projectcalico.org/v3` CRDs) are checked against it on create and update (`422 Invalid`,
+//! unknown fields pruned); a PUT writes their `status` unless the CRD has a status subresource (of
+//! the v1 CRDs only KubeControllersConfiguration; of the v3 ones also IPPool and Tier), and a POST
+//! drops it then.
+//!
+//! The Calico CRDs of `crd.projectcalico.org/v1`, `projectcalico.org/v3` or both are served
+//! ([`KubeApiServer::start_serving`]); [`KubeApiServer::serve_calico_api_server`] makes discovery
+//! show `projectcalico.org/v3` as the Calico API server presents it.
 //!
 //! It does not implement watches, RBAC, admission, defaulting, field selectors, tables, protobuf or
 //! the OpenAPI documents: clients that ask for tables get plain lists, as from an older server, and
@@ -78,13 +84,22 @@ const fn kind(
     }
 }
 
-/// The group of the Calico CRDs.
+/// The group of the Calico CRDs every release has.
 pub const CALICO_GROUP: &str = "crd.projectcalico.org";
 
-/// The group of v3.32's native custom resources.
-pub const NATIVE_GROUP: &str = "projectcalico.org";
-/// The group the Calico API server serves (`projectcalico.org/v3`).
+/// The group of v3.32's native Calico CRDs (and of the Calico API server's view of the v1 ones).
 pub const CALICO_V3_GROUP: &str = "projectcalico.org";
+
+/// Which Calico groups a server serves by CRDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalicoGroups {
+    /// `crd.projectcalico.org/v1` only: every release before v3.32's native CRDs.
+    V1,
+    /// `projectcalico.org/v3` only: a v3.32 cluster installed with the native CRDs.
+    V3,
+    /// Both, each by CRDs of its own: a switch half done (rancher/rke2-charts#1205).
+    Both,
+}
 
 /// Every resource type served.
 pub const RESOURCE_TYPES: &[ResourceType] = &[
@@ -199,35 +214,28 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     ),
     kind(CALICO_GROUP, "v1", "NetworkPolicy", "networkpolicies", true),
     kind(CALICO_GROUP, "v1", "NetworkSet", "networksets", true),
-    kind(CALICO_GROUP, "v1", "Tier", "tiers", false),
-    // IPAM (validated against upstream's CRD schemas: `kube_crd_ipam.rs`).
-    kind(CALICO_GROUP, "v1", "IPAMBlock", "ipamblocks", false),
     kind(
         CALICO_GROUP,
         "v1",
-        "BlockAffinity",
-        "blockaffinities",
+        "StagedGlobalNetworkPolicy",
+        "stagedglobalnetworkpolicies",
         false,
     ),
-    kind(CALICO_GROUP, "v1", "IPAMHandle", "ipamhandles", false),
-    kind(CALICO_GROUP, "v1", "IPAMConfig", "ipamconfigs", false),
-    // v3.32's native `projectcalico.org/v3` custom resources of IPAM.
-    kind(NATIVE_GROUP, "v3", "IPAMBlock", "ipamblocks", false),
     kind(
-        NATIVE_GROUP,
-        "v3",
-        "BlockAffinity",
-        "blockaffinities",
-        false,
+        CALICO_GROUP,
+        "v1",
+        "StagedKubernetesNetworkPolicy",
+        "stagedkubernetesnetworkpolicies",
+        true,
     ),
-    kind(NATIVE_GROUP, "v3", "IPAMHandle", "ipamhandles", false),
     kind(
-        NATIVE_GROUP,
-        "v3",
-        "IPAMConfiguration",
-        "ipamconfigurations",
-        false,
+        CALICO_GROUP,
+        "v1",
+        "StagedNetworkPolicy",
+        "stagednetworkpolicies",
+        true,
     ),
+    kind(CALICO_GROUP, "v1", "Tier", "tiers", false),
     // What `cluster diags` reads besides the above.
     kind("", "v1", "Event", "events", true),
     kind("apps", "v1", "ReplicaSet", "replicasets", true),
@@ -267,7 +275,48 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         "tigerastatuses",
         false,
     ),
-    // The Calico API server's aggregated `projectcalico.org/v3` group (operator installs).
+    kind(CALICO_GROUP, "v1", "IPAMBlock", "ipamblocks", false),
+    kind(
+        CALICO_GROUP,
+        "v1",
+        "BlockAffinity",
+        "blockaffinities",
+        false,
+    ),
+    kind(CALICO_GROUP, "v1", "IPAMHandle", "ipamhandles", false),
+    kind(CALICO_GROUP, "v1", "IPAMConfig", "ipamconfigs", false),
+    // v3.32's native CRDs (`api/config/crd/`), served when a test asks for them
+    // ([`KubeApiServer::start_serving`]).
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "BGPConfiguration",
+        "bgpconfigurations",
+        false,
+    ),
+    kind(CALICO_V3_GROUP, "v3", "BGPFilter", "bgpfilters", false),
+    kind(CALICO_V3_GROUP, "v3", "BGPPeer", "bgppeers", false),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "CalicoNodeStatus",
+        "caliconodestatuses",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "ClusterInformation",
+        "clusterinformations",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "FelixConfiguration",
+        "felixconfigurations",
+        false,
+    ),
     kind(
         CALICO_V3_GROUP,
         "v3",
@@ -275,7 +324,81 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
         "globalnetworkpolicies",
         false,
     ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "GlobalNetworkSet",
+        "globalnetworksets",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "HostEndpoint",
+        "hostendpoints",
+        false,
+    ),
     kind(CALICO_V3_GROUP, "v3", "IPPool", "ippools", false),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "IPReservation",
+        "ipreservations",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "KubeControllersConfiguration",
+        "kubecontrollersconfigurations",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+    ),
+    kind(CALICO_V3_GROUP, "v3", "NetworkSet", "networksets", true),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "StagedGlobalNetworkPolicy",
+        "stagedglobalnetworkpolicies",
+        false,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "StagedKubernetesNetworkPolicy",
+        "stagedkubernetesnetworkpolicies",
+        true,
+    ),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "StagedNetworkPolicy",
+        "stagednetworkpolicies",
+        true,
+    ),
+    kind(CALICO_V3_GROUP, "v3", "Tier", "tiers", false),
+    kind(CALICO_V3_GROUP, "v3", "IPAMBlock", "ipamblocks", false),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "BlockAffinity",
+        "blockaffinities",
+        false,
+    ),
+    kind(CALICO_V3_GROUP, "v3", "IPAMHandle", "ipamhandles", false),
+    kind(
+        CALICO_V3_GROUP,
+        "v3",
+        "IPAMConfiguration",
+        "ipamconfigurations",
+        false,
+    ),
 ];
 
 /// Where an object lives: resource type (by group and plural), namespace (`""` for cluster-scoped)
@@ -300,6 +423,9 @@ pub(super) struct State {
     withdrawn: BTreeSet<(String, String, String)>,
     /// `(verb, group, plural, namespace or None for all)` a SelfSubjectAccessReview denies.
     denied: Vec<(String, String, String, Option<String>)>,
+    /// Whether the Calico API server presents `projectcalico.org/v3` (its discovery lists
+    /// `profiles`, which native CRDs do not have): [`KubeApiServer::serve_calico_api_server`].
+    calico_api_server: bool,
 }
 
 /// A running API server; stops when dropped.
@@ -312,12 +438,38 @@ pub struct KubeApiServer {
 }
 
 impl KubeApiServer {
-    /// Starts a server on a free loopback port, in its own thread and runtime.
+    /// Starts a server on a free loopback port, in its own thread and runtime, serving the
+    /// `crd.projectcalico.org/v1` Calico CRDs.
     pub fn start() -> KubeApiServer {
+        KubeApiServer::start_serving(CalicoGroups::V1)
+    }
+
+    /// Starts a server that serves the Calico CRDs of `groups`; the types of a group not served
+    /// are absent from discovery and 404 on every path, as on a cluster without those CRDs.
+    pub fn start_serving(groups: CalicoGroups) -> KubeApiServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         listener.set_nonblocking(true).expect("non-blocking socket");
         let address = listener.local_addr().expect("local address");
-        let state = Arc::new(Mutex::new(State::default()));
+        let unserved: &[&str] = match groups {
+            CalicoGroups::V1 => &[CALICO_V3_GROUP],
+            CalicoGroups::V3 => &[CALICO_GROUP],
+            CalicoGroups::Both => &[],
+        };
+        let withdrawn = RESOURCE_TYPES
+            .iter()
+            .filter(|resource| unserved.contains(&resource.group))
+            .map(|resource| {
+                (
+                    resource.group.to_string(),
+                    resource.version.to_string(),
+                    resource.plural.to_string(),
+                )
+            })
+            .collect();
+        let state = Arc::new(Mutex::new(State {
+            withdrawn,
+            ..State::default()
+        }));
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = state.clone();
         let thread = std::thread::spawn(move || {
@@ -408,6 +560,33 @@ impl KubeApiServer {
             plural.to_string(),
             namespace.map(str::to_string),
         ));
+    }
+
+    /// Presents `projectcalico.org/v3` as the Calico API server does: the group in discovery with
+    /// `profiles` among its resources (which native CRDs never have). Only discovery: its objects
+    /// are not served.
+    pub fn serve_calico_api_server(&self) {
+        self.lock().calico_api_server = true;
+    }
+
+    /// Sends one request over plain HTTP as a client that does not validate would (`body` as
+    /// JSON) and returns the whole response as text, status line and headers included.
+    pub fn raw_request(&self, method: &str, path: &str, body: &str) -> String {
+        use std::io::{Read, Write};
+        let url = self.url();
+        let address = url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(address).expect("connect to the test server");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send the request");
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .expect("read the response");
+        response
     }
 
     /// Every request received so far, as `METHOD path?query`.
@@ -945,11 +1124,17 @@ fn check_custom_resource(
     Ok((object, listed))
 }
 
-/// Whether the type's `status` is a subresource, which a PUT of the object leaves alone. Calico's
-/// CRDs have none but KubeControllersConfiguration: a PUT of a CalicoNodeStatus writes its status,
-/// as calico-node's does.
+/// Whether the type's `status` is a subresource, which a PUT of the object leaves alone and a
+/// POST drops. Calico's v1 CRDs have none but KubeControllersConfiguration (a PUT of a
+/// CalicoNodeStatus writes its status, as calico-node's does); the v3 ones add IPPool and Tier
+/// ([`super::kube_crd::calico_status_subresource`]).
 fn has_status_subresource(resource: &ResourceType) -> bool {
-    resource.group != CALICO_GROUP || resource.kind == "KubeControllersConfiguration"
+    match resource.group {
+        CALICO_GROUP | CALICO_V3_GROUP => {
+            super::kube_crd::calico_status_subresource(resource.group, resource.kind)
+        }
+        _ => true,
+    }
 }
 
 /// Refuses a server-side apply body that does not decode as its kind, as structured-merge-diff's
@@ -1133,9 +1318,18 @@ pub(super) fn handle(
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:0"}]}),
         ),
         (Route::Groups, Method::GET) => {
-            let groups: Vec<Value> = groups(&state.withdrawn)
+            let mut listed = groups(&state.withdrawn);
+            if state.calico_api_server && !listed.contains(&CALICO_V3_GROUP) {
+                listed.push(CALICO_V3_GROUP);
+            }
+            let groups: Vec<Value> = listed
                 .into_iter()
-                .map(|group| group_json(group, &state.withdrawn))
+                .map(|group| match group {
+                    CALICO_V3_GROUP if state.calico_api_server => json!({"name": group,
+                        "versions": [{"groupVersion": "projectcalico.org/v3", "version": "v3"}],
+                        "preferredVersion": {"groupVersion": "projectcalico.org/v3", "version": "v3"}}),
+                    _ => group_json(group, &state.withdrawn),
+                })
                 .collect();
             json_response(
                 StatusCode::OK,
@@ -1158,6 +1352,28 @@ pub(super) fn handle(
                 json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
                        "resources": [{"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview",
                                       "namespaced": false, "kind": "SelfSubjectAccessReview", "verbs": ["create"]}]}),
+            )
+        }
+        (Route::ResourceList(group, version), Method::GET)
+            if state.calico_api_server && group == CALICO_V3_GROUP && version == "v3" =>
+        {
+            // The Calico API server's own list: every Calico kind, Profiles among them.
+            let mut resources: Vec<Value> = RESOURCE_TYPES
+                .iter()
+                .filter(|resource| resource.group == CALICO_V3_GROUP)
+                .map(|resource| {
+                    json!({"name": resource.plural, "singularName": resource.kind.to_lowercase(),
+                    "namespaced": resource.namespaced, "kind": resource.kind,
+                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+                })
+                .collect();
+            resources.push(
+                json!({"name": "profiles", "singularName": "profile", "namespaced": false,
+                "kind": "Profile", "verbs": ["get", "list", "watch"]}),
+            );
+            json_response(
+                StatusCode::OK,
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "projectcalico.org/v3", "resources": resources}),
             )
         }
         (Route::ResourceList(group, version), Method::GET) => {
@@ -1386,6 +1602,15 @@ fn object_request(
             let Some(name) = object["metadata"]["name"].as_str().map(str::to_string) else {
                 return bad_request("metadata.name: Required value: name is required".into());
             };
+            // A custom resource with a status subresource is created without its status (the
+            // apiextensions strategy's PrepareForCreate), to be written through `/status`.
+            let mut object = object;
+            if matches!(resource.group, CALICO_GROUP | CALICO_V3_GROUP)
+                && has_status_subresource(&resource)
+                && let Some(map) = object.as_object_mut()
+            {
+                map.remove("status");
+            }
             let key = object_key(&resource, &namespace, &name);
             if state.objects.contains_key(&key) {
                 return status_error(

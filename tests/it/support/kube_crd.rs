@@ -2,10 +2,12 @@
 //! for the test API server ([`super::kube_api`]).
 //!
 //! The schemas are written here from the CRD manifests upstream ships (field names, types, enums,
-//! `nullable`, `required`, `pattern`, bounds), not copied: CalicoNodeStatus, from
-//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32, and
-//! the IPAM kinds in both API groups ([`super::kube_crd_ipam`]). What a real server does with a
-//! body, reproduced:
+//! `nullable`, `required`), not copied: CalicoNodeStatus in both groups, from
+//! `libcalico-go/config/crd/crd.projectcalico.org_caliconodestatuses.yaml` of release-v3.32 (the v3
+//! one is the same), the IPAM kinds in both API groups ([`super::kube_crd_ipam`], with `pattern` and bounds), and every kind of v3.32's native `projectcalico.org/v3` CRDs from the field
+//! table in [`super::kube_crd_fields`]: `metadata` and `spec` required, the spec's top-level fields
+//! and their types, a `status` only where the CRD has one. What a real server does with a body,
+//! reproduced:
 //! - a field the schema does not have is pruned from what is stored (a `Warning: unknown field
 //!   "spec.x"` header), or refused with `fieldValidation=Strict` (400, `strict decoding error`);
 //! - a null in a field that is not `nullable` is pruned;
@@ -14,7 +16,9 @@
 //!   1123 subdomain make the request `422 Invalid` with one cause per problem
 //!   (`spec.classes[0]: Unsupported value: "x": supported values: "Agent", "BGP", "Routes"`).
 //!
-//! `metadata` is the server's own business and `apiVersion`/`kind` are matched by routing.
+//! `metadata` is the server's own business and `apiVersion`/`kind` are matched by routing. A
+//! schema node marked `x-kubernetes-preserve-unknown-fields` is not looked into (the nested
+//! objects of the field tables).
 
 use serde_json::{Value, json};
 
@@ -33,7 +37,56 @@ pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     match (api_version, kind) {
         ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
         ("operator.tigera.io/v1", "TigeraStatus") => Some(tigera_status()),
-        _ => super::kube_crd_ipam::schema(api_version, kind),
+        ("projectcalico.org/v3", "CalicoNodeStatus") => {
+            let mut schema = calico_node_status();
+            schema["required"] = json!(["metadata", "spec"]);
+            Some(schema)
+        }
+        _ => super::kube_crd_ipam::schema(api_version, kind).or_else(|| match api_version {
+            "projectcalico.org/v3" => v3_schema(kind),
+            _ => None,
+        }),
+    }
+}
+
+/// A kind of the `projectcalico.org/v3` group from its field table.
+fn v3_schema(kind: &str) -> Option<Value> {
+    let fields = super::kube_crd_fields::V3_KINDS
+        .iter()
+        .find(|fields| fields.kind == kind)?;
+    let properties: serde_json::Map<String, Value> = fields
+        .spec
+        .iter()
+        .map(|(name, kind)| {
+            let mut field = json!({"x-kubernetes-preserve-unknown-fields": true});
+            if !kind.is_empty() {
+                field["type"] = json!(kind);
+            }
+            (name.to_string(), field)
+        })
+        .collect();
+    let mut schema = json!({"type": "object", "required": ["metadata", "spec"], "properties": {
+        "apiVersion": string(),
+        "kind": string(),
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": properties, "required": fields.required},
+    }});
+    if fields.status {
+        schema["properties"]["status"] =
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    }
+    Some(schema)
+}
+
+/// Whether a PUT of the object leaves its `status` alone and a POST drops it (the CRD has a
+/// status subresource): under `projectcalico.org/v3` IPPool, KubeControllersConfiguration and
+/// Tier, under `crd.projectcalico.org/v1` only KubeControllersConfiguration.
+pub fn calico_status_subresource(group: &str, kind: &str) -> bool {
+    match group {
+        "projectcalico.org" => super::kube_crd_fields::V3_KINDS
+            .iter()
+            .any(|fields| fields.kind == kind && fields.status_subresource),
+        _ => kind == "KubeControllersConfiguration",
     }
 }
 
@@ -45,6 +98,13 @@ pub fn check(schema: &Value, body: &Value) -> Findings {
         findings.invalid.push(format!(
             "metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
         ));
+    }
+    if let (Some(required), Some(object)) = (schema["required"].as_array(), body.as_object()) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if object.get(name).is_none_or(Value::is_null) {
+                findings.invalid.push(format!("{name}: Required value"));
+            }
+        }
     }
     if let (Some(properties), Some(object)) = (schema["properties"].as_object(), body.as_object()) {
         for (key, value) in object {
@@ -108,6 +168,11 @@ fn walk(schema: &Value, value: &Value, path: &str, findings: &mut Findings) {
         }
     }
     bounds(schema, value, path, findings);
+    if schema["x-kubernetes-preserve-unknown-fields"] == json!(true)
+        && schema.get("properties").is_none()
+    {
+        return;
+    }
     match value {
         Value::Object(object) => {
             if let Some(required) = schema["required"].as_array() {

@@ -58,6 +58,7 @@ pub mod etcd;
 pub mod faults;
 pub mod kube_api;
 pub mod kube_crd;
+pub mod kube_crd_fields;
 pub mod kube_crd_ipam;
 pub mod kube_streams;
 pub mod kube_strict;
@@ -76,7 +77,7 @@ pub use faults::{
     NotEtcdServer, ReplyDroppingProxy, SilentListener, another_writer_before_the_first_batch,
     refused_endpoint,
 };
-pub use kube_api::KubeApiServer;
+pub use kube_api::{CalicoGroups, KubeApiServer};
 pub use kube_streams::ExecReply;
 pub use netctl::{Netctl, Run, failed, install_into, ok, wait_for_exit};
 pub use pki::{Ca, CertPair, Pki, PkiBuilder};

@@ -1,5 +1,5 @@
-//! The IPAM family of actions and the datastore lock: `datastore.lock`, `datastore.unlock`
-//! (`readiness.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
+//! The IPAM family of actions and the datastore's own: `datastore.lock`, `datastore.unlock`
+//! (`readiness.rs`), `datastore.restore` (`restore.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
 //! (`configure.rs`).
 //!
 //! Every IPAM write is a compare-and-swap on the object's revision (`IpamStore`); each action
@@ -12,6 +12,7 @@
 pub mod configure;
 pub mod readiness;
 pub mod release;
+pub mod restore;
 pub mod split;
 
 use super::{Context, Perform, Performed, RunMode};
@@ -19,7 +20,7 @@ use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
-use crate::plan::action::{DatastoreLock, IpamConfigure, IpamRelease, IpamSplit};
+use crate::plan::action::{DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit};
 
 /// Why an IPAM or lock action failed.
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +145,20 @@ impl Perform for IpamConfigure {
     }
 
     /// The same change twice is the change once.
+    fn is_idempotent(&self, _: &Action) -> bool {
+        true
+    }
+}
+
+impl Perform for DatastoreRestore {
+    async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        let store = context.store(action)?;
+        let release = context.release(store).await;
+        let interrupt = context.interrupt.as_ref();
+        restore::restore(store, self, mode, interrupt, &release).await
+    }
+
+    /// What is restored already is unchanged the second time; the rest is written.
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }

@@ -104,6 +104,31 @@ pub(super) fn create_lines(header: &str, created: &Resource) -> Vec<String> {
     lines
 }
 
+/// The differences in a transcript of datastore writes, as `netctl diff` prints them: the resource
+/// lines marked created (`+`), changed (`~`) or deleted (`-`), each with its field lines; unchanged
+/// resources (`=`) and the closing summary are left out, as kubectl diff says nothing of what is
+/// the same.
+pub fn differences(transcript: &[String]) -> Vec<&str> {
+    let mut shown = Vec::new();
+    let mut keep = false;
+    for line in transcript {
+        if line.starts_with(' ') {
+            if keep {
+                shown.push(line.as_str());
+            }
+            continue;
+        }
+        keep = matches!(
+            line.split_once(' ').map(|(mark, _)| mark),
+            Some(CREATE | CHANGE | DELETE)
+        );
+        if keep {
+            shown.push(line.as_str());
+        }
+    }
+    shown
+}
+
 /// How many resources a run's datastore writes would create, change, leave unchanged and delete,
 /// counted from the marked lines of its transcripts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -192,6 +217,17 @@ mod tests {
         assert_eq!(
             counts.to_string(),
             "1 to create, 1 to change, 1 unchanged, 1 to delete"
+        );
+        assert_eq!(
+            differences(&transcript),
+            vec![
+                "+ would create HostEndpoint(h2):",
+                "    + kind: HostEndpoint",
+                "~ would update HostEndpoint(h1) (apply):",
+                "    - metadata.labels.old: \"x\"",
+                "- would delete HostEndpoint(h4) (revision 3)",
+            ],
+            "unchanged resources and the summary are left out"
         );
     }
 }

@@ -1,9 +1,9 @@
 //! Reading in chunks on several threads gives exactly what one thread gives: the same resources in
 //! the same order, and the same problems with the same documents and lines.
 
-use super::super::validate_text_on;
 use super::*;
 use crate::release::ApiRelease;
+use crate::resource::load::Loader;
 
 /// A host endpoint document, about 300 bytes, with an indented block scalar holding marker-like
 /// lines (which must not cut a chunk).
@@ -28,22 +28,18 @@ fn stream(count: usize, replace: &[(usize, &str)]) -> String {
         .collect()
 }
 
-/// What `validate_text_on` hands out and returns, as text to compare.
+/// What the loader hands out and returns for one text, as text to compare.
 fn run(text: &str, threads: Threads) -> (Vec<String>, Result<(), String>) {
     let mut seen = Vec::new();
-    let result = validate_text_on(
-        text,
-        "fleet.yaml",
-        Some("default"),
-        &ApiRelease::newest(),
-        &mut |each| {
-            seen.push(match each {
-                Ok(resource) => format!("{resource:?}"),
-                Err(problem) => format!("problem: {problem}"),
-            })
-        },
-        threads,
-    );
+    let loader = Loader::new(&ApiRelease::newest())
+        .namespace(Some("default"))
+        .on_threads(threads);
+    let result = loader.read_text(text, "fleet.yaml", &mut |each| {
+        seen.push(match each {
+            Ok(loaded) => format!("{loaded:?}"),
+            Err(problem) => format!("problem: {problem}"),
+        })
+    });
     (seen, result.map_err(|problem| problem.to_string()))
 }
 
@@ -59,9 +55,9 @@ const SMALL_CHUNKS: Threads = Threads {
 };
 
 fn parallel(text: &str) -> Parallel {
-    let validate =
-        |located| super::super::validate_located(located, Some("default"), &ApiRelease::newest());
-    validate_in_chunks(text, "fleet.yaml", &validate, &mut |_| {}, SMALL_CHUNKS)
+    let loader = Loader::new(&ApiRelease::newest()).namespace(Some("default"));
+    let check = |read: Read<'_>| loader.check(read);
+    read_in_chunks(text, "fleet.yaml", &check, &mut |_| {}, SMALL_CHUNKS)
 }
 
 #[test]
