@@ -24,8 +24,9 @@ mod runbook;
 mod schema;
 mod upgrade;
 mod upgrade_apply;
-mod upgrade_verify;
 mod upgrade_history;
+mod upgrade_rollback;
+mod upgrade_verify;
 mod version;
 mod write;
 

@@ -9,6 +9,7 @@ use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
+use super::upgrade_rollback::UpgradeRollbackError;
 use super::upgrade_verify::UpgradeVerifyError;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
@@ -32,6 +33,7 @@ use crate::plan::catalog::CatalogError;
 use crate::plan::overlay::OverlayError;
 use crate::plan::release::VersionCheckError;
 use crate::plan::request::RequestError;
+use crate::plan::rollback::RollbackRefused;
 use crate::plan::{FactError, PlanError, PlanFileError};
 use crate::release::ReleaseFlagError;
 use crate::resource::UnknownKind;
@@ -92,6 +94,8 @@ pub fn hint_for(error: &anyhow::Error) -> Option<String> {
             ReportError,
             SplitError,
             UpgradeVerifyError,
+            UpgradeRollbackError,
+            RollbackRefused,
         );
         None
     })

@@ -42,6 +42,9 @@ pub enum UpgradeCommand {
     /// Verify the cluster as every plan's last step does: node agents, BGP sessions, IPAM, resources
     #[command(after_help = super::upgrade_verify::EXAMPLES)]
     Verify(super::upgrade_verify::VerifyArgs),
+    /// Undo the last run's completed steps, newest first, as a plan of its own (shown first)
+    #[command(after_help = super::upgrade_rollback::EXAMPLES)]
+    Rollback(super::upgrade_rollback::RollbackArgs),
 }
 
 /// Output formats of `upgrade plan`.
@@ -150,6 +153,7 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
         UpgradeCommand::History(args) => super::upgrade_history::history(context, args),
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,
         UpgradeCommand::Verify(args) => super::upgrade_verify::verify(context, args).await,
+        UpgradeCommand::Rollback(args) => super::upgrade_rollback::rollback(context, args).await,
     }
 }
 

@@ -253,7 +253,7 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
-    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let (interaction, progress) = terminal_modes(args.progress);
     let options = ApplyOptions {
         mode: if args.dry_run {
             RunMode::DryRun
@@ -270,15 +270,8 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         } else {
             Confirmation::Ask
         },
-        interaction: if std::io::stdin().is_terminal() && stderr_is_terminal {
-            Interaction::Terminal
-        } else {
-            Interaction::Unattended
-        },
-        progress: match (args.progress, stderr_is_terminal) {
-            (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
-            (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
-        },
+        interaction,
+        progress,
         approved: args.approve.into_iter().collect::<BTreeSet<_>>(),
         rerun: args.rerun.into_iter().collect(),
         skip: args.skip.into_iter().collect(),
@@ -346,6 +339,20 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether gates can ask on a terminal, and how progress is shown.
+pub(super) fn terminal_modes(progress: ProgressChoice) -> (Interaction, ProgressMode) {
+    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let interaction = match std::io::stdin().is_terminal() && stderr_is_terminal {
+        true => Interaction::Terminal,
+        false => Interaction::Unattended,
+    };
+    let progress = match (progress, stderr_is_terminal) {
+        (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
+        (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
+    };
+    (interaction, progress)
 }
 
 pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {

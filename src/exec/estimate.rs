@@ -83,7 +83,9 @@ pub fn by_kind(action: &Action) -> Duration {
         // A whole datastore's worth of reads and writes; a restore is not an upgrade step.
         Action::DatastoreRestore(_) => seconds(120),
         // A list of every kind, the IPAM check and a status request per BGP node.
-        Action::UpgradeBaseline(baseline) => seconds(5) + baseline.scope.bgp_timeout.0.min(seconds(30)),
+        Action::UpgradeBaseline(baseline) => {
+            seconds(5) + baseline.scope.bgp_timeout.0.min(seconds(30))
+        }
         Action::UpgradeVerify(verify) => seconds(5) + verify.scope.bgp_timeout.0.min(seconds(30)),
     }
 }

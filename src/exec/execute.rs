@@ -119,6 +119,7 @@ impl Executor {
             entry.to = Some(plan.to.to_string());
             entry.steps = Some(plan.steps.len());
             entry.cluster = cluster;
+            entry.rolls_back = plan.rolls_back.clone();
         })?;
         if let Some(record) = &taken_over {
             let summary = format!(

@@ -79,7 +79,7 @@ fn changed_by(steps: &[PlannedStep]) -> BTreeMap<String, Vec<String>> {
 
 /// The kinds of resources an action writes. A create, apply or replace also makes sure the tiers
 /// `default` and `adminnetworkpolicy` exist, as upstream's `EnsureInitialized` (docs/architecture.md).
-fn written_kinds(action: &Action) -> Vec<Kind> {
+pub(crate) fn written_kinds(action: &Action) -> Vec<Kind> {
     match action {
         Action::ResourceCreate(documents)
         | Action::ResourceApply(documents)

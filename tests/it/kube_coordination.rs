@@ -52,6 +52,7 @@ fn plan() -> Plan {
         irreversible: false,
         requires: None,
         rollback: None,
+        undo: None,
         retry: None,
         register: None,
         reason: "test".to_string(),

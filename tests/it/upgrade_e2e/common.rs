@@ -29,12 +29,15 @@ impl Operator {
         self.netctl.home()
     }
 
-    /// `netctl <args>`, with the state directory added to `upgrade apply|status`.
+    /// `netctl <args>`, with the state directory added to `upgrade apply|status|verify|rollback|history`.
     pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
         if args.first() == Some(&"upgrade")
-            && matches!(args.get(1), Some(&"apply" | &"status" | &"verify"))
+            && matches!(
+                args.get(1),
+                Some(&"apply" | &"status" | &"verify" | &"rollback" | &"history")
+            )
         {
             command.arg("--state-dir").arg(self.home().join("state"));
         }

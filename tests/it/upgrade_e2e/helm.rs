@@ -11,7 +11,9 @@ use crate::support::KubeApiServer;
 use crate::support::snapshot::netctl_snapshot;
 
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
-/// `$HOME/helm-argv` and succeeds. For `install` it also does what Helm leaves behind: it creates
+/// `$HOME/helm-argv` and succeeds. `history` prints what `helm history -o json` prints (a JSON
+/// array of `{revision, updated, status, chart, app_version, description}`): revision 1, deployed.
+/// For `install` it also does what Helm leaves behind: it creates
 /// the release secret `sh.helm.release.v1.<release>.v1` (labels `owner=helm`, `name`,
 /// `status=deployed`) in the `--namespace` it was given, through the API server. There is no real
 /// Helm here: the test proves netctl runs exactly the command the plan shows, not what Helm does
@@ -24,6 +26,10 @@ pub(crate) fn install_helm_stand_in(operator: &Operator, kube: &KubeApiServer) -
         format!(
             r#"#!/bin/sh
 printf '%s\n' "$@" -- >> "$HOME/helm-argv"
+if [ "$1" = history ]; then
+  echo '[{{"revision":1,"updated":"2026-11-01T10:00:00.000000000Z","status":"deployed","chart":"tigera-operator-v3.24.5","app_version":"v3.24.5","description":"Install complete"}}]'
+  exit 0
+fi
 [ "$1" = install ] || exit 0
 release=$2
 while [ $# -gt 0 ]; do
@@ -455,6 +461,7 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
     assert_eq!(
         std::fs::read_to_string(&helm_argv).expect("helm ran"),
         "repo\nupdate\nprojectcalico\n--\n\
+         history\ncalico\n--namespace\ntigera-operator\n--max\n1\n-o\njson\n--\n\
          upgrade\ncalico\nprojectcalico/tigera-operator\n--version\nv3.27.0\n--namespace\ntigera-operator\n--\n"
     );
     assert_eq!(

@@ -35,4 +35,5 @@ mod manifest_kubernetes;
 mod operator;
 mod preflight;
 mod readme_walkthrough;
+mod rollback;
 mod verification;
