@@ -469,4 +469,33 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
         ["tigera-operator/sh.helm.release.v1.calico.v1"],
         "no release secret is deleted on this path"
     );
+
+    // The verification on this path reads the operator's TigeraStatus (issue 30, item 1).
+    let verify = operator.run(&["upgrade", "verify"], &[]);
+    assert_success(&verify, "upgrade verify");
+    assert!(
+        text(&verify.stdout)
+            .contains("ok          tigera-status: all 2 TigeraStatus object(s) are Available"),
+        "{}",
+        text(&verify.stdout)
+    );
+
+    // The rollback: `helm rollback` to the revision recorded before the upgrade; the CRDs and
+    // the repository refresh have nothing to undo.
+    std::fs::remove_file(&helm_argv).unwrap();
+    let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    assert_success(&rolled, "upgrade rollback");
+    let shown = text(&rolled.stdout);
+    assert!(
+        shown.contains("undo/helm-upgrade/upgrade-release")
+            && shown.contains("helm rollback calico --namespace tigera-operator --wait 1"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv).expect("helm ran"),
+        "rollback\ncalico\n--namespace\ntigera-operator\n--wait\n1\n--\n"
+    );
+    let listed = operator.run(&["upgrade", "history", "-o", "json"], &[]);
+    let runs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(runs[0]["result"], "rolled-back", "{runs:#}");
 }

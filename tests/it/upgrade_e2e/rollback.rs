@@ -125,3 +125,64 @@ fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
     assert!(table.contains("rolled back (by run "), "{table}");
     assert_eq!(json!(runs.as_array().unwrap().len()), json!(3), "{table}");
 }
+
+/// The etcd manifest path (v3.13 → v3.27) rolled back after its manifest step, against real etcd:
+/// the DaemonSet's template is re-applied, the temporary policy the run made is deleted by its
+/// declared undo, and the host endpoint the run labelled comes back from the run's backup.
+#[test]
+fn a_rollback_on_etcd_puts_datastore_writes_back_from_the_backup() {
+    let (etcd, kube) = etcd_manifest_cluster();
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let before = node_template(&kube);
+    let endpoint = format!("{ROOT}/hostendpoints/node-a-all");
+    let endpoint_before: Value = serde_json::from_str(&etcd.get(&endpoint).unwrap()).unwrap();
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
+    apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
+    let policy = format!("{ROOT}/globalnetworkpolicies/allow-all-upgrade");
+    assert!(etcd.get(&policy).is_some(), "the run made its policy");
+    let labelled: Value = serde_json::from_str(&etcd.get(&endpoint).unwrap()).unwrap();
+    assert_eq!(
+        labelled["metadata"]["labels"]["host-endpoint-upgrade"], "",
+        "{labelled}"
+    );
+    assert_ne!(node_template(&kube), before);
+
+    let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    assert_success(&rolled, "upgrade rollback");
+    let shown = text(&rolled.stdout);
+    for step in [
+        "undo/etcd-upgrade/apply-manifest",
+        "undo/hostendpoint-preparation/apply-allow-all-upgrade",
+        "undo/datastore",
+    ] {
+        assert!(shown.contains(step), "{step} in {shown}");
+    }
+    assert!(
+        shown.contains("Put back from the run's backup what steps `hostendpoint-preparation/label-all-interfaces-heps[0]` wrote")
+            || shown.contains("Put back from the run's backup what steps `hostendpoint-preparation/label-all-interfaces-heps`"),
+        "{shown}"
+    );
+    assert_eq!(
+        node_template(&kube),
+        before,
+        "the DaemonSet's template is back"
+    );
+    assert_eq!(etcd.get(&policy), None, "the policy the run made is gone");
+    let endpoint_after: Value = serde_json::from_str(&etcd.get(&endpoint).unwrap()).unwrap();
+    assert_eq!(
+        endpoint_after["metadata"]["labels"], endpoint_before["metadata"]["labels"],
+        "{endpoint_after}"
+    );
+    assert_eq!(endpoint_after["spec"], endpoint_before["spec"]);
+}
