@@ -2,7 +2,7 @@
 //!
 //! The modules follow the flow of a command (see `docs/architecture.md`):
 //! `cli` parses → `config` resolves settings → `resource` validates → `plan` builds steps →
-//! `exec` runs them against a `datastore` → `output` prints; `terminal` is how netctl talks on stderr.
+//! `exec` runs them against a `datastore` → `output` prints — its `Printer` is the one voice on stdout and stderr.
 
 pub mod cli;
 pub mod config;
@@ -12,6 +12,7 @@ pub mod errors;
 pub mod exec;
 pub mod exit_code;
 pub mod ipam;
+pub mod listing;
 pub mod node;
 pub mod output;
 pub mod plan;
@@ -19,6 +20,5 @@ pub mod redaction;
 pub mod release;
 pub mod resource;
 pub mod runbook;
-pub mod terminal;
 pub mod vocabulary;
 pub mod yaml;

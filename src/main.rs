@@ -8,13 +8,16 @@ use std::process::ExitCode;
 
 use netctl::cli;
 use netctl::config::Environment;
-use netctl::{exit_code, terminal};
+use netctl::exit_code;
+use netctl::output::Printer;
 
 fn main() -> ExitCode {
     // Before anything else: the completion script calling back (it exits when it did).
     cli::completion::complete_if_asked();
-    // One rustls crypto provider for every TLS client (reference/etcd-and-crates.md G1). It can only
-    // fail if one is already installed, which is fine.
+    // One rustls crypto provider for every TLS client: with none installed, rustls panics when it
+    // cannot tell which one to use ("Could not automatically determine the process-level
+    // CryptoProvider", rustls `CryptoProvider::install_default`). It can only fail if one is
+    // already installed, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
     // `netctl ...`, or `kubectl netctl ...` when started as the plugin `kubectl-netctl`.
@@ -35,10 +38,12 @@ fn main() -> ExitCode {
     // What an error of this command exits with (kubectl diff's errors are above its 1).
     let failure = cli.command.failure_code();
     let environment = Environment::capture();
-    terminal::configure(
-        cli.global.log_level,
+    // The one voice every part of the command talks through (stdout data, stderr talk).
+    let printer = Printer::process(
+        cli.global.verbosity(),
         environment.exact("NO_COLOR").is_some(),
     );
+    printer.set_listing(cli.global.listing());
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -47,24 +52,24 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            terminal::error(&format!("cannot start the async runtime: {error}"), None);
-            return ExitCode::FAILURE;
+            printer.error(&format!("cannot start the async runtime: {error}"), None);
+            return ExitCode::from(exit_code::FAILURE);
         }
     };
-    match runtime.block_on(cli::run(cli, environment)) {
+    match runtime.block_on(cli::run(cli, environment, printer.clone())) {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => match stopped_code(&error) {
             // The plan asks a person to decide, or the window ended: the exit code tells a script
             // "resume later" apart from "failed".
             Some(code) => {
-                let (message, hint) = cli::report(&error);
-                terminal::stopped(&message, hint.as_deref());
+                let (message, hint) = cli::report(&error, &printer);
+                printer.stopped(&message, hint.as_deref());
                 ExitCode::from(code)
             }
             None => {
-                let (message, hint) = cli::report(&error);
-                terminal::error(&message, hint.as_deref());
+                let (message, hint) = cli::report(&error, &printer);
+                printer.error(&message, hint.as_deref());
                 ExitCode::from(failure)
             }
         },

@@ -15,6 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::errors::Hint;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One release of the network, e.g. `v3.29.2`.
@@ -176,8 +177,8 @@ pub enum ReleaseFlagError {
     UnknownLine { line: String },
 }
 
-impl ReleaseFlagError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ReleaseFlagError {
+    fn hint(&self) -> Option<String> {
         match self {
             ReleaseFlagError::Invalid(_) => None,
             ReleaseFlagError::UnknownLine { .. } => Some(format!(

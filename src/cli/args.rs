@@ -223,7 +223,8 @@ impl DryRunArg {
     }
 }
 
-/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (`reference/calicoctl.md` §4.1).
+/// Which namespace(s) a command addresses, from `-n`/`-A` and the kind (upstream `handleNamespace`
+/// in `calicoctl/calicoctl/commands/common/resources.go`).
 pub fn namespace_scope(
     kind: Kind,
     namespace: Option<&str>,

@@ -21,7 +21,7 @@ use clap_complete::env::{Bash, CompleteEnv, Elvish, EnvCompleter, Fish, Powershe
 use crate::config::Environment;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::{Detail, ListOptions, Pages};
-use crate::output::headings_for;
+use crate::output::{Printer, Verbosity, headings_for};
 use crate::plan::facts::FACTS;
 use crate::resource::Kind;
 use crate::runbook::RunbookSet;
@@ -500,6 +500,8 @@ fn resource_names(kind: Kind, prefix: &str, line: Option<&LineSoFar>) -> Vec<Str
         kube_context: value("context"),
         home: environment.exact("HOME").map(PathBuf::from),
         in_cluster: environment.exact(IN_CLUSTER_VARIABLE).is_some(),
+        // Completion answers silently: the shell's line must not be written over.
+        printer: Printer::process(Verbosity::QUIET, true),
     };
     let namespace = kind
         .is_namespaced()

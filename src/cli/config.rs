@@ -13,6 +13,7 @@ use crate::config::{
     ClientConfig, ConfigOption, ConfigSource, NetApiConfigDocument, NetApiConfigSpec,
 };
 use crate::datastore::etcd::check::{Authentication, EndpointFacts, Leadership, Transport};
+use crate::listing::{Problem, ProblemKind};
 use crate::output::TableWriter;
 
 const REDACTED: &str = "<redacted>";
@@ -200,38 +201,80 @@ async fn check(context: &Context) -> anyhow::Result<ExitCode> {
     let settings = config.etcd()?;
     let timeout = context.global.request_timeout;
     let report = crate::datastore::etcd::check::check(&settings, timeout).await;
+    // One line per check, through the bounded lister: a list of many endpoints is counted past
+    // twenty lines, by outcome.
+    let mut lines = Vec::new();
     match report.files.as_slice() {
-        [] => printer.data_line("files: ok")?,
+        [] => lines.push(CheckLine::ok("files: ok".into())),
         problems => {
             for problem in problems {
-                printer.data_line(&format!("files: error: {problem}"))?;
+                let problem = problem.to_string();
+                lines.push(CheckLine::error(
+                    format!("files: error: {problem}"),
+                    &problem,
+                ));
             }
         }
     }
     if let Some(name) = &report.discovery {
-        match &report.discovery_error {
-            None => printer.data_line(&format!(
+        lines.push(match &report.discovery_error {
+            None => CheckLine::ok(format!(
                 "SRV `{name}`: {} endpoint(s)",
                 report.endpoints.len()
-            ))?,
-            Some(error) => printer.data_line(&format!("SRV `{name}`: error: {error}"))?,
-        }
+            )),
+            Some(error) => CheckLine::error(format!("SRV `{name}`: error: {error}"), error),
+        });
     }
     for endpoint in &report.endpoints {
-        let line = match &endpoint.outcome {
-            Ok(facts) => format!("{}: ok: {}", endpoint.endpoint, describe_facts(facts)),
-            Err(problem) => format!(
-                "{}: error: {}",
+        lines.push(match &endpoint.outcome {
+            Ok(facts) => CheckLine::ok(format!(
+                "{}: ok: {}",
                 endpoint.endpoint,
-                crate::errors::error_chain(problem)
-            ),
-        };
-        printer.data_line(&line)?;
+                describe_facts(facts)
+            )),
+            Err(problem) => {
+                let problem = crate::errors::error_chain(problem);
+                CheckLine::error(format!("{}: error: {problem}", endpoint.endpoint), &problem)
+            }
+        });
     }
+    printer.list_lines(&lines)?;
     Ok(match report.passed() {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
     })
+}
+
+/// One line of `config check`, counted by its outcome when it is not shown.
+struct CheckLine {
+    text: String,
+    kind: ProblemKind,
+}
+
+impl CheckLine {
+    fn ok(text: String) -> CheckLine {
+        CheckLine {
+            text,
+            kind: ProblemKind::named("ok"),
+        }
+    }
+
+    fn error(text: String, problem: &str) -> CheckLine {
+        CheckLine {
+            text,
+            kind: ProblemKind::message(problem),
+        }
+    }
+}
+
+impl Problem for CheckLine {
+    fn entry(&self) -> String {
+        self.text.clone()
+    }
+
+    fn kinds(&self) -> Vec<ProblemKind> {
+        vec![self.kind.clone()]
+    }
 }
 
 fn describe_facts(facts: &EndpointFacts) -> String {

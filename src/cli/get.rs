@@ -17,6 +17,7 @@ use super::get_forms::{GetPrinter, Presentation, Targets, parse_targets, table_o
 use super::modeline::{ModelineError, ModelineWriter, modeline};
 use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
+use crate::listing::Limit;
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
     PrintOptions, Shape, TableColumns, sort_tiers_by_order,
@@ -145,7 +146,8 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("cannot use `--all-namespaces` when getting resources by name");
     }
     if args.export && !by_name {
-        // As upstream (`reference/calicoctl.md` §1.3): an export is of named resources.
+        // As upstream (`calicoctl/calicoctl/commands/common/resources.go`): an export is of named
+        // resources.
         anyhow::bail!("`--export` needs resource names (or `-f`)");
     }
     let mut namespaces = Vec::new();
@@ -167,7 +169,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     let store = context.datastore().await?;
     // A forgotten lock stops every new pod: `get nodes` is where operators look first.
     if kinds.contains(&Kind::Node) {
-        crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
+        crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
     }
     if kinds.contains(&Kind::IpamConfiguration)
         && store.kind() == crate::datastore::DatastoreType::EtcdV3
@@ -230,6 +232,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
             keep: &keep,
             export: args.export,
             presentation: &presentation,
+            listing: context.printer.listing(),
         };
         get_named(store.as_ref(), keys, &mut out, &options, named).await
     } else {
@@ -364,6 +367,7 @@ async fn run_from_files(
         keep: &keep,
         export: args.export,
         presentation,
+        listing: context.printer.listing(),
     };
     let code = get_named(store.as_ref(), keys, &mut out, &options, named).await;
     out.flush()?;
@@ -438,6 +442,7 @@ async fn get_named<W: Write>(
         keep,
         export,
         presentation,
+        listing,
     } = named;
     let per_kind = matches!(
         options.format,
@@ -472,7 +477,10 @@ async fn get_named<W: Write>(
         [key] => Err(StoreError::NotFound(key.clone()).into()),
         keys => {
             let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-            anyhow::bail!("resources do not exist: {}", names.join(", "))
+            anyhow::bail!(
+                "resources do not exist: {}",
+                crate::listing::inline(&names, &listing)
+            )
         }
     }
 }
@@ -482,10 +490,12 @@ struct Named<'a> {
     keep: &'a dyn Fn(&Resource) -> bool,
     export: bool,
     presentation: &'a Presentation,
+    /// How many missing names the error names (`--all-errors`).
+    listing: Limit,
 }
 
 /// What `--export` leaves out: the fields that belong to this datastore's copy of the resource
-/// (`reference/calicoctl.md` §1.3).
+/// (upstream `calicoctl/calicoctl/commands/common/resources.go`).
 fn strip_for_export(resource: &mut Resource) {
     let metadata = &mut resource.metadata;
     metadata.namespace = None;
@@ -588,7 +598,8 @@ async fn list<W: Write>(
 const OUTPUT_BUFFER_BYTES: usize = 64 << 10;
 
 /// The cluster-wide AS number from BGPConfiguration `default`, for nodes without their own
-/// (`reference/calicoctl.md` §8.2). Not found means the default; other failures show as unknown.
+/// (upstream `calicoctl/calicoctl/resourcemgr/node.go`, `commands/common/printer.go`). Not found
+/// means the default; other failures show as unknown.
 async fn global_as_number(store: &dyn Datastore) -> GlobalAsNumber {
     let key = ResourceKey::new(Kind::BgpConfiguration, None, "default");
     match store.get(&key).await {

@@ -13,6 +13,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
+use crate::errors::Hint;
 use crate::output::go_template::{GoTemplate, TemplateError};
 use crate::output::{
     ColumnSet, OutputError, OutputFormat, PrintOptions, ResourcePrinter, Shape, TableColumns,
@@ -41,9 +42,9 @@ pub enum TargetError {
     MixedForms(String),
 }
 
-impl TargetError {
-    pub fn hint(&self) -> &'static str {
-        "write every argument as KIND/NAME (`get hep/a gnp/b`), or give one KIND and then NAMEs (`get hep a b`)"
+impl Hint for TargetError {
+    fn hint(&self) -> Option<String> {
+        Some("write every argument as KIND/NAME (`get hep/a gnp/b`), or give one KIND and then NAMEs (`get hep a b`)".into())
     }
 }
 
@@ -124,9 +125,9 @@ pub enum GoTemplateError {
     Parse(#[source] TemplateError),
 }
 
-impl GoTemplateError {
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl Hint for GoTemplateError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
             GoTemplateError::Parse(_) | GoTemplateError::Missing { .. } => {
                 "Go template syntax over the JSON document `-o json` prints, e.g. -o go-template='{{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}'"
             }
@@ -135,6 +136,7 @@ impl GoTemplateError {
                 "add `-o go-template` (the template text) or `-o go-template-file` (a file)"
             }
         }
+        .to_string())
     }
 }
 
@@ -414,9 +416,9 @@ pub enum JsonPathError {
     },
 }
 
-impl JsonPathError {
-    pub fn hint(&self) -> &'static str {
-        "as kubectl: -o jsonpath='{.items[*].metadata.name}' or -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'"
+impl Hint for JsonPathError {
+    fn hint(&self) -> Option<String> {
+        Some("as kubectl: -o jsonpath='{.items[*].metadata.name}' or -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'".into())
     }
 }
 

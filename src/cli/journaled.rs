@@ -61,7 +61,8 @@ pub async fn run_journaled(
     };
     let mut stdout = context.printer.stdout();
     let outcome =
-        super::write::run_one_step(store, plan, mode, &options, release, &mut stdout).await?;
+        super::write::run_one_step(context, store, plan, mode, &options, release, &mut stdout)
+            .await?;
     if mode == RunMode::Execute {
         for line in &outcome.transcript {
             writeln!(stdout, "{line}")?;

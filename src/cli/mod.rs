@@ -44,8 +44,8 @@ use crate::config::{ClientConfig, Environment};
 use crate::datastore::Datastore;
 use crate::datastore::connect::{self, ConnectOptions, IN_CLUSTER_VARIABLE};
 use crate::datastore::coordination::Coordination;
-use crate::output::Printer;
-use crate::terminal::{self, LogLevel};
+use crate::listing::Limit;
+use crate::output::{LogLevel, Printer, Verbosity};
 use args::parse_duration;
 
 // Short lines, one item each: `wrap_help` re-wraps a long paragraph at the terminal's width and
@@ -61,6 +61,13 @@ Examples:
   DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=http://127.0.0.1:2379 netctl get nodes
   netctl -c /etc/netctl/netctl.cfg get hostendpoints -o wide
   netctl config view
+  netctl -q apply -f policies/          # nothing on stderr but errors
+  netctl -vv get nodes                  # also which etcd endpoints were tried
+  netctl validate -f hosts.yaml --errors-file errors.txt   # all problems to a file
+
+Talk (progress, warnings, notes) goes to stderr and data to stdout. Past 20 problems (invalid
+documents, lint findings, refused targets) the rest are counted by kind; `--all-errors` lists
+every one.
 ";
 
 /// The top-level help's closing text: configuration, examples, and every exit code `main` produces.
@@ -87,9 +94,25 @@ pub struct GlobalOptions {
     /// Client configuration file (a NetAPIConfig document)
     #[arg(short = 'c', long = "config", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// How much to say on stderr
+    /// Say nothing on stderr but errors (and questions at a gate on a terminal); data still goes
+    /// to stdout
+    #[arg(short = 'q', long, global = true, conflicts_with_all = ["verbose", "log_level"])]
+    pub quiet: bool,
+    /// Say more on stderr: `-v` adds notes (like `--log-level info`), `-vv` debug detail
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Which levelled messages to show on stderr (warnings, notes, debug); `-v` and `-q` are
+    /// shorter ways to say the common ones
     #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
     pub log_level: LogLevel,
+    /// List every problem (invalid documents, lint findings, refused targets); without it, past
+    /// 20 problems the rest are counted by kind
+    #[arg(long, global = true, conflicts_with = "errors_file")]
+    pub all_errors: bool,
+    /// When the command fails, write its error with every problem to FILE (overwritten); stderr
+    /// shows the first 20 and counts the rest
+    #[arg(long, global = true, value_name = "FILE")]
+    pub errors_file: Option<PathBuf>,
     /// Allow writes to a cluster running a newer release than netctl knows
     #[arg(long, global = true)]
     pub allow_version_mismatch: bool,
@@ -155,6 +178,22 @@ pub enum Command {
     Cluster(diags::ClusterCommand),
 }
 
+impl GlobalOptions {
+    /// How much to say, from `-q`, `-v` and `--log-level` together.
+    pub fn verbosity(&self) -> Verbosity {
+        Verbosity::from_flags(self.quiet, self.verbose, self.log_level)
+    }
+
+    /// How much of a list of problems to show, from `--all-errors` and `--errors-file`.
+    pub fn listing(&self) -> Limit {
+        match (&self.errors_file, self.all_errors) {
+            (Some(path), _) => Limit::WrittenTo(path.clone()),
+            (None, true) => Limit::All,
+            (None, false) => Limit::Bounded,
+        }
+    }
+}
+
 impl Command {
     /// The exit code an error of this command ends with: kubectl diff's errors exit above its 1
     /// ("differences"), every other command's exit 1.
@@ -176,11 +215,11 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(global: GlobalOptions, environment: Environment) -> Context {
+    pub fn new(global: GlobalOptions, environment: Environment, printer: Printer) -> Context {
         Context {
             global,
             environment,
-            printer: Printer,
+            printer,
             client_config: OnceLock::new(),
         }
     }
@@ -192,10 +231,10 @@ impl Context {
         }
         let config = crate::config::load(self.global.config.as_deref(), &self.environment)?;
         for warning in &config.warnings {
-            terminal::warn(warning);
+            self.printer.warn(warning);
         }
         for ignored in &config.ignored {
-            terminal::info(ignored);
+            self.printer.info(ignored);
         }
         Ok(self.client_config.get_or_init(|| config))
     }
@@ -213,6 +252,7 @@ impl Context {
             kube_context: self.global.context.clone(),
             home: self.environment.exact("HOME").map(PathBuf::from),
             in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
+            printer: self.printer.clone(),
         }
     }
 
@@ -257,7 +297,7 @@ impl Context {
             return Ok(None);
         }
         if !connect::names_a_datastore(self.client_config()?, &self.connect_options())? {
-            terminal::warn(
+            self.printer.warn(
                 "no datastore is configured (no kubeconfig, no etcd endpoints): planning from flags and defaults (pass `--offline` to silence this)",
             );
             return Ok(None);
@@ -267,8 +307,8 @@ impl Context {
 }
 
 /// Runs a parsed command line.
-pub async fn run(cli: Cli, environment: Environment) -> anyhow::Result<ExitCode> {
-    let context = Context::new(cli.global, environment);
+pub async fn run(cli: Cli, environment: Environment, printer: Printer) -> anyhow::Result<ExitCode> {
+    let context = Context::new(cli.global, environment, printer);
     match cli.command {
         Command::Get(args) => get::run(&context, args).await,
         Command::Create(args) => write::create(&context, args).await,

@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use crate::errors::Hint;
 use crate::release::{Release, known_lines, newest_known, oldest_known};
 use crate::resource::Kind;
 use crate::resource::spec::schema::kind_schema_path;
@@ -30,9 +31,9 @@ pub enum ModelineError {
     NoInstalledSchemas { path: PathBuf },
 }
 
-impl ModelineError {
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl Hint for ModelineError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
             ModelineError::YamlOnly => "add `-o yaml`",
             ModelineError::SeveralDocuments => {
                 "name one resource: `get KIND NAME`, `get KIND/NAME` or `-f` with one document"
@@ -40,7 +41,8 @@ impl ModelineError {
             ModelineError::NoInstalledSchemas { .. } => {
                 "write them with `netctl schema --all DIR` and pass `--schema-modeline=DIR` (a directory or a URL)"
             }
-        }
+        };
+        Some(advice.into())
     }
 }
 

@@ -206,7 +206,8 @@ async fn run_agent(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode>
         format!("start the node agent `{image}`"),
         action,
     );
-    let executor = Executor::without_datastore(Holder::current());
+    let executor =
+        Executor::without_datastore(Holder::current()).with_printer(context.printer.clone());
     let mut stdout = context.printer.stdout();
     match executor
         .run_one(&plan, mode, &RunOneOptions::default(), &mut stdout)

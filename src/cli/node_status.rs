@@ -17,6 +17,7 @@ use clap_complete::engine::ArgValueCompleter;
 use super::args::parse_duration;
 use super::{Context, completion};
 use crate::datastore::{Datastore, Detail, ListOptions};
+use crate::errors::Hint;
 use crate::exec::actions::node::status::{LeftBehind, NodeStatusOutput, delete_command};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
@@ -121,8 +122,8 @@ fn describe_silent(nodes: &[(String, String)]) -> String {
     }
 }
 
-impl NodeStatusCommandError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for NodeStatusCommandError {
+    fn hint(&self) -> Option<String> {
         match self {
             NodeStatusCommandError::NoNodes => Some(
                 "a node appears once its calico-node has started (`netctl get nodes`)".to_string(),

@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 
 use super::Context;
 use super::args::{ManifestEditArgs, TargetArgs};
+use crate::errors::Hint;
 use crate::exec::actions::fetch::ManifestDownloads;
 use crate::output::{Printer, TableWriter};
 use crate::plan::lint::{self, Severity};
@@ -29,7 +30,7 @@ pub enum RunbookCommand {
 }
 
 pub async fn run(context: &Context, command: RunbookCommand) -> anyhow::Result<ExitCode> {
-    let printer = context.printer;
+    let printer = &context.printer;
     match command {
         RunbookCommand::Lint(args) => args.run(printer)?,
         RunbookCommand::Render(args) => args.run(printer).await?,
@@ -63,23 +64,22 @@ pub struct LintFailed {
     pub errors: usize,
 }
 
-impl LintFailed {
-    pub fn hint(&self) -> &'static str {
-        "each finding above names the file, line and check"
+impl Hint for LintFailed {
+    fn hint(&self) -> Option<String> {
+        Some("each finding names the file, line and check".into())
     }
 }
 
 impl LintArgs {
-    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let findings = if self.paths.is_empty() {
             lint::lint_embedded()
         } else {
             lint::lint_paths(&self.paths)?
         };
-        let mut stdout = printer.stdout();
-        for finding in &findings {
-            writeln!(stdout, "{finding}")?;
-        }
+        // Past twenty findings the rest are counted by check (`--all-errors` lists them, and
+        // `--errors-file` has them all).
+        printer.list_lines(&findings)?;
         let errors = findings
             .iter()
             .filter(|finding| finding.severity == Severity::Error)
@@ -105,7 +105,7 @@ pub struct RenderArgs {
 
 impl RenderArgs {
     /// Renders offline: every fact comes from flags or defaults.
-    pub async fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub async fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let request = self
             .target
             .request(&ManifestEditArgs::default(), true, None)?;
@@ -130,7 +130,7 @@ pub struct ListArgs {
 }
 
 impl ListArgs {
-    pub fn run(&self, printer: Printer) -> anyhow::Result<()> {
+    pub fn run(&self, printer: &Printer) -> anyhow::Result<()> {
         let set = RunbookSet::load(self.runbooks.as_deref())?;
         let headings = [
             "NAME",

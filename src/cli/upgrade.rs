@@ -166,7 +166,7 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     )?;
     let store = context.datastore_for_facts(args.offline).await?;
     if let Some(store) = &store {
-        crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
+        crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
     }
     let cluster = match args.offline {
         true => None,
@@ -200,6 +200,7 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
         let steps: Vec<_> = plan.steps.iter().collect();
         let options = preflight::PreflightOptions {
             etcd_quota_bytes: args.etcd_quota_bytes,
+            listing: context.printer.listing(),
             ..Default::default()
         };
         let report = preflight::preflight(store.as_ref(), cluster.as_ref(), &steps, &options).await;
@@ -226,7 +227,8 @@ async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
     if let (PlanOutput::Text, Some(store)) = (args.output, &store) {
         let executor =
             crate::exec::Executor::new(store.clone(), None, crate::exec::lock::Holder::current())
-                .with_kubernetes(cluster.clone());
+                .with_kubernetes(cluster.clone())
+                .with_printer(context.printer.clone());
         shown.push_str(&executor.preview_writes(&plan).await?.text());
     }
     // How long each segment between gates should take, from this cluster's earlier runs: also

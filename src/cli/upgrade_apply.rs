@@ -6,7 +6,7 @@
 //! `unlock` removes a lock by its id. Planning (`--to`) goes through `plan::request`, as `upgrade plan`.
 
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,9 +18,9 @@ use clap_complete::engine::ArgValueCompleter;
 use super::Context;
 use super::args::{FactArgs, ManifestEditArgs, WindowArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
+use crate::errors::Hint;
 use crate::errors::error_chain;
 use crate::exec::actions::fetch::ManifestDownloads;
-use crate::exec::actions::pause::Interaction;
 use crate::exec::checkpoint::{
     self, CheckpointError, CheckpointStore, RunState, SavedRun, StepState,
 };
@@ -48,6 +48,7 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --resume --deadline 2026-03-08T04:00:00Z   # the next window
   netctl upgrade apply --plan plan.json --on-gate 'notify-send \"$NETCTL_STEP waits\"' \\
       --on-finish 'logger -t netctl \"run $NETCTL_RUN_ID ended: $NETCTL_RESULT ($NETCTL_EXIT_CODE)\"'
+  netctl -q upgrade apply --plan plan.json --yes   # from cron: errors only, gates approved
 
 Hooks run with `sh -c` and get NETCTL_EVENT (gate, failure, finish), NETCTL_STEP, NETCTL_STATE_DIR,
 NETCTL_EXIT_CODE, NETCTL_RESULT, NETCTL_MESSAGE, NETCTL_RUN_ID, NETCTL_PLAN_DIGEST,
@@ -57,7 +58,9 @@ settings and secrets. A hook that fails is journaled and warned about; the run g
 Exit status: 0 when the run completed (or the dry-run was printed); 1 when it failed (the checkpoint
 says where; `--resume` continues); 3 when it stopped at a gate without a terminal to ask on
 (`--resume --approve STEP` continues); 4 when it stopped at a safe point because its window ends
-(`--resume` continues); 64 on bad usage.")]
+(`--resume` continues); 64 on bad usage.
+With `-q` there is no progress and no warning; a gate on a terminal still asks its question, and
+without a terminal the run stops at the gate with exit 3 and its one `stopped:` line.")]
 #[group(id = "source", required = true, multiple = true, args = ["to", "procedure", "plan", "resume"])]
 pub struct ApplyArgs {
     /// Plan for this target release and run that plan (facts as for `upgrade plan`)
@@ -222,8 +225,8 @@ pub enum UpgradeApplyError {
     },
 }
 
-impl UpgradeApplyError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for UpgradeApplyError {
+    fn hint(&self) -> Option<String> {
         match self {
             UpgradeApplyError::NoStateDirectory => Some("pass `--state-dir DIR`".to_string()),
             _ => None,
@@ -253,7 +256,7 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
-    let (interaction, progress) = terminal_modes(args.progress);
+    let (interaction, progress) = terminal_modes(&context.printer, args.progress);
     let options = ApplyOptions {
         mode: if args.dry_run {
             RunMode::DryRun
@@ -322,8 +325,9 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         }
         (false, saved) => saved,
     };
-    let executor =
-        Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);
+    let executor = Executor::new(datastore, Some(coordination), Holder::current())
+        .with_kubernetes(cluster)
+        .with_printer(context.printer.clone());
     let mut stdout = context.printer.stdout();
     let report = executor.apply(plan, &options, &mut stdout).await?;
     stdout.flush().context("cannot write the transcript")?;
@@ -341,18 +345,18 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether gates can ask on a terminal, and how progress is shown.
-pub(super) fn terminal_modes(progress: ProgressChoice) -> (Interaction, ProgressMode) {
-    let stderr_is_terminal = std::io::stderr().is_terminal();
-    let interaction = match std::io::stdin().is_terminal() && stderr_is_terminal {
-        true => Interaction::Terminal,
-        false => Interaction::Unattended,
-    };
-    let progress = match (progress, stderr_is_terminal) {
+/// Whether gates can ask on a terminal, and how progress is shown: `-q` silences progress
+/// whatever `--progress` says (the printer draws no bar and says no line); a bar needs a terminal.
+pub(super) fn terminal_modes(
+    printer: &crate::output::Printer,
+    progress: ProgressChoice,
+) -> (crate::output::Interaction, ProgressMode) {
+    let progress = match (progress, printer.can_draw_bars()) {
+        _ if printer.is_quiet() => ProgressMode::Silent,
         (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
         (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
     };
-    (interaction, progress)
+    (printer.interaction(), progress)
 }
 
 pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
@@ -372,7 +376,7 @@ pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitC
     // The datastore is optional for status: without it, the local checkpoint is still worth showing.
     let coordination: Option<Arc<dyn Coordination>> = match context.coordinated_datastore().await {
         Ok((datastore, coordination)) => {
-            crate::datastore::readiness::warn_if_locked(datastore.as_ref()).await;
+            crate::datastore::readiness::warn_if_locked(datastore.as_ref(), &context.printer).await;
             Some(coordination)
         }
         Err(error) => {

@@ -75,8 +75,8 @@ pub enum UpgradeRollbackError {
     AlreadyRollback { run: String, of: String },
 }
 
-impl UpgradeRollbackError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for UpgradeRollbackError {
+    fn hint(&self) -> Option<String> {
         match self {
             UpgradeRollbackError::NoRun(_) => Some(
                 "pass the `--state-dir` the run was made with; `netctl upgrade history` lists the runs of a state directory".to_string(),
@@ -169,7 +169,7 @@ pub async fn rollback(context: &Context, args: RollbackArgs) -> anyhow::Result<E
     let mut stdout = context.printer.stdout();
     write!(stdout, "{}", crate::plan::render::text(&rollback))?;
     writeln!(stdout)?;
-    let (interaction, progress) = terminal_modes(args.progress);
+    let (interaction, progress) = terminal_modes(&context.printer, args.progress);
     let options = ApplyOptions {
         mode: match args.dry_run {
             true => RunMode::DryRun,
@@ -202,8 +202,9 @@ pub async fn rollback(context: &Context, args: RollbackArgs) -> anyhow::Result<E
         window: args.window.window(),
         backup: BackupChoice::Take,
     };
-    let executor =
-        Executor::new(datastore, Some(coordination), Holder::current()).with_kubernetes(cluster);
+    let executor = Executor::new(datastore, Some(coordination), Holder::current())
+        .with_kubernetes(cluster)
+        .with_printer(context.printer.clone());
     let report = executor
         .apply(Some(rollback), &options, &mut stdout)
         .await?;

@@ -126,7 +126,9 @@ pub async fn verify(context: &Context, args: VerifyArgs) -> anyhow::Result<ExitC
         true => RunMode::DryRun,
         false => RunMode::Execute,
     };
-    let executor = Executor::new(store, None, Holder::current()).with_kubernetes(kubernetes);
+    let executor = Executor::new(store, None, Holder::current())
+        .with_kubernetes(kubernetes)
+        .with_printer(context.printer.clone());
     let mut stdout = context.printer.stdout();
     let result = executor
         .run_one(&plan, mode, &RunOneOptions::default(), &mut stdout)
@@ -190,8 +192,8 @@ pub enum UpgradeVerifyError {
     NoVersion,
 }
 
-impl UpgradeVerifyError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for UpgradeVerifyError {
+    fn hint(&self) -> Option<String> {
         match self {
             UpgradeVerifyError::NoVersion => {
                 Some("name the release the node agents must run: `--to v3.29.2`".to_string())

@@ -1,7 +1,8 @@
 //! `netctl version`: the client version, the newest release line netctl knows and the git commit
 //! it was built from (`build.rs`), and, when a datastore is configured, the Cluster Version and
-//! Cluster Type from ClusterInformation `default` (upstream layout, `reference/calicoctl.md` §7.1),
-//! with a warning when the cluster runs a newer line than netctl knows or one more than a minor
+//! Cluster Type from ClusterInformation `default` (upstream layout,
+//! `calicoctl/calicoctl/commands/version.go`), with a warning when the cluster runs a newer line
+//! than netctl knows or one more than a minor
 //! release older. `--poll DURATION` keeps reading ClusterInformation at that interval and prints
 //! the cluster lines again each time they change (upstream's `version --poll`), until Ctrl-C.
 
@@ -13,7 +14,6 @@ use super::args::parse_duration;
 use crate::datastore::{Datastore, StoreError};
 use crate::release::{Release, newest_known};
 use crate::resource::{Kind, ResourceKey};
-use crate::terminal;
 
 /// The commit netctl was built from, or `unknown` (see `build.rs`).
 pub const GIT_COMMIT: &str = env!("NETCTL_GIT_COMMIT");
@@ -52,7 +52,7 @@ fn line(label: &str, value: &str) -> String {
 }
 
 pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCode> {
-    let printer = context.printer;
+    let printer = &context.printer;
     printer.data_line(&line("Client Version", env!("CARGO_PKG_VERSION")))?;
     printer.data_line(&line("Release Line", &newest_known().line()))?;
     printer.data_line(&line("Git commit", GIT_COMMIT))?;
@@ -60,7 +60,7 @@ pub async fn run(context: &Context, args: VersionArgs) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let store = context.datastore().await?;
-    crate::datastore::readiness::warn_if_locked(store.as_ref()).await;
+    crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
     let interval = args.poll.filter(|interval| !interval.is_zero());
     let Some(interval) = interval else {
         let cluster = cluster_lines(store.as_ref()).await.map_err(|error| {
@@ -134,7 +134,7 @@ fn show(
     cluster: &ClusterLines,
     before: Option<&ClusterLines>,
 ) -> anyhow::Result<()> {
-    let printer = context.printer;
+    let printer = &context.printer;
     let version_changed = before.is_none_or(|before| before.version != cluster.version);
     if version_changed {
         printer.data_line(&line("Cluster Version", &cluster.version))?;
@@ -146,7 +146,7 @@ fn show(
         && let Ok((release, _)) = Release::parse_with_precision(&cluster.version)
         && let Some(warning) = mismatch(&release, &newest_known())
     {
-        terminal::warn(warning);
+        printer.warn(warning);
     }
     Ok(())
 }

@@ -4,10 +4,10 @@
 //! hands it to the same executor `upgrade apply` uses, so `--dry-run`, validation, conflict retries
 //! and messages behave the same everywhere. Files are loaded and every document validated before
 //! anything is written: one bad document anywhere means nothing is written. Writes are refused when
-//! the cluster runs a release newer than any netctl knows (seed §7: an older tool must not be used after
-//! an upgrade), unless `--allow-version-mismatch`.
+//! the cluster runs a release newer than any netctl knows (an older tool must not be used after an
+//! upgrade: `docs/upgrade-procedures.md`, "Versions and advice"), unless
+//! `--allow-version-mismatch`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -169,7 +169,7 @@ pub enum PatchTypeArg {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\n  netctl validate -f peers.yaml --release v3.29\nNo datastore is needed; documents are validated for `--release`, else the newest release netctl\nknows. The exit status is 1 when any document is invalid."
+    after_help = "Examples:\n  netctl validate -f policies/ -R\n  netctl validate -f - < hostendpoints.yaml\n  netctl validate -f peers.yaml --release v3.29\n  netctl -q validate -f hosts.yaml && echo valid\n  netctl validate -f hosts.yaml --all-errors\nNo datastore is needed; documents are validated for `--release`, else the newest release netctl\nknows. The exit status is 1 when any document is invalid; past 20 problems the rest are counted\nby kind (`--all-errors` lists every one, `--errors-file FILE` writes them to FILE)."
 )]
 pub struct ValidateArgs {
     #[command(flatten)]
@@ -185,16 +185,20 @@ pub struct ValidateArgs {
 /// one-step command has no run to resume: a failed step's own error (and its advice) is the
 /// command's error.
 pub(super) async fn run_one_step(
+    context: &Context,
     store: Arc<dyn Datastore>,
     plan: &Plan,
     mode: RunMode,
     options: &RunOneOptions,
     release: Option<ApiRelease>,
-    out: &mut dyn Write,
+    out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Outcome> {
-    let executor = Executor::new(store, None, Holder::current()).with_release(release);
+    let executor = Executor::new(store, None, Holder::current())
+        .with_release(release)
+        .with_printer(context.printer.clone());
     match executor.run_one(plan, mode, options, out).await {
         Ok(outcome) => Ok(outcome),
+        // A one-step command has no run to resume: report the action's own error and advice.
         Err(ExecError::StepFailed { source, .. }) => Err(anyhow::Error::new(*source)),
         Err(error) => Err(error.into()),
     }
@@ -215,11 +219,15 @@ async fn run_step(
         journal: None,
     };
     let mut stdout = context.printer.stdout();
-    let outcome = run_one_step(store, plan, mode, &options, release, &mut stdout).await?;
+    let outcome = run_one_step(context, store, plan, mode, &options, release, &mut stdout).await?;
+    drop(stdout);
     if mode == RunMode::Execute {
+        // calicoctl's result line, on stdout where scripts read it; `-q` leaves it out.
         match outcome.summary.strip_prefix("Successfully ") {
-            Some(_) => writeln!(stdout, "{}", outcome.summary)?,
-            None => writeln!(stdout, "Successfully {}", outcome.summary)?,
+            Some(_) => context.printer.summary(&outcome.summary)?,
+            None => context
+                .printer
+                .summary(&format!("Successfully {}", outcome.summary))?,
         }
     }
     Ok(())
@@ -506,11 +514,12 @@ pub fn validate(context: &Context, args: ValidateArgs) -> anyhow::Result<ExitCod
     if let Some(error) = failure {
         return Err(error.into());
     }
-    let mut stdout = context.printer.stdout();
     if args.show_defaults {
-        write!(stdout, "{shown}")?;
+        context.printer.data(&shown)?;
     } else {
-        writeln!(stdout, "Successfully validated {count} resource(s)")?;
+        context
+            .printer
+            .summary(&format!("Successfully validated {count} resource(s)"))?;
     }
     Ok(ExitCode::SUCCESS)
 }

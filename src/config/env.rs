@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 /// The prefix every configuration variable may carry, for hosts where the plain name clashes with
-/// something else (seed §2.1 rule 3). Upstream uses `CALICO_` the same way (`reference/calicoctl.md` §2.4).
+/// something else (`README.md`, "Configuration"). Upstream uses `CALICO_` the same way
+/// (`libcalico-go/lib/apiconfig/load.go`, `envconfig.Process("calico", ..)`).
 pub const PREFIX: &str = "NET_";
 
 /// A snapshot of environment variables.

@@ -1,8 +1,9 @@
 //! Validation of the etcd options into [`EtcdSettings`]: endpoint URLs, SRV discovery, RBAC credentials
 //! and TLS material (files read here, so a bad path fails before anything is contacted).
 //!
-//! The rules are the spec's (§2.1) and upstream's client construction (`reference/calicoctl.md` §2.6),
-//! checked all at once with messages that say which option to change.
+//! The rules are the documented ones (`README.md`, "Configuration") and upstream's client
+//! construction (`libcalico-go/lib/backend/etcdv3/etcdv3.go`), checked all at once with messages
+//! that say which option to change.
 
 use std::fmt;
 use std::net::Ipv6Addr;

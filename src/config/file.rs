@@ -1,8 +1,9 @@
 //! The `NetAPIConfig` file format: a `projectcalico.org/v3` document whose `spec` holds the client options.
 //!
-//! Parsing is strict (unknown fields are errors, as upstream's strict unmarshal — `reference/calicoctl.md`
-//! §2.2) and every error names the file and, where the parser knows it, the line and column. The JSON
-//! Schema in `schemas/netapiconfig.schema.json` is generated from these types.
+//! Parsing is strict (unknown fields are errors, as upstream's strict unmarshal —
+//! `libcalico-go/lib/apiconfig/load.go`) and every error names the file and, where the parser knows
+//! it, the line and column. The JSON Schema in `schemas/netapiconfig.schema.json` is generated from
+//! these types.
 
 use std::path::{Path, PathBuf};
 
@@ -33,7 +34,7 @@ pub struct NetApiConfigDocument {
 }
 
 /// The client options. Each has an environment variable of the same meaning (see `config::options`),
-/// except the inline PEM values, which exist only in the file (seed §2.1 rule 4).
+/// except the inline PEM values, which exist only in the file (`README.md`, "Configuration").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NetApiConfigSpec {

@@ -174,6 +174,7 @@ mod tests {
     use super::*;
     use crate::config::DatastoreType;
     use crate::config::{ConfigSource, Environment};
+    use crate::errors::Hint;
 
     fn config(pairs: &[(&str, &str)]) -> ClientConfig {
         let environment = Environment::from_pairs(pairs.iter().copied());

@@ -1,8 +1,9 @@
 //! Client configuration: where netctl finds its datastore and how it authenticates.
 //!
 //! Settings come from exactly one source — the `NetAPIConfig` file when one is used, otherwise the
-//! environment — never a merge of both (as upstream: `reference/calicoctl.md` §2.1). `load` turns that
-//! source into a [`ClientConfig`] that remembers where every value came from (for `config view`), and
+//! environment — never a merge of both (as upstream:
+//! `calicoctl/calicoctl/commands/clientmgr/client.go`). `load` turns that source into a
+//! [`ClientConfig`] that remembers where every value came from (for `config view`), and
 //! [`ClientConfig::etcd`] validates the etcd options completely — URLs parsed, key and certificate files
 //! read — before any connection is opened. This module owns every read of environment variables.
 //!
@@ -19,6 +20,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use crate::errors::Hint;
 pub use api_group::CalicoApiGroup;
 pub use datastore_type::DatastoreType;
 pub use env::{EnvValue, Environment};
@@ -37,7 +39,8 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/netctl/netctl.cfg";
 pub const RESOLVER_VARIABLE: &str = "NETCTL_RESOLVER";
 
 /// Variables of the legacy v1 configuration that netctl refuses rather than silently ignoring
-/// (seed §2.1 rule 5; upstream ignores them, `reference/calicoctl.md` §2.7, which hides mistakes).
+/// (`README.md`, "Configuration"; upstream ignores them — only the v1 configuration,
+/// `libcalico-go/lib/apis/v1/apiconfig.go`, read them — which hides mistakes).
 const RETIRED_VARIABLES: [&str; 3] = ["ETCD_SCHEME", "ETCD_AUTHORITY", "ETC_AUTHORITY"];
 
 /// Why a configuration could not be loaded. Each says what to change.
@@ -125,9 +128,9 @@ pub enum ConfigError {
     },
 }
 
-impl ConfigError {
+impl Hint for ConfigError {
     /// Advice for the user, printed on its own `hint:` line.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             ConfigError::MissingFile { .. } => format!(
                 "check the path given to `-c/--config`, or leave it out to use `{DEFAULT_CONFIG_PATH}` or the environment"
@@ -569,8 +572,9 @@ fn finish(
             origin,
         },
         None => {
-            // Upstream silently switches to etcdv3 when endpoints are set; the spec (§2.1 rule 2) says the
-            // type is required for etcd, so keep the documented default and say what is missing.
+            // Upstream silently switches to etcdv3 when endpoints are set; the type is required for
+            // etcd (`README.md`, "Configuration"), so keep the documented default and say what is
+            // missing.
             if options
                 .iter()
                 .any(|(option, _)| *option == ConfigOption::EtcdEndpoints)

@@ -31,6 +31,7 @@ use serde_json::Value;
 use super::etcd::ipam_encoding as encoding;
 use super::ipam::{self as ipam_store, Damaged, IpamStore};
 use super::{Datastore, DatastoreType, ListOptions, StoreError};
+use crate::errors::Hint;
 use crate::ipam::{AllocationBlock, BlockAffinity, BlockEncoding, IpamConfig, IpamHandle, Stored};
 use crate::resource::{Kind, Resource};
 
@@ -112,16 +113,16 @@ pub enum BackupError {
     Truncated { path: PathBuf },
 }
 
-impl BackupError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Hint for BackupError {
+    fn hint(&self) -> Option<String> {
         match self {
             BackupError::Store(error) => error.hint(),
             BackupError::Ipam(error) => error.hint(),
             BackupError::Format { .. } => Some(
-                "a backup is written by `netctl datastore backup`; a migration export is imported with `netctl datastore migrate import`",
+                "a backup is written by `netctl datastore backup`; a migration export is imported with `netctl datastore migrate import`".into(),
             ),
             BackupError::Truncated { .. } => {
-                Some("take the backup again (`netctl datastore backup -o FILE`)")
+                Some("take the backup again (`netctl datastore backup -o FILE`)".into())
             }
             _ => None,
         }
@@ -164,7 +165,7 @@ pub async fn write(
         .await;
         match result {
             // A kind this datastore (or its release) does not serve holds nothing to back up.
-            Err(BackupError::Store(StoreError::NotInstalled { .. })) => {}
+            Err(BackupError::Store(error)) if error.is_not_served() => {}
             other => other?,
         }
     }

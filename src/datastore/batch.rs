@@ -18,6 +18,7 @@
 //!
 //! This module knows no kind, no command and no undo; those are the caller's.
 
+use crate::errors::Hint;
 use crate::resource::{Resource, ResourceKey};
 
 use super::{Datastore, StoreError};
@@ -257,12 +258,24 @@ pub async fn read_one_by_one<S: Datastore + ?Sized>(
     Ok(found)
 }
 
+/// A batch the datastore refused again and again without saying which of its writes it refused
+/// (a backend that breaks the batch contract): the writer gives up on it.
+#[derive(Debug, thiserror::Error)]
+#[error("the datastore refused the batch without saying which write")]
+pub struct UnexplainedRefusal;
+
+impl Hint for UnexplainedRefusal {
+    fn hint(&self) -> Option<String> {
+        None
+    }
+}
+
 /// Whether a failed write may still have been applied: its answer was lost, or it timed out after
 /// it was sent.
 pub fn may_have_applied(error: &StoreError) -> bool {
     matches!(
         error,
-        StoreError::OutcomeUnknown { .. } | StoreError::Timeout { .. }
+        StoreError::OutcomeUnknown { .. } | StoreError::TimedOut(_)
     )
 }
 

@@ -16,6 +16,8 @@ use super::etcd::{EtcdStore, Timeouts};
 use super::kube::KubeStore;
 use super::{Datastore, DatastoreType, StoreError};
 use crate::config::{ClientConfig, ConfigError, KubernetesSettings, Origin};
+use crate::errors::Hint;
+use crate::output::Printer;
 
 /// Set in every pod: its presence means the in-cluster service account can be used.
 pub const IN_CLUSTER_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
@@ -31,6 +33,8 @@ pub struct ConnectOptions {
     pub home: Option<PathBuf>,
     /// Whether this process runs in a pod ([`IN_CLUSTER_VARIABLE`] is set).
     pub in_cluster: bool,
+    /// Where connecting says what it tried (debug detail).
+    pub printer: Printer,
 }
 
 /// Why no connection could be made.
@@ -49,13 +53,11 @@ pub enum ConnectError {
     Cluster(#[source] StoreError),
 }
 
-impl ConnectError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ConnectError {
+    fn hint(&self) -> Option<String> {
         match self {
             ConnectError::Config(error) => error.hint(),
-            ConnectError::Datastore { source, .. } | ConnectError::Cluster(source) => {
-                source.hint().map(str::to_string)
-            }
+            ConnectError::Datastore { source, .. } | ConnectError::Cluster(source) => source.hint(),
         }
     }
 }
@@ -76,7 +78,7 @@ pub async fn connect_coordinated(
             // Both groups served by CRDs, the other holding objects: said before any command
             // reads or writes the one chosen (rancher/rke2-charts#1205 lost them this way).
             if let Some(other) = store.other_group_objects().await {
-                crate::terminal::warn(format!(
+                options.printer.warn(format!(
                     "{}\n  hint: {}",
                     other.warning(store.api_group()),
                     other.hint()
@@ -118,9 +120,9 @@ pub async fn kubernetes_client(
 ) -> Result<Option<kube::Client>, ConnectError> {
     let settings = kubernetes_settings(config, options)?;
     if !names_a_cluster(&settings, options) {
-        crate::terminal::debug(
-            "no Kubernetes cluster is configured: `kube.*` steps are only described",
-        );
+        options
+            .printer
+            .debug("no Kubernetes cluster is configured: `kube.*` steps are only described");
         return Ok(None);
     }
     let api = super::kube::client::build(&settings, options.request_timeout)
@@ -158,7 +160,7 @@ pub async fn connect_kubernetes(
             datastore: "kubernetes",
             source,
         })?;
-    crate::terminal::debug(format!(
+    options.printer.debug(format!(
         "connected to the Kubernetes API at {}; Calico API group {}",
         store.server(),
         store.api_group()
@@ -175,12 +177,14 @@ async fn connect_etcd(
         connect: options.request_timeout,
         request: options.request_timeout,
     };
-    let store = EtcdStore::connect(&settings, timeouts)
+    let store = EtcdStore::connect_with(&settings, timeouts, options.printer.clone())
         .await
         .map_err(|source| ConnectError::Datastore {
             datastore: "etcd",
             source,
         })?;
-    crate::terminal::debug(format!("connected to etcd at {}", store.endpoints()));
+    options
+        .printer
+        .debug(format!("connected to etcd at {}", store.endpoints()));
     Ok(store)
 }

@@ -1,5 +1,5 @@
 //! Datastore initialisation before a write, as upstream's `EnsureInitialized`
-//! (`reference/calicoctl.md` §3.6).
+//! (`libcalico-go/lib/clientv3/client.go`).
 //!
 //! calicoctl makes sure, before `create`, `apply` and `replace`, that ClusterInformation `default`
 //! exists with a cluster GUID and `datastoreReady: true`, and that the built-in tiers `default` and

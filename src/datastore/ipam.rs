@@ -12,6 +12,7 @@
 use async_trait::async_trait;
 
 use super::StoreError;
+use crate::errors::Hint;
 use crate::ipam::{
     AllocationBlock, BlockAffinity, BlockEncoding, Cidr, IpamConfig, IpamHandle, Stored,
 };
@@ -47,17 +48,19 @@ pub enum IpamError {
     Store(#[from] StoreError),
 }
 
-impl IpamError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl Hint for IpamError {
+    fn hint(&self) -> Option<String> {
         match self {
             IpamError::Store(error) => error.hint(),
             IpamError::Damaged { .. } => Some(
-                "netctl does not repair IPAM objects; compare the object with upstream's format, then fix or delete it with etcdctl or kubectl",
+                "netctl does not repair IPAM objects; compare the object with upstream's format, then fix or delete it with etcdctl or kubectl".into(),
             ),
             _ => None,
         }
     }
+}
 
+impl IpamError {
     /// Whether the object changed or went since it was read (a guarded write that must be
     /// decided again, or skipped).
     pub fn is_conflict(&self) -> bool {

@@ -37,8 +37,8 @@ pub enum IpamCheckError {
     Output(#[from] io::Error),
 }
 
-impl IpamCheckError {
-    pub fn hint(&self) -> Option<&'static str> {
+impl crate::errors::Hint for IpamCheckError {
+    fn hint(&self) -> Option<String> {
         match self {
             IpamCheckError::Read { source, .. } | IpamCheckError::Store(source) => source.hint(),
             IpamCheckError::Output(_) => None,

@@ -24,10 +24,12 @@ pub mod readiness;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::errors::Hint;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 pub use batch::{BatchLimits, BatchOutcome, Write, WriteOutcome};
@@ -40,8 +42,9 @@ pub use crate::config::DatastoreType;
 /// The default number of resources fetched in a list's first page.
 ///
 /// etcd 3.4 walks the rest of the range on every limited read, so many small pages are quadratic
-/// (`reference/etcd-and-crates.md` §5); the etcd backend therefore makes the pages after the first
-/// as large as a byte budget allows (see `etcd::list_page`). 1000 keeps the first answer quick.
+/// (`docs/architecture.md`, "Lists are paged"; `docs/benchmarks.md`); the etcd backend therefore
+/// makes the pages after the first as large as a byte budget allows (see `etcd::list_page`). 1000
+/// keeps the first answer quick.
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
 /// Which resources a list returns, and how much of each.
@@ -120,168 +123,223 @@ pub struct StoredBody {
     pub status: Option<crate::output::StoredJson>,
 }
 
-/// Why a datastore operation failed, in terms a caller can act on.
+/// What a backend says about a failure in its own terms (`etcd::EtcdError`, `kube::KubeError`):
+/// an error with its causes, and its advice. [`StoreError`] keeps it as its `source`, so the
+/// backend's own words and advice reach the user while callers match on the neutral category.
+pub trait BackendError: std::error::Error + Hint + Send + Sync + 'static {}
+
+impl<T: std::error::Error + Hint + Send + Sync + 'static> BackendError for T {}
+
+/// Why a datastore operation failed, in terms a caller can act on — whichever backend answered.
 ///
-/// Messages describe this layer only; the underlying cause is kept in `source` where there is one.
-#[derive(Debug, thiserror::Error)]
+/// The variants are the categories callers decide on (a missing resource, a conflict, no access,
+/// no server, an answer lost). What exactly happened is the backend's error, kept as the
+/// [`source`](std::error::Error::source) with its advice ([`BackendError`]): etcd's endpoints and
+/// how each failed, the Kubernetes API's status. Messages describe this layer only.
+#[derive(Debug)]
 pub enum StoreError {
-    #[error("resource does not exist: {0}")]
     NotFound(ResourceKey),
-    #[error("resource already exists: {0}")]
     AlreadyExists(ResourceKey),
-    #[error(
-        "update conflict: {key} was changed by someone else (stored revision {current}, expected {expected})"
-    )]
     Conflict {
         key: ResourceKey,
         expected: String,
         current: String,
     },
-    #[error("operation `{operation}` is not supported on {kind}: {reason}")]
     Unsupported {
         operation: &'static str,
         kind: Kind,
         reason: &'static str,
     },
-    #[error("{detail}")]
-    AuthenticationFailed {
-        datastore: DatastoreType,
-        detail: String,
-    },
-    #[error("permission denied by the datastore for {operation}")]
+    /// The datastore did not accept netctl's credentials.
+    Unauthenticated(Box<dyn BackendError>),
+    /// The credentials were accepted; the operation is not allowed to them.
     PermissionDenied {
-        datastore: DatastoreType,
         operation: String,
-        detail: String,
+        source: Box<dyn BackendError>,
     },
-    #[error("TLS handshake with {endpoint} failed: {detail}")]
-    Tls { endpoint: String, detail: String },
-    #[error("no datastore endpoint could be reached ({endpoints}): {detail}")]
-    Unavailable {
-        datastore: DatastoreType,
-        endpoints: String,
-        detail: String,
-    },
-    #[error("the datastore did not answer within {seconds}s ({endpoints})")]
-    Timeout {
-        datastore: DatastoreType,
-        endpoints: String,
-        seconds: u64,
-    },
-    /// Every etcd endpoint failed; each one is named with how.
-    #[error("no etcd endpoint could be used: {0}")]
-    EtcdEndpoints(etcd::EndpointFailures),
-    /// A member answers, but the cluster kept refusing the request (no leader, leader changes);
-    /// `failed` names the members that did not answer at all.
-    #[error(
-        "etcd kept answering `{detail}` for {seconds}s ({operation}, {attempts} attempts){}",
-        failed.as_also()
-    )]
-    EtcdBusy {
-        operation: String,
-        attempts: u32,
-        seconds: u64,
-        detail: String,
-        failed: etcd::EndpointFailures,
-    },
+    /// No server of the datastore could serve the request (unreachable, refused, no leader).
+    Unavailable(Box<dyn BackendError>),
+    /// A request was sent and no answer came in time: it may have been applied.
+    TimedOut(Box<dyn BackendError>),
+    /// The connection cannot be set up as configured (a kubeconfig, SRV records, a CA bundle), or
+    /// the datastore lacks what netctl needs (the Calico CRDs).
+    Misconfigured(Box<dyn BackendError>),
     /// A write whose answer was lost and could not be checked afterwards.
-    #[error("the {operation} of {key} may or may not have been applied")]
     OutcomeUnknown {
         operation: &'static str,
         key: String,
-        #[source]
         source: Box<StoreError>,
     },
-    #[error("stored value at `{location}` is not a valid resource")]
     InvalidData {
         location: String,
-        #[source]
         source: serde_json::Error,
     },
-    #[error("invalid resource version `{0}`: must be a decimal revision")]
     InvalidResourceVersion(String),
-    #[error("failed to discover etcd endpoints through SRV records `{name}`: {detail}")]
-    Discovery { name: String, detail: String },
-    #[error("cannot use {location} to reach the Kubernetes API: {detail}")]
-    Kubeconfig { location: String, detail: String },
-    #[error("the Kubernetes API at {server} does not serve `{resource}`")]
-    NotInstalled { server: String, resource: String },
-    #[error("datastore request failed: {0}")]
-    Other(String),
+    /// The datastore refused or failed `operation` for a reason of its own.
+    Failed {
+        operation: String,
+        source: Box<dyn BackendError>,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::NotFound(key) => write!(f, "resource does not exist: {key}"),
+            StoreError::AlreadyExists(key) => write!(f, "resource already exists: {key}"),
+            StoreError::Conflict {
+                key,
+                expected,
+                current,
+            } => write!(
+                f,
+                "update conflict: {key} was changed by someone else (stored revision {current}, expected {expected})"
+            ),
+            StoreError::Unsupported {
+                operation,
+                kind,
+                reason,
+            } => write!(
+                f,
+                "operation `{operation}` is not supported on {kind}: {reason}"
+            ),
+            StoreError::Unauthenticated(_) => f.write_str("authentication failed"),
+            StoreError::PermissionDenied { operation, .. } => {
+                write!(f, "permission denied by the datastore for {operation}")
+            }
+            StoreError::Unavailable(_) => f.write_str("the datastore is unavailable"),
+            StoreError::TimedOut(_) => f.write_str("the datastore did not answer in time"),
+            StoreError::Misconfigured(_) => {
+                f.write_str("the datastore cannot be used as configured")
+            }
+            StoreError::OutcomeUnknown { operation, key, .. } => {
+                write!(
+                    f,
+                    "the {operation} of {key} may or may not have been applied"
+                )
+            }
+            StoreError::InvalidData { location, .. } => {
+                write!(f, "stored value at `{location}` is not a valid resource")
+            }
+            StoreError::InvalidResourceVersion(version) => write!(
+                f,
+                "invalid resource version `{version}`: must be a decimal revision"
+            ),
+            StoreError::Failed { operation, .. } => write!(f, "{operation} failed"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(backend) = self.carried() {
+            return Some(backend);
+        }
+        match self {
+            StoreError::OutcomeUnknown { source, .. } => Some(source.as_ref()),
+            StoreError::InvalidData { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl StoreError {
-    /// Whether no request can succeed any more in this command: every etcd endpoint has failed
-    /// (a failed member is not used again), so an undo need not be tried.
-    pub fn no_endpoint_left(&self) -> bool {
+    /// The resource version an update expects to replace: an update without one is refused as
+    /// an invalid (empty) version, before anything is sent.
+    pub fn expected_version(resource: &Resource) -> Result<&str, StoreError> {
+        resource
+            .metadata
+            .resource_version
+            .as_deref()
+            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))
+    }
+
+    /// The backend's error this one carries as its own source.
+    fn carried(&self) -> Option<&dyn BackendError> {
         match self {
-            StoreError::EtcdEndpoints(_) => true,
-            StoreError::OutcomeUnknown { source, .. } => source.no_endpoint_left(),
-            _ => false,
+            StoreError::Unauthenticated(source)
+            | StoreError::PermissionDenied { source, .. }
+            | StoreError::Unavailable(source)
+            | StoreError::TimedOut(source)
+            | StoreError::Misconfigured(source)
+            | StoreError::Failed { source, .. } => Some(source.as_ref()),
+            _ => None,
         }
     }
 
-    /// Advice for the user, printed on its own `hint:` line.
-    pub fn hint(&self) -> Option<&'static str> {
-        Some(match self {
-            StoreError::AuthenticationFailed {
-                datastore: DatastoreType::Kubernetes,
-                ..
-            } => {
-                "check the credentials of the kubeconfig user (token, client certificate) or k8sAPIToken"
+    /// The backend's own error, when this one carries it (or, for a lost answer, its cause does):
+    /// what exactly failed, in the backend's terms (callers of one backend downcast it to
+    /// `EtcdError` or `KubeError`).
+    pub fn backend(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::OutcomeUnknown { source, .. } => source.backend(),
+            _ => self
+                .carried()
+                .map(|backend| backend as &(dyn std::error::Error + 'static)),
+        }
+    }
+
+    /// Whether no request can succeed any more in this command: every etcd endpoint has failed
+    /// (a failed member is not used again), so an undo need not be tried.
+    pub fn no_endpoint_left(&self) -> bool {
+        matches!(
+            self.backend_as::<etcd::EtcdError>(),
+            Some(etcd::EtcdError::Endpoints(_))
+        )
+    }
+
+    /// Whether the datastore does not serve the type of resource asked for (a Kubernetes
+    /// custom resource whose CRD is not installed).
+    pub fn is_not_served(&self) -> bool {
+        matches!(
+            self.backend_as::<kube::KubeError>(),
+            Some(kube::KubeError::NotInstalled { .. })
+        )
+    }
+
+    /// The backend's error as `T`, when it is one.
+    pub fn backend_as<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.backend()?.downcast_ref::<T>()
+    }
+
+    /// A failure of `operation` whose cause is `source` (a backend's error, or a plain message).
+    pub fn failed(operation: impl Into<String>, source: impl BackendError) -> StoreError {
+        StoreError::Failed {
+            operation: operation.into(),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// The neutral categories have no advice of their own beyond a conflict's and a derived kind's;
+/// the backend's error knows what to check (the kubeconfig, etcd's endpoints, the RBAC rules).
+impl Hint for StoreError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            StoreError::Conflict { .. } => {
+                Some("read the resource again and retry the change".into())
             }
-            StoreError::PermissionDenied {
-                datastore: DatastoreType::Kubernetes,
-                ..
-            } => {
-                "ask a cluster administrator for RBAC access to the Calico resources named above (see `kubectl auth can-i`)"
-            }
-            StoreError::Unavailable {
-                datastore: DatastoreType::Kubernetes,
-                ..
-            }
-            | StoreError::Timeout {
-                datastore: DatastoreType::Kubernetes,
-                ..
-            } => {
-                "check that the cluster is up and that the kubeconfig (KUBECONFIG, --context) or k8sAPIEndpoint names its API server"
-            }
-            StoreError::Kubeconfig { .. } => {
-                "check KUBECONFIG (or `kubeconfig`), the context (`--context`, k8sCurrentContext) and the k8s* overrides"
-            }
-            StoreError::NotInstalled { .. } => {
-                "install the Calico CRDs in the cluster, or check the kubeconfig context; netctl reads the API group calico-node reads, `crd.projectcalico.org/v1` unless only `projectcalico.org/v3` is served, and `NET_CALICO_API_GROUP` (or `calicoAPIGroup`) names it"
-            }
-            StoreError::AuthenticationFailed { .. } => {
-                "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
-            }
-            StoreError::PermissionDenied { .. } => {
-                "grant the etcd user's role readwrite on the `/calico/` prefix"
-            }
-            StoreError::Tls { .. } => {
-                "check etcdCACertFile (the CA that issued the server certificate) and the client certificate and key"
-            }
-            StoreError::Unavailable { .. } | StoreError::Timeout { .. } => {
-                "check that etcd is running and that the endpoints (etcdEndpoints / ETCD_ENDPOINTS) are right"
-            }
-            StoreError::EtcdEndpoints(failures) => failures.hint(),
-            StoreError::EtcdBusy { failed, .. } if !failed.0.is_empty() => etcd::QUORUM_HINT,
-            StoreError::EtcdBusy { .. } => {
-                "the etcd cluster is electing a leader, has lost quorum or is overloaded: check `etcdctl endpoint status --cluster`, then run the command again"
-            }
-            StoreError::OutcomeUnknown { source, .. } => return source.hint(),
-            StoreError::Discovery { .. } => {
-                "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
-            }
-            StoreError::Conflict { .. } => "read the resource again and retry the change",
             StoreError::Unsupported {
                 kind: Kind::WorkloadEndpoint,
                 ..
-            } => {
-                "change or delete the Pod through Kubernetes (e.g. `kubectl delete pod -n NAMESPACE POD`); its workload endpoint follows it"
-            }
-            _ => return None,
-        })
+            } => Some(
+                "change or delete the Pod through Kubernetes (e.g. `kubectl delete pod -n NAMESPACE POD`); its workload endpoint follows it".into(),
+            ),
+            StoreError::OutcomeUnknown { source, .. } => source.hint(),
+            _ => self.carried()?.hint(),
+        }
+    }
+}
+
+/// A cause in plain words, for the few failures no backend type names (a test double's, a
+/// decoding bug's): no advice.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Plain(pub String);
+
+impl Hint for Plain {
+    fn hint(&self) -> Option<String> {
+        None
     }
 }
 

@@ -127,6 +127,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::datastore::Plain;
     use crate::datastore::testing::{Cue, Operation, TestStore};
     use crate::resource::{Kind, Resource};
 
@@ -208,7 +209,7 @@ mod tests {
     async fn a_page_that_cannot_be_read_ends_the_list_after_the_pages_before_it() {
         let store = paged_store(10);
         store.fail_call(Operation::List, 3, || {
-            StoreError::Other("page 2 could not be read".into())
+            StoreError::failed("a read of page 2", Plain("the test says so".into()))
         });
         let mut pages = Pages::new(Arc::new(store.clone()), options());
         assert_eq!(
@@ -216,7 +217,7 @@ mod tests {
             [
                 Ok("h0".to_string()),
                 Ok("h1".to_string()),
-                Err("datastore request failed: page 2 could not be read".to_string())
+                Err("a read of page 2 failed".to_string())
             ]
         );
         assert_eq!(store.calls(Operation::List), 3);

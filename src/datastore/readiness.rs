@@ -74,12 +74,12 @@ pub async fn lock_state(store: &dyn Datastore) -> Result<LockState, StoreError> 
     }
 }
 
-/// Prints the warning on stderr when the datastore is locked (a read that fails says nothing: the
+/// Warns through `printer` when the datastore is locked (a read that fails says nothing: the
 /// command's own reads report the datastore's trouble).
-pub async fn warn_if_locked(store: &dyn Datastore) {
+pub async fn warn_if_locked(store: &dyn Datastore, printer: &crate::output::Printer) {
     if let Ok(state) = lock_state(store).await {
         if let Some(warning) = state.warning() {
-            crate::terminal::warn(warning);
+            printer.warn(warning);
         }
     }
 }

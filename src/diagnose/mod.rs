@@ -24,6 +24,8 @@ pub mod secrets;
 
 use std::path::PathBuf;
 
+use crate::errors::Hint;
+
 /// Why a bundle could not be made. Items that cannot be collected are not errors: the index
 /// records them.
 #[derive(Debug, thiserror::Error)]
@@ -64,8 +66,8 @@ pub enum DiagnoseError {
     },
 }
 
-impl DiagnoseError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for DiagnoseError {
+    fn hint(&self) -> Option<String> {
         match self {
             DiagnoseError::Directory { .. } | DiagnoseError::NotADirectory { .. } => Some(
                 "give an existing directory you can write to with `--dir DIR`".to_string(),

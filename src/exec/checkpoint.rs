@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Environment;
 use crate::datastore::StoreError;
 use crate::datastore::coordination::Coordination;
+use crate::errors::Hint;
 use crate::plan::Plan;
 
 use super::lock::Holder;
@@ -445,7 +446,22 @@ pub enum CheckpointError {
 }
 
 impl CheckpointError {
-    pub fn hint(&self) -> Option<String> {
+    /// Whether the error is about what a file holds (not about reaching it).
+    fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            CheckpointError::Invalid { .. }
+                | CheckpointError::Truncated { .. }
+                | CheckpointError::ByteOrderMark { .. }
+                | CheckpointError::Inconsistent { .. }
+                | CheckpointError::PlanMissing { .. }
+                | CheckpointError::PlanDigest { .. }
+        )
+    }
+}
+
+impl Hint for CheckpointError {
+    fn hint(&self) -> Option<String> {
         match self {
             CheckpointError::DamagedLocal {
                 directory,
@@ -470,22 +486,9 @@ impl CheckpointError {
             CheckpointError::UnsupportedVersion { .. } => Some(
                 "finish or discard that run with the netctl release that started it".to_string(),
             ),
-            CheckpointError::Mirror { source } => source.hint().map(str::to_string),
+            CheckpointError::Mirror { source } => source.hint(),
             _ => None,
         }
-    }
-
-    /// Whether the error is about what a file holds (not about reaching it).
-    fn is_damage(&self) -> bool {
-        matches!(
-            self,
-            CheckpointError::Invalid { .. }
-                | CheckpointError::Truncated { .. }
-                | CheckpointError::ByteOrderMark { .. }
-                | CheckpointError::Inconsistent { .. }
-                | CheckpointError::PlanMissing { .. }
-                | CheckpointError::PlanDigest { .. }
-        )
     }
 }
 

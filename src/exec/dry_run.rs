@@ -18,6 +18,7 @@ use super::actions::{self, Context, Outcome, StepError};
 use super::checkpoint::{self, Checkpoint};
 use super::error::ExecError;
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, plan_semantics};
+use crate::errors::Hint;
 use crate::plan::action::ManifestSource;
 use crate::plan::{Action, Plan, PlannedStep};
 
@@ -201,7 +202,10 @@ impl Executor {
             .map(|(_, step)| step)
             .collect();
         let preflight = self
-            .preflight_report(remaining, &options.preflight_options())
+            .preflight_report(
+                remaining,
+                &options.preflight_options(self.printer.listing()),
+            )
             .await
             .unwrap_or_default();
         if !preflight.findings.is_empty() {
@@ -216,8 +220,11 @@ impl Executor {
         let refused = super::preflight::PreflightFailed { report: preflight };
         if refused.report.failures().next().is_some() {
             write(format!("the run would stop here: {refused}"))?;
-            write(format!("  to fix: {}", refused.hint()))?;
-            crate::terminal::warn(format!("the run's pre-flight would refuse it: {refused}"));
+            if let Some(fix) = refused.hint() {
+                write(format!("  to fix: {fix}"))?;
+            }
+            self.printer
+                .warn(format!("the run's pre-flight would refuse it: {refused}"));
         }
         let skipped = refused.report.skipped_steps;
         let outputs = checkpoint.map(|c| c.outputs.clone()).unwrap_or_default();
@@ -293,7 +300,7 @@ impl Executor {
             ))?;
         }
         if problems > 0 {
-            crate::terminal::warn(format!(
+            self.printer.warn(format!(
                 "{problems} step(s) would fail if run against the datastore as it is now (see the transcript)"
             ));
         }

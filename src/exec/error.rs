@@ -11,6 +11,7 @@ use super::checkpoint::CheckpointError;
 use super::crash_hook::InvalidCrashHook;
 use super::journal::JournalError;
 use super::lock::LockError;
+use crate::errors::Hint;
 use crate::plan::FactError;
 
 /// Why a run could not start, stopped, or failed.
@@ -156,7 +157,11 @@ pub enum ExecError {
 fn others_suffix(others: &[String]) -> String {
     match others.len() {
         0 => String::new(),
-        count => format!(" (and of {count} more: {})", others.join(", ")),
+        // Steps, named through the bounded lister: a plan has few, but a folded one may not.
+        count => format!(
+            " (and of {count} more: {})",
+            crate::listing::inline(others, &crate::listing::Limit::Bounded)
+        ),
     }
 }
 
@@ -188,8 +193,10 @@ impl ExecError {
             _ => None,
         }
     }
+}
 
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ExecError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             ExecError::InvalidPlanDigest { .. } => {
                 "the plan file was edited or damaged; make a new one with `netctl upgrade plan --out FILE`".to_string()
@@ -261,7 +268,7 @@ impl ExecError {
             ExecError::SecretNotInEnvironment { variable, .. } => format!(
                 "export `{variable}` in the shell that runs `netctl upgrade apply`; the program inherits it"
             ),
-            ExecError::Preflight(failed) => failed.hint(),
+            ExecError::Preflight(failed) => return failed.hint(),
             ExecError::NodeAgentsBehind { version, .. } => format!(
                 "finish rolling the node agents to `{version}` (`kubectl -n NAMESPACE rollout status daemonset/calico-node`), then `netctl upgrade apply --resume`; nothing of this step was written"
             ),

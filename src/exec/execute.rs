@@ -28,6 +28,7 @@ use super::run::Run;
 use super::signal;
 use super::step::{self, Attempt, StepRun};
 use super::{ApplyOptions, Executor, RunMode, RunOneOptions, RunReport, Starting, plan_semantics};
+use crate::errors::Hint;
 use crate::errors::error_chain;
 use crate::plan::action::ResourceLabelEach;
 use crate::plan::release::api_release;
@@ -84,7 +85,8 @@ impl Executor {
             &self.holder,
         )?;
         notifier.begun(&checkpoint.run_id, &journal_path);
-        let progress = Progress::with_interval(
+        let progress = Progress::new(
+            &self.printer,
             options.progress,
             plan.steps.len(),
             checkpoint.done_count(),
@@ -433,7 +435,8 @@ impl Executor {
                 "no cluster is configured to read the calico-node pods from (`--skip-preflight node-agents` if they run outside Kubernetes and you checked them)".to_string(),
             ));
         };
-        super::preflight::node_agents::check_version(client, &requirement.node_agents)
+        let limit = self.printer.listing();
+        super::preflight::node_agents::check_version(client, &requirement.node_agents, &limit)
             .await
             .map(|_| ())
             .map_err(behind)
@@ -670,6 +673,7 @@ impl UpgradeStep<'_, '_> {
             step: step.id.clone(),
         });
         context.run_started_at = Some(run.checkpoint.started_at.clone());
+        context.progress = run.progress.clone();
         actions::perform(&context, &step.action, RunMode::Execute).await
     }
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::actions::pause::{self, Interaction};
+use super::actions::pause::Interaction;
 use super::error::ExecError;
 use super::lock::RunLock;
 use super::progress::Progress;
@@ -94,24 +94,27 @@ pub(super) fn decide(
     // this step: the checkpoint already says where the run is. (The one place besides `main` that
     // exits: there is no caller to return to.)
     let revocation = lock.map(RunLock::revocation);
+    let printer = progress.printer().clone();
     // Set by the signal handler itself, so it is known before the interrupted read can return.
     let interrupted = Arc::new(AtomicBool::new(false));
     let registrations: Vec<_> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
         .into_iter()
         .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&interrupted)).ok())
         .collect();
+    let watcher_printer = printer.clone();
     let watcher = tokio::spawn(async move {
         let signal = super::signal::stop_requested().await;
         if let Some(revocation) = revocation {
             revocation.await;
         }
-        crate::terminal::error(
+        watcher_printer.error(
             &format!("interrupted by {signal} at a question; nothing more was changed"),
             Some("`netctl upgrade apply --resume` asks again"),
         );
         std::process::exit(1);
     });
-    let ask = || progress.suspend(|| pause::ask(&question));
+    // The printer hides the progress bar while the question is on the screen.
+    let ask = || printer.ask(&question);
     // A person may take minutes to answer; the lock's lease must be renewed meanwhile, so the
     // blocking read must not hold up a runtime worker.
     let answer = match tokio::runtime::Handle::current().runtime_flavor() {

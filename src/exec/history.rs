@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::checkpoint::{JOURNAL_FILE, StepState};
 use super::journal::{JournalEntry, JournalEvent};
+use crate::errors::Hint;
 
 /// Every run a journal records, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -196,8 +197,8 @@ pub enum HistoryError {
     Ambiguous { given: String, matches: Vec<String> },
 }
 
-impl HistoryError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for HistoryError {
+    fn hint(&self) -> Option<String> {
         match self {
             HistoryError::NotFound { .. } => Some(
                 "`netctl upgrade history` lists the runs of this state directory (pass the run's own `--state-dir`)"

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use super::journal::{Journal, JournalEvent};
 use super::lock::Holder;
+use crate::output::Printer;
 use crate::plan::Plan;
 
 /// The hook commands of a run, and how long each may take.
@@ -95,6 +96,8 @@ pub struct Notifier {
     state_dir: PathBuf,
     holder: Holder,
     run: Mutex<RunFacts>,
+    /// The command's: a hook that failed is warned about through it.
+    printer: Printer,
 }
 
 impl Notifier {
@@ -104,6 +107,7 @@ impl Notifier {
         environment: BTreeMap<String, String>,
         state_dir: &Path,
         holder: &Holder,
+        printer: &Printer,
     ) -> Notifier {
         Notifier {
             hooks,
@@ -111,6 +115,7 @@ impl Notifier {
             state_dir: state_dir.to_path_buf(),
             holder: holder.clone(),
             run: Mutex::new(RunFacts::default()),
+            printer: printer.clone(),
         }
     }
 
@@ -154,7 +159,7 @@ impl Notifier {
         let environment = self.hook_environment(event, notice, &facts);
         let outcome = run(command, &environment, self.hooks.timeout).await;
         if let Err(problem) = &outcome {
-            crate::terminal::warn(format!(
+            self.printer.warn(format!(
                 "the `{}` hook failed ({problem}); the run is not affected",
                 event.flag()
             ));
@@ -224,7 +229,7 @@ impl Notifier {
         entry.summary = Some(summary);
         entry.error = error;
         if let Err(error) = journal.record(&entry) {
-            crate::terminal::warn(error.to_string());
+            self.printer.warn(error.to_string());
         }
     }
 }
@@ -294,7 +299,7 @@ mod tests {
             ),
             ("NETCTL_EVENT".to_string(), "stale".to_string()),
         ]);
-        Notifier::new(hooks, environment, directory, &holder)
+        Notifier::new(hooks, environment, directory, &holder, &Printer::default())
     }
 
     #[tokio::test]

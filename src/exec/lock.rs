@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::datastore::StoreError;
 use crate::datastore::coordination::{Coordination, CreateOutcome, LeaseId, UPGRADE_LOCK_KEY};
+use crate::errors::Hint;
 
 /// The lease time to live when none is given: long enough to ride out a short etcd leader election,
 /// short enough that a crashed run does not block the maintenance window for long.
@@ -144,8 +145,8 @@ pub enum LockError {
     Unreadable,
 }
 
-impl LockError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for LockError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             LockError::Held {
                 record,

@@ -51,6 +51,8 @@ use std::time::Duration;
 use crate::config::Environment;
 use crate::datastore::Datastore;
 use crate::datastore::coordination::Coordination;
+use crate::listing::Limit;
+use crate::output::Printer;
 use crate::plan::{FactError, Facts, Plan, discover_cluster_facts, discover_facts};
 use crate::release::ApiRelease;
 
@@ -58,7 +60,7 @@ use actions::pause::Interaction;
 use actions::{Context, Outcome, WriteSemantics};
 use checkpoint::CheckpointStore;
 use lock::{Holder, RunLock};
-use progress::ProgressMode;
+use progress::{Progress, ProgressMode};
 use resume::Begin;
 use start::{Starting, notify_end};
 
@@ -149,11 +151,12 @@ pub fn backup_path(state_dir: &std::path::Path, run_id: &str) -> PathBuf {
 }
 
 impl ApplyOptions {
-    /// What the pre-flight is told.
-    pub fn preflight_options(&self) -> preflight::PreflightOptions {
+    /// What the pre-flight is told; it names nodes as `listing` says (the printer's limit).
+    pub fn preflight_options(&self, listing: Limit) -> preflight::PreflightOptions {
         preflight::PreflightOptions {
             skip: self.skip_preflight.clone(),
             etcd_quota_bytes: self.etcd_quota_bytes,
+            listing,
         }
     }
 }
@@ -196,6 +199,8 @@ pub struct Executor {
     kubernetes: Option<kube::Client>,
     /// The release resource documents are validated for (`--release`); else the cluster's.
     release: Option<ApiRelease>,
+    /// Where the run's progress, warnings, findings and questions go.
+    printer: Printer,
 }
 
 impl Executor {
@@ -212,6 +217,7 @@ impl Executor {
             holder,
             kubernetes: None,
             release: None,
+            printer: Printer::default(),
         }
     }
 
@@ -223,12 +229,20 @@ impl Executor {
             holder,
             kubernetes: None,
             release: None,
+            printer: Printer::default(),
         }
     }
 
     /// Gives `kube.*` actions a Kubernetes API client; without one they are only described.
     pub fn with_kubernetes(mut self, client: Option<kube::Client>) -> Executor {
         self.kubernetes = client;
+        self
+    }
+
+    /// Talks through `printer` (the command's): progress, warnings, pre-flight findings and the
+    /// questions of gates. Without it, the process's streams at the default verbosity.
+    pub fn with_printer(mut self, printer: Printer) -> Executor {
+        self.printer = printer;
         self
     }
 
@@ -261,6 +275,8 @@ impl Executor {
             run_started_at: None,
             release: self.release.as_ref(),
             interrupt: None,
+            // A run gives its steps its own progress; everything else talks without one.
+            progress: Progress::silent(&self.printer),
         }
     }
 
@@ -379,6 +395,7 @@ impl Executor {
             crate::config::environment_without_datastore_access(&options.environment),
             &options.state_dir,
             &self.holder,
+            &self.printer,
         ));
         if let Some(plan) = &plan {
             notifier.plan(plan);
@@ -412,7 +429,10 @@ impl Executor {
             && let Some(plan) = &plan
         {
             skipped_steps = match self
-                .preflight(plan.steps.iter().collect(), &options.preflight_options())
+                .preflight(
+                    plan.steps.iter().collect(),
+                    &options.preflight_options(self.printer.listing()),
+                )
                 .await
             {
                 Ok(skipped) => skipped,
@@ -471,7 +491,7 @@ impl Executor {
         if let Some(lock) = lock {
             let released = lock.release().await;
             if let (Ok(_), Err(error)) = (&result, released) {
-                crate::terminal::warn(format!(
+                self.printer.warn(format!(
                     "{error}; it expires by itself when its lease runs out"
                 ));
             }
@@ -518,7 +538,10 @@ impl Executor {
                 .map(|(step, _)| step)
                 .collect();
             starting.skipped_steps = self
-                .preflight(remaining, &options.preflight_options())
+                .preflight(
+                    remaining,
+                    &options.preflight_options(self.printer.listing()),
+                )
                 .await?;
         }
         match options.mode {
@@ -560,7 +583,7 @@ impl Executor {
         let report =
             preflight::preflight(store.as_ref(), self.kubernetes.as_ref(), &steps, options).await;
         for line in report.lines() {
-            crate::terminal::info(line);
+            self.printer.info(line);
         }
         Some(report)
     }

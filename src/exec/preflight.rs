@@ -26,6 +26,8 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::datastore::health::DatastoreHealth;
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
+use crate::listing::{self, Limit};
 use crate::output::human_size;
 use crate::plan::PlannedStep;
 use crate::resource::{Kind, ResourceKey};
@@ -178,8 +180,8 @@ fn summary(report: &PreflightReport) -> String {
         .join("; ")
 }
 
-impl PreflightFailed {
-    pub fn hint(&self) -> String {
+impl Hint for PreflightFailed {
+    fn hint(&self) -> Option<String> {
         let mut fixes: Vec<String> = self
             .report
             .failures()
@@ -193,7 +195,7 @@ impl PreflightFailed {
             "only if you are sure, `--skip-preflight {}` runs anyway (journaled)",
             names.join(" --skip-preflight ")
         ));
-        fixes.join("; ")
+        Some(fixes.join("; "))
     }
 }
 
@@ -204,6 +206,8 @@ pub struct PreflightOptions {
     pub skip: BTreeSet<Check>,
     /// `--etcd-quota-bytes`: the members' `--quota-backend-bytes`, for etcd that does not report it.
     pub etcd_quota_bytes: Option<u64>,
+    /// How many nodes and pods a finding names (`--all-errors`: all; else twenty, then a count).
+    pub listing: Limit,
 }
 
 /// Runs the checks `steps` need, except those `options` skips.
@@ -248,7 +252,9 @@ pub async fn preflight(
                 {
                     Verdict::NotRun("the cluster check did not pass".to_string())
                 }
-                Check::NodesReady => nodes_ready(cluster, &kubernetes_steps).await,
+                Check::NodesReady => {
+                    nodes_ready(cluster, &kubernetes_steps, &options.listing).await
+                }
                 Check::Apis | Check::Permissions => {
                     let (Some(client), false) = (cluster, kubernetes_steps.is_empty()) else {
                         report.findings.push(Finding {
@@ -269,7 +275,7 @@ pub async fn preflight(
                         _ => found.permissions_verdict(client).await,
                     }
                 }
-                Check::NodeAgents => node_agents::verdict(cluster, steps).await,
+                Check::NodeAgents => node_agents::verdict(cluster, steps, &options.listing).await,
             }
         };
         report.findings.push(Finding { check, verdict });
@@ -306,7 +312,6 @@ async fn datastore(store: &dyn Datastore) -> Verdict {
             ),
             fix: error
                 .hint()
-                .map(str::to_string)
                 .unwrap_or_else(|| "check the datastore settings and that it runs".to_string()),
         },
     }
@@ -464,7 +469,11 @@ async fn cluster_reachable(cluster: Option<&kube::Client>, kubernetes_steps: &[&
     }
 }
 
-async fn nodes_ready(cluster: Option<&kube::Client>, kubernetes_steps: &[&str]) -> Verdict {
+async fn nodes_ready(
+    cluster: Option<&kube::Client>,
+    kubernetes_steps: &[&str],
+    limit: &Limit,
+) -> Verdict {
     if kubernetes_steps.is_empty() {
         return Verdict::NotRun("no step talks to Kubernetes".to_string());
     }
@@ -498,7 +507,7 @@ async fn nodes_ready(cluster: Option<&kube::Client>, kubernetes_steps: &[&str]) 
             "{} of {} node(s) not Ready: {}",
             not_ready.len(),
             list.items.len(),
-            not_ready.join(", ")
+            listing::inline(&not_ready, limit)
         ),
         fix: "a rolling update waits on every node agent: bring the nodes back (`kubectl describe node`) or cordon and remove them first".to_string(),
     }

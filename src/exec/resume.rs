@@ -163,7 +163,7 @@ impl Executor {
                     drift.push((index, what));
                 }
                 (StepState::Succeeded, Err(error)) => {
-                    crate::terminal::warn(format!(
+                    self.printer.warn(format!(
                         "cannot re-check the postcondition of step `{}`: {error}",
                         step.id
                     ));
@@ -176,7 +176,7 @@ impl Executor {
                 (StepState::Running, Ok(_)) => {}
                 // Cannot tell, and running it again is not safe unless the operator says so.
                 (StepState::Running, Err(error)) if !may_run_again => {
-                    crate::terminal::warn(format!(
+                    self.printer.warn(format!(
                         "cannot check the postcondition of interrupted step `{}`: {error}",
                         step.id
                     ));

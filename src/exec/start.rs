@@ -81,7 +81,7 @@ impl Executor {
             (_, None) => return Ok(Vec::new()),
         };
         let history = history::History::read(&options.state_dir).unwrap_or_else(|error| {
-            crate::terminal::warn(format!(
+            self.printer.warn(format!(
                 "time estimates use the step kinds only: {}",
                 crate::errors::error_chain(&error)
             ));
@@ -105,7 +105,8 @@ impl Executor {
                 reason,
             };
             if options.mode == RunMode::DryRun {
-                crate::terminal::warn(format!("the run would be refused: {error}"));
+                self.printer
+                    .warn(format!("the run would be refused: {error}"));
                 return Ok(estimates);
             }
             return Err(error);

@@ -140,8 +140,8 @@ pub enum ReportError {
     NoCluster { path: String },
 }
 
-impl ReportError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for ReportError {
+    fn hint(&self) -> Option<String> {
         match self {
             ReportError::Read { .. } => None,
             ReportError::Invalid { .. } | ReportError::NoCluster { .. } => Some(
@@ -197,6 +197,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::Hint;
 
     /// A report as upstream's `ipam check -o` writes one (TestIPAMCleanup's scenario on etcd).
     const UPSTREAM: &str = r#"{

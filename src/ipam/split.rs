@@ -24,8 +24,8 @@ pub enum SplitError {
     },
 }
 
-impl SplitError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for SplitError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             SplitError::NotAPowerOfTwo(_) => "give 2, 4, 8, ... (a power of two above 1)".into(),
             SplitError::TooSmall { .. } | SplitError::SmallerThanBlocks { .. } => {

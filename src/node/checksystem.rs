@@ -20,6 +20,7 @@
 //! Every path is read under a root directory (`/` on a node; `--root DIR` for a copy of a host,
 //! the host's file system mounted into a container, and the tests). Nothing is written or loaded.
 
+use crate::errors::Hint;
 use std::path::{Path, PathBuf};
 
 /// The oldest kernel the agent runs on: 2.6.24 brought network namespaces and veth pairs.
@@ -208,8 +209,8 @@ fn describe(kernel_ok: &bool, missing: &[&'static str]) -> String {
     parts.join("; ")
 }
 
-impl CheckSystemError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for CheckSystemError {
+    fn hint(&self) -> Option<String> {
         match self {
             CheckSystemError::NotRoot => Some(
                 "run it with sudo on the node; `--root DIR` checks a copy of a host's files as any user"

@@ -202,8 +202,10 @@ impl ContainerCommand {
             arguments.push(format!("{variable}={value}"));
         }
         // The engine passes these to the container exactly like `-e`, but they never reach argv.
-        // Upstream does not pass RBAC credentials at all (`reference/calicoctl.md` §9.8), which leaves an
-        // RBAC-protected etcd unusable by the agent; the spec (seed §5.5) passes the same variables.
+        // Upstream does not pass RBAC credentials at all
+        // (`calicoctl/calicoctl/commands/node/run.go`), which leaves an RBAC-protected etcd
+        // unusable by the agent; netctl passes the same variables it uses itself
+        // (`docs/node-run.md`, "Secrets").
         if let Some(credentials) = &request.etcd.credentials {
             let path = secrets_dir.join(CREDENTIALS_FILE);
             private_files.push(PrivateFile {

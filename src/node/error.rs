@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::datastore::DatastoreType;
+use crate::errors::Hint;
 
 /// The last log lines of the container, shown when the startup check fails.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,9 +128,9 @@ pub enum NodeError {
     ContainerKilled,
 }
 
-impl NodeError {
+impl Hint for NodeError {
     /// Advice for the user, printed on its own `hint:` line.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             NodeError::InvalidAddress { flag, .. } => format!(
                 "give `{flag}` an address such as `{}` or the word `autodetect`",

@@ -2,14 +2,16 @@
 //! (`node run`), and the node's read-only diagnostics: its BGP sessions (`status/`, also asked of any
 //! node through the datastore) and whether the host can run the agent (`checksystem.rs`).
 //!
-//! The flow follows `DESIGN.md` §3: the flags become [`NodeRunOptions`], which [`NodeRunOptions::validate`]
-//! turns into a [`NodeRunRequest`] (every flag and the datastore settings checked, nothing run yet);
+//! The flow (`docs/node-run.md`): the flags become [`NodeRunOptions`], which
+//! [`NodeRunOptions::validate`] turns into a [`NodeRunRequest`] (every flag and the datastore
+//! settings checked, nothing run yet);
 //! [`ContainerCommand::build`] turns the request into the exact engine command and the private files it
 //! needs; [`run::execute`] prepares the host, removes an old container, starts the new one and watches
 //! its logs until the agent reports that it started. `--dry-run` stops after printing the command.
 //!
-//! Facts come from upstream's `calicoctl node run` (`reference/calicoctl.md` §6); the differences are
-//! deliberate and listed in `docs/node-run.md` (stable environment order, read-only certificate mounts,
+//! Facts come from upstream's `calicoctl node run` (`calicoctl/calicoctl/commands/node/run.go`);
+//! the differences are deliberate and listed in `docs/node-run.md` (stable environment order,
+//! read-only certificate mounts,
 //! inline PEM and RBAC credentials passed through private files, `podman` support).
 //! This module does not parse flags (that is `cli/node.rs`) and does not read environment variables
 //! (that is `config::Environment`, handed in by the caller).

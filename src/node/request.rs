@@ -3,7 +3,8 @@
 //! Everything a user can get wrong is checked here, all at once and before any command runs: addresses
 //! and their family, the AS number, the backend, both autodetection methods (every interface regex
 //! compiled on its own), the node name, the Felix configuration file and the datastore settings. The
-//! rules and their meaning are upstream's (`reference/calicoctl.md` §6.2, §4.13); no I/O beyond reading
+//! rules and their meaning are upstream's (`calicoctl/calicoctl/commands/node/run.go`,
+//! `api/pkg/lib/numorstring/asnumber.go`); no I/O beyond reading
 //! file metadata and resolving a `can-reach=` host name happens here.
 
 use std::fmt;
@@ -91,7 +92,7 @@ impl fmt::Display for AddressSetting {
 }
 
 /// A BGP AS number. Written plain (`64512`) or dotted (`1.10` = 1 × 65536 + 10); always shown plain,
-/// which is the form the agent reads (`reference/calicoctl.md` §4.13).
+/// which is the form the agent reads (upstream `api/pkg/lib/numorstring/asnumber.go`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AsNumber(pub u32);
 
@@ -203,8 +204,9 @@ fn check_reachable(target: &str, family: IpFamily) -> Result<(), String> {
 /// `interface=` / `skip-interface=`: a comma-separated list of regular expressions.
 ///
 /// Each expression is compiled on its own. Upstream compiles the whole comma-joined string as one
-/// expression (`reference/calicoctl.md` §6.2), so `eth(0,ens3` passes its check because the comma
-/// belongs to the joined text, and the agent then fails at runtime. Checking each entry is the fix, on
+/// expression (`calicoctl/calicoctl/commands/node/run.go`), so `eth(0,ens3` passes its check
+/// because the comma belongs to the joined text, and the agent then fails at runtime. Checking each
+/// entry is the fix, on
 /// purpose; a regression test covers it.
 fn regex_list(argument: &str) -> Result<Vec<String>, String> {
     if argument.is_empty() {

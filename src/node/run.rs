@@ -1,12 +1,13 @@
 //! Running the node container for real: root check, host preparation, private files, removal of an old
 //! container, the engine command, and the startup check on the container's logs.
 //!
-//! The sequence is upstream's (`reference/calicoctl.md` §6.6) with these differences, on purpose:
-//! a failure to remove an old container is reported unless it is "no such container"; the engine's
+//! The sequence is upstream's (`calicoctl/calicoctl/commands/node/run.go`) with these differences,
+//! on purpose: a failure to remove an old container is reported unless it is "no such container";
+//! the engine's
 //! output is shown line by line (upstream splits on a literal `/n`); the startup check ends early, with
 //! the last log lines, when the container stops; and with `--init-system` the container runs in the
 //! foreground, its output is the log, and netctl exits with its status (an init system supervises it).
-//! Progress goes to stderr; stdout stays empty.
+//! Progress goes to stderr through the command's printer (`-q` silences it); stdout stays empty.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -22,6 +23,7 @@ use super::command::{ContainerCommand, PrivateFile};
 use super::error::{EngineOutput, LogTail};
 use super::request::Lifecycle;
 use super::{CONTAINER_NAME, HostPreparation, LocatedEngine, NodeError, STARTED_LINE};
+use crate::output::Printer;
 
 /// How many log lines a failed startup check shows.
 const TAIL_LINES: usize = 10;
@@ -46,17 +48,18 @@ pub async fn execute(
     engine: &LocatedEngine,
     host: HostPreparation,
     startup_timeout: Duration,
+    printer: &Printer,
 ) -> Result<RunOutcome, NodeError> {
     if !is_root() {
         return Err(NodeError::NotRoot);
     }
     if host == HostPreparation::Prepare {
-        prepare_host(&command.host_directories).await?;
+        prepare_host(&command.host_directories, printer).await?;
     }
     write_private_files(&command.private_files)?;
 
     let program = engine.engine.program();
-    say(&format!(
+    printer.say(format!(
         "Removing the old {CONTAINER_NAME} container (if there is one)."
     ));
     let remove = ["rm", "-f", CONTAINER_NAME];
@@ -65,9 +68,9 @@ pub async fn execute(
         return Err(failure(program, &remove, &output));
     }
 
-    say("Starting the node container with this command:");
-    say(&command.shell_line());
-    say("The image may take a while to download if it is not available locally.");
+    printer.say("Starting the node container with this command:");
+    printer.say(command.shell_line());
+    printer.say("The image may take a while to download if it is not available locally.");
     if command.lifecycle == Lifecycle::InitSystem {
         let status = Command::new(&engine.path)
             .args(&command.arguments)
@@ -83,14 +86,10 @@ pub async fn execute(
         return Err(failure(program, &["run"], &output));
     }
 
-    say("Container started; checking its logs for progress.");
-    wait_for_start(engine, startup_timeout).await?;
-    say("The node agent started.");
+    printer.say("Container started; checking its logs for progress.");
+    wait_for_start(engine, startup_timeout, printer).await?;
+    printer.say("The node agent started.");
     Ok(RunOutcome::Started)
-}
-
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn spawn_error(program: &str, subcommand: &str, source: std::io::Error) -> NodeError {
@@ -147,7 +146,10 @@ fn failure(program: &str, arguments: &[&str], output: &Output) -> NodeError {
 
 /// Loads the kernel modules the agent needs, enables forwarding, raises the conntrack limit and
 /// creates the directories the container mounts.
-async fn prepare_host(directories: &[std::path::PathBuf]) -> Result<(), NodeError> {
+async fn prepare_host(
+    directories: &[std::path::PathBuf],
+    printer: &Printer,
+) -> Result<(), NodeError> {
     for directory in directories {
         std::fs::create_dir_all(directory).map_err(|source| NodeError::HostPreparation {
             what: format!("create directory `{}`", directory.display()),
@@ -162,11 +164,11 @@ async fn prepare_host(directories: &[std::path::PathBuf]) -> Result<(), NodeErro
         .await
     {
         Ok(output) if output.status.success() => {}
-        Ok(output) => crate::terminal::warn(format!(
+        Ok(output) => printer.warn(format!(
             "`modprobe -a xt_set ip6_tables` failed ({}); continuing",
             output.status
         )),
-        Err(error) => crate::terminal::warn(format!(
+        Err(error) => printer.warn(format!(
             "cannot run `modprobe -a xt_set ip6_tables` ({error}); continuing"
         )),
     }
@@ -185,7 +187,7 @@ async fn prepare_host(directories: &[std::path::PathBuf]) -> Result<(), NodeErro
         })?;
     }
     if let Err(error) = std::fs::write("/proc/sys/net/netfilter/nf_conntrack_max", "1000000") {
-        crate::terminal::warn(format!(
+        printer.warn(format!(
             "cannot raise the conntrack table size (`/proc/sys/net/netfilter/nf_conntrack_max`): {error}"
         ));
     }
@@ -228,7 +230,11 @@ pub fn write_private_files(files: &[PrivateFile]) -> Result<(), NodeError> {
 
 /// Follows the container's logs, echoing each line to stderr, until the agent's start line appears,
 /// the logs end (the container stopped) or `timeout` passes.
-async fn wait_for_start(engine: &LocatedEngine, timeout: Duration) -> Result<(), NodeError> {
+async fn wait_for_start(
+    engine: &LocatedEngine,
+    timeout: Duration,
+    printer: &Printer,
+) -> Result<(), NodeError> {
     let program = engine.engine.program();
     let mut follower = Command::new(&engine.path)
         .args(["logs", "--follow", CONTAINER_NAME])
@@ -261,7 +267,7 @@ async fn wait_for_start(engine: &LocatedEngine, timeout: Duration) -> Result<(),
             }
         };
         if let Some(line) = line {
-            say(&line);
+            printer.say(&line);
             if line.trim_end_matches('\r') == STARTED_LINE {
                 let _ = follower.kill().await;
                 return Ok(());

@@ -1,8 +1,9 @@
 //! The table columns of `netctl get` for every kind: which headings `ps` and `wide` show, and how each
 //! cell is computed from a resource.
 //!
-//! Headings, defaults and fallbacks follow upstream calicoctl (`reference/calicoctl.md` §8.2) so that
-//! scripts reading the tables keep working: Node ASN falls back to `(<global AS>)`, BGPPeer NODE to
+//! Headings, defaults and fallbacks follow upstream calicoctl
+//! (`calicoctl/calicoctl/resourcemgr/*.go`, `commands/common/printer.go`) so that scripts reading
+//! the tables keep working: Node ASN falls back to `(<global AS>)`, BGPPeer NODE to
 //! `(global)`, IPPool encapsulation modes to `Never`, BGPConfiguration mesh and AS number to `-`,
 //! network lists are cut at 80 characters with `...`, and policy TIER shows `default` when the spec
 //! names none. Where upstream's Go templates print Go artefacts, netctl prints something readable

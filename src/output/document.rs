@@ -1,7 +1,8 @@
 //! `-o json` and `-o yaml`: resources as documents, written one at a time.
 //!
-//! Shapes follow upstream (`reference/calicoctl.md` §8.1): a list prints one List object
-//! (`kind: <Kind>List`, `items`, `metadata.resourceVersion`); named gets print the object itself when
+//! Shapes follow upstream (`calicoctl/calicoctl/commands/common/printer.go`): a list prints one
+//! List object (`kind: <Kind>List`, `items`, `metadata.resourceVersion`); named gets print the
+//! object itself when
 //! there is exactly one result and an array otherwise. Both writers stream: a list writes its
 //! envelope around items as they come, and the named writer holds at most the first item (it cannot
 //! know whether to print an object or an array until a second one arrives or the results end).

@@ -6,11 +6,14 @@
 //!
 //! [`OutputFormat`] is what `-o` parses into; [`ResourcePrinter`] takes resources one at a time and writes
 //! them in that format to any `Write` (stdout in the CLI: stdout is data). Shapes follow upstream
-//! (`reference/calicoctl.md` §8): a list prints one table or one List document; a get by name prints
-//! one table per object and, for documents, the object alone or an array of several. Per-kind columns
+//! (`calicoctl/calicoctl/commands/common/printer.go`): a list prints one table or one List
+//! document; a get by name prints one table per object and, for documents, the object alone or an
+//! array of several. Per-kind columns
 //! live in `columns.rs`, table layout in `table.rs`, document encoding in `document.rs`. This module
 //! reads nothing from a datastore: values a printer needs from elsewhere (the global AS number) are
 //! passed in.
+
+use crate::errors::Hint;
 
 mod boxed;
 mod columns;
@@ -36,7 +39,7 @@ pub use columns::{
     headings_for, sort_tiers_by_order,
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
-pub use printer::Printer;
+pub use printer::{Capture, Interaction, LogLevel, Printer, Stdout, Verbosity};
 pub use stored::{StoredJson, Tape as StoredTape, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};
 
@@ -143,16 +146,17 @@ pub enum OutputFormatError {
     NoColumns,
 }
 
-impl OutputFormatError {
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl Hint for OutputFormatError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
             OutputFormatError::Unrecognized(_) => {
                 "use one of ps, wide, yaml, json, name or custom-columns=HEADING,..."
             }
             OutputFormatError::NoColumns => {
                 "list headings after the `=`, e.g. `custom-columns=NAME,NODE`"
             }
-        }
+        };
+        Some(advice.into())
     }
 }
 

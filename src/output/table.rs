@@ -1,8 +1,9 @@
 //! Aligned text tables that stream: rows are written as they arrive, with bounded memory.
 //!
 //! The layout is upstream's (Go `text/tabwriter` with minimum width 5, padding 3, space padding, and
-//! every cell terminated by a tab, `reference/calicoctl.md` §8.1): each cell, the last one included,
-//! is padded to its column's width, so lines keep trailing spaces; a column is as wide as its widest
+//! every cell terminated by a tab, `calicoctl/calicoctl/commands/common/printer.go`): each cell,
+//! the last one included, is padded to its column's width, so lines keep trailing spaces; a column
+//! is as wide as its widest
 //! cell plus 3, and at least 5. Widths are counted in characters, as tabwriter counts runes.
 //!
 //! Trade-off: tabwriter sees the whole table before printing anything, which needs the whole list in
@@ -166,7 +167,8 @@ mod tests {
 
     #[test]
     fn layout_matches_upstream_tabwriter() {
-        // The example from upstream's system tests (reference §8.1), plus the blank line.
+        // The example from upstream's system tests (`calicoctl/tests/st/utils/data.py`), plus the
+        // blank line.
         assert_eq!(
             table(
                 &["NAME", "CIDR", "SELECTOR"],

@@ -519,7 +519,8 @@ fn output_formats_parse() {
         "custom-columns=,".parse::<OutputFormat>(),
         Err(OutputFormatError::NoColumns)
     );
-    let advice = |error: OutputFormatError| format!("{error}\nhint: {}", error.hint());
+    let advice =
+        |error: OutputFormatError| format!("{error}\nhint: {}", error.hint().unwrap_or_default());
     insta::assert_snapshot!(
         advice("go-template={{.}}".parse::<OutputFormat>().unwrap_err()),
         @r"

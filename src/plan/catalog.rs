@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Release;
+use crate::errors::Hint;
 
 /// The catalog file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,8 +68,8 @@ pub enum CatalogError {
     },
 }
 
-impl CatalogError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for CatalogError {
+    fn hint(&self) -> Option<String> {
         match self {
             CatalogError::Missing => {
                 Some("add one beside the runbooks (see `runbooks/releases.yaml`)".to_string())

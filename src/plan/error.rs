@@ -3,6 +3,7 @@
 
 use super::catalog::CatalogError;
 use super::{ActionError, Phase, Release};
+use crate::errors::Hint;
 use crate::runbook::template::TemplateError;
 
 /// Why no plan could be made. Messages name the runbook and step at fault.
@@ -108,8 +109,8 @@ pub enum PlanError {
     OverlayUnused { install_method: String },
 }
 
-impl PlanError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for PlanError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             PlanError::Catalog(error) => return error.hint(),
             PlanError::MissingTarget => "name the target release, e.g. `--to v3.29.2`".to_string(),

@@ -27,6 +27,7 @@ pub mod verification;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::errors::Hint;
 pub use crate::vocabulary::{InstallMethod, Phase, RetryPolicy, SpanEdge};
 pub use action::{Action, ActionError, HumanDuration};
 pub use catalog::{Catalog, CatalogError};
@@ -129,8 +130,8 @@ pub enum PlanFileError {
     DigestMismatch { recorded: String, computed: String },
 }
 
-impl PlanFileError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for PlanFileError {
+    fn hint(&self) -> Option<String> {
         match self {
             PlanFileError::Invalid(_) => None,
             PlanFileError::FormatVersion { .. } => Some(

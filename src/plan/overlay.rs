@@ -1,7 +1,8 @@
 //! Manifest overlays: the user's own edits of an installed manifest, carried onto the new one.
 //!
-//! A manifest install (seed §9.6/§9.7) is upgraded by applying the new release's `calico.yaml` (or
-//! `canal.yaml`, `calico-etcd.yaml`, ...). Whatever the user changed by hand in the old manifest — an
+//! A manifest install (`docs/upgrade-procedures.md`, "Single manifest, ...") is upgraded by
+//! applying the new release's `calico.yaml` (or `canal.yaml`, `calico-etcd.yaml`, ...). Whatever
+//! the user changed by hand in the old manifest — an
 //! IP pool CIDR, an env var of `calico-node`, `etcd_endpoints` — is lost unless it is made again in the
 //! new one. An overlay is a YAML stream of partial objects, given to the plan with
 //! `--manifest-overlay FILE`; each document names one object of the manifest and the fields to change.
@@ -25,6 +26,7 @@
 
 use std::fmt::Write as _;
 
+use crate::errors::Hint;
 use serde_json::{Map, Value};
 use sha2::Digest as _;
 
@@ -59,8 +61,8 @@ pub enum OverlayError {
     Directive { object: String, found: String },
 }
 
-impl OverlayError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for OverlayError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             OverlayError::Incomplete { .. } => "every overlay document names its object by `apiVersion`, `kind`, `metadata.name` (and `metadata.namespace` when the manifest gives one)".to_string(),
             OverlayError::NotAMap { .. } => "an overlay document is a partial object: `apiVersion`, `kind`, `metadata` and the fields to change".to_string(),

@@ -1,11 +1,13 @@
 //! The release policy for writes: [`check_cluster_version`] refuses a cluster that runs a release
-//! line newer than the newest one the built-in catalog knows (seed §7: an older tool must not be used
-//! after an upgrade) — and [`cluster_release`]/[`api_release`]: the release whose API rules a
-//! command follows (the cluster's, else the newest netctl knows). Release versions themselves are
+//! line newer than the newest one the built-in catalog knows (an older tool must not be used after
+//! an upgrade: `docs/upgrade-procedures.md`, "Versions and advice") — and
+//! [`cluster_release`]/[`api_release`]: the release whose API rules a command follows (the
+//! cluster's, else the newest netctl knows). Release versions themselves are
 //! `crate::release`.
 
 use super::catalog::CatalogError;
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::resource::{Kind, ResourceKey};
 use crate::runbook::RunbookError;
 
@@ -49,9 +51,9 @@ pub struct ClusterTooNew {
     pub newest: String,
 }
 
-impl ClusterTooNew {
-    pub fn hint(&self) -> &'static str {
-        "use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check"
+impl Hint for ClusterTooNew {
+    fn hint(&self) -> Option<String> {
+        Some("use the netctl release that matches the cluster; `--allow-version-mismatch` overrides this check".into())
     }
 }
 
@@ -68,10 +70,10 @@ pub enum VersionCheckError {
     Catalog(#[from] CatalogError),
 }
 
-impl VersionCheckError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for VersionCheckError {
+    fn hint(&self) -> Option<String> {
         match self {
-            VersionCheckError::TooNew(too_new) => Some(too_new.hint().to_string()),
+            VersionCheckError::TooNew(too_new) => too_new.hint(),
             VersionCheckError::Unreadable(source) => Some(match source.hint() {
                 Some(hint) => format!("{hint}; or skip the check with `--allow-version-mismatch`"),
                 None => "skip the check with `--allow-version-mismatch`".to_string(),
@@ -85,7 +87,7 @@ impl VersionCheckError {
 /// netctl knows the API of (`crate::release`; the catalog's newest target is the same line, a test
 /// of `plan::catalog` keeps them together). Unlike upstream's exact-version equality check, patch releases and
 /// older lines pass; a missing ClusterInformation or version passes too (upstream skips the check
-/// then, `reference/calicoctl.md` §7.2).
+/// then, `calicoctl/calicoctl/commands/common/version_mismatch.go`).
 pub async fn check_cluster_version(store: &dyn Datastore) -> Result<(), VersionCheckError> {
     let key = ResourceKey::new(Kind::ClusterInformation, None, "default");
     let info = match store.get(&key).await {

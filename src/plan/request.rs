@@ -22,6 +22,7 @@ use super::targets::{Installed, UpgradeOptions};
 use super::{ManifestDiscovery, Plan, Release, discover_cluster_facts, discover_facts};
 use crate::config::DatastoreType;
 use crate::datastore::Datastore;
+use crate::errors::Hint;
 use crate::runbook::{RunbookError, RunbookSet};
 
 /// An upgrade (or other procedure) to plan.
@@ -109,8 +110,8 @@ pub enum RequestError {
     },
 }
 
-impl RequestError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for RequestError {
+    fn hint(&self) -> Option<String> {
         match self {
             RequestError::Runbooks(error) => error.hint(),
             RequestError::Facts(error) => error.hint(),
@@ -138,7 +139,8 @@ impl UpgradeRequest {
             None => DiscoveredFacts::default(),
         };
         // A `--from` is for what cannot be discovered; one that disagrees with the datastore would
-        // silently drop the steps the real version needs (the §9.2 preparation, say) and the run
+        // silently drop the steps the real version needs (the v3.14 host-endpoint preparation, say)
+        // and the run
         // would later be refused as "the cluster changed".
         if let (Some(given), Some(found)) = (&self.overrides.from, &discovered.installed_version)
             && given != found
@@ -162,7 +164,8 @@ impl UpgradeRequest {
     }
 
     /// "What can I upgrade to": the installed release, the newer release lines of the catalog and
-    /// the runs to each, and the seed §9.1 advice (`upgrade plan` without `--to`).
+    /// the runs to each, and the advice of `docs/upgrade-procedures.md` (`upgrade plan` without
+    /// `--to`).
     pub async fn survey(&self, sources: FactSources<'_>) -> Result<UpgradeOptions, RequestError> {
         let runbooks = RunbookSet::load(self.runbooks.as_deref())?;
         let text = runbooks

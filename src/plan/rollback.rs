@@ -84,8 +84,8 @@ pub enum RollbackRefused {
     NoRevision { step: String, output: String },
 }
 
-impl RollbackRefused {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for RollbackRefused {
+    fn hint(&self) -> Option<String> {
         match self {
             RollbackRefused::PointOfNoReturn { .. } => Some(
                 "`netctl upgrade plan` shows which steps are irreversible and what each leaves to do by hand"

@@ -3,9 +3,10 @@
 //! [`UpgradeOptions::survey`] takes the installed version, the datastore type and the install
 //! method (discovered or given) and the release catalog, and works out the newest patch of every
 //! release line newer than the installed one, the shortest chain of supported runs to it (each run
-//! to a line whose `upgradeFrom` accepts where the previous run ended), and the seed §9.1 advice that
-//! applies. It reads the catalog only through its public shape, so lines added to the catalog appear
-//! without a change here. It plans no steps (that is [`super::request`]) and talks to nothing.
+//! to a line whose `upgradeFrom` accepts where the previous run ended), and the advice that applies
+//! (`docs/upgrade-procedures.md`, "Versions and advice"). It reads the catalog only through its
+//! public shape, so lines added to the catalog appear without a change here. It plans no steps
+//! (that is [`super::request`]) and talks to nothing.
 
 use serde::Serialize;
 
@@ -24,7 +25,8 @@ pub struct UpgradeOptions {
     pub install_method: Option<InstallMethod>,
     /// Newer release lines, oldest first.
     pub lines: Vec<LineOption>,
-    /// Seed §9.1 advice that applies to this cluster.
+    /// The advice that applies to this cluster (`docs/upgrade-procedures.md`, "Versions and
+    /// advice").
     pub advice: Vec<String>,
 }
 
@@ -90,7 +92,8 @@ pub struct Installed {
     pub origin: String,
     pub datastore_type: DatastoreType,
     pub install_method: Option<InstallMethod>,
-    /// All-interfaces host endpoints found (for the §9.2 note); `None` when not read.
+    /// All-interfaces host endpoints found (for the v3.14 host-endpoint note); `None` when not
+    /// read.
     pub all_interfaces_host_endpoints: Option<usize>,
 }
 
@@ -164,19 +167,20 @@ fn runs_to(catalog: &Catalog, from: &Release, goal: &Target) -> Vec<String> {
     Vec::new()
 }
 
-/// Seed §9.1: etcd mode on the orchestrator → the Kubernetes datastore; a single-manifest install →
-/// the operator. Plus the §9.2 preparation a run from before v3.14 brings.
+/// `docs/upgrade-procedures.md`, "Versions and advice": etcd mode on Kubernetes → the Kubernetes
+/// datastore; a single-manifest install → the operator. Plus the preparation a run from before
+/// v3.14 brings ("Host endpoints with `interfaceName: *`").
 fn advice(installed: &Installed) -> Vec<String> {
     let mut advice = Vec::new();
     if installed.datastore_type == DatastoreType::EtcdV3 {
         advice.push(
-            "the datastore is etcd: moving to the Kubernetes datastore is recommended (seed §9.1)"
+            "the datastore is etcd: moving to the Kubernetes datastore is recommended (see `docs/upgrade-procedures.md`)"
                 .to_string(),
         );
     }
     match installed.install_method {
         Some(InstallMethod::Manifest) => advice.push(
-            "installed from the single manifest: moving to the operator is recommended (seed §9.1)"
+            "installed from the single manifest: moving to the operator is recommended (see `docs/upgrade-procedures.md`)"
                 .to_string(),
         ),
         Some(_) => {}
@@ -189,7 +193,7 @@ fn advice(installed: &Installed) -> Vec<String> {
         && let Some(count) = installed.all_interfaces_host_endpoints.filter(|n| *n > 0)
     {
         advice.push(format!(
-            "{count} all-interfaces host endpoint(s): the run that crosses v3.14 first labels them and applies `allow-all-upgrade` (seed §9.2)"
+            "{count} all-interfaces host endpoint(s): the run that crosses v3.14 first labels them and applies `allow-all-upgrade` (see `docs/upgrade-procedures.md`)"
         ));
     }
     advice

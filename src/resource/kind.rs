@@ -1,8 +1,9 @@
 //! The resource kinds of `projectcalico.org/v3` that netctl knows: their names, plurals, the aliases a
 //! user may type, and whether they are namespaced.
 //!
-//! Aliases follow upstream calicoctl (`reference/calicoctl.md` §4.1; the staged kinds as calicoctl
-//! v3.30's `resourcemgr/staged*.go`) so existing scripts keep working. Each kind also says from which
+//! Aliases follow upstream calicoctl (`calicoctl/calicoctl/resourcemgr/*.go`; the staged kinds as
+//! calicoctl v3.30's `resourcemgr/staged*.go`) so existing scripts keep working. Each kind also
+//! says from which
 //! release it exists ([`Kind::since`]). This module only names kinds; what a kind's spec may
 //! contain lives in `spec.rs`.
 
@@ -11,6 +12,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::errors::Hint;
 use crate::release::Release;
 
 /// The API group and version of every resource netctl manages.
@@ -315,10 +317,10 @@ impl fmt::Display for Kind {
 #[error("resource type `{0}` is not supported")]
 pub struct UnknownKind(pub String);
 
-impl UnknownKind {
+impl Hint for UnknownKind {
     /// The nearest name netctl knows (by edit distance, when close enough to be a typo) and every
     /// kind with its short names.
-    pub fn hint(&self) -> String {
+    fn hint(&self) -> Option<String> {
         let typed = self.0.to_ascii_lowercase();
         let nearest = Kind::ALL
             .iter()
@@ -356,9 +358,9 @@ impl UnknownKind {
             Some((distance, alias))
                 if distance > 0 && distance <= typed.len().div_ceil(4).max(1) =>
             {
-                format!("did you mean `{alias}`? {kinds}")
+                Some(format!("did you mean `{alias}`? {kinds}"))
             }
-            _ => kinds,
+            _ => Some(kinds),
         }
     }
 }
@@ -406,13 +408,13 @@ mod tests {
 
     #[test]
     fn unknown_kind_suggests_the_nearest_name_and_lists_the_kinds() {
-        let hint = UnknownKind("hostendpiont".into()).hint();
+        let hint = UnknownKind("hostendpiont".into()).hint().unwrap();
         assert!(
             hint.starts_with("did you mean `hostendpoint`? kinds: "),
             "{hint}"
         );
         assert!(hint.contains("hostendpoint (hep),"), "{hint}");
-        let hint = UnknownKind("routes".into()).hint();
+        let hint = UnknownKind("routes".into()).hint().unwrap();
         assert!(hint.starts_with("kinds: bgpconfiguration"), "{hint}");
     }
 

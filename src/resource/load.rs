@@ -27,12 +27,14 @@ use std::sync::mpsc;
 
 use super::Resource;
 use super::validate::{ValidationError, validate_node, validate_node_and_default};
+use crate::listing::{Limit, Listed};
 use crate::release::ApiRelease;
 use crate::yaml;
 
 mod chunks;
 mod document;
 mod inputs;
+mod problems;
 mod split;
 
 use document::Read;
@@ -95,8 +97,9 @@ pub enum LoadError {
     /// The inputs hold no resource, and the loader was not told to skip empty input.
     #[error("no resources specified in the input (pass `--skip-empty` if that is expected)")]
     Empty,
-    /// Every problem found across all inputs, so that nothing is written when anything is wrong.
-    #[error("{}", render_problems(.0))]
+    /// Every problem found across all inputs, so that nothing is written when anything is wrong;
+    /// past twenty, the rest are counted by kind (`listing`).
+    #[error("{}", self.listed(&Limit::Bounded).unwrap_or_default())]
     Problems(Vec<LoadError>),
 }
 
@@ -110,20 +113,6 @@ impl LoadError {
             _ => Err(LoadError::Problems(problems)),
         }
     }
-}
-
-fn render_problems(problems: &[LoadError]) -> String {
-    let noun = if problems.len() == 1 {
-        "problem"
-    } else {
-        "problems"
-    };
-    let mut text = format!("found {} {noun} in the input:", problems.len());
-    for problem in problems {
-        text.push_str("\n- ");
-        text.push_str(&problem.to_string().replace('\n', "\n  "));
-    }
-    text
 }
 
 /// A resource loaded, and where it came from.
@@ -197,7 +186,7 @@ impl Loader {
 
     /// The command's `-n/--namespace`: a namespaced resource without a namespace gets it (or
     /// `default` when no flag was given), and one whose namespace differs from the flag is a
-    /// problem (`reference/calicoctl.md` §4.1).
+    /// problem (upstream `handleNamespace` in `calicoctl/calicoctl/commands/common/resources.go`).
     pub fn namespace(mut self, namespace: Option<&str>) -> Loader {
         if let Checks::Validate {
             namespace: flag, ..

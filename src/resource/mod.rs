@@ -24,7 +24,8 @@ pub use validate::{FieldError, ValidationError, validate_and_default, validate_a
 
 /// Object metadata, as upstream's Kubernetes-style `ObjectMeta`.
 ///
-/// Only the fields upstream keeps on create (`reference/calicoctl.md` §1.4, §3.2) are typed; anything
+/// Only the fields upstream keeps on create (`calicoctl/calicoctl/resourcemgr/resourcemgr.go`
+/// `prepareMetadataForCreate`, `libcalico-go/lib/clientv3/resources.go`) are typed; anything
 /// else a tool wrote is preserved in `other` so that a read-modify-write never drops data.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

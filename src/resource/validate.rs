@@ -18,7 +18,8 @@
 //! - Tier: `default` and `adminnetworkpolicy` cannot be deleted, nor a tier that still has policies.
 //! - Create versus update rules on `metadata.resourceVersion`, `uid` and `creationTimestamp`.
 //! - Storage conventions applied on write: the `projectcalico.org/tier` label on policies of a
-//!   non-default tier and the tier-prefixed stored policy name (`reference/calicoctl.md` §3.5).
+//!   non-default tier and the tier-prefixed stored policy name (upstream
+//!   `libcalico-go/lib/names/policy.go`, `libcalico-go/lib/backend/etcdv3/etcdv3.go`).
 //!
 //! The namespace of a namespaced resource must be filled in (from `-n` or `default`) by the caller
 //! before validation, as upstream calicoctl does; a missing one is an error here.

@@ -20,6 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::DatastoreType;
+use crate::errors::Hint;
 use crate::vocabulary::{InstallMethod, Phase, RUNBOOK_ACTIONS, RetryPolicy};
 
 /// The `apiVersion` of runbook and catalog files.
@@ -319,8 +320,8 @@ pub enum RunbookError {
     Empty { path: PathBuf },
 }
 
-impl RunbookError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for RunbookError {
+    fn hint(&self) -> Option<String> {
         match self {
             RunbookError::Empty { .. } => Some(format!(
                 "runbook files end in `.yaml` and start with `apiVersion: {RUNBOOK_API_VERSION}`"

@@ -346,7 +346,8 @@ fn delete_checks_every_target_first_and_deletes_all_or_none() {
     );
     assert_eq!(etcd.revision(), before);
 
-    // Many missing targets: the first ten are named, the rest counted (one short line).
+    // Many missing targets: the first twenty are named, the rest counted by kind (the bounded
+    // lister).
     let mut missing = host_endpoints("d", 0..10, "a");
     missing.push_str(&host_endpoints("absent", 0..25, "a"));
     netctl_snapshot!(with_documents(&etcd, &["delete"], &missing));

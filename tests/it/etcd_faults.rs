@@ -613,7 +613,13 @@ fn a_write_whose_answer_is_lost_is_reported_done_and_applied_once() {
         // With the last endpoint silenced too, the next request fails, naming each one.
         lose_answers_of_current(&store);
         let error = store.get(&node.key()).await.expect_err("no member left");
-        let message = error.to_string();
+        assert!(error.no_endpoint_left(), "{error:?}");
+        // The neutral category, then etcd's own account of each endpoint as its cause.
+        let message = netctl::errors::error_chain(&error);
+        assert!(
+            message.starts_with("the datastore is unavailable: "),
+            "{message}"
+        );
         for proxy in &proxies {
             assert!(
                 message.contains(&format!("`{}` did not answer within 1s", proxy.endpoint())),

@@ -36,7 +36,8 @@ async fn connect(etcd: &EtcdServer) -> EtcdStore {
 #[test]
 fn upstream_written_policy_reads_back_with_its_original_name() {
     let etcd = EtcdServer::start();
-    // As upstream v3.29 stores a default-tier GlobalNetworkPolicy (reference/calicoctl.md §3.5).
+    // As upstream v3.29 stores a default-tier GlobalNetworkPolicy
+    // (`libcalico-go/lib/backend/etcdv3/etcdv3.go`, `libcalico-go/lib/names/policy.go`).
     etcd.put(
         "/calico/resources/v3/projectcalico.org/globalnetworkpolicies/default.allow-all-upgrade",
         r#"{"kind":"GlobalNetworkPolicy","apiVersion":"projectcalico.org/v3","metadata":{"name":"default.allow-all-upgrade","uid":"2b8d3a5e-0000-4000-8000-000000000001","creationTimestamp":"2026-01-01T00:00:00Z","annotations":{"projectcalico.org/metadata":"{\"name\":\"allow-all-upgrade\"}"}},"spec":{"tier":"default","selector":"has(host-endpoint-upgrade)","types":["Ingress","Egress"]}}"#,

@@ -334,7 +334,15 @@ fn a_second_concurrent_apply_is_refused_by_the_lock_and_succeeds_after_the_first
     );
 
     // `upgrade status` from the second machine shows the holder, from the mirrored checkpoint.
-    let status = status_json(&second);
+    // The first run takes its backup between the lock and the step: wait for the step to start.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let status = status_json(&second);
+        if status["checkpoint"]["steps"][0]["state"] == "running" || Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(status["lock"]["holder"]["pid"], running.id());
     assert_eq!(status["checkpoint"]["steps"][0]["state"], "running");
 

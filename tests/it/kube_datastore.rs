@@ -379,7 +379,7 @@ fn an_unreachable_api_server_is_reported_with_its_address() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "cannot connect to the kubernetes datastore: no datastore endpoint could be reached (http://{address}): connection refused"
+            "cannot connect to the kubernetes datastore: the datastore is unavailable: `http://{address}` refused the connection"
         )),
         "{stderr}"
     );

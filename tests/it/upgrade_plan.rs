@@ -383,7 +383,10 @@ fn v3_14_to_v3_29_is_refused_with_the_route() {
 
 /// An error as a user sees it: the message, then the advice on its own `hint:` line.
 fn shown(error: netctl::plan::PlanError) -> String {
-    let (message, hint) = netctl::cli::report(&anyhow::Error::from(error));
+    let (message, hint) = netctl::cli::report(
+        &anyhow::Error::from(error),
+        &netctl::output::Printer::default(),
+    );
     match hint {
         Some(hint) => format!("{message}\nhint: {hint}"),
         None => message,

@@ -67,11 +67,7 @@ impl Guarded {
                 }
             }
             Write::Update(resource) => {
-                let revision = resource
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+                let revision = StoreError::expected_version(resource)?;
                 Guarded {
                     path: key_path(&resource.key()),
                     value: Some(conversion::encode(resource)),
@@ -166,14 +162,7 @@ impl EtcdStore {
             let revision = super::header_revision(&response).to_string();
             return applied(count, revision);
         }
-        let current: Vec<Option<KeyValue>> = response
-            .op_responses()
-            .into_iter()
-            .map(|op| match op {
-                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-                _ => None,
-            })
-            .collect();
+        let current = super::reads(&response);
         let every_guard_failed = guarded
             .iter()
             .zip(&current)
@@ -237,8 +226,9 @@ impl EtcdStore {
                     }
                     Ok(Succession::Ours(_)) => Fate::Ours(0),
                     Ok(Succession::Other) => Fate::NotOurs,
-                    Ok(Succession::Forgotten) => Fate::Unknown(StoreError::Other(
-                        "etcd's history of the key was compacted".into(),
+                    Ok(Succession::Forgotten) => Fate::Unknown(StoreError::failed(
+                        "a read of the key's history",
+                        super::errors::EtcdError::Compacted,
                     )),
                     Err(error) => Fate::Unknown(error),
                 }

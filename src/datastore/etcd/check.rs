@@ -518,7 +518,7 @@ async fn session(
         options = options.with_user(credentials.username.clone(), credentials.password.expose());
     }
     let refused =
-        |error: etcd_client::Error| EndpointProblem::Refused(super::errors::chain_text(&error));
+        |error: etcd_client::Error| EndpointProblem::Refused(crate::errors::error_chain(&error));
     let mut client = Client::connect([endpoint.url()], Some(options))
         .await
         .map_err(refused)?;

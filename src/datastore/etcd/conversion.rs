@@ -2,12 +2,15 @@
 //!
 //! Keys are `/calico/resources/v3/projectcalico.org/<plural>[/<namespace>]/<name>` and values are the JSON
 //! of the whole resource without `resourceVersion`; on read, `resourceVersion` is the key's mod revision
-//! (`reference/calicoctl.md` §3.1–3.3).
+//! (upstream `libcalico-go/lib/backend/model/resource.go`, `libcalico-go/lib/backend/etcdv3/`
+//! `etcdv3.go` and `conversion.go`).
 //!
 //! Policies in the default tier ((Staged)(Global)NetworkPolicy) have had three layouts
 //! ([`PolicyLayout`]): the name itself up to v3.28; `default.<name>` with the name the user gave in
-//! the `projectcalico.org/metadata` annotation from v3.29 to v3.31 (§3.5); the name itself again,
-//! still with the annotation, from v3.32 (upstream's kube-controllers then moves the older keys).
+//! the `projectcalico.org/metadata` annotation from v3.29 to v3.31
+//! (`libcalico-go/lib/names/policy.go`, `libcalico-go/lib/backend/etcdv3/etcdv3.go`); the name
+//! itself again, still with the annotation, from v3.32 (upstream's kube-controllers then moves the
+//! older keys).
 //! Reading accepts every layout; which one a write uses is the cluster's (`etcd/policy_keys.rs`).
 
 use std::collections::BTreeMap;
@@ -22,7 +25,7 @@ pub const RESOURCE_ROOT: &str = "/calico/resources/v3/projectcalico.org/";
 /// The annotation in which upstream keeps a policy's original name.
 const METADATA_ANNOTATION: &str = "projectcalico.org/metadata";
 
-/// Name prefixes that upstream leaves untiered (§3.5).
+/// Name prefixes that upstream leaves untiered (`libcalico-go/lib/names/policy.go`).
 const UNTIERED_PREFIXES: [&str; 3] = ["knp.default.", "kanp.adminnetworkpolicy.", "ossg."];
 
 fn is_policy(kind: Kind) -> bool {

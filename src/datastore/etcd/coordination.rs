@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
 
 use super::endpoints::Delivery;
-use super::{EtcdStore, Succession};
+use super::{EtcdError, EtcdStore, Succession};
 use crate::datastore::StoreError;
 use crate::datastore::coordination::{Blob, Coordination, CreateOutcome, LeaseId};
 
@@ -70,7 +70,14 @@ impl Coordination for EtcdStore {
             Ok(_) => Ok(()),
             // The lease expired on its own (or an earlier copy of this request revoked it): the
             // keys are gone, which is what revoking wanted.
-            Err(StoreError::Other(detail)) if detail.contains("lease not found") => Ok(()),
+            Err(error)
+                if matches!(
+                    error.backend_as::<EtcdError>(),
+                    Some(EtcdError::LeaseNotFound)
+                ) =>
+            {
+                Ok(())
+            }
             Err(error) => Err(error),
         }
     }
@@ -113,9 +120,12 @@ impl Coordination for EtcdStore {
             }
             Some(blob) => Ok(CreateOutcome::Exists(blob)),
             // Deleted between the compare and the read: report it as held by nobody we can name.
-            None => Err(StoreError::Other(format!(
-                "`{key}` changed while it was being written; try again"
-            ))),
+            None => Err(StoreError::failed(
+                "a lock write",
+                EtcdError::ChangedWhileWritten {
+                    key: key.to_string(),
+                },
+            )),
         }
     }
 

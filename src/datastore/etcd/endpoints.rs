@@ -31,11 +31,12 @@ use etcd_client::{
 };
 use tokio::sync::OnceCell;
 
-use super::errors::{self, Classified, EndpointFailure, EndpointFailures, classify};
+use super::errors::{Classified, EndpointFailure, EndpointFailures, EtcdError, classify};
 use super::{RESOURCE_ROOT, Timeouts};
 use crate::config::{EtcdEndpoint, EtcdSettings, Scheme};
 use crate::datastore::StoreError;
-use crate::terminal;
+use crate::errors::error_chain;
+use crate::output::Printer;
 
 /// Where Debian-like systems keep the system CA bundle, used for `https` endpoints when no CA is configured.
 pub(super) const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -101,6 +102,8 @@ pub struct Pool {
     /// How a member is dialled (without a TLS server name), for members found in the member list.
     base: ConnectOptions,
     tls: Option<TlsOptions>,
+    /// Where the pool says which endpoints it uses and how others failed (debug detail).
+    printer: Printer,
 }
 
 impl Pool {
@@ -111,6 +114,7 @@ impl Pool {
         endpoints: &[EtcdEndpoint],
         settings: &EtcdSettings,
         timeouts: Timeouts,
+        printer: Printer,
     ) -> Result<Arc<Pool>, StoreError> {
         let tls = match endpoints
             .iter()
@@ -161,6 +165,7 @@ impl Pool {
             timeouts,
             base: dial.0,
             tls: dial.1,
+            printer,
         });
 
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -177,7 +182,7 @@ impl Pool {
             match outcome {
                 Ok(()) => {
                     pool.state().current = index;
-                    terminal::debug(format!(
+                    pool.printer.debug(format!(
                         "using etcd endpoint `{}` (the first of {count} to answer)",
                         pool.members[index].url
                     ));
@@ -193,7 +198,7 @@ impl Pool {
         // Nobody answered cleanly; a member that answered "not now" is still worth its requests,
         // which wait for the cluster like any other.
         if let Some((index, message)) = busy {
-            terminal::debug(format!(
+            pool.printer.debug(format!(
                 "using etcd endpoint `{}`, which answered `{message}`",
                 pool.members[index].url
             ));
@@ -222,7 +227,7 @@ impl Pool {
         let mut client = match tokio::time::timeout(self.timeouts.connect, connect).await {
             Ok(Ok(client)) => client,
             Ok(Err(error)) => {
-                return Err(format!("cannot connect: {}", errors::chain_text(&error)));
+                return Err(format!("cannot connect: {}", error_chain(&error)));
             }
             Err(_) => {
                 return Err(format!(
@@ -238,8 +243,8 @@ impl Pool {
         match tokio::time::timeout(self.timeouts.request, client.status()).await {
             Ok(Ok(status)) => Ok(status),
             // The client's own request timeout (the same limit) fired first.
-            Ok(Err(error)) if errors::chain_text(&error).contains("Timeout expired") => Err(silent),
-            Ok(Err(error)) => Err(errors::chain_text(&error)),
+            Ok(Err(error)) if error_chain(&error).contains("Timeout expired") => Err(silent),
+            Ok(Err(error)) => Err(error_chain(&error)),
             Err(_) => Err(silent),
         }
     }
@@ -297,8 +302,8 @@ impl Pool {
                             return Ok(value);
                         }
                         Ok(Err(error)) => {
-                            said = format!(" ({})", errors::chain_text(&error));
-                            let failure = classify(&error, operation, member.https);
+                            said = format!(" ({})", error_chain(&error));
+                            let failure = classify(error, operation, member.https);
                             if may_have_applied(&failure) {
                                 delivery.maybe_applied = true;
                             }
@@ -315,7 +320,7 @@ impl Pool {
                 Classified::Final(error) => return Err(error),
                 Classified::Endpoint(failure) => {
                     let failure = with_limit(failure, self.timeouts.request);
-                    terminal::debug(format!(
+                    self.printer.debug(format!(
                         "etcd {operation}: endpoint `{}` {failure}; trying another{said}",
                         member.url
                     ));
@@ -324,13 +329,13 @@ impl Pool {
                 Classified::Busy(message) => {
                     let since = *busy_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= self.timeouts.request || attempts >= MAX_BUSY_ATTEMPTS {
-                        return Err(StoreError::EtcdBusy {
+                        return Err(StoreError::Unavailable(Box::new(EtcdError::Busy {
                             operation: operation.to_string(),
                             attempts,
                             seconds: since.elapsed().as_secs().max(1),
-                            detail: message,
+                            answer: message,
                             failed: self.failures(),
-                        });
+                        })));
                     }
                     // A member briefly without a leader (an election, a leadership transfer) is
                     // normal; one that stays so may be cut off from the others, which may serve.
@@ -343,7 +348,7 @@ impl Pool {
                         self.rotate(index);
                     }
                     let pause = backoff(attempts);
-                    terminal::debug(format!(
+                    self.printer.debug(format!(
                         "etcd {operation} at `{}`: `{message}`; retrying in {}",
                         member.url,
                         humantime::format_duration(pause)
@@ -419,7 +424,7 @@ impl Pool {
                 state.health[index] = Health::Failed(EndpointFailure::Leaderless);
             }
         }
-        StoreError::EtcdEndpoints(self.failures())
+        StoreError::Unavailable(Box::new(EtcdError::Endpoints(self.failures())))
     }
 
     /// `Some(index)` when member `index` answers a status request and has no leader.
@@ -430,11 +435,12 @@ impl Pool {
         match tokio::time::timeout(limit, maintenance.status()).await {
             Ok(Ok(status)) if status.leader() == 0 => Some(index),
             // Asked to require a leader, a member without one says so instead of answering.
-            Ok(Err(error)) => match classify(&error, "a status request", self.members[index].https)
-            {
-                Classified::Busy(message) if member_is_cut_off(&message) => Some(index),
-                _ => None,
-            },
+            Ok(Err(error)) => {
+                match classify(error, "a status request", self.members[index].https) {
+                    Classified::Busy(message) if member_is_cut_off(&message) => Some(index),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }
@@ -469,7 +475,7 @@ impl Pool {
                             .max_decoding_message_size(MAX_MESSAGE_BYTES);
                         Ok(Connection { client, kv })
                     }
-                    Ok(Err(error)) => Err(match classify(&error, "connect", member.https) {
+                    Ok(Err(error)) => Err(match classify(error, "connect", member.https) {
                         Classified::Endpoint(failure) => {
                             Classified::Endpoint(with_limit(failure, self.timeouts.connect))
                         }
@@ -496,7 +502,7 @@ impl Pool {
                 let read = kv.get(probe, Some(GetOptions::new().with_keys_only()));
                 match tokio::time::timeout(self.timeouts.request, read).await {
                     Ok(Ok(_)) => Ok(()),
-                    Ok(Err(error)) => Err(classify(&error, "a read of `/calico/`", https)),
+                    Ok(Err(error)) => Err(classify(error, "a read of `/calico/`", https)),
                     Err(_) => Err(Classified::Endpoint(EndpointFailure::TimedOut(
                         self.timeouts.request,
                     ))),
@@ -517,7 +523,7 @@ impl Pool {
             Ok(()) => self.mark(index, Health::Healthy),
             Err(Classified::Endpoint(failure)) => {
                 let failure = with_limit(failure.clone(), self.timeouts.request);
-                terminal::debug(format!(
+                self.printer.debug(format!(
                     "etcd endpoint `{}` {failure}",
                     self.members[index].url
                 ));
@@ -538,9 +544,9 @@ fn may_have_applied(failure: &Classified) -> bool {
     match failure {
         Classified::Endpoint(failure) => !failure.before_sending(),
         Classified::Busy(_) => true,
-        Classified::Final(
-            StoreError::PermissionDenied { .. } | StoreError::AuthenticationFailed { .. },
-        ) => false,
+        Classified::Final(StoreError::PermissionDenied { .. } | StoreError::Unauthenticated(_)) => {
+            false
+        }
         Classified::Final(_) => true,
     }
 }
@@ -581,14 +587,15 @@ pub(super) fn tls_options(settings: &EtcdSettings) -> Result<TlsOptions, StoreEr
     let mut tls = TlsOptions::new();
     let ca = match settings.tls.as_ref().and_then(|tls| tls.ca.as_ref()) {
         Some(ca) => ca.bytes.clone(),
-        None => std::fs::read(SYSTEM_CA_BUNDLE).map_err(|error| StoreError::Tls {
-            endpoint: "(all)".into(),
-            detail: format!(
-                "no CA certificate is configured and the system bundle `{SYSTEM_CA_BUNDLE}` cannot be read ({error}); set etcdCACertFile"
-            ),
+        None => std::fs::read(SYSTEM_CA_BUNDLE).map_err(|source| {
+            StoreError::Misconfigured(Box::new(EtcdError::NoCaBundle {
+                path: SYSTEM_CA_BUNDLE,
+                source,
+            }))
         })?,
     };
-    // Every certificate in the bundle becomes a trust root (several CAs are allowed, seed §2.1).
+    // Every certificate in the bundle becomes a trust root (several CAs are allowed: `README.md`,
+    // "Configuration").
     tls = tls.ca_certificate(Certificate::from_pem(ca));
     if let Some(identity) = settings.tls.as_ref().and_then(|tls| tls.identity.as_ref()) {
         tls = tls.identity(Identity::from_pem(

@@ -1,17 +1,20 @@
-//! Turning etcd client errors into decisions and messages: is it the endpoint that failed (route
-//! elsewhere), the cluster that is busy (wait and send again), or a final answer (report it)?
+//! etcd's failures in etcd's terms ([`EtcdError`], with their advice), and turning etcd client
+//! errors into decisions: is it the endpoint that failed (route elsewhere), the cluster that is busy
+//! (wait and send again), or a final answer (report it, as a [`StoreError`] of the right category
+//! with the [`EtcdError`] as its source)?
 //!
 //! The gRPC stack reports most failures as "transport error" or a status whose real cause is buried in
-//! a source chain (`reference/etcd-and-crates.md` G7). This module reads the whole chain once and
-//! recognises the cases operators meet: wrong password, untrusted server certificate, rejected client
-//! certificate, refused connection, a server that is not etcd, timeouts, leader changes and permission
-//! errors. Which endpoint to use next is `endpoints`' business, not this module's.
+//! a source chain (etcd-client's `Error::TransportError` wraps tonic's, which wraps hyper's). This
+//! module reads the whole chain once and recognises the cases operators meet: wrong password,
+//! untrusted server certificate, rejected client certificate, refused connection, a server that is
+//! not etcd, timeouts, leader changes and permission errors. Which endpoint to use next is
+//! `endpoints`' business, not this module's.
 
-use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
-use crate::datastore::{DatastoreType, StoreError};
+use crate::datastore::StoreError;
+use crate::errors::{Hint, error_chain};
 
 /// Advice when members run but cannot elect a leader.
 pub const QUORUM_HINT: &str = "the etcd members that answer cannot reach enough of the others: start the failed members (a cluster needs a majority to elect a leader), then run the command again";
@@ -88,7 +91,7 @@ pub struct EndpointFailures(pub Vec<(String, EndpointFailure)>);
 impl EndpointFailures {
     /// Advice that fits the failures: quorum first (a member without a leader means the others
     /// matter), then one cause when they all failed alike, else a general one.
-    pub fn hint(&self) -> &'static str {
+    pub fn advice(&self) -> &'static str {
         if self
             .0
             .iter()
@@ -147,6 +150,93 @@ impl fmt::Display for EndpointFailures {
     }
 }
 
+/// What went wrong with etcd, in etcd's terms: the source of a [`StoreError`], whose category
+/// (authentication, permission, availability, configuration) callers decide on.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("etcd rejected the user name or password")]
+    WrongCredentials,
+    #[error("etcd requires authentication but no user name is configured")]
+    NoUserName,
+    #[error("the etcd authentication token expired and could not be renewed")]
+    TokenExpired,
+    /// etcd refused the request to this user; the text is etcd's own answer.
+    #[error("etcd answered `{0}`")]
+    Denied(String),
+    /// Every endpoint failed; each one is named with how (the category says the datastore is
+    /// unavailable).
+    #[error("{0}")]
+    Endpoints(EndpointFailures),
+    /// A member answers, but the cluster kept refusing the request (no leader, leader changes);
+    /// `failed` names the members that did not answer at all.
+    #[error(
+        "etcd kept answering `{answer}` for {seconds}s ({operation}, {attempts} attempts){}",
+        failed.as_also()
+    )]
+    Busy {
+        operation: String,
+        attempts: u32,
+        seconds: u64,
+        answer: String,
+        failed: EndpointFailures,
+    },
+    #[error("no CA certificate is configured and the system bundle `{path}` cannot be read")]
+    NoCaBundle {
+        path: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot look up the SRV records `{name}`")]
+    Discovery {
+        name: String,
+        #[source]
+        source: hickory_resolver::net::NetError,
+    },
+    #[error("the SRV records `{name}` name no etcd endpoint")]
+    NoSrvRecords { name: String },
+    /// A read of a key's history below etcd's compaction: nobody can tell what happened there.
+    #[error("etcd's history of the key was compacted")]
+    Compacted,
+    #[error("etcd has no such lease (it expired or was revoked)")]
+    LeaseNotFound,
+    #[error("invalid list continue token `{0}`")]
+    InvalidContinueToken(String),
+    /// A conditional write's key was deleted between its compare and its read.
+    #[error("`{key}` changed while it was being written")]
+    ChangedWhileWritten { key: String },
+    /// An answer no rule above names, as the client reported it.
+    #[error(transparent)]
+    Client(#[from] etcd_client::Error),
+}
+
+impl Hint for EtcdError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
+            EtcdError::WrongCredentials | EtcdError::NoUserName | EtcdError::TokenExpired => {
+                "check etcdUsername/etcdPassword (or ETCD_USERNAME/ETCD_PASSWORD)"
+            }
+            EtcdError::Denied(_) => "grant the etcd user's role readwrite on the `/calico/` prefix",
+            EtcdError::Endpoints(failures) => failures.advice(),
+            EtcdError::Busy { failed, .. } if !failed.0.is_empty() => QUORUM_HINT,
+            EtcdError::Busy { .. } => {
+                "the etcd cluster is electing a leader, has lost quorum or is overloaded: check `etcdctl endpoint status --cluster`, then run the command again"
+            }
+            EtcdError::NoCaBundle { .. } => {
+                "set etcdCACertFile to the CA that issued the etcd server certificate, or install the system bundle (Debian: `apt-get install ca-certificates`)"
+            }
+            EtcdError::Discovery { .. } | EtcdError::NoSrvRecords { .. } => {
+                "check the SRV records of etcdDiscoverySrv, or list the endpoints in etcdEndpoints instead"
+            }
+            EtcdError::ChangedWhileWritten { .. } => "run the command again",
+            EtcdError::Compacted
+            | EtcdError::LeaseNotFound
+            | EtcdError::InvalidContinueToken(_)
+            | EtcdError::Client(_) => return None,
+        };
+        Some(advice.to_string())
+    }
+}
+
 /// What a failed request means for the next step.
 #[derive(Debug)]
 pub enum Classified {
@@ -157,21 +247,6 @@ pub enum Classified {
     Busy(String),
     /// A final answer (credentials, permissions, a bad request): report it.
     Final(StoreError),
-}
-
-/// The text of an error and all its sources, joined with `: `.
-pub fn chain_text(error: &etcd_client::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The innermost cause of an error (the source at the end of the chain), as written.
@@ -194,40 +269,40 @@ fn status_message(error: &etcd_client::Error) -> Option<(tonic::Code, String)> {
 }
 
 /// Classifies an error from `operation` against one endpoint (`https` says whether it uses TLS).
-pub fn classify(error: &etcd_client::Error, operation: &str, https: bool) -> Classified {
-    let text = chain_text(error);
+pub fn classify(error: etcd_client::Error, operation: &str, https: bool) -> Classified {
+    let text = error_chain(&error);
     let lower = text.to_ascii_lowercase();
-    let status = status_message(error);
+    let status = status_message(&error);
     let code = status.as_ref().map(|(code, _)| *code);
     let message = status
         .as_ref()
         .map(|(_, message)| message.to_ascii_lowercase())
         .unwrap_or_default();
+    let unauthenticated =
+        |why: EtcdError| Classified::Final(StoreError::Unauthenticated(Box::new(why)));
+    let failed = |why: EtcdError| Classified::Final(StoreError::failed(operation, why));
 
     if lower.contains("authentication failed") || lower.contains("invalid user id or password") {
-        return Classified::Final(StoreError::AuthenticationFailed {
-            datastore: DatastoreType::EtcdV3,
-            detail: "etcd rejected the user name or password".into(),
-        });
+        return unauthenticated(EtcdError::WrongCredentials);
     }
     if lower.contains("user name is empty") {
-        return Classified::Final(StoreError::AuthenticationFailed {
-            datastore: DatastoreType::EtcdV3,
-            detail: "etcd requires authentication but no user name is configured".into(),
-        });
+        return unauthenticated(EtcdError::NoUserName);
     }
     if lower.contains("invalid auth token") || lower.contains("auth token is expired") {
-        return Classified::Final(StoreError::AuthenticationFailed {
-            datastore: DatastoreType::EtcdV3,
-            detail: "the etcd authentication token expired and could not be renewed".into(),
-        });
+        return unauthenticated(EtcdError::TokenExpired);
     }
     if code == Some(tonic::Code::PermissionDenied) || lower.contains("permission denied") {
+        let answer = status.map(|(_, message)| message).unwrap_or(text);
         return Classified::Final(StoreError::PermissionDenied {
-            datastore: DatastoreType::EtcdV3,
             operation: operation.to_string(),
-            detail: text,
+            source: Box::new(EtcdError::Denied(answer)),
         });
+    }
+    if message.contains("required revision has been compacted") {
+        return failed(EtcdError::Compacted);
+    }
+    if message.contains("requested lease not found") {
+        return failed(EtcdError::LeaseNotFound);
     }
 
     // etcd's own "not now" answers: the server is up, the cluster is busy.
@@ -240,7 +315,7 @@ pub fn classify(error: &etcd_client::Error, operation: &str, https: bool) -> Cla
         return Classified::Busy(status.map(|(_, message)| message).unwrap_or(text));
     }
 
-    if let Some(reason) = tls_reason(&lower, https, || root_cause(error)) {
+    if let Some(reason) = tls_reason(&lower, https, || root_cause(&error)) {
         return Classified::Endpoint(EndpointFailure::Tls(reason));
     }
     if lower.contains("connection refused") {
@@ -270,7 +345,7 @@ pub fn classify(error: &etcd_client::Error, operation: &str, https: bool) -> Cla
     {
         return Classified::Endpoint(EndpointFailure::Disconnected(disconnect_detail(&lower)));
     }
-    Classified::Final(StoreError::Other(text))
+    failed(EtcdError::Client(error))
 }
 
 /// The TLS failure behind an error, in words, if it is one.
@@ -358,14 +433,14 @@ mod tests {
             "etcdserver: leader changed",
         ));
         assert!(matches!(
-            classify(&error, "get", false),
+            classify(error, "get", false),
             Classified::Busy(message) if message == "etcdserver: leader changed"
         ));
         let timed_out = etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
             "etcdserver: request timed out, possibly due to previous leader failure",
         ));
         assert!(matches!(
-            classify(&timed_out, "create", false),
+            classify(timed_out, "create", false),
             Classified::Busy(_)
         ));
     }
@@ -375,17 +450,74 @@ mod tests {
         let denied = etcd_client::Error::GRpcStatus(tonic::Status::permission_denied(
             "etcdserver: permission denied",
         ));
-        assert!(matches!(
-            classify(&denied, "get", false),
-            Classified::Final(StoreError::PermissionDenied { .. })
-        ));
+        let Classified::Final(denied) = classify(denied, "a read of `/calico/`", false) else {
+            panic!("permission denied is final");
+        };
+        assert!(matches!(denied, StoreError::PermissionDenied { .. }));
+        assert_eq!(
+            error_chain(&denied),
+            "permission denied by the datastore for a read of `/calico/`: etcd answered `etcdserver: permission denied`"
+        );
+        assert!(
+            denied
+                .hint()
+                .unwrap()
+                .contains("readwrite on the `/calico/` prefix")
+        );
         let wrong = etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
             "etcdserver: authentication failed, invalid user ID or password",
         ));
+        let Classified::Final(wrong) = classify(wrong, "connect", true) else {
+            panic!("wrong credentials are final");
+        };
+        assert_eq!(
+            error_chain(&wrong),
+            "authentication failed: etcd rejected the user name or password"
+        );
         assert!(matches!(
-            classify(&wrong, "connect", true),
-            Classified::Final(StoreError::AuthenticationFailed { .. })
+            wrong.backend_as::<EtcdError>(),
+            Some(EtcdError::WrongCredentials)
         ));
+        assert!(wrong.hint().unwrap().contains("etcdPassword"));
+    }
+
+    #[test]
+    fn answers_netctl_decides_on_are_typed() {
+        let compacted = etcd_client::Error::GRpcStatus(tonic::Status::out_of_range(
+            "etcdserver: mvcc: required revision has been compacted",
+        ));
+        let Classified::Final(compacted) =
+            classify(compacted, "a read of the key's history", false)
+        else {
+            panic!("a compacted history is final");
+        };
+        assert!(matches!(
+            compacted.backend_as::<EtcdError>(),
+            Some(EtcdError::Compacted)
+        ));
+        let gone = etcd_client::Error::GRpcStatus(tonic::Status::not_found(
+            "etcdserver: requested lease not found",
+        ));
+        let Classified::Final(gone) = classify(gone, "a lease revocation", false) else {
+            panic!("a missing lease is final");
+        };
+        assert_eq!(
+            error_chain(&gone),
+            "a lease revocation failed: etcd has no such lease (it expired or was revoked)"
+        );
+        let odd = etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
+            "etcdserver: request is too large",
+        ));
+        let Classified::Final(odd) = classify(odd, "a batch of writes", false) else {
+            panic!("an unknown answer is final");
+        };
+        // The client's own words are the cause, kept as the source.
+        assert!(
+            error_chain(&odd).starts_with("a batch of writes failed: ")
+                && error_chain(&odd).contains("etcdserver: request is too large"),
+            "{}",
+            error_chain(&odd)
+        );
     }
 
     #[test]
@@ -394,7 +526,7 @@ mod tests {
             "unknown service etcdserverpb.KV",
         ));
         assert!(matches!(
-            classify(&error, "get", false),
+            classify(error, "get", false),
             Classified::Endpoint(EndpointFailure::NotEtcd(_))
         ));
     }
@@ -409,7 +541,7 @@ mod tests {
             alike.to_string(),
             "`http://a:2379` refused the connection; `http://b:2379` refused the connection"
         );
-        assert!(alike.hint().starts_with("check that etcd is running"));
+        assert!(alike.advice().starts_with("check that etcd is running"));
         let mixed = EndpointFailures(vec![
             ("http://a:2379".into(), EndpointFailure::Refused),
             (
@@ -421,6 +553,10 @@ mod tests {
             mixed.to_string(),
             "`http://a:2379` refused the connection; `http://b:2379` did not answer within 2s"
         );
-        assert!(mixed.hint().starts_with("each endpoint failed differently"));
+        assert!(
+            mixed
+                .advice()
+                .starts_with("each endpoint failed differently")
+        );
     }
 }

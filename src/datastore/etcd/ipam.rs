@@ -7,11 +7,11 @@
 //! the resource writes in `mod.rs`), so a lost answer is never reported as someone else's change.
 
 use async_trait::async_trait;
-use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp};
 
 use super::endpoints::Delivery;
 use super::ipam_encoding as encoding;
-use super::{EtcdStore, FULL_PAGE_BYTES, Range, Succession};
+use super::{EtcdStore, FULL_PAGE_BYTES, Range, Succession, found, header_revision};
 use crate::datastore::StoreError;
 use crate::datastore::ipam::{Damaged, IpamError, IpamPage, IpamStore};
 use crate::ipam::{
@@ -164,23 +164,12 @@ fn unknown(what: &str) -> IpamError {
     IpamError::Store(StoreError::OutcomeUnknown {
         operation: "IPAM write",
         key: what.to_string(),
-        source: Box::new(StoreError::Other(
-            "the answer was lost and etcd's history no longer shows whose change it was".into(),
+        source: Box::new(StoreError::failed(
+            "an IPAM write",
+            crate::datastore::Plain(
+                "the answer was lost and etcd's history no longer shows whose change it was".into(),
+            ),
         )),
-    })
-}
-
-fn header_revision(response: &etcd_client::TxnResponse) -> i64 {
-    response
-        .header()
-        .map(|header| header.revision())
-        .unwrap_or_default()
-}
-
-fn found(response: &etcd_client::TxnResponse) -> Option<KeyValue> {
-    response.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-        _ => None,
     })
 }
 

@@ -19,6 +19,7 @@ mod endpoints;
 mod errors;
 mod ipam;
 pub mod ipam_encoding;
+mod paging;
 mod policy_keys;
 pub mod srv;
 
@@ -34,7 +35,7 @@ use etcd_client::{
 pub use conversion::{
     PolicyLayout, RESOURCE_ROOT, has_two_layouts, key_path, list_prefix, stored_name,
 };
-pub use errors::{EndpointFailure, EndpointFailures, QUORUM_HINT};
+pub use errors::{EndpointFailure, EndpointFailures, EtcdError, QUORUM_HINT};
 
 use super::health::{DatastoreHealth, MemberHealth, MemberStatus};
 use super::{
@@ -42,8 +43,13 @@ use super::{
     ListOptions, Page, StoreError, Write,
 };
 use crate::config::{EndpointSource, EtcdSettings};
-use crate::resource::{Kind, Resource, ResourceKey};
+use crate::output::Printer;
+use crate::resource::{Resource, ResourceKey};
 use endpoints::{Connection, Delivery, Pool};
+use paging::{
+    DOCUMENT_PAGE_BYTES, FULL_PAGE_BYTES, PAGE_BYTES, decode_page, decode_token, encode_token,
+    next_page_size,
+};
 
 /// Time limits for connecting and for each request.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +59,7 @@ pub struct Timeouts {
 }
 
 impl Default for Timeouts {
-    /// Upstream dials with a 10 s timeout (`reference/calicoctl.md` §2.6).
+    /// Upstream dials with a 10 s timeout (`libcalico-go/lib/backend/etcdv3/etcdv3.go`).
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(10),
@@ -75,13 +81,23 @@ impl EtcdStore {
         settings: &EtcdSettings,
         timeouts: Timeouts,
     ) -> Result<EtcdStore, StoreError> {
+        EtcdStore::connect_with(settings, timeouts, Printer::default()).await
+    }
+
+    /// As [`EtcdStore::connect`], saying through `printer` which endpoints it tries and uses
+    /// (debug detail).
+    pub async fn connect_with(
+        settings: &EtcdSettings,
+        timeouts: Timeouts,
+        printer: Printer,
+    ) -> Result<EtcdStore, StoreError> {
         let endpoints = match &settings.endpoints {
             EndpointSource::Static(list) => list.clone(),
             EndpointSource::Srv { domain } => {
                 srv::discover(domain, settings.tls.is_some(), settings.resolver).await?
             }
         };
-        let pool = Pool::connect(&endpoints, settings, timeouts).await?;
+        let pool = Pool::connect(&endpoints, settings, timeouts, printer).await?;
         Ok(EtcdStore { pool })
     }
 
@@ -195,7 +211,7 @@ impl EtcdStore {
         match self.read_at(path, revision).await {
             Ok(Some(at)) if at.mod_revision() == revision => {}
             Ok(_) => return Ok(Succession::Other),
-            Err(StoreError::Other(detail)) if detail.contains("compacted") => {
+            Err(error) if matches!(error.backend_as::<EtcdError>(), Some(EtcdError::Compacted)) => {
                 return Ok(Succession::Forgotten);
             }
             Err(error) => return Err(error),
@@ -299,121 +315,8 @@ fn parse_revision(resource_version: &str) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::InvalidResourceVersion(resource_version.to_string()))
 }
 
-/// The stored bytes a list asks for per page after the first (see [`next_page_size`]), when it
-/// decodes only a few fields of each resource (tables).
-const PAGE_BYTES: usize = 4 << 20;
-
-/// The same when every resource is decoded whole (`-o json`, `-o yaml`, writes): a decoded
-/// resource takes several times its stored bytes (maps of strings), so a 4 MiB page of 500-byte
-/// host endpoints held twice was 160 MiB at 100,000. A quarter of the budget keeps memory flat
-/// (the pages are fewer than 100 even at 100,000 of them, so etcd's walk of the range stays small).
-const FULL_PAGE_BYTES: usize = 1 << 20;
-
-/// The same for documents printed from their stored text ([`Detail::Document`]): only the
-/// metadata is decoded, so a resource takes little more than its stored bytes. At 1 MiB, 100,000
-/// host endpoints took 60 reads and etcd's walks of the range cost it twice the CPU of the data
-/// (0.65 s against 0.3 s); at 2 MiB the list takes 30 reads in about 45 MiB.
-const DOCUMENT_PAGE_BYTES: usize = 2 << 20;
-
 /// Write transactions a command keeps out at once (see `batch_limits`).
 const WRITE_BATCHES_IN_FLIGHT: usize = 2;
-
-/// How many resources the next page of a list asks for.
-///
-/// etcd 3.4 walks every key left in the range on each limited read (to count them), whatever the
-/// limit: pages of 1000 over 100,000 keys walk 5 million index entries, and that, not the data,
-/// was most of a long list's time. So after the first page (`first` resources, quick to print) a
-/// list asks for as many as fit in [`PAGE_BYTES`] at the average size seen so far, and for all
-/// that is left when that fits: 100,000 host endpoints of 500 bytes take 14 reads instead of 100.
-/// The budget bounds memory: three pages are held at most (the one printed, the one decoded and
-/// the one in flight: `datastore::Pages`).
-fn next_page_size(
-    page_bytes: usize,
-    first: usize,
-    average_bytes: usize,
-    remaining: usize,
-) -> usize {
-    let budget = (page_bytes / average_bytes.max(1)).max(first);
-    if remaining <= budget {
-        remaining.max(1)
-    } else {
-        budget
-    }
-}
-
-/// The items of one page of a list, decoded as much as `detail` asks.
-fn decode_page(
-    kind: Kind,
-    detail: &Detail,
-    entries: Vec<KeyValue>,
-    continue_token: Option<String>,
-    revision: i64,
-) -> Result<Page, StoreError> {
-    let mut items = Vec::with_capacity(entries.len());
-    let mut bodies = Vec::new();
-    for entry in &entries {
-        let key = String::from_utf8_lossy(entry.key());
-        if !conversion::key_matches_kind(kind, &key) {
-            continue;
-        }
-        let resource = match detail {
-            Detail::Full => conversion::decode(&key, entry.value(), entry.mod_revision()),
-            Detail::Document => {
-                conversion::decode_document(&key, entry.value(), entry.mod_revision()).map(
-                    |(resource, body)| {
-                        bodies.push(body);
-                        resource
-                    },
-                )
-            }
-            Detail::Summary {
-                spec_fields,
-                labels,
-            } => conversion::decode_summary(
-                kind,
-                &key,
-                entry.value(),
-                entry.mod_revision(),
-                spec_fields,
-                *labels,
-            ),
-        };
-        items.push(resource?);
-    }
-    Ok(Page {
-        items,
-        bodies,
-        continue_token,
-        revision: revision.to_string(),
-    })
-}
-
-/// The opaque continue token of a paged list: the pinned revision, the next page's size and the
-/// next start key.
-fn encode_token(revision: i64, limit: usize, next_key: &[u8]) -> String {
-    let hex: String = next_key.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("{revision}.{limit}.{hex}")
-}
-
-fn decode_token(token: &str) -> Result<(i64, usize, Vec<u8>), StoreError> {
-    let invalid = || StoreError::Other(format!("invalid list continue token `{token}`"));
-    let mut parts = token.splitn(3, '.');
-    let (Some(revision), Some(limit), Some(hex)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(invalid());
-    };
-    let revision = revision.parse().map_err(|_| invalid())?;
-    let limit = limit.parse().map_err(|_| invalid())?;
-    if hex.len() % 2 != 0 {
-        return Err(invalid());
-    }
-    let key = (0..hex.len())
-        .step_by(2)
-        .map(|index| u8::from_str_radix(&hex[index..index + 2], 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| invalid())?;
-    Ok((revision, limit, key))
-}
 
 #[async_trait]
 impl Datastore for EtcdStore {
@@ -650,11 +553,7 @@ impl Datastore for EtcdStore {
             return self.update_policy(resource).await;
         }
         let path = key_path(&key);
-        let expected = resource
-            .metadata
-            .resource_version
-            .as_deref()
-            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+        let expected = StoreError::expected_version(resource)?;
         let revision = parse_revision(expected)?;
         let value = conversion::encode(resource);
         let txn = Txn::new()
@@ -766,19 +665,29 @@ impl Datastore for EtcdStore {
 }
 
 /// The revision a transaction was applied at.
-fn header_revision(response: &TxnResponse) -> i64 {
+pub(super) fn header_revision(response: &TxnResponse) -> i64 {
     response
         .header()
         .map(|header| header.revision())
         .unwrap_or_default()
 }
 
+/// What each operation of a transaction read, in order: the key's value, or `None` for a key
+/// that does not exist or an operation that is not a read.
+pub(super) fn reads(response: &TxnResponse) -> Vec<Option<KeyValue>> {
+    response
+        .op_responses()
+        .into_iter()
+        .map(|op| match op {
+            TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The key read by a transaction's `else` branch, if it exists.
-fn found(response: &TxnResponse) -> Option<KeyValue> {
-    response.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-        _ => None,
-    })
+pub(super) fn found(response: &TxnResponse) -> Option<KeyValue> {
+    reads(response).into_iter().flatten().next()
 }
 
 fn unknown_outcome(operation: &'static str, key: &ResourceKey, source: StoreError) -> StoreError {
@@ -797,40 +706,5 @@ fn conflict_or_missing(key: ResourceKey, expected: &str, current: Option<&KeyVal
             current: current.mod_revision().to_string(),
         },
         None => StoreError::NotFound(key),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn continue_tokens_round_trip() {
-        let token = encode_token(42, 7000, b"/calico/x\0");
-        assert_eq!(
-            decode_token(&token).unwrap(),
-            (42, 7000, b"/calico/x\0".to_vec())
-        );
-        assert!(decode_token("nonsense").is_err());
-        assert!(decode_token("42.x.00").is_err());
-    }
-
-    #[test]
-    fn pages_after_the_first_fill_the_byte_budget_or_take_the_rest() {
-        // 500-byte values: 8388 fit in 4 MiB.
-        assert_eq!(
-            next_page_size(PAGE_BYTES, 1000, 500, 99_000),
-            PAGE_BYTES / 500
-        );
-        assert_eq!(
-            next_page_size(FULL_PAGE_BYTES, 1000, 500, 99_000),
-            FULL_PAGE_BYTES / 500
-        );
-        // What is left fits: one more page takes it all.
-        assert_eq!(next_page_size(PAGE_BYTES, 1000, 500, 5_000), 5_000);
-        // Values so large that fewer than the first page's count fit: never below that count.
-        assert_eq!(next_page_size(PAGE_BYTES, 1000, 1 << 20, 50_000), 1000);
-        // A caller's small first page (tests) still grows by the budget.
-        assert_eq!(next_page_size(PAGE_BYTES, 10, 100, 15), 15);
     }
 }

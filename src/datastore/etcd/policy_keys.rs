@@ -9,7 +9,7 @@
 //! Every other resource, and a policy name with a tier prefix, has one key and goes through the
 //! plain paths in `etcd/mod.rs`. Key and value formats are `conversion.rs`.
 
-use etcd_client::{Compare, CompareOp, DeleteOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, DeleteOptions, KeyValue, Txn, TxnOp};
 
 use super::conversion::{self, PolicyLayout, RESOURCE_ROOT};
 use super::endpoints::Delivery;
@@ -89,14 +89,7 @@ impl EtcdStore {
                 async move { connection.kv.txn(txn).await }
             })
             .await?;
-        let found = response
-            .op_responses()
-            .into_iter()
-            .map(|op| match op {
-                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-                _ => None,
-            })
-            .collect();
+        let found = super::reads(&response);
         Ok(Located {
             layout,
             paths,
@@ -153,11 +146,7 @@ impl EtcdStore {
     /// key, it is moved (that key deleted in the same transaction).
     pub(super) async fn update_policy(&self, resource: &Resource) -> Result<Resource, StoreError> {
         let key = resource.key();
-        let expected = resource
-            .metadata
-            .resource_version
-            .as_deref()
-            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+        let expected = StoreError::expected_version(resource)?;
         let revision = parse_revision(expected)?;
         let located = self.locate(&key).await?;
         let holds_expected = located

@@ -2,8 +2,8 @@
 //!
 //! Looks up `_etcd-client-ssl._tcp.<domain>` when TLS is configured and `_etcd-client._tcp.<domain>`
 //! otherwise (the names etcd itself uses), and orders the targets by priority (lowest first), then
-//! weight (highest first). Resolver answers come back in the server's order, so the sort is ours
-//! (`reference/etcd-and-crates.md` G11).
+//! weight (highest first). hickory-resolver's `srv_lookup` hands back the answers in the server's
+//! order, unsorted, so the sort is ours (`docs/architecture.md`, "SRV discovery").
 
 use std::net::SocketAddr;
 
@@ -12,6 +12,7 @@ use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 
+use super::errors::EtcdError;
 use crate::config::{EtcdEndpoint, Scheme};
 use crate::datastore::StoreError;
 
@@ -32,9 +33,13 @@ pub async fn discover(
     resolver_address: Option<SocketAddr>,
 ) -> Result<Vec<EtcdEndpoint>, StoreError> {
     let name = service_name(domain, tls);
-    let failed = |detail: String| StoreError::Discovery {
-        name: name.trim_end_matches('.').to_string(),
-        detail,
+    let shown = name.trim_end_matches('.').to_string();
+    // SRV records that cannot be read leave netctl without servers: the datastore is unavailable.
+    let failed = |source| {
+        StoreError::Unavailable(Box::new(EtcdError::Discovery {
+            name: shown.clone(),
+            source,
+        }))
     };
     let resolver = match resolver_address {
         Some(address) => {
@@ -50,12 +55,9 @@ pub async fn discover(
         }
         None => Resolver::builder_tokio().and_then(|builder| builder.build()),
     }
-    .map_err(|error| failed(error.to_string()))?;
+    .map_err(failed)?;
 
-    let lookup = resolver
-        .srv_lookup(name.as_str())
-        .await
-        .map_err(|error| failed(error.to_string()))?;
+    let lookup = resolver.srv_lookup(name.as_str()).await.map_err(failed)?;
     let mut records: Vec<(u16, u16, String, u16)> = lookup
         .answers()
         .iter()
@@ -70,7 +72,9 @@ pub async fn discover(
         })
         .collect();
     if records.is_empty() {
-        return Err(failed("no SRV records".into()));
+        return Err(StoreError::Unavailable(Box::new(EtcdError::NoSrvRecords {
+            name: shown,
+        })));
     }
     order(&mut records);
     let scheme = if tls { Scheme::Https } else { Scheme::Http };

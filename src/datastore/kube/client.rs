@@ -2,7 +2,7 @@
 //! service account), the chosen context, and the overrides of server, CA, client certificate, token
 //! and TLS verification that the client configuration allows.
 //!
-//! The client is built inside the tokio runtime (`reference/etcd-and-crates.md` G14) and uses the
+//! The client is built inside the tokio runtime (kube's `Client::try_from` needs one) and uses the
 //! process-wide rustls provider installed in `main`. Building it contacts nothing; the datastore
 //! proves the connection with a first request.
 
@@ -11,8 +11,22 @@ use std::time::Duration;
 use kube::config::{AuthInfo, Cluster, KubeConfigOptions, Kubeconfig, NamedAuthInfo, NamedCluster};
 use serde_json::json;
 
+use super::errors::KubeError;
 use crate::config::KubernetesSettings;
 use crate::datastore::StoreError;
+
+/// The settings cannot be used to build a client.
+fn misconfigured(why: KubeError) -> StoreError {
+    StoreError::Misconfigured(Box::new(why))
+}
+
+/// `location` cannot be used, for `source`'s reason.
+fn unusable(location: &str, source: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    misconfigured(KubeError::Kubeconfig {
+        location: location.to_string(),
+        source: Box::new(source),
+    })
+}
 
 /// A client and the API server URL it talks to (for messages).
 #[derive(Clone)]
@@ -28,25 +42,18 @@ pub async fn build(
 ) -> Result<ApiClient, StoreError> {
     let mut config = match &settings.kubeconfig {
         Some(path) => {
-            let shown = path.value.display().to_string();
+            let shown = format!("`{}`", path.value.display());
             let kubeconfig =
-                Kubeconfig::read_from(&path.value).map_err(|error| StoreError::Kubeconfig {
-                    location: format!("`{shown}`"),
-                    detail: error.to_string(),
-                })?;
-            from_kubeconfig(kubeconfig, settings, &format!("`{shown}`")).await?
+                Kubeconfig::read_from(&path.value).map_err(|error| unusable(&shown, error))?;
+            from_kubeconfig(kubeconfig, settings, &shown).await?
         }
         None if settings.api_endpoint.is_some() => {
             let kubeconfig = synthetic_kubeconfig();
             from_kubeconfig(kubeconfig, settings, "the client configuration").await?
         }
         None => {
-            let mut config = kube::Config::incluster().map_err(|error| StoreError::Kubeconfig {
-                location: "the in-cluster service account".into(),
-                detail: format!(
-                    "no kubeconfig is configured (KUBECONFIG, ~/.kube/config) and netctl is not running in a pod ({error})"
-                ),
-            })?;
+            let mut config = kube::Config::incluster()
+                .map_err(|error| misconfigured(KubeError::NotInCluster(error)))?;
             if let Some(token) = &settings.token {
                 config.auth_info.token = token_overlay(token.expose())?.token;
             }
@@ -67,10 +74,8 @@ pub async fn build(
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let client = kube::Client::try_from(config).map_err(|error| StoreError::Kubeconfig {
-        location: format!("the configuration of {server}"),
-        detail: error.to_string(),
-    })?;
+    let client = kube::Client::try_from(config)
+        .map_err(|error| unusable(&format!("the configuration of {server}"), error))?;
     Ok(ApiClient { client, server })
 }
 
@@ -105,10 +110,8 @@ fn synthetic_kubeconfig() -> Kubeconfig {
 /// An `AuthInfo` holding only a token, built through serde so that the secret-string type kube uses
 /// need not be named here; callers move its `token` field.
 fn token_overlay(token: &str) -> Result<AuthInfo, StoreError> {
-    serde_json::from_value(json!({ "token": token })).map_err(|error| StoreError::Kubeconfig {
-        location: "k8sAPIToken".into(),
-        detail: error.to_string(),
-    })
+    serde_json::from_value(json!({ "token": token }))
+        .map_err(|error| unusable("k8sAPIToken", error))
 }
 
 /// Applies the context choice and the overrides to a kubeconfig and turns it into a client config.
@@ -121,18 +124,21 @@ async fn from_kubeconfig(
         .context
         .clone()
         .or_else(|| kubeconfig.current_context.clone())
-        .ok_or_else(|| StoreError::Kubeconfig {
-            location: location.to_string(),
-            detail: "it has no current context; choose one with `--context`".into(),
+        .ok_or_else(|| {
+            misconfigured(KubeError::NoCurrentContext {
+                location: location.to_string(),
+            })
         })?;
     let context = kubeconfig
         .contexts
         .iter()
         .find(|context| context.name == context_name)
         .and_then(|context| context.context.clone())
-        .ok_or_else(|| StoreError::Kubeconfig {
-            location: location.to_string(),
-            detail: format!("it has no context `{context_name}`"),
+        .ok_or_else(|| {
+            misconfigured(KubeError::UnknownContext {
+                location: location.to_string(),
+                name: context_name.clone(),
+            })
         })?;
     let has_overrides = settings.api_endpoint.is_some()
         || settings.ca_file.is_some()
@@ -145,9 +151,11 @@ async fn from_kubeconfig(
             .iter_mut()
             .find(|cluster| cluster.name == context.cluster)
             .and_then(|cluster| cluster.cluster.as_mut())
-            .ok_or_else(|| StoreError::Kubeconfig {
-                location: location.to_string(),
-                detail: format!("it has no cluster `{}`", context.cluster),
+            .ok_or_else(|| {
+                misconfigured(KubeError::UnknownCluster {
+                    location: location.to_string(),
+                    name: context.cluster.clone(),
+                })
             })?;
         if let Some(endpoint) = &settings.api_endpoint {
             cluster.server = Some(endpoint.clone());
@@ -197,8 +205,5 @@ async fn from_kubeconfig(
     };
     kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .map_err(|error| StoreError::Kubeconfig {
-            location: location.to_string(),
-            detail: error.to_string(),
-        })
+        .map_err(|error| unusable(location, error))
 }

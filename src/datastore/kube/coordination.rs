@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 
-use super::KubeStore;
+use super::{KubeStore, errors};
 use crate::datastore::StoreError;
 use crate::datastore::coordination::{Blob, Coordination, CreateOutcome, LeaseId, NETCTL_ROOT};
 
@@ -160,8 +160,8 @@ impl KubeStore {
             .await
         {
             Ok(_) => Ok(true),
-            Err(StoreError::NotInstalled { .. }) => Ok(false),
-            Err(StoreError::Other(detail)) if detail.contains("(409") => Ok(false),
+            // Gone, or changed since (its precondition failed): not deleted by this call.
+            Err(error) if matches!(errors::status_of(&error), Some((404 | 409, _))) => Ok(false),
             Err(error) => Err(error),
         }
     }
@@ -265,7 +265,8 @@ impl Coordination for KubeStore {
             .await
         {
             // Gone already: what revoking wanted.
-            Ok(_) | Err(StoreError::NotInstalled { .. }) => Ok(()),
+            Ok(_) => Ok(()),
+            Err(error) if matches!(errors::status_of(&error), Some((404, _))) => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -290,12 +291,15 @@ impl Coordination for KubeStore {
             .await;
         match created {
             Ok(_) => Ok(CreateOutcome::Created),
-            Err(StoreError::Other(detail)) if detail.contains("AlreadyExists") => {
+            Err(error) if matches!(errors::status_of(&error), Some((409, "AlreadyExists"))) => {
                 match self.read_key(key).await? {
                     Some((blob, _)) => Ok(CreateOutcome::Exists(blob)),
-                    None => Err(StoreError::Other(format!(
-                        "`{key}` changed while it was being written; try again"
-                    ))),
+                    None => Err(StoreError::failed(
+                        "a lock write",
+                        errors::KubeError::ChangedWhileWritten {
+                            key: key.to_string(),
+                        },
+                    )),
                 }
             }
             Err(error) => Err(error),
@@ -355,7 +359,8 @@ impl Coordination for KubeStore {
             )
             .await
         {
-            Ok(_) | Err(StoreError::NotInstalled { .. }) => Ok(()),
+            Ok(_) => Ok(()),
+            Err(error) if matches!(errors::status_of(&error), Some((404, _))) => Ok(()),
             Err(error) => Err(error),
         }
     }

@@ -1,4 +1,5 @@
-//! Kinds the Kubernetes datastore derives from core objects (`reference/calicoctl.md` §3.7):
+//! Kinds the Kubernetes datastore derives from core objects (upstream
+//! `libcalico-go/lib/backend/k8s/k8s.go` and `resources/`):
 //!
 //! - a Calico `Node` is a Kubernetes Node (upstream `resources/node.go`): its BGP, tunnel and
 //!   WireGuard interface fields live in `projectcalico.org/*` annotations, its addresses come from
@@ -19,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -156,15 +158,9 @@ pub fn node_to_resource(node: &Node) -> Resource {
         kind: Kind::Node,
         metadata: ObjectMeta {
             name,
-            uid: metadata.uid.clone(),
-            creation_timestamp: metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|time| time.0.to_string()),
-            resource_version: metadata.resource_version.clone(),
             labels,
             annotations: calico_annotations,
-            ..ObjectMeta::default()
+            ..kept_metadata(metadata)
         },
         spec,
         status: if status.is_empty() {
@@ -277,11 +273,7 @@ pub async fn list_nodes(
 
 pub async fn update_node(store: &KubeStore, resource: &Resource) -> Result<Resource, StoreError> {
     let key = resource.key();
-    let expected = resource
-        .metadata
-        .resource_version
-        .clone()
-        .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+    let expected = StoreError::expected_version(resource)?.to_string();
     let api = node_api(store);
     let current = store
         .call(
@@ -427,9 +419,10 @@ pub async fn list_profiles(
                 .iter()
                 .find_map(|phase| Some((*phase, token.strip_prefix(phase)?)))
                 .ok_or_else(|| {
-                    StoreError::Other(format!(
-                        "continue token `{token}` was not issued by a profile listing"
-                    ))
+                    StoreError::failed(
+                        "a list of profiles",
+                        super::errors::KubeError::InvalidContinueToken(token.to_string()),
+                    )
                 })?;
             (phase, Some(inner).filter(|inner| !inner.is_empty()))
         }
@@ -481,6 +474,20 @@ pub async fn list_profiles(
         continue_token: next,
         revision: revision.unwrap_or_default(),
     })
+}
+
+/// What a resource derived from a core object keeps of that object's metadata, as upstream: its
+/// UID (unconverted), creation time and resource version.
+pub(super) fn kept_metadata(metadata: &K8sObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        uid: metadata.uid.clone(),
+        creation_timestamp: metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|time| time.0.to_string()),
+        resource_version: metadata.resource_version.clone(),
+        ..ObjectMeta::default()
+    }
 }
 
 #[cfg(test)]

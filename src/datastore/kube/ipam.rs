@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::KubeStore;
 use super::errors;
 use super::ipam_encoding::{self as encoding, ApiGroup, IpamType};
+use crate::datastore::StoreError;
 use crate::datastore::ipam::{Damaged, IpamError, IpamPage, IpamStore};
-use crate::datastore::{DatastoreType, StoreError};
 use crate::ipam::{
     AllocationBlock, BlockAffinity, BlockEncoding, Cidr, IpamConfig, IpamHandle, Stored,
 };
@@ -64,11 +64,12 @@ impl KubeStore {
         let result = match tokio::time::timeout(self.timeout, future).await {
             Ok(result) => result,
             Err(_) => {
-                return Err(IpamError::Store(StoreError::Timeout {
-                    datastore: DatastoreType::Kubernetes,
-                    endpoints: self.api.server.clone(),
-                    seconds: self.timeout.as_secs(),
-                }));
+                return Err(IpamError::Store(StoreError::TimedOut(Box::new(
+                    errors::KubeError::TimedOut {
+                        server: self.api.server.clone(),
+                        seconds: self.timeout.as_secs(),
+                    },
+                ))));
             }
         };
         result.map_err(|error| match &error {
@@ -106,10 +107,10 @@ impl KubeStore {
 
     fn not_installed(&self, ipam_type: IpamType) -> StoreError {
         let (_, plural) = self.ipam_group().names(ipam_type);
-        StoreError::NotInstalled {
+        StoreError::Misconfigured(Box::new(errors::KubeError::NotInstalled {
             server: self.api.server.clone(),
             resource: format!("{plural}.{}", self.ipam_group().group()),
-        }
+        }))
     }
 
     async fn list_objects(
@@ -131,7 +132,7 @@ impl KubeStore {
             .await
             .map_err(|error| match error {
                 IpamError::Store(error) => error,
-                other => StoreError::Other(other.to_string()),
+                other => StoreError::failed("a list of IPAM objects", other),
             })?;
         let next = list.metadata.continue_.filter(|token| !token.is_empty());
         let objects = list

@@ -21,6 +21,8 @@ mod conversion;
 pub mod coordination;
 mod derived;
 mod errors;
+
+pub use errors::KubeError;
 mod ipam;
 pub mod ipam_encoding;
 mod names;
@@ -71,10 +73,11 @@ impl KubeStore {
             api_group::choose(&api, settings.api_group.as_ref(), request),
         )
         .await
-        .map_err(|_| StoreError::Timeout {
-            datastore: DatastoreType::Kubernetes,
-            endpoints: api.server.clone(),
-            seconds: timeout.as_secs(),
+        .map_err(|_| {
+            StoreError::TimedOut(Box::new(errors::KubeError::TimedOut {
+                server: api.server.clone(),
+                seconds: timeout.as_secs(),
+            }))
         })??;
         let store = KubeStore {
             api,
@@ -154,11 +157,12 @@ impl KubeStore {
     ) -> Result<T, StoreError> {
         match tokio::time::timeout(self.timeout, future).await {
             Ok(result) => result.map_err(|error| errors::classify(error, &request)),
-            Err(_) => Err(StoreError::Timeout {
-                datastore: DatastoreType::Kubernetes,
-                endpoints: self.api.server.clone(),
-                seconds: self.timeout.as_secs(),
-            }),
+            Err(_) => Err(StoreError::TimedOut(Box::new(
+                errors::KubeError::TimedOut {
+                    server: self.api.server.clone(),
+                    seconds: self.timeout.as_secs(),
+                },
+            ))),
         }
     }
 
@@ -471,11 +475,7 @@ impl Datastore for KubeStore {
             _ => {}
         }
         let key = resource.key();
-        let expected = resource
-            .metadata
-            .resource_version
-            .clone()
-            .ok_or_else(|| StoreError::InvalidResourceVersion(String::new()))?;
+        let expected = StoreError::expected_version(resource)?.to_string();
         // The custom resource it was read from: the one holding the expected version, else the
         // first found (whose version then refuses the update as a conflict).
         let name = match names::has_two_names(&key, self.group.group) {

@@ -167,10 +167,15 @@ fn invalid_annotation(pod: &str, annotation: &str, source: serde_json::Error) ->
     }
 }
 
-fn bad_value(pod: &str, what: &str, value: &str) -> StoreError {
-    StoreError::Other(format!(
-        "pod `{pod}` has an invalid {what} `{value}`, so its workload endpoint cannot be shown"
-    ))
+fn bad_value(pod: &str, what: &'static str, value: &str) -> StoreError {
+    StoreError::failed(
+        "a read of workload endpoints",
+        super::errors::KubeError::InvalidPod {
+            pod: pod.to_string(),
+            what,
+            value: value.to_string(),
+        },
+    )
 }
 
 /// The pod's IPs in upstream's order of preference (`getPodIPs`): the status (plural, then
@@ -382,16 +387,11 @@ pub fn pod_to_workload_endpoint(pod: &Pod) -> Result<Option<Resource>, StoreErro
         metadata: ObjectMeta {
             name: endpoint_name(&node, &name, ENDPOINT),
             namespace: Some(namespace),
-            // The pod's own UID, unconverted, as upstream.
-            uid: metadata.uid.clone(),
-            creation_timestamp: metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|time| time.0.to_string()),
-            resource_version: metadata.resource_version.clone(),
             labels,
             annotations: endpoint_annotations,
             other,
+            // The pod's own UID, unconverted, as upstream.
+            ..super::derived::kept_metadata(metadata)
         },
         spec: body,
         status: Value::Null,
@@ -513,6 +513,7 @@ fn sha1(message: &[u8]) -> [u8; 20] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::Hint;
 
     fn pod(value: Value) -> Pod {
         serde_json::from_value(value).unwrap()
@@ -687,10 +688,11 @@ mod tests {
         let bad = pod(json!({"metadata": {"name": "a", "namespace": "n",
                 "annotations": {"cni.projectcalico.org/podIP": "not-an-ip"}},
             "spec": {"nodeName": "n1", "containers": []}}));
-        let error = pod_to_workload_endpoint(&bad).unwrap_err().to_string();
-        assert!(
-            error.contains("pod `n/a` has an invalid pod IP `not-an-ip`"),
-            "{error}"
+        let error = pod_to_workload_endpoint(&bad).unwrap_err();
+        assert_eq!(
+            crate::errors::error_chain(&error),
+            "a read of workload endpoints failed: pod `n/a` has an invalid pod IP `not-an-ip`, so its workload endpoint cannot be shown"
         );
+        assert!(error.hint().unwrap().contains("annotation"));
     }
 }

@@ -11,7 +11,7 @@
 //! use netctl::datastore::testing::{Cue, Operation, TestStore};
 //! let store = TestStore::with_resources([host_endpoint("h1")]).page_size(2);
 //! store.race(Operation::Update, 2);             // the next two updates lose a race
-//! store.fail_call(Operation::WriteBatch, 3, || StoreError::Other("boom".into()));
+//! store.fail_call(Operation::WriteBatch, 3, || StoreError::failed("a write", Plain("boom".into())));
 //! store.on(Operation::ReadMany, |_, _| Cue::delay(Duration::from_millis(50)));
 //! // ... run the code under test with `&store` ...
 //! assert_eq!(store.calls(Operation::Update), 3);
@@ -33,7 +33,7 @@ use async_trait::async_trait;
 
 use super::{
     BatchLimits, BatchOutcome, DEFAULT_PAGE_SIZE, Datastore, DatastoreType, FetchedPage,
-    ListOptions, Page, StoreError, Write, WriteOutcome, batch,
+    ListOptions, Page, Plain, StoreError, Write, WriteOutcome, batch,
 };
 use crate::resource::{Kind, Resource, ResourceKey};
 
@@ -385,7 +385,9 @@ fn decode_token(token: &str) -> Result<(u64, usize), StoreError> {
     token
         .split_once(':')
         .and_then(|(revision, offset)| Some((revision.parse().ok()?, offset.parse().ok()?)))
-        .ok_or_else(|| StoreError::Other(format!("invalid continue token `{token}`")))
+        .ok_or_else(|| {
+            StoreError::failed("a list", Plain(format!("invalid continue token `{token}`")))
+        })
 }
 
 impl TestStore {

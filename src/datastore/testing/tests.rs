@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::*;
-use crate::datastore::for_each;
+use crate::datastore::{Plain, for_each};
+use crate::errors::error_chain;
 
 fn host_endpoint(name: &str) -> Resource {
     let mut resource = Resource::new(Kind::HostEndpoint, name);
@@ -286,17 +287,23 @@ async fn delays_hold_calls_in_flight_and_the_books_count_them() {
 #[tokio::test]
 async fn failures_come_on_cue_before_or_after_the_write() {
     let store = TestStore::new();
-    store.fail_call(Operation::Create, 2, || StoreError::Other("refused".into()));
+    store.fail_call(Operation::Create, 2, || {
+        StoreError::failed("a create", Plain("refused".into()))
+    });
     store.create(&host_endpoint("h1")).await.unwrap();
     let error = store.create(&host_endpoint("h2")).await.unwrap_err();
-    assert_eq!(error.to_string(), "datastore request failed: refused");
+    assert_eq!(error_chain(&error), "a create failed: refused");
     assert!(store.stored(&key("h2")).is_none(), "nothing was written");
     store.create(&host_endpoint("h2")).await.unwrap();
 
     // An answer lost after the write: the caller sees the error, the store has the write.
     store.on(Operation::WriteBatch, |call, _| match call.number {
-        1 => Cue::lose_answer(StoreError::Other("connection reset".into())),
-        2 => Cue::fail(StoreError::Other("no leader".into())).after(Duration::from_millis(5)),
+        1 => Cue::lose_answer(StoreError::failed(
+            "a write",
+            Plain("connection reset".into()),
+        )),
+        2 => Cue::fail(StoreError::failed("a write", Plain("no leader".into())))
+            .after(Duration::from_millis(5)),
         _ => Cue::pass(),
     });
     let lost = store
@@ -309,8 +316,8 @@ async fn failures_come_on_cue_before_or_after_the_write() {
         .await;
     assert!(matches!(failed.outcomes[0], WriteOutcome::NotApplied));
     assert_eq!(
-        failed.failure.unwrap().to_string(),
-        "datastore request failed: no leader"
+        error_chain(&failed.failure.unwrap()),
+        "a write failed: no leader"
     );
     assert!(store.stored(&key("h4")).is_none());
     let log: Vec<(Operation, usize)> = store
@@ -337,7 +344,7 @@ async fn failures_come_on_cue_before_or_after_the_write() {
 async fn a_fetched_page_is_decoded_later_as_a_call_of_its_own() {
     let store = TestStore::with_resources([host_endpoint("h0"), host_endpoint("h1")]).page_size(1);
     store.fail_call(Operation::Decode, 2, || {
-        StoreError::Other("undecodable".into())
+        StoreError::failed("a decoding", Plain("undecodable".into()))
     });
     let options = ListOptions::new(Kind::HostEndpoint);
     let first = store.fetch_page(&options, None).await.unwrap();
@@ -347,8 +354,8 @@ async fn a_fetched_page_is_decoded_later_as_a_call_of_its_own() {
     assert_eq!(store.calls(Operation::Decode), 0, "nothing decoded yet");
     assert_eq!(first.decode().unwrap().items[0].metadata.name, "h0");
     assert_eq!(
-        second.decode().unwrap_err().to_string(),
-        "datastore request failed: undecodable"
+        error_chain(&second.decode().unwrap_err()),
+        "a decoding failed: undecodable"
     );
     let decodes: Vec<Option<String>> = store
         .log()

@@ -407,7 +407,9 @@ async fn calico_types(collector: &Collector) -> Vec<Listing> {
         summary.as_bytes(),
         true,
     ) {
-        crate::terminal::warn(format!("cannot write the API summary: {error}"));
+        collector
+            .progress
+            .warn(format!("cannot write the API summary: {error}"));
     }
     listings
 }

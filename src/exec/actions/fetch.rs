@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{Context, Outcome, Perform, Performed, RunMode};
+use crate::errors::Hint;
 use crate::exec::checkpoint::{create_private_directory, write_atomically};
 use crate::plan::Action;
 use crate::plan::action::Fetch;
@@ -100,8 +101,8 @@ pub enum FetchError {
     },
 }
 
-impl FetchError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for FetchError {
+    fn hint(&self) -> Option<String> {
         match self {
             FetchError::Changed { .. } => Some(
                 "the run must use the bytes it started with; restore the original file (or the mirror), or start a new plan"

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::datastore::Datastore;
+use crate::errors::Hint;
 use crate::plan::release::api_release;
 use crate::plan::{Action, Facts};
 use crate::release::ApiRelease;
@@ -91,8 +92,18 @@ pub enum StepError {
     },
 }
 
-impl StepError {
-    pub fn hint(&self) -> Option<String> {
+/// A resource action's listing (a refused delete's targets) is the step's.
+impl crate::listing::Listed for StepError {
+    fn listed(&self, limit: &crate::listing::Limit) -> Option<String> {
+        match self {
+            StepError::Resource(error) => error.listed(limit),
+            _ => None,
+        }
+    }
+}
+
+impl Hint for StepError {
+    fn hint(&self) -> Option<String> {
         match self {
             StepError::Resource(error) => error.hint(),
             StepError::Process(error) => error.hint(),
@@ -146,6 +157,9 @@ pub struct Context<'a> {
     /// Ctrl-C and SIGTERM as the resource writes see them (one-step commands): they stop between
     /// two batches and undo. `None`: the run handles signals itself.
     pub interrupt: Option<crate::exec::interrupt::Interrupt>,
+    /// Where waits report and the node run talks: the run's progress, or a silent one over the
+    /// command's printer.
+    pub progress: crate::exec::progress::Progress,
 }
 
 impl Context<'_> {

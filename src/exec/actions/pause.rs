@@ -1,23 +1,15 @@
 //! `pause`: a human gate, and the confirmation asked before irreversible steps.
 //!
-//! On a terminal the question is asked on stderr and answered on stdin. Without a terminal nobody can
-//! answer, so the executor stops cleanly at the gate (with a checkpoint) and says how to continue;
-//! this module only asks and describes, it never decides to stop.
-
-use std::io::{BufRead, Write};
+//! On a terminal the question is asked by the command's printer (on stderr, answered on stdin).
+//! Without a terminal nobody can answer, so the executor stops cleanly at the gate (with a
+//! checkpoint) and says how to continue; this module only describes, it never decides to stop.
 
 use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::Pause;
 
-/// Whether a person can answer questions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interaction {
-    /// stdin and stderr are a terminal.
-    Terminal,
-    /// Scripts, CI, cron, pipes.
-    Unattended,
-}
+/// Whether a person can answer questions (the printer knows: it asks them).
+pub use crate::output::Interaction;
 
 /// The dry-run account of a gate (and the summary when it is passed).
 pub fn describe(gate: &Pause, mode: RunMode) -> Outcome {
@@ -42,17 +34,4 @@ impl Perform for Pause {
     fn is_idempotent(&self, _: &Action) -> bool {
         true
     }
-}
-
-/// Asks a yes/no question on the terminal; anything but `y`/`yes` is no.
-pub fn ask(question: &str) -> std::io::Result<bool> {
-    let mut stderr = std::io::stderr().lock();
-    write!(stderr, "{question} [y/N] ")?;
-    stderr.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
 }

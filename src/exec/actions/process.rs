@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::{Context, Held, Outcome, Perform, Performed, RunMode};
+use crate::errors::Hint;
 use crate::plan::Action;
 use crate::plan::action::{Exec, Helm, HelmRelease};
 use crate::redaction::{REDACTED, command_line};
@@ -117,8 +118,8 @@ pub enum ProcessError {
     },
 }
 
-impl ProcessError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for ProcessError {
+    fn hint(&self) -> Option<String> {
         match self {
             ProcessError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Some("install the program or give its full path in the runbook".to_string())

@@ -11,13 +11,18 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Verdict;
+use crate::listing::{self, Limit};
 use crate::plan::PlannedStep;
 
 /// How the node agent pods are found.
 pub const NODE_AGENT_SELECTOR: &str = "k8s-app=calico-node";
 
 /// The pre-flight's verdict on the steps' node agent requirements.
-pub(super) async fn verdict(cluster: Option<&kube::Client>, steps: &[&PlannedStep]) -> Verdict {
+pub(super) async fn verdict(
+    cluster: Option<&kube::Client>,
+    steps: &[&PlannedStep],
+    limit: &Limit,
+) -> Verdict {
     let Some((index, first, version)) = steps.iter().enumerate().find_map(|(index, step)| {
         step.requires
             .as_ref()
@@ -41,7 +46,7 @@ pub(super) async fn verdict(cluster: Option<&kube::Client>, steps: &[&PlannedSte
                 .to_string(),
         };
     };
-    match check_version(client, version).await {
+    match check_version(client, version, limit).await {
         Ok(found) => Verdict::Passed(format!("step `{}` requires `{version}`: {found}", first.id)),
         Err(problem) => Verdict::Failed {
             problem: format!(
@@ -61,8 +66,13 @@ fn rolls_workloads(step: &PlannedStep) -> bool {
 }
 
 /// Whether every node agent pod runs `version`: `Ok` with how many, or `Err` naming those that
-/// do not (pod, node, version) or saying why that could not be read.
-pub async fn check_version(client: &kube::Client, version: &str) -> Result<String, String> {
+/// do not (pod, node, version; past twenty they are counted unless `limit` says all) or saying why
+/// that could not be read.
+pub async fn check_version(
+    client: &kube::Client,
+    version: &str,
+    limit: &Limit,
+) -> Result<String, String> {
     let pods: kube::Api<Pod> = kube::Api::all(client.clone());
     let list = pods
         .list(&kube::api::ListParams::default().labels(NODE_AGENT_SELECTOR))
@@ -115,7 +125,7 @@ pub async fn check_version(client: &kube::Client, version: &str) -> Result<Strin
             "{} of {} node agent pod(s) do not: {}",
             behind.len(),
             list.items.len(),
-            behind.join(", ")
+            listing::inline(&behind, limit)
         )),
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::bird::{BgpPeer, IpVersion};
 use super::processes::{Daemon, ProcessTable};
 use super::socket::{self, QueryError};
+use crate::errors::Hint;
 
 /// Where `node status` looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,8 +70,8 @@ pub enum LocalStatusError {
     },
 }
 
-impl LocalStatusError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for LocalStatusError {
+    fn hint(&self) -> Option<String> {
         match self {
             LocalStatusError::NotRoot => Some(
                 "run it with sudo on the node; `netctl node status --node NAME` asks a node from anywhere"

@@ -14,6 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::bird::{BgpPeer, IpVersion, ProtocolsReply, ReplyError};
+use crate::errors::Hint;
 
 /// How long one line of a reply may take (upstream's `birdTimeOut`).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
@@ -65,8 +66,8 @@ pub enum QueryError {
     },
 }
 
-impl QueryError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for QueryError {
+    fn hint(&self) -> Option<String> {
         match self {
             QueryError::Connect { source, .. }
                 if source.kind() == std::io::ErrorKind::PermissionDenied =>

@@ -690,38 +690,54 @@ fn as_float(value: &Val) -> f64 {
     }
 }
 
+/// Go's `html`/`HTMLEscapeString`: the five markup characters as entities, NUL as U+FFFD.
 fn html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\'' => out.push_str("&#39;"),
-            '"' => out.push_str("&#34;"),
-            '\0' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    const HTML: &[(char, &str)] = &[
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('&', "&amp;"),
+        ('\'', "&#39;"),
+        ('"', "&#34;"),
+        ('\0', "\u{fffd}"),
+    ];
+    escape_with(text, HTML, |_| None)
 }
 
+/// Go's `js`/`JSEscapeString`: quotes and backslash escaped, markup characters and `=` as
+/// `\uXXXX`, other control characters as `\uXXXX` too.
 fn js_escape(text: &str) -> String {
+    const JS: &[(char, &str)] = &[
+        ('\\', "\\\\"),
+        ('\'', "\\'"),
+        ('"', "\\\""),
+        ('<', "\\u003C"),
+        ('>', "\\u003E"),
+        ('&', "\\u0026"),
+        ('=', "\\u003D"),
+        ('\n', "\\n"),
+        ('\r', "\\r"),
+        ('\t', "\\t"),
+    ];
+    escape_with(text, JS, |c| {
+        ((c as u32) < 0x20).then(|| format!("\\u{:04X}", c as u32))
+    })
+}
+
+/// `text` with each character of `table` replaced by its escape, and any other character
+/// `otherwise` escapes replaced by that.
+fn escape_with(
+    text: &str,
+    table: &[(char, &str)],
+    otherwise: impl Fn(char) -> Option<String>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '"' => out.push_str("\\\""),
-            '<' => out.push_str("\\u003C"),
-            '>' => out.push_str("\\u003E"),
-            '&' => out.push_str("\\u0026"),
-            '=' => out.push_str("\\u003D"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
+        match table.iter().find(|(from, _)| *from == c) {
+            Some((_, escaped)) => out.push_str(escaped),
+            None => match otherwise(c) {
+                Some(escaped) => out.push_str(&escaped),
+                None => out.push(c),
+            },
         }
     }
     out

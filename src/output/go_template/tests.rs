@@ -110,6 +110,11 @@ fn control_structures_variables_and_else_chains() {
             "&lt;a href=&#39;x&#39;&gt; a+b%26c it\\'s",
         ),
         (
+            // Go's JSEscapeString: `=` and markup as \uXXXX, other control characters too.
+            "{{js \"a=b<&>\\\\\\\"\\t\\u0001\"}} {{html \"\\u0000\\\"\"}}",
+            "a\\u003Db\\u003C\\u0026\\u003E\\\\\\\"\\t\\u0001 \u{fffd}&#34;",
+        ),
+        (
             "{{`raw\\n`}} {{'a'}} {{0x1F}} {{1_000}} {{-2.5e3}}",
             "raw\\n 97 31 1000 -2500",
         ),

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::Release;
 use crate::config::DatastoreType;
 use crate::datastore::StoreError;
+use crate::errors::Hint;
 pub use crate::vocabulary::InstallMethod;
 use define::define_facts;
 pub use define::{Discovery, FactDefinition, FactValue, Shown, Stale};
@@ -70,7 +71,8 @@ impl<T> Fact<T> {
     }
 }
 
-/// The label automatic host endpoints carry, and its value (seed §2.2).
+/// The label automatic host endpoints carry, and its value (`docs/upgrade-procedures.md`,
+/// "Automatic host endpoints").
 pub const AUTO_HOST_ENDPOINT_LABEL: (&str, &str) =
     ("projectcalico.org/created-by", "calico-kube-controllers");
 
@@ -205,7 +207,8 @@ define_facts! {
         shown: Always,
         values: ["true", "false"],
     }
-    /// The full service-mesh version string, for the injector configmap name (seed §9.8).
+    /// The full service-mesh version string, for the injector configmap name
+    /// (`docs/upgrade-procedures.md`, "Application layer policy").
     mesh_version: String {
         default: String::new(),
         parse: rules::text,
@@ -215,8 +218,8 @@ define_facts! {
         shown: Always,
         values: [],
     }
-    /// The Deployments of the services in the mesh, rolled after the injector configmap (seed
-    /// §9.8).
+    /// The Deployments of the services in the mesh, rolled after the injector configmap
+    /// (`docs/upgrade-procedures.md`, "Application layer policy").
     service_deployments: Vec<DeploymentFact> {
         default: Vec::new(),
         parse: rules::deployments,
@@ -287,8 +290,8 @@ pub enum FactError {
     },
 }
 
-impl FactError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for FactError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             FactError::MissingInstalledVersion => "pass `--from vX.Y.Z`, or connect to the datastore so netctl can read ClusterInformation `default`".to_string(),
             FactError::MissingInstallMethod => {
@@ -296,7 +299,7 @@ impl FactError {
             }
             FactError::UnknownFact { known, .. } => format!("known facts are {known}"),
             FactError::ClusterDiscovery { .. } => "give the facts with `--install-method` and `--set owner_references=[...]`, or pass `--offline`".to_string(),
-            FactError::Discovery { source, .. } => return source.hint().map(str::to_string),
+            FactError::Discovery { source, .. } => return source.hint(),
             _ => return None,
         })
     }
@@ -349,7 +352,8 @@ impl Facts {
         }
         if facts.install_method.origin == FactOrigin::Default {
             // The operator and its Helm chart run on the Kubernetes datastore only: on etcd the
-            // install is the single manifest (seed §9.7), with no cluster needed to tell.
+            // install is the single manifest (`docs/upgrade-procedures.md`, "Single manifest, etcd
+            // datastore"), with no cluster needed to tell.
             if facts.datastore_type.value != DatastoreType::EtcdV3 {
                 return Err(FactError::MissingInstallMethod);
             }

@@ -8,7 +8,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Which single manifest a manifest install came from (seed §9.6/§9.7).
+/// Which single manifest a manifest install came from (`docs/upgrade-procedures.md`, "Single
+/// manifest, Kubernetes datastore" and "Single manifest, etcd datastore").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ManifestFlavor {
@@ -79,7 +80,8 @@ impl fmt::Display for OwnerReferenceFact {
 }
 
 /// One all-interfaces host endpoint (`interfaceName: "*"`): its name, its node and its labels, which
-/// the migration to automatic host endpoints copies to the node (seed §9.9).
+/// the migration to automatic host endpoints copies to the node (`docs/upgrade-procedures.md`,
+/// "Automatic host endpoints").
 ///
 /// `--set all_interfaces_host_endpoints=a,b` gives names only (node and labels unknown, enough for
 /// the pre-v3.14 preparation); the JSON form `[{"name": "a", "node": "n1", "labels": {..}}]` gives
@@ -133,7 +135,8 @@ impl<'de> Deserialize<'de> for HostEndpointFact {
 }
 
 /// One Deployment of a service in the mesh, rolled when application layer policy is upgraded
-/// (seed §9.8). `--set service_deployments=ns/name,ns/other` or a JSON list of
+/// (`docs/upgrade-procedures.md`, "Application layer policy"). `--set
+/// service_deployments=ns/name,ns/other` or a JSON list of
 /// `{"namespace": .., "name": ..}`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::listing::{Problem, ProblemKind};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Error,
@@ -28,6 +30,20 @@ pub struct Finding {
     /// A stable short name, e.g. `undefined-variable`.
     pub code: &'static str,
     pub message: String,
+}
+
+/// A finding as the bounded lister lists it: its line, counted by severity and check.
+impl Problem for Finding {
+    fn entry(&self) -> String {
+        self.to_string()
+    }
+
+    fn kinds(&self) -> Vec<ProblemKind> {
+        vec![ProblemKind::named(&format!(
+            "{}[{}]",
+            self.severity, self.code
+        ))]
+    }
 }
 
 impl fmt::Display for Finding {

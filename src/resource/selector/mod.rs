@@ -4,8 +4,11 @@
 //! [`Selector`] is a validated newtype: holding one means the text parsed. It evaluates against a set of
 //! labels ([`Selector::matches`]), prints in upstream's canonical form (`Display`, used for comparisons
 //! and in messages) and reports where `global()` appears, which the policy validator needs. The grammar,
-//! meaning and canonical form follow upstream (`reference/calicoctl.md` §5); the tokenizer and parser
-//! live in submodules. This module does not decide where a selector may be used; validators do.
+//! meaning and canonical form follow upstream (`libcalico-go/lib/selector/`:
+//! `tokenizer/tokenizer.go`, `parser/parser.go`, `parser/ast.go`); the tokenizer and parser live in
+//! submodules. This module does not decide where a selector may be used; validators do.
+
+use crate::errors::Hint;
 
 mod kubectl;
 mod parser;
@@ -87,7 +90,7 @@ impl Selector {
     }
 
     /// How `global()` is used; upstream allows it only alone, and only in an EntityRule
-    /// `namespaceSelector` (`reference/calicoctl.md` §4.4).
+    /// `namespaceSelector` (`libcalico-go/lib/validator/v3/validator.go`).
     pub fn global_usage(&self) -> GlobalUsage {
         if self.expression == Expression::Global {
             GlobalUsage::Alone
@@ -139,7 +142,7 @@ impl FromStr for Selector {
     }
 }
 
-/// The canonical form (`reference/calicoctl.md` §5.4).
+/// The canonical form (upstream's `String()` in `libcalico-go/lib/selector/parser/ast.go`).
 impl fmt::Display for Selector {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.expression.fmt(formatter)
@@ -222,7 +225,8 @@ impl Expression {
         }
     }
 
-    /// Evaluates the expression against a set of labels (`reference/calicoctl.md` §5.3).
+    /// Evaluates the expression against a set of labels
+    /// (`libcalico-go/lib/selector/parser/ast.go`).
     pub fn evaluate<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         match self {
             Expression::All | Expression::Global => true,
@@ -359,14 +363,6 @@ impl SelectorError {
         &self.kind
     }
 
-    /// The selector a kubectl user meant, when the text reads as kubectl's `key=value,...` form.
-    pub fn hint(&self) -> Option<String> {
-        let suggestion = kubectl_equivalent(&self.selector)?;
-        Some(format!(
-            "selectors compare with `==` and quote values: did you mean `{suggestion}`?"
-        ))
-    }
-
     /// The selector line holding the mistake with a caret under it, each line indented two spaces:
     ///
     /// ```text
@@ -405,6 +401,16 @@ impl SelectorError {
     /// The message followed by the caret diagram, for printing to a terminal.
     pub fn render_with_caret(&self) -> String {
         format!("{self}\n{}", self.caret_diagram())
+    }
+}
+
+impl Hint for SelectorError {
+    /// The selector a kubectl user meant, when the text reads as kubectl's `key=value,...` form.
+    fn hint(&self) -> Option<String> {
+        let suggestion = kubectl_equivalent(&self.selector)?;
+        Some(format!(
+            "selectors compare with `==` and quote values: did you mean `{suggestion}`?"
+        ))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Builds an [`Expression`] tree from tokens by recursive descent over upstream's grammar
-//! (`reference/calicoctl.md` §5.2): `||` over `&&` over single operations, each operation optionally
-//! preceded by `!`s that toggle its negation.
+//! (`libcalico-go/lib/selector/parser/parser.go`): `||` over `&&` over single operations, each
+//! operation optionally preceded by `!`s that toggle its negation.
 //!
 //! The tree comes out normalised, which is what makes the canonical form a fixed point of
 //! parse-then-print: a one-element `&&`/`||` group is its element, a parenthesised expression is its

@@ -40,7 +40,8 @@ fn assert_refused<const N: usize>(cases: [(&str, usize, String); N]) {
 
 #[test]
 fn every_bad_selector_from_upstream_is_rejected() {
-    // (selector, column, message) — the §5.5 list, each with where and why it fails here.
+    // (selector, column, message) — the bad selectors of upstream's
+    // `libcalico-go/lib/selector/parser/parser_test.go`, each with where and why it fails here.
     let cases = [
         (
             "b == b",
@@ -378,7 +379,8 @@ fn label_map_strategy() -> impl Strategy<Value = BTreeMap<String, String>> {
     proptest::collection::btree_map("[abc]", "[xy]{0,2}", 0..4)
 }
 
-/// An independent statement of §5.3, to check the evaluator against.
+/// An independent statement of upstream's semantics (`libcalico-go/lib/selector/parser/ast.go`), to
+/// check the evaluator against.
 fn reference_evaluate(expression: &Expression, labels: &BTreeMap<String, String>) -> bool {
     let get = |label: &String| labels.get(label);
     match expression {

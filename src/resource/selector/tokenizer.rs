@@ -2,8 +2,9 @@
 //!
 //! Lexing is lazy so that the first mistake in reading order is the one reported, whether it is a
 //! lexical one (`&` without a second `&`) or a grammatical one (a label where a string belongs). The
-//! token set and the lexical rules follow upstream (`reference/calicoctl.md` §5.1): only space and tab
-//! separate tokens, string literals have no escapes, a label is the longest run of
+//! token set and the lexical rules follow upstream
+//! (`libcalico-go/lib/selector/tokenizer/tokenizer.go`): only space and tab separate tokens, string
+//! literals have no escapes, a label is the longest run of
 //! `[a-zA-Z0-9_./-]` (at most 512 characters) and must be followed by an operator. This module knows
 //! nothing of the grammar beyond that last rule; building the tree is the parser's job.
 

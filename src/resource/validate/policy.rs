@@ -84,31 +84,50 @@ fn policy_name(checker: &mut Checker, name: &str, tier: Option<&str>, names: &Po
     }
 }
 
+/// The fields both policy kinds have, checked alike.
+struct Common<'a> {
+    types: &'a mut Vec<String>,
+    ingress: &'a [Rule],
+    egress: &'a [Rule],
+    tier: Option<&'a String>,
+    selectors: &'a [(&'static str, Option<&'a String>)],
+    performance_hints: &'a [String],
+}
+
+/// The checks both policy kinds share, in upstream's order: types defaulted from the rules, the
+/// name rules, the tier, the selectors, the types and the performance hints (the rules themselves
+/// are checked by each kind, for its [`RuleOwner`]).
+fn common(checker: &mut Checker, fields: Common<'_>, name: &str, names: &PolicyNames) {
+    default_types(fields.types, fields.ingress, fields.egress);
+    policy_name(checker, name, fields.tier.map(String::as_str), names);
+    tier_field(checker, fields.tier);
+    for &(path, selector) in fields.selectors {
+        checker.selector(path, selector, SelectorContext::Plain);
+    }
+    types(checker, fields.types);
+    performance_hints(checker, fields.performance_hints);
+}
+
 pub(super) fn network_policy(
     checker: &mut Checker,
     spec: &mut NetworkPolicySpec,
     metadata: &ObjectMeta,
 ) {
-    default_types(&mut spec.types, &spec.ingress, &spec.egress);
-    policy_name(
-        checker,
-        &metadata.name,
-        spec.tier.as_deref(),
-        &NETWORK_POLICY_NAMES,
-    );
-    tier_field(checker, spec.tier.as_ref());
-    checker.selector(
-        "spec.selector",
-        spec.selector.as_ref(),
-        SelectorContext::Plain,
-    );
-    checker.selector(
-        "spec.serviceAccountSelector",
-        spec.service_account_selector.as_ref(),
-        SelectorContext::Plain,
-    );
-    types(checker, &spec.types);
-    performance_hints(checker, &spec.performance_hints);
+    let fields = Common {
+        types: &mut spec.types,
+        ingress: &spec.ingress,
+        egress: &spec.egress,
+        tier: spec.tier.as_ref(),
+        selectors: &[
+            ("spec.selector", spec.selector.as_ref()),
+            (
+                "spec.serviceAccountSelector",
+                spec.service_account_selector.as_ref(),
+            ),
+        ],
+        performance_hints: &spec.performance_hints,
+    };
+    common(checker, fields, &metadata.name, &NETWORK_POLICY_NAMES);
     rules(
         checker,
         &spec.ingress,
@@ -124,31 +143,27 @@ pub(super) fn global_network_policy(
 ) {
     // The preDNAT checks look at the types as written, before defaulting fills them in.
     let egress_type_written = spec.types.iter().any(|value| value == "Egress");
-    default_types(&mut spec.types, &spec.ingress, &spec.egress);
-    policy_name(
+    let fields = Common {
+        types: &mut spec.types,
+        ingress: &spec.ingress,
+        egress: &spec.egress,
+        tier: spec.tier.as_ref(),
+        selectors: &[
+            ("spec.selector", spec.selector.as_ref()),
+            (
+                "spec.serviceAccountSelector",
+                spec.service_account_selector.as_ref(),
+            ),
+            ("spec.namespaceSelector", spec.namespace_selector.as_ref()),
+        ],
+        performance_hints: &spec.performance_hints,
+    };
+    common(
         checker,
+        fields,
         &metadata.name,
-        spec.tier.as_deref(),
         &GLOBAL_NETWORK_POLICY_NAMES,
     );
-    tier_field(checker, spec.tier.as_ref());
-    checker.selector(
-        "spec.selector",
-        spec.selector.as_ref(),
-        SelectorContext::Plain,
-    );
-    checker.selector(
-        "spec.serviceAccountSelector",
-        spec.service_account_selector.as_ref(),
-        SelectorContext::Plain,
-    );
-    checker.selector(
-        "spec.namespaceSelector",
-        spec.namespace_selector.as_ref(),
-        SelectorContext::Plain,
-    );
-    types(checker, &spec.types);
-    performance_hints(checker, &spec.performance_hints);
     if spec.pre_dnat && spec.do_not_track {
         checker.fail(
             "spec.preDNAT",
@@ -193,37 +208,33 @@ pub(super) trait Enforced: Default + Clone + PartialEq {
     fn validate(checker: &mut Checker, spec: &mut Self, metadata: &ObjectMeta);
 }
 
-impl Enforced for NetworkPolicySpec {
-    const NAMES: PolicyNames = NETWORK_POLICY_NAMES;
-    fn tier(&self) -> Option<&str> {
-        self.tier.as_deref()
-    }
-    fn without_tier(&self) -> Self {
-        NetworkPolicySpec {
-            tier: None,
-            ..self.clone()
+/// [`Enforced`] for a policy spec with a `tier` field: its name rules and validator.
+macro_rules! enforced {
+    ($spec:ty, $names:expr, $validate:path) => {
+        impl Enforced for $spec {
+            const NAMES: PolicyNames = $names;
+            fn tier(&self) -> Option<&str> {
+                self.tier.as_deref()
+            }
+            fn without_tier(&self) -> Self {
+                Self {
+                    tier: None,
+                    ..self.clone()
+                }
+            }
+            fn validate(checker: &mut Checker, spec: &mut Self, metadata: &ObjectMeta) {
+                $validate(checker, spec, metadata);
+            }
         }
-    }
-    fn validate(checker: &mut Checker, spec: &mut Self, metadata: &ObjectMeta) {
-        network_policy(checker, spec, metadata);
-    }
+    };
 }
 
-impl Enforced for GlobalNetworkPolicySpec {
-    const NAMES: PolicyNames = GLOBAL_NETWORK_POLICY_NAMES;
-    fn tier(&self) -> Option<&str> {
-        self.tier.as_deref()
-    }
-    fn without_tier(&self) -> Self {
-        GlobalNetworkPolicySpec {
-            tier: None,
-            ..self.clone()
-        }
-    }
-    fn validate(checker: &mut Checker, spec: &mut Self, metadata: &ObjectMeta) {
-        global_network_policy(checker, spec, metadata);
-    }
-}
+enforced!(NetworkPolicySpec, NETWORK_POLICY_NAMES, network_policy);
+enforced!(
+    GlobalNetworkPolicySpec,
+    GLOBAL_NETWORK_POLICY_NAMES,
+    global_network_policy
+);
 
 /// A staged policy: its staged action and the spec of the kind it stages.
 pub(super) trait Staged: Default {

@@ -18,6 +18,7 @@ pub mod split;
 use super::{Context, Perform, Performed, RunMode};
 use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{DatastoreLock, DatastoreRestore, IpamConfigure, IpamRelease, IpamSplit};
@@ -63,11 +64,11 @@ pub enum IpamActionError {
     },
 }
 
-impl IpamActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for IpamActionError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
-            IpamActionError::Store(error) => return error.hint().map(str::to_string),
-            IpamActionError::Ipam(error) => return error.hint().map(str::to_string),
+            IpamActionError::Store(error) => return error.hint(),
+            IpamActionError::Ipam(error) => return error.hint(),
             IpamActionError::NotLocked { .. } => {
                 "lock it first (`netctl datastore migrate lock`), or pass `--force`".into()
             }

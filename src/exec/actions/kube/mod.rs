@@ -29,6 +29,7 @@ pub use requests::{api_path, plural};
 pub use selected::{Listed, list_names};
 
 use super::{Context, Outcome, RunMode, StepError};
+use crate::errors::Hint;
 use crate::plan::Action;
 use crate::plan::action::KubeObject;
 
@@ -92,8 +93,8 @@ pub enum KubeActionError {
     },
 }
 
-impl KubeActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for KubeActionError {
+    fn hint(&self) -> Option<String> {
         Some(match self {
             KubeActionError::Refused { code: 409, message, .. } if message.contains("conflict with") => {
                 "another field manager owns these fields: set `force_conflicts: true` on the step if netctl should take them over".into()

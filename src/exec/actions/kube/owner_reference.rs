@@ -1,5 +1,6 @@
 //! `kube.restore-owner-reference`: re-adds an OwnerReference to a `projectcalico.org/v3` owner with
-//! the UID the owner has when the step runs (seed §9.3 step 3).
+//! the UID the owner has when the step runs (`docs/upgrade-procedures.md`, "OwnerReferences to
+//! `projectcalico.org/v3` owners").
 //!
 //! The upgrade gives every `projectcalico.org/v3` resource a new UID, so a plan can carry everything
 //! about the reference except that UID. This action reads it through the datastore (on the Kubernetes
@@ -24,6 +25,7 @@ use super::requests::object_path;
 use super::{ApiAccess, cluster, without_cluster};
 use super::{KubeActionError, object_api, request_error};
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::exec::actions::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::plan::Action;
 use crate::plan::action::KubeRestoreOwnerReference;
@@ -75,8 +77,8 @@ pub enum OwnerReferenceError {
     Kube(#[from] KubeActionError),
 }
 
-impl OwnerReferenceError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for OwnerReferenceError {
+    fn hint(&self) -> Option<String> {
         match self {
             OwnerReferenceError::OwnerMissing { owner, object } => Some(format!(
                 "the upgrade should have kept {owner}: check with `netctl get {}`; once it exists, resume; to leave {object} without this owner, resume with `--skip` and this step's id",
@@ -85,7 +87,7 @@ impl OwnerReferenceError {
             OwnerReferenceError::ObjectMissing { .. } => Some(
                 "the object was deleted (garbage collected, or by hand); if that is expected, resume with `--skip` and this step's id".to_string(),
             ),
-            OwnerReferenceError::ReadOwner { source, .. } => source.hint().map(str::to_string),
+            OwnerReferenceError::ReadOwner { source, .. } => source.hint(),
             OwnerReferenceError::Kube(error) => error.hint(),
             OwnerReferenceError::OwnerWithoutUid { .. } => None,
         }

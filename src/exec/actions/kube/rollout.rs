@@ -55,7 +55,7 @@ impl Perform for KubeRestart {
 impl Perform for KubeWaitRollout {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         match cluster(context, action) {
-            Ok(client) => Ok(wait_rollout(client, self, mode).await?),
+            Ok(client) => Ok(wait_rollout(client, self, mode, &context.progress).await?),
             Err(_) => without_cluster(action, mode, describe_wait(self)),
         }
     }
@@ -377,6 +377,7 @@ pub async fn wait_rollout(
     client: &kube::Client,
     wait: &KubeWaitRollout,
     mode: RunMode,
+    progress: &crate::exec::progress::Progress,
 ) -> Result<Outcome, KubeActionError> {
     let expected = wait.ready.as_deref().map(parse_ready).transpose()?;
     let target = describe_target(wait);
@@ -388,7 +389,7 @@ pub async fn wait_rollout(
         ));
     }
     let started = Instant::now();
-    let mut reporter = crate::exec::progress::WaitReporter::new(target.clone());
+    let mut reporter = crate::exec::progress::WaitReporter::new(progress, target.clone());
     loop {
         let state = rollout_state(client, wait, expected).await?;
         if !state.done {

@@ -11,12 +11,13 @@ use super::{Context, Outcome, Perform, Performed, RunMode};
 pub mod status;
 use crate::node::run::{self, RunOutcome};
 use crate::node::{NodeError, dry_run_text};
+use crate::output::Printer;
 use crate::plan::Action;
 use crate::plan::action::NodeRun;
 
 impl Perform for NodeRun {
-    async fn perform(&self, _: &Action, _: &Context<'_>, mode: RunMode) -> Performed {
-        Ok(start(self, mode).await?)
+    async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
+        Ok(start(self, mode, context.progress.printer()).await?)
     }
 
     /// It replaces the running container: safe, but not without effect.
@@ -26,7 +27,11 @@ impl Perform for NodeRun {
 }
 
 /// Starts (or in dry-run shows) the node container.
-pub async fn start(request: &NodeRun, mode: RunMode) -> Result<Outcome, NodeError> {
+pub async fn start(
+    request: &NodeRun,
+    mode: RunMode,
+    printer: &Printer,
+) -> Result<Outcome, NodeError> {
     if mode == RunMode::DryRun {
         let transcript: Vec<String> = dry_run_text(&request.command)
             .lines()
@@ -43,6 +48,7 @@ pub async fn start(request: &NodeRun, mode: RunMode) -> Result<Outcome, NodeErro
         &request.engine,
         request.host,
         request.startup_timeout,
+        printer,
     )
     .await?;
     match outcome {

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use crate::datastore::{Datastore, StoreError};
+use crate::errors::Hint;
 use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode};
 use crate::exec::interrupt::{Interrupt, StopSignal};
 use crate::node::status::remote::{self, NodeAnswer};
+use crate::output::Printer;
 use crate::plan::Action;
 use crate::plan::action::{NodeStatusQuery, NodeStatusTarget};
 use crate::resource::{Kind, ResourceKey};
@@ -28,7 +30,10 @@ impl Perform for NodeStatusQuery {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
         let interrupt = context.interrupt.as_ref();
-        Ok(ask(store, self, mode, interrupt).await.map_err(Box::new)?)
+        let printer = context.progress.printer();
+        Ok(ask(store, self, mode, interrupt, printer)
+            .await
+            .map_err(Box::new)?)
     }
 
     /// Each run asks with objects of its own and deletes them.
@@ -121,8 +126,8 @@ pub fn delete_command(left_behind: &[LeftBehind]) -> String {
     format!("netctl delete caliconodestatus {}", names.join(" "))
 }
 
-impl NodeStatusActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for NodeStatusActionError {
+    fn hint(&self) -> Option<String> {
         match self {
             NodeStatusActionError::UnknownNode { .. } => {
                 Some("`netctl get nodes` lists the nodes; `--all` asks every one".to_string())
@@ -137,7 +142,7 @@ impl NodeStatusActionError {
                 ))
             }
             NodeStatusActionError::Create { source, .. }
-            | NodeStatusActionError::ReadNode { source, .. } => source.hint().map(str::to_string),
+            | NodeStatusActionError::ReadNode { source, .. } => source.hint(),
             NodeStatusActionError::Interrupted { .. } => None,
         }
     }
@@ -153,6 +158,7 @@ pub async fn ask(
     query: &NodeStatusQuery,
     mode: RunMode,
     interrupt: Option<&Interrupt>,
+    printer: &Printer,
 ) -> Result<Outcome, NodeStatusActionError> {
     for target in &query.nodes {
         let key = ResourceKey::new(Kind::Node, None, target.node.clone());
@@ -203,7 +209,7 @@ pub async fn ask(
         created.push(target);
     }
 
-    crate::terminal::info(format!(
+    printer.info(format!(
         "waiting up to {} for calico-node on {} to fill in its CalicoNodeStatus",
         query.timeout,
         match query.nodes.as_slice() {

@@ -22,7 +22,7 @@ use crate::resource::{Kind, Resource, ResourceKey};
 use super::undo::undo;
 use super::write::{Change, Decision, Planned, Settled, Tally, Writer, refused_too_often};
 use super::{
-    ExistingPolicy, NAMED_PROBLEMS, ResourceActionError, WriteSemantics, read_stored, store_error,
+    ExistingPolicy, ResourceActionError, Undeletable, WriteSemantics, read_stored, store_error,
     target_key, writable,
 };
 use super::{Outcome, RunMode, store_rules};
@@ -122,7 +122,6 @@ async fn read_targets(
 ) -> Result<(Vec<Option<Resource>>, Tally), ResourceActionError> {
     let mut found = Vec::with_capacity(targets.len());
     let mut problems = Vec::new();
-    let mut more = 0;
     let mut tally = Tally::default();
     let mut reads = std::pin::pin!(read_stored(store, targets, |target: &Target| {
         target.key.clone()
@@ -134,25 +133,15 @@ async fn read_targets(
                 (None, _) if semantics.delete_missing == ExistingPolicy::Skip => {
                     tally.settled(target.key.kind, Settled::AlreadyGone);
                 }
-                (None, _) if problems.len() >= NAMED_PROBLEMS => more += 1,
-                (None, _) => problems.push(StoreError::NotFound(target.key.clone()).to_string()),
-                (Some(stored), Some(expected))
-                    if stored.metadata.resource_version.as_ref() != Some(expected)
-                        && problems.len() >= NAMED_PROBLEMS =>
-                {
-                    more += 1;
-                }
+                (None, _) => problems.push(Undeletable(StoreError::NotFound(target.key.clone()))),
                 (Some(stored), Some(expected))
                     if stored.metadata.resource_version.as_ref() != Some(expected) =>
                 {
-                    problems.push(
-                        StoreError::Conflict {
-                            key: target.key.clone(),
-                            expected: expected.clone(),
-                            current: stored.metadata.resource_version.clone().unwrap_or_default(),
-                        }
-                        .to_string(),
-                    );
+                    problems.push(Undeletable(StoreError::Conflict {
+                        key: target.key.clone(),
+                        expected: expected.clone(),
+                        current: stored.metadata.resource_version.clone().unwrap_or_default(),
+                    }));
                 }
                 _ => {}
             }
@@ -160,7 +149,7 @@ async fn read_targets(
         }
     }
     if !problems.is_empty() {
-        return Err(ResourceActionError::NotDeletable { problems, more });
+        return Err(ResourceActionError::NotDeletable { problems });
     }
     Ok((found, tally))
 }

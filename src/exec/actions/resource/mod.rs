@@ -25,7 +25,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::datastore::{Datastore, Detail, ListOptions, StoreError};
+use crate::errors::Hint;
 use crate::exec::interrupt::StopSignal;
+use crate::listing::{Limit, Listed, Problem, ProblemKind};
 use crate::plan::action::{PatchType, ResourceDocuments, ResourceList, ResourceTarget};
 use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
@@ -231,10 +233,6 @@ impl RecoveryFiles {
     }
 }
 
-/// How many targets a refused delete names one by one; the rest are counted (a file of ten
-/// thousand missing targets makes a short message, not a long line).
-pub const NAMED_PROBLEMS: usize = 10;
-
 /// Why a resource action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceActionError {
@@ -267,14 +265,10 @@ pub enum ResourceActionError {
         first: usize,
         second: usize,
     },
-    /// Targets of a delete that cannot be deleted, each with why (the first
-    /// [`NAMED_PROBLEMS`], then how many more); nothing was deleted.
-    #[error(
-        "nothing was deleted: {}{}",
-        problems.join("; "),
-        match more { 0 => String::new(), more => format!("; and {more} more target(s) that cannot be deleted") }
-    )]
-    NotDeletable { problems: Vec<String>, more: usize },
+    /// Targets of a delete that cannot be deleted, each with why (missing, or changed since the
+    /// file was read); nothing was deleted. Listed by the bounded lister.
+    #[error("{}", self.listed(&Limit::Bounded).unwrap_or_default())]
+    NotDeletable { problems: Vec<Undeletable> },
     #[error("cannot remove label of {kind} {name}, key {key} does not exist")]
     LabelMissing {
         kind: String,
@@ -349,12 +343,49 @@ pub enum ResourceActionError {
     },
 }
 
-impl ResourceActionError {
-    pub fn hint(&self) -> Option<String> {
+impl Listed for ResourceActionError {
+    fn listed(&self, limit: &Limit) -> Option<String> {
+        let ResourceActionError::NotDeletable { problems } = self else {
+            return None;
+        };
+        Some(match problems.as_slice() {
+            [one] => format!("nothing was deleted: {}", one.0),
+            many => {
+                let headline = format!(
+                    "nothing was deleted: {} targets cannot be deleted:",
+                    crate::listing::thousands(many.len())
+                );
+                crate::listing::render(&headline, many, limit)
+            }
+        })
+    }
+}
+
+/// Why one target of a delete cannot be deleted: it does not exist, or it changed since its
+/// document was read (a [`StoreError::NotFound`] or [`StoreError::Conflict`]).
+#[derive(Debug)]
+pub struct Undeletable(pub StoreError);
+
+impl Problem for Undeletable {
+    fn entry(&self) -> String {
+        self.0.to_string()
+    }
+
+    fn kinds(&self) -> Vec<ProblemKind> {
+        vec![ProblemKind::named(match self.0 {
+            StoreError::NotFound(_) => "does not exist",
+            StoreError::Conflict { .. } => "changed since its document was read",
+            _ => "cannot be deleted",
+        })]
+    }
+}
+
+impl Hint for ResourceActionError {
+    fn hint(&self) -> Option<String> {
         match self {
             ResourceActionError::Store { source, .. }
             | ResourceActionError::Batch { source, .. }
-            | ResourceActionError::GaveUp { source, .. } => source.hint().map(str::to_string),
+            | ResourceActionError::GaveUp { source, .. } => source.hint(),
             ResourceActionError::LabelConflict { .. } => Some(
                 "decide which value is right and set it on both sides, or set `overwrite: true` on the step".to_string(),
             ),

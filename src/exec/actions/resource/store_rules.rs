@@ -1,5 +1,6 @@
 //! The validation rules that need the datastore, checked before a write (upstream's clientv3 checks
-//! them too, `reference/calicoctl.md` §4.4, §4.6, §4.12): IP pools must not overlap other pools and
+//! them too: `libcalico-go/lib/clientv3/ippool.go`, `networkpolicy.go`, `globalnetworkpolicy.go`,
+//! `bgppeer.go`, `tier.go`): IP pools must not overlap other pools and
 //! keep their CIDR and block size; a policy's tier must exist; a peer's BGP filters must exist; the
 //! built-in tiers and tiers that still hold policies cannot be deleted. Everything that needs only the document is in
 //! `resource::validate`.
@@ -88,7 +89,7 @@ pub async fn check_writes(store: &dyn Datastore, batch: &[Resource]) -> Result<(
 }
 
 /// Every BGPFilter a peer names exists, in the datastore or earlier in the batch
-/// (`reference/calicoctl.md` §4.8).
+/// (upstream `libcalico-go/lib/clientv3/bgppeer.go`).
 async fn check_filters(
     store: &dyn Datastore,
     peer: &Resource,
@@ -229,9 +230,10 @@ pub async fn check_delete(store: &dyn Datastore, key: &ResourceKey) -> Result<()
     Ok(())
 }
 
-/// What deleting Nodes takes with them, as upstream's node deletion does (`reference/calicoctl.md`
-/// §4.7): each node's workload endpoints, host endpoints and BGP peers, and its per-node
-/// FelixConfiguration and BGPConfiguration (`node.<name>`), with the node each belongs to. One pass
+/// What deleting Nodes takes with them, as upstream's node deletion does
+/// (`libcalico-go/lib/clientv3/node.go`): each node's workload endpoints, host endpoints and BGP
+/// peers, and its per-node FelixConfiguration and BGPConfiguration (`node.<name>`), with the node
+/// each belongs to. One pass
 /// over each list, whatever the number of nodes. IPAM blocks and handles are not modelled by netctl
 /// and are left to the node controller.
 pub async fn node_dependents(

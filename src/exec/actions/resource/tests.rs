@@ -5,93 +5,30 @@ use super::*;
 // The label and wait tests share this file's racing store.
 use super::edit::label;
 use super::wait::wait;
-use crate::datastore::{DatastoreType, Page};
+use crate::datastore::testing::{Operation, TestStore};
+use crate::exec::progress::Progress;
+use crate::output::{Printer, Verbosity};
 use crate::plan::action::{ResourceLabel, ResourceWait};
-use std::sync::Mutex;
 
-/// A one-resource store whose next `conflicts` updates fail as if someone else wrote first (the
-/// revision moves on each time), to prove the re-read-and-retry path deterministically; real
-/// etcd cannot be made to lose a race on cue.
-struct RacingStore {
-    resource: Mutex<Resource>,
-    conflicts: Mutex<u32>,
-    updates: Mutex<u32>,
+/// A store holding the host endpoint, whose next `conflicts` updates lose a race (someone else
+/// writes it first and its revision moves on): the re-read-and-retry path, deterministically;
+/// real etcd cannot be made to lose a race on cue.
+fn racing_store(conflicts: usize) -> TestStore {
+    let store = TestStore::with_resources([host_endpoint()]);
+    store.race(Operation::Update, conflicts);
+    store.race(Operation::WriteBatch, conflicts);
+    store
 }
 
-impl RacingStore {
-    fn new(conflicts: u32) -> RacingStore {
-        let mut resource = host_endpoint();
-        resource.metadata.resource_version = Some("1".into());
-        RacingStore {
-            resource: Mutex::new(resource),
-            conflicts: Mutex::new(conflicts),
-            updates: Mutex::new(0),
-        }
-    }
+fn stored_host_endpoint(store: &TestStore) -> Resource {
+    store
+        .stored(&ResourceKey::new(Kind::HostEndpoint, None, "h1"))
+        .expect("the host endpoint is stored")
 }
 
-#[async_trait::async_trait]
-impl Datastore for RacingStore {
-    fn kind(&self) -> DatastoreType {
-        DatastoreType::EtcdV3
-    }
-    async fn check(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-    async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-        // Only the host endpoint exists; the rest is what initialisation creates.
-        if key.kind != Kind::HostEndpoint {
-            return Err(StoreError::NotFound(key.clone()));
-        }
-        Ok(self.resource.lock().unwrap().clone())
-    }
-    async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
-        unreachable!("not listed in these tests")
-    }
-    async fn create(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        if resource.kind != Kind::HostEndpoint {
-            return Ok(resource.clone());
-        }
-        Err(StoreError::AlreadyExists(resource.key()))
-    }
-    async fn update(&self, resource: &Resource) -> Result<Resource, StoreError> {
-        *self.updates.lock().unwrap() += 1;
-        let mut stored = self.resource.lock().unwrap();
-        let current: u64 = stored
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let mut conflicts = self.conflicts.lock().unwrap();
-        if *conflicts > 0 {
-            *conflicts -= 1;
-            // Another writer got there first.
-            stored.metadata.resource_version = Some((current + 1).to_string());
-            return Err(StoreError::Conflict {
-                key: resource.key(),
-                expected: resource
-                    .metadata
-                    .resource_version
-                    .clone()
-                    .unwrap_or_default(),
-                current: (current + 1).to_string(),
-            });
-        }
-        assert_eq!(
-            resource.metadata.resource_version.as_deref(),
-            Some(current.to_string().as_str()),
-            "an update is conditional on the revision just read"
-        );
-        let mut written = resource.clone();
-        written.metadata.resource_version = Some((current + 1).to_string());
-        *stored = written.clone();
-        Ok(written)
-    }
-    async fn delete(&self, key: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-        Err(StoreError::NotFound(key.clone()))
-    }
+/// How many writes were sent, one at a time or in batches.
+fn writes(store: &TestStore) -> usize {
+    store.calls(Operation::Update) + store.calls(Operation::WriteBatch)
 }
 
 /// A valid host endpoint: every write is validated.
@@ -116,7 +53,7 @@ fn label_request() -> ResourceLabel {
 
 #[tokio::test]
 async fn a_conflicting_update_is_retried_after_reading_again() {
-    let store = RacingStore::new(2);
+    let store = racing_store(2);
     label(
         &store,
         &label_request(),
@@ -125,11 +62,11 @@ async fn a_conflicting_update_is_retried_after_reading_again() {
     )
     .await
     .unwrap();
-    assert_eq!(*store.updates.lock().unwrap(), 3);
-    let stored = store.resource.lock().unwrap().clone();
+    assert_eq!(writes(&store), 3);
+    let stored = stored_host_endpoint(&store);
     assert_eq!(stored.metadata.labels["upgrade"], "yes");
 
-    let store = RacingStore::new(1);
+    let store = racing_store(1);
     let mut changed = host_endpoint();
     changed.metadata.labels.insert("zone".into(), "b".into());
     let documents = ResourceDocuments {
@@ -147,12 +84,12 @@ async fn a_conflicting_update_is_retried_after_reading_again() {
     )
     .await
     .unwrap();
-    assert_eq!(*store.updates.lock().unwrap(), 2);
+    assert_eq!(writes(&store), 2);
 }
 
 #[tokio::test]
 async fn a_resource_that_keeps_changing_is_given_up_on() {
-    let store = RacingStore::new(u32::MAX);
+    let store = racing_store(usize::MAX);
     let error = label(
         &store,
         &label_request(),
@@ -162,7 +99,7 @@ async fn a_resource_that_keeps_changing_is_given_up_on() {
     .await
     .unwrap_err();
     assert!(matches!(error, ResourceActionError::GaveUp { .. }));
-    assert_eq!(*store.updates.lock().unwrap(), CONFLICT_ATTEMPTS);
+    assert_eq!(writes(&store), CONFLICT_ATTEMPTS as usize);
     assert_eq!(
         error.to_string(),
         "HostEndpoint(h1) was still changing after 5 attempts"
@@ -171,7 +108,7 @@ async fn a_resource_that_keeps_changing_is_given_up_on() {
 
 #[tokio::test]
 async fn a_wait_reports_what_is_missing_and_gives_up_after_its_timeout() {
-    let store = RacingStore::new(0);
+    let store = racing_store(0);
     let request = |selector: &str| ResourceWait {
         kind: Kind::HostEndpoint,
         names: vec!["h1".into()],
@@ -179,26 +116,48 @@ async fn a_wait_reports_what_is_missing_and_gives_up_after_its_timeout() {
         selector: Some(selector.into()),
         timeout: crate::plan::HumanDuration(Duration::from_millis(600)),
     };
-    let outcome = wait(&store, &request("all()"), RunMode::Execute)
+    // What the user sees, captured in process: outside a run a wait warns when its count
+    // changes.
+    let (printer, capture) = Printer::capture(Verbosity::DEFAULT);
+    let progress = Progress::silent(&printer);
+    let outcome = wait(&store, &request("all()"), RunMode::Execute, &progress)
         .await
         .unwrap();
     assert_eq!(
         outcome.summary,
         "hostendpoints `h1` matching `all()`: 1/1 present"
     );
-    let error = wait(&store, &request("role == 'edge'"), RunMode::Execute)
-        .await
-        .unwrap_err();
+    let error = wait(
+        &store,
+        &request("role == 'edge'"),
+        RunMode::Execute,
+        &progress,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         error.to_string(),
         "hostendpoints `h1` matching `role == 'edge'` did not appear within 600ms: 0/1 present; not matching the selector: h1"
     );
     assert!(error.hint().is_some());
+    assert_eq!(
+        capture.stderr(),
+        "warning: waiting for hostendpoints `h1` matching `role == 'edge'`: 0/1 present; not matching the selector: h1\n"
+    );
+    let (quiet, silent) = Printer::capture(Verbosity::QUIET);
+    let progress = Progress::silent(&quiet);
+    let request = request("role == 'edge'");
+    assert!(
+        wait(&store, &request, RunMode::Execute, &progress)
+            .await
+            .is_err()
+    );
+    assert_eq!(silent.stderr(), "", "`-q` silences the wait's warning");
 }
 
 #[tokio::test]
 async fn several_labels_are_set_all_or_none() {
-    let store = RacingStore::new(0);
+    let store = racing_store(0);
     let mut request = label_request();
     request.key = String::new();
     request.value = None;
@@ -220,7 +179,7 @@ async fn several_labels_are_set_all_or_none() {
         error.to_string(),
         "hostendpoint h1 already has label `a` = `1`; not changing it to `other`"
     );
-    let stored = store.resource.lock().unwrap().clone();
+    let stored = stored_host_endpoint(&store);
     assert_eq!(
         stored.metadata.labels.keys().collect::<Vec<_>>(),
         ["a"],
@@ -312,7 +271,10 @@ fn a_rolled_back_batch_names_the_failed_write_once() {
     let failed = ResourceActionError::Store {
         operation: "apply",
         key: ResourceKey::new(Kind::HostEndpoint, None, "h1"),
-        source: Box::new(StoreError::Other("permission denied".into())),
+        source: Box::new(StoreError::failed(
+            "a guarded transaction",
+            crate::datastore::Plain("permission denied".into()),
+        )),
     };
     let error = ResourceActionError::RolledBack {
         stop: Stopped::Failed,
@@ -322,54 +284,15 @@ fn a_rolled_back_batch_names_the_failed_write_once() {
     let text = crate::errors::error_chain(&error);
     assert_eq!(
         text,
-        "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): datastore request failed: permission denied"
+        "a write failed, and the 2 resource(s) written before it were put back as they were: cannot apply HostEndpoint(h1): a guarded transaction failed: permission denied"
     );
-}
-
-/// A store of nothing whose `read_many` takes 50 ms and counts how many are out at once.
-#[derive(Default)]
-struct SlowReads {
-    out: Mutex<(usize, usize)>,
-}
-
-#[async_trait::async_trait]
-impl Datastore for SlowReads {
-    fn kind(&self) -> DatastoreType {
-        DatastoreType::EtcdV3
-    }
-    async fn check(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-    async fn get(&self, key: &ResourceKey) -> Result<Resource, StoreError> {
-        Err(StoreError::NotFound(key.clone()))
-    }
-    async fn list_page(&self, _: &ListOptions, _: Option<&str>) -> Result<Page, StoreError> {
-        unreachable!("not listed")
-    }
-    async fn create(&self, _: &Resource) -> Result<Resource, StoreError> {
-        unreachable!("nothing is written")
-    }
-    async fn update(&self, _: &Resource) -> Result<Resource, StoreError> {
-        unreachable!("nothing is written")
-    }
-    async fn delete(&self, _: &ResourceKey, _: Option<&str>) -> Result<Resource, StoreError> {
-        unreachable!("nothing is written")
-    }
-    async fn read_many(&self, keys: &[ResourceKey]) -> Result<Vec<Option<Resource>>, StoreError> {
-        {
-            let mut out = self.out.lock().unwrap();
-            out.0 += 1;
-            out.1 = out.1.max(out.0);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.out.lock().unwrap().0 -= 1;
-        Ok(vec![None; keys.len()])
-    }
 }
 
 #[tokio::test]
 async fn what_is_stored_is_read_three_ranges_at_once_and_handed_out_in_order() {
-    let store = SlowReads::default();
+    // A store of nothing whose reads take 50 ms each.
+    let store = TestStore::new();
+    store.delay(Operation::ReadMany, Duration::from_millis(50));
     let names: Vec<String> = (0..5000).map(|index| format!("h{index:04}")).collect();
     let key = |name: &String| ResourceKey::new(Kind::HostEndpoint, None, name.as_str());
     let mut reads = std::pin::pin!(read_stored(&store, &names, key));
@@ -381,6 +304,6 @@ async fn what_is_stored_is_read_three_ranges_at_once_and_handed_out_in_order() {
     }
     assert_eq!(seen, names);
     // Five chunks of at most 1024, three out at once.
-    assert_eq!(store.out.lock().unwrap().1, READS_IN_FLIGHT);
+    assert_eq!(store.max_in_flight(Operation::ReadMany), READS_IN_FLIGHT);
     assert_eq!(READS_IN_FLIGHT, 3);
 }

@@ -93,6 +93,7 @@ pub async fn wait(
     store: &dyn Datastore,
     request: &ResourceWait,
     mode: RunMode,
+    progress: &crate::exec::progress::Progress,
 ) -> Result<Outcome, ResourceActionError> {
     let what = describe_wait(request);
     if mode == RunMode::DryRun {
@@ -107,7 +108,7 @@ pub async fn wait(
         });
     }
     let started = std::time::Instant::now();
-    let mut reporter = crate::exec::progress::WaitReporter::new(what.clone());
+    let mut reporter = crate::exec::progress::WaitReporter::new(progress, what.clone());
     loop {
         let (done, report) = wait_state(store, request).await?;
         if done {
@@ -141,7 +142,7 @@ pub async fn waited_for(
 /// `resource.wait`; as a postcondition, what it waits for is there now.
 impl Perform for ResourceWait {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        Ok(wait(context.store(action)?, self, mode).await?)
+        Ok(wait(context.store(action)?, self, mode, &context.progress).await?)
     }
 
     async fn holds(&self, action: &Action, context: &Context<'_>) -> Held {

@@ -363,8 +363,9 @@ impl<'a> Writer<'a> {
                 stop.get_or_insert(Stop::Failed(ResourceActionError::Batch {
                     operation: self.verb,
                     resources: name,
-                    source: Box::new(StoreError::Other(
-                        "the datastore refused the batch without saying which write".into(),
+                    source: Box::new(StoreError::failed(
+                        "a batch of writes",
+                        crate::datastore::batch::UnexplainedRefusal,
                     )),
                 }));
             }

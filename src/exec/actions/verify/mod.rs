@@ -59,8 +59,8 @@ pub enum VerifyError {
     },
 }
 
-impl VerifyError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for VerifyError {
+    fn hint(&self) -> Option<String> {
         match self {
             VerifyError::Failed(_) => Some(
                 "fix what failed, then verify again (`netctl upgrade verify`, or `netctl upgrade apply --resume` in a run); the steps' rollback advice says how to go back".to_string(),
@@ -71,7 +71,9 @@ impl VerifyError {
             ),
         }
     }
+}
 
+impl VerifyError {
     /// The report of a failed verification.
     pub fn report(&self) -> Option<&Report> {
         match self {
@@ -261,6 +263,7 @@ async fn take(
         nodes,
         scope.bgp_timeout.0,
         context.interrupt.as_ref(),
+        context.progress.printer(),
     )
     .await?;
     match observe::ipam_problems(store, context.kubernetes.as_ref()).await? {

@@ -38,12 +38,12 @@ pub enum ObserveError {
     Ipam(#[source] IpamCheckError),
 }
 
-impl ObserveError {
-    pub fn hint(&self) -> Option<String> {
+impl crate::errors::Hint for ObserveError {
+    fn hint(&self) -> Option<String> {
         match self {
-            ObserveError::List { source, .. } => source.hint().map(str::to_string),
+            ObserveError::List { source, .. } => source.hint(),
             ObserveError::Bgp(error) => error.hint(),
-            ObserveError::Ipam(error) => error.hint().map(str::to_string),
+            ObserveError::Ipam(error) => error.hint(),
         }
     }
 }
@@ -96,7 +96,9 @@ pub async fn resources(
         match for_each(store, &ListOptions::new(kind), visit).await {
             Ok(()) => {}
             // A kind the cluster's release does not have (its CRD is not installed).
-            Err(StoreError::NotFound(_) | StoreError::NotInstalled { .. }) => continue,
+            Err(error) if matches!(error, StoreError::NotFound(_)) || error.is_not_served() => {
+                continue;
+            }
             Err(source) => return Err(ObserveError::List { kind, source }),
         }
         digest.digest = format!("sha256:{:x}", hasher.finalize());
@@ -191,6 +193,7 @@ pub async fn bgp_sessions(
     nodes: &[String],
     timeout: std::time::Duration,
     interrupt: Option<&Interrupt>,
+    printer: &crate::output::Printer,
 ) -> Result<BTreeMap<String, NodeSessions>, ObserveError> {
     if nodes.is_empty() {
         return Ok(BTreeMap::new());
@@ -208,7 +211,7 @@ pub async fn bgp_sessions(
         id,
         timeout: crate::vocabulary::HumanDuration(timeout),
     };
-    let Outcome { output, .. } = ask(store, &query, RunMode::Execute, interrupt)
+    let Outcome { output, .. } = ask(store, &query, RunMode::Execute, interrupt, printer)
         .await
         .map_err(|error| ObserveError::Bgp(Box::new(error)))?;
     let answers: NodeStatusOutput = output
