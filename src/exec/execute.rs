@@ -348,16 +348,7 @@ impl Executor {
                     step: step.id.clone(),
                 })
             }
-            Gate::Closed { message } => {
-                run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
-                    .await?;
-                run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
-                    .await;
-                Err(ExecError::StoppedAtGate {
-                    step: step.id.clone(),
-                    message,
-                })
-            }
+            Gate::Closed { message } => stopped_at_gate(run, step, message).await,
         }
     }
 
@@ -408,14 +399,7 @@ impl Executor {
         run.record(JournalEvent::VerificationFailed, Some(step), |entry| {
             entry.summary = Some(what);
         })?;
-        run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
-            .await?;
-        run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
-            .await;
-        Err(ExecError::StoppedAtGate {
-            step: step.id.clone(),
-            message,
-        })
+        stopped_at_gate(run, step, message).await
     }
 
     /// Checks a step's `requires` right before it starts (the pre-flight could not when an
@@ -759,4 +743,20 @@ fn record_digests(
         }
         _ => None,
     }
+}
+
+/// The run stops in front of `step` for a person (exit 3): recorded, the `--on-gate` hook told.
+async fn stopped_at_gate(
+    run: &mut Run<'_>,
+    step: &PlannedStep,
+    message: String,
+) -> Result<(), ExecError> {
+    run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
+        .await?;
+    run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
+        .await;
+    Err(ExecError::StoppedAtGate {
+        step: step.id.clone(),
+        message,
+    })
 }

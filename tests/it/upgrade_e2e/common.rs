@@ -578,3 +578,24 @@ pub(crate) fn operator_rolls_node_agents(kube: &KubeApiServer, namespace: &str, 
     roll_out_in(kube, namespace, "daemonsets", "calico-node", 2, 2);
     operator_reports_available(kube);
 }
+
+/// The etcd manifest path to v3.27.0, planned: the operator, the mirror serving `calico-etcd.yaml`
+/// (and the plan's overlay review), and the saved plan.
+pub(crate) fn etcd_manifest_plan(
+    etcd: &EtcdServer,
+    kube: &KubeApiServer,
+) -> (Operator, PathBuf, PathBuf) {
+    let operator = operator_for(etcd, kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    (operator, mirror, plan_file)
+}

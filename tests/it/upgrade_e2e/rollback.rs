@@ -132,21 +132,10 @@ fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
 #[test]
 fn a_rollback_on_etcd_puts_datastore_writes_back_from_the_backup() {
     let (etcd, kube) = etcd_manifest_cluster();
-    let operator = operator_for(&etcd, &kube);
-    let mirror = mirror(
-        &operator,
-        "v3.27.0",
-        "calico-etcd.yaml",
-        &released_etcd_manifest("v3.27.0"),
-    );
     let before = node_template(&kube);
     let endpoint = format!("{ROOT}/hostendpoints/node-a-all");
     let endpoint_before: Value = serde_json::from_str(&etcd.get(&endpoint).unwrap()).unwrap();
-    let (plan_file, _) = plan(
-        &operator,
-        "v3.27.0",
-        &["--mirror-dir", mirror.to_str().unwrap()],
-    );
+    let (operator, mirror, plan_file) = etcd_manifest_plan(&etcd, &kube);
     let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
     apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
     let policy = format!("{ROOT}/globalnetworkpolicies/allow-all-upgrade");

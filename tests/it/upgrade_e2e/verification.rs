@@ -109,18 +109,7 @@ fn a_run_that_loses_a_bgp_session_and_leaks_an_address_stops_at_verification() {
         etcd.endpoints(),
         Behaviour::for_nodes(&["node-a"], Duration::from_millis(100)),
     );
-    let operator = operator_for(&etcd, &kube);
-    let mirror = mirror(
-        &operator,
-        "v3.27.0",
-        "calico-etcd.yaml",
-        &released_etcd_manifest("v3.27.0"),
-    );
-    let (plan_file, _) = plan(
-        &operator,
-        "v3.27.0",
-        &["--mirror-dir", mirror.to_str().unwrap()],
-    );
+    let (operator, mirror, plan_file) = etcd_manifest_plan(&etcd, &kube);
     let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
     apply_killed_at(&operator, &apply, "etcd-upgrade/apply-manifest:after");
     let status = status_json(&operator);
