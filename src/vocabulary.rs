@@ -116,6 +116,15 @@ macro_rules! action_table {
                 IpamSplit = "ipam.split" (IpamSplit),
                 /// Change the allocator's configuration. Built by `netctl ipam configure` only.
                 IpamConfigure = "ipam.configure" (IpamConfigure),
+                /// Record what the cluster looks like before a run writes anything (BGP sessions
+                /// per node, IPAM problems, each kind's count and digest): the first step of every
+                /// upgrade plan, its output the baseline the last step compares with.
+                UpgradeBaseline = "upgrade.baseline" (UpgradeBaseline),
+                /// Verify the cluster after a run: node agents Ready at the target version, BGP
+                /// sessions, IPAM, resources and (operator installs) TigeraStatus against the
+                /// baseline. The last step of every upgrade plan and the one step of `netctl
+                /// upgrade verify`; a failure stops the run as a gate does.
+                UpgradeVerify = "upgrade.verify" (UpgradeVerify),
             }
         }
     };

@@ -316,6 +316,7 @@ async fn restore(context: &Context, args: RestoreArgs) -> anyhow::Result<ExitCod
         file,
         sha256,
         include_ipam: args.include_ipam,
+        kinds: Vec::new(),
     };
     let plan = Plan::single(
         "datastore-restore",

@@ -25,6 +25,8 @@ mod schema;
 mod upgrade;
 mod upgrade_apply;
 mod upgrade_history;
+mod upgrade_rollback;
+mod upgrade_verify;
 mod version;
 mod write;
 

@@ -11,6 +11,8 @@ use super::get_forms::{GoTemplateError, JsonPathError, TargetError};
 use super::modeline::ModelineError;
 use super::node_status::NodeStatusCommandError;
 use super::runbook::LintFailed;
+use super::upgrade_rollback::UpgradeRollbackError;
+use super::upgrade_verify::UpgradeVerifyError;
 use crate::config::ConfigError;
 use crate::datastore::StoreError;
 use crate::datastore::backup::BackupError;
@@ -40,6 +42,7 @@ use crate::plan::catalog::CatalogError;
 use crate::plan::overlay::OverlayError;
 use crate::plan::release::VersionCheckError;
 use crate::plan::request::RequestError;
+use crate::plan::rollback::RollbackRefused;
 use crate::plan::{FactError, PlanError, PlanFileError};
 use crate::release::ReleaseFlagError;
 use crate::resource::LoadError;
@@ -162,6 +165,9 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         MigrationError,
         ReportError,
         SplitError,
+        UpgradeVerifyError,
+        UpgradeRollbackError,
+        RollbackRefused,
     );
     None
 }

@@ -39,6 +39,12 @@ pub enum UpgradeCommand {
     History(super::upgrade_history::HistoryArgs),
     /// Remove a stuck upgrade lock by its id (see `upgrade status`)
     Unlock(upgrade_apply::UnlockArgs),
+    /// Verify the cluster as every plan's last step does: node agents, BGP sessions, IPAM, resources
+    #[command(after_help = super::upgrade_verify::EXAMPLES)]
+    Verify(super::upgrade_verify::VerifyArgs),
+    /// Undo the last run's completed steps, newest first, as a plan of its own (shown first)
+    #[command(after_help = super::upgrade_rollback::EXAMPLES)]
+    Rollback(super::upgrade_rollback::RollbackArgs),
 }
 
 /// Output formats of `upgrade plan`.
@@ -77,6 +83,7 @@ Examples:
   netctl upgrade status                                 # where the last run stands, who holds the lock
   netctl upgrade history                                # every run: who, when, from → to, result
   netctl upgrade apply --resume                         # continue after a failure or a gate
+  netctl upgrade verify                                 # the last run's verification, again
   netctl upgrade unlock LOCK-ID                         # only when the holder is gone for good";
 
 /// `netctl upgrade plan`
@@ -146,6 +153,8 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
         UpgradeCommand::Status(args) => upgrade_apply::status(context, args).await,
         UpgradeCommand::History(args) => super::upgrade_history::history(context, args),
         UpgradeCommand::Unlock(args) => upgrade_apply::unlock(context, args).await,
+        UpgradeCommand::Verify(args) => super::upgrade_verify::verify(context, args).await,
+        UpgradeCommand::Rollback(args) => super::upgrade_rollback::rollback(context, args).await,
     }
 }
 

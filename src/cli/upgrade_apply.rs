@@ -256,7 +256,7 @@ fn read_plan(path: &Path) -> anyhow::Result<Plan> {
 
 pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let saved_plan = args.plan.as_deref().map(read_plan).transpose()?;
-    let printer = &context.printer;
+    let (interaction, progress) = terminal_modes(&context.printer, args.progress);
     let options = ApplyOptions {
         mode: if args.dry_run {
             RunMode::DryRun
@@ -273,14 +273,8 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         } else {
             Confirmation::Ask
         },
-        interaction: printer.interaction(),
-        // `-q` silences progress whatever `--progress` says (the printer draws no bar and says
-        // no line); a bar needs a terminal.
-        progress: match (args.progress, printer.can_draw_bars()) {
-            _ if printer.is_quiet() => ProgressMode::Silent,
-            (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
-            (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
-        },
+        interaction,
+        progress,
         approved: args.approve.into_iter().collect::<BTreeSet<_>>(),
         rerun: args.rerun.into_iter().collect(),
         skip: args.skip.into_iter().collect(),
@@ -349,6 +343,20 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether gates can ask on a terminal, and how progress is shown: `-q` silences progress
+/// whatever `--progress` says (the printer draws no bar and says no line); a bar needs a terminal.
+pub(super) fn terminal_modes(
+    printer: &crate::output::Printer,
+    progress: ProgressChoice,
+) -> (crate::output::Interaction, ProgressMode) {
+    let progress = match (progress, printer.can_draw_bars()) {
+        _ if printer.is_quiet() => ProgressMode::Silent,
+        (ProgressChoice::Bar, _) | (ProgressChoice::Auto, true) => ProgressMode::Bar,
+        (ProgressChoice::Plain, _) | (ProgressChoice::Auto, false) => ProgressMode::Lines,
+    };
+    (printer.interaction(), progress)
 }
 
 pub async fn status(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
@@ -479,6 +487,11 @@ fn print_status(
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        RunState::WaitingAtGate { step } if step == crate::plan::verification::VERIFY_STEP => {
+            format!(
+                "stopped at `{step}`: the verification failed (below); fix what it found and `netctl upgrade apply --resume` verifies again, `--resume --approve {step}` accepts the findings (`netctl upgrade plan` shows each step's rollback advice)"
+            )
+        }
         RunState::WaitingAtGate { step } => format!(
             "waiting at gate `{step}` (continue with `netctl upgrade apply --resume --approve {step}`)"
         ),

@@ -17,6 +17,7 @@ pub mod etcd;
 pub mod health;
 pub mod initialize;
 pub mod ipam;
+pub mod ipam_check;
 pub mod kube;
 pub mod migration;
 mod pages;

@@ -224,6 +224,13 @@ impl Hint for ExecError {
             ExecError::UnfinishedRun { .. } => {
                 "continue it with `netctl upgrade apply --resume`, see it with `netctl upgrade status`, or start over with `--discard-checkpoint`".to_string()
             }
+            ExecError::StoppedAtGate { step, .. }
+                if step == crate::plan::verification::VERIFY_STEP =>
+            {
+                format!(
+                    "fix what failed and `netctl upgrade apply --resume` verifies again; `--resume --approve {step}` accepts the findings; the message above says how to go back"
+                )
+            }
             ExecError::StoppedAtGate { step, .. } => format!(
                 "after checking, continue with `netctl upgrade apply --resume --approve {step}` (or `--resume --yes` to approve every gate)"
             ),

@@ -84,6 +84,11 @@ pub fn by_kind(action: &Action) -> Duration {
         Action::DatastoreRestore(_) | Action::DatastoreImport(_) => seconds(120),
         // Two reads of the policy keys and a transaction per misnamed policy (policies are few).
         Action::DatastoreMigratePolicyNames(_) => seconds(10),
+        // A list of every kind, the IPAM check and a status request per BGP node.
+        Action::UpgradeBaseline(baseline) => {
+            seconds(5) + baseline.scope.bgp_timeout.0.min(seconds(30))
+        }
+        Action::UpgradeVerify(verify) => seconds(5) + verify.scope.bgp_timeout.0.min(seconds(30)),
     }
 }
 

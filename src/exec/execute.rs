@@ -121,6 +121,7 @@ impl Executor {
             entry.to = Some(plan.to.to_string());
             entry.steps = Some(plan.steps.len());
             entry.cluster = cluster;
+            entry.rolls_back = plan.rolls_back.clone();
         })?;
         if let Some(record) = &taken_over {
             let summary = format!(
@@ -305,7 +306,10 @@ impl Executor {
                 started: Instant::now(),
                 run: &mut *run,
             };
-            step::run_step(step, &mut upgrade_step).await?;
+            if let Err(error) = step::run_step(step, &mut upgrade_step).await {
+                self.after_failed_step(plan, run, index, step, error)
+                    .await?;
+            }
         }
         run.complete(plan.steps.len()).await?;
         Ok(RunReport {
@@ -364,20 +368,60 @@ impl Executor {
                     step: step.id.clone(),
                 })
             }
-            Gate::Closed { message } => {
-                run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
-                    .await?;
-                run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
-                    .await;
-                Err(ExecError::StoppedAtGate {
-                    step: step.id.clone(),
-                    message,
-                })
-            }
+            Gate::Closed { message } => stopped_at_gate(run, step, message).await,
         }
     }
 
-    /// Runs the one step of a one-step plan for real.
+    /// A failed verification stops the run at its step as a gate does: the checkpoint waits
+    /// there, the journal says what failed with the evidence and the way back, and the run ends
+    /// with [`ExecError::StoppedAtGate`] (exit 3) — unless the operator accepted the findings with
+    /// `--approve STEP` (not `--yes`: a failed verification is never approved wholesale), which
+    /// records the step as done and goes on. A resume verifies again. Any other error is handed
+    /// back as it is.
+    async fn after_failed_step(
+        &self,
+        plan: &Plan,
+        run: &mut Run<'_>,
+        index: usize,
+        step: &PlannedStep,
+        error: ExecError,
+    ) -> Result<(), ExecError> {
+        let report = match &error {
+            ExecError::StepFailed { source, .. } => match source.as_ref() {
+                StepError::Verify(verify) => verify.report().cloned(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(report) = report else {
+            return Err(error);
+        };
+        if run.options.approved.contains(&step.id) {
+            let summary = format!(
+                "verification failed and its findings were accepted with `--approve`: {}",
+                crate::errors::error_chain(&error)
+            );
+            let record = run.checkpoint.step_mut(index);
+            record.state = StepState::Succeeded;
+            record.summary = Some(summary.clone());
+            run.checkpoint.run = RunState::InProgress;
+            run.save(Change::step(index).and_run()).await?;
+            return run.record(JournalEvent::Approved, Some(step), |entry| {
+                entry.summary = Some(summary);
+            });
+        }
+        let message = super::verification::gate_message(plan, &run.checkpoint, step, &report);
+        let what = report
+            .failed()
+            .map(|finding| format!("{}: {}", finding.check, finding.summary))
+            .collect::<Vec<_>>()
+            .join("; ");
+        run.record(JournalEvent::VerificationFailed, Some(step), |entry| {
+            entry.summary = Some(what);
+        })?;
+        stopped_at_gate(run, step, message).await
+    }
+
     /// Checks a step's `requires` right before it starts (the pre-flight could not when an
     /// earlier step of the run rolls the node agents).
     async fn check_requirement(
@@ -402,6 +446,7 @@ impl Executor {
             .map_err(behind)
     }
 
+    /// Runs the one step of a one-step plan for real.
     pub(super) async fn execute_one(
         &self,
         plan: &Plan,
@@ -718,4 +763,20 @@ fn record_digests(
         }
         _ => None,
     }
+}
+
+/// The run stops in front of `step` for a person (exit 3): recorded, the `--on-gate` hook told.
+async fn stopped_at_gate(
+    run: &mut Run<'_>,
+    step: &PlannedStep,
+    message: String,
+) -> Result<(), ExecError> {
+    run.stop_at(step, &message, crate::exit_code::STOPPED_AT_GATE)
+        .await?;
+    run.notify_gate(step, &message, Some(crate::exit_code::STOPPED_AT_GATE))
+        .await;
+    Err(ExecError::StoppedAtGate {
+        step: step.id.clone(),
+        message,
+    })
 }

@@ -39,6 +39,7 @@ mod signal;
 pub mod stale;
 mod start;
 mod step;
+mod verification;
 pub mod window;
 
 use std::collections::{BTreeMap, BTreeSet};

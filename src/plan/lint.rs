@@ -368,7 +368,17 @@ impl RunbookLinter<'_> {
             {
                 self.check_value(line, &Json::Object(with.clone()), &params, has_item);
             }
-            for name in std::iter::once(&step.action).chain(step.verify.as_ref().map(|v| &v.action))
+            if let Some(undo) = &step.undo {
+                self.check_template(line, &undo.description, false, &params, has_item);
+                if let Some(with) = &undo.with {
+                    self.check_value(line, &Json::Object(with.clone()), &params, has_item);
+                }
+                self.check_undo(step, line);
+            }
+            let undo_action = step.undo.as_ref().and_then(|undo| undo.action.as_ref());
+            for name in std::iter::once(&step.action)
+                .chain(step.verify.as_ref().map(|v| &v.action))
+                .chain(undo_action)
             {
                 if !Action::NAMES.contains(&name.as_str()) {
                     self.report(
@@ -486,6 +496,27 @@ impl RunbookLinter<'_> {
             &context,
         ))
         .chain(
+            step.undo
+                .iter()
+                .filter_map(|undo| {
+                    undo.action
+                        .as_ref()
+                        .map(|action| (action, undo.with.as_ref()))
+                })
+                .filter(|(action, _)| Action::NAMES.contains(&action.as_str()))
+                .map(|(action, with)| {
+                    render_action(
+                        self.set,
+                        self.templates,
+                        self.loaded,
+                        step,
+                        action,
+                        with,
+                        &context,
+                    )
+                }),
+        )
+        .chain(
             step.verify
                 .iter()
                 .filter(|verify| Action::NAMES.contains(&verify.action.as_str()))
@@ -518,6 +549,28 @@ impl RunbookLinter<'_> {
                     other.to_string(),
                 ),
             }
+        }
+    }
+
+    /// An `undo:` is an action or `fromBackup`, not both, `with` only beside an action; an
+    /// irreversible step has none (it is a point of no return because it has no way back).
+    fn check_undo(&mut self, step: &Step, line: usize) {
+        let Some(undo) = &step.undo else { return };
+        let problem = match (&undo.action, undo.from_backup, &undo.with) {
+            (Some(_), true, _) => Some("has both `action` and `fromBackup`; give one"),
+            (None, _, Some(_)) => Some("has `with` but no `action`"),
+            _ if step.irreversible => Some(
+                "belongs to an irreversible step: a step with a way back is not a point of no return (drop `irreversible`, keep the `pause` before it)",
+            ),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            self.report(
+                line,
+                Severity::Error,
+                "undo-shape",
+                format!("step `{}`: its `undo` {problem}", step.id),
+            );
         }
     }
 

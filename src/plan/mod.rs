@@ -19,8 +19,10 @@ pub mod release;
 pub mod render;
 pub mod request;
 pub mod resolve;
+pub mod rollback;
 mod single;
 pub mod targets;
+pub mod verification;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -35,6 +37,7 @@ pub use facts::{
 };
 pub use release::{Release, ReleaseError};
 pub use resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade, plan_upgrade_with};
+pub use rollback::PlannedUndo;
 
 /// The version of the plan file format; bumped on any incompatible change.
 pub const PLAN_FORMAT_VERSION: u32 = 1;
@@ -66,6 +69,9 @@ pub struct PlannedStep {
     /// How to go back before and after this step (required on irreversible steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<crate::runbook::RollbackAdvice>,
+    /// The way back `upgrade rollback` runs once this step completed (see [`PlannedUndo`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<PlannedUndo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
     /// The name under which the executor keeps this step's output.
@@ -100,6 +106,7 @@ impl PlannedStep {
             irreversible: false,
             requires: None,
             rollback: None,
+            undo: None,
             retry: None,
             register: None,
             reason: reason.into(),
@@ -143,8 +150,13 @@ impl Hint for PlanFileError {
 #[serde(deny_unknown_fields)]
 pub struct Plan {
     pub format_version: u32,
-    /// The procedure: `upgrade` or a named one such as `auto-host-endpoints`.
+    /// The procedure: `upgrade` or a named one such as `auto-host-endpoints` (`rollback` for the
+    /// way back of a run, see `plan/rollback.rs`).
     pub procedure: String,
+    /// A rollback plan: the id of the run it goes back from (journaled with its start, so
+    /// `upgrade history` shows that run as rolled back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolls_back: Option<String>,
     pub from: Release,
     pub to: Release,
     pub facts: Facts,
@@ -227,6 +239,8 @@ impl ManifestDiscovery {
 struct DigestedContent<'a> {
     format_version: u32,
     procedure: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rolls_back: Option<&'a str>,
     from: &'a Release,
     to: &'a Release,
     facts: &'a Facts,
@@ -266,10 +280,14 @@ impl Plan {
             if let Some(verify) = &mut step.verify {
                 verify.redact_secrets();
             }
+            if let Some(action) = step.undo.as_mut().and_then(|undo| undo.action.as_mut()) {
+                action.redact_secrets();
+            }
         }
         let mut plan = Plan {
             format_version: PLAN_FORMAT_VERSION,
             procedure: procedure.into(),
+            rolls_back: None,
             from,
             to,
             facts,
@@ -291,6 +309,7 @@ impl Plan {
         let content = DigestedContent {
             format_version: self.format_version,
             procedure: &self.procedure,
+            rolls_back: self.rolls_back.as_deref(),
             from: &self.from,
             to: &self.to,
             facts: &self.facts,

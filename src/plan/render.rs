@@ -158,6 +158,9 @@ pub fn text(plan: &Plan) -> String {
                 let _ = writeln!(out, "{rail}     rollback before: {}", advice.before);
                 let _ = writeln!(out, "{rail}     rollback after:  {}", advice.after);
             }
+            if let Some(undo) = &step.undo {
+                let _ = writeln!(out, "{rail}     undo:   {}", undo_line(undo));
+            }
             match &step.span {
                 Some(crate::vocabulary::SpanEdge::Opens(name)) => {
                     let _ = writeln!(
@@ -339,6 +342,13 @@ pub fn markdown(plan: &Plan) -> String {
                 let _ = writeln!(out, "  Rollback before: {}  ", advice.before);
                 let _ = writeln!(out, "  Rollback after: {}  ", advice.after);
             }
+            if let Some(undo) = &step.undo {
+                let _ = writeln!(
+                    out,
+                    "  Undo (`netctl upgrade rollback`): {}  ",
+                    undo_line(undo)
+                );
+            }
             let _ = writeln!(out, "  Why: {}", step.reason);
         }
     }
@@ -445,4 +455,13 @@ pub fn mermaid(plan: &Plan) -> String {
         }
     }
     out
+}
+
+/// What `upgrade rollback` runs to undo a step, in one line.
+fn undo_line(undo: &super::PlannedUndo) -> String {
+    match (&undo.action, undo.from_backup) {
+        (Some(action), _) => format!("{} ({action})", undo.description),
+        (None, true) => format!("{} (from the run's backup)", undo.description),
+        (None, false) => undo.description.clone(),
+    }
 }

@@ -169,6 +169,10 @@ pub struct Step {
     /// at the step's gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackAdvice>,
+    /// The step's way back, which `netctl upgrade rollback` runs (see [`Undo`]). A step that writes
+    /// and has none, or is `irreversible`, stops a rollback that would go past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<Undo>,
     /// This step opens or closes a span the run must not be cut inside (`{opens: NAME}`,
     /// `{closes: NAME}`), e.g. a datastore lock … unlock: a maintenance window counts the span as
     /// one piece.
@@ -183,6 +187,27 @@ pub struct Step {
 pub struct RollbackAdvice {
     pub before: String,
     pub after: String,
+}
+
+/// A step's way back: an action (templates, rendered with the step's), or `fromBackup: true` — the
+/// datastore kinds the step writes put back as the run's backup (taken before its first write)
+/// holds them, by `datastore.restore`. Exactly one of the two (lint `undo-shape`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Undo {
+    /// What going back does, shown in the rollback plan (a template).
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_action_name_schema")]
+    pub action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_backup: bool,
+}
+
+fn optional_action_name_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    action_name_schema(generator)
 }
 
 /// A step's precondition on the cluster (a template, rendered into the plan).

@@ -96,6 +96,7 @@ fixture!(
     "irreversible-without-rollback"
 );
 fixture!(command_hygiene, "command-hygiene", "command-hygiene");
+fixture!(undo_has_one_shape, "undo-shape", "undo-shape");
 
 #[test]
 fn the_shipped_runbook_directory_lints_clean() {

@@ -62,8 +62,10 @@ fn helm_from_v3_13_with_all_interfaces_host_endpoints() {
         .position(|id| *id == "helm-ownership-migration/install-chart")
         .unwrap();
     assert!(policy < chart);
+    // The verification comes last; before it, the finish phase.
+    assert_eq!(ids.last(), Some(&"verify/cluster"));
     assert_eq!(
-        ids.last(),
+        ids.iter().rev().nth(1),
         Some(&"hostendpoint-finish/unlabel-all-interfaces-heps")
     );
     insta::assert_snapshot!(render::text(&plan));
@@ -297,7 +299,7 @@ fn manifest_edits_decide_the_gate_and_the_overlay_reaches_the_download() {
     )
     .unwrap();
     assert!(!step_ids(&overlaid).contains(&gate));
-    let download = serde_json::to_value(&overlaid.steps[0]).unwrap();
+    let download = serde_json::to_value(&overlaid.steps[1]).unwrap();
     assert_eq!(download["with"]["overlay"], serde_json::json!([document]));
     assert_ne!(overlaid.digest, none.digest, "the overlay is in the digest");
 

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use crate::support::snapshot::netctl_snapshot;
 use crate::support::{EtcdServer, KubeApiServer, Netctl};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const ROOT: &str = "/calico/resources/v3/projectcalico.org";
 const MANIFEST_HOST: &str = "raw.githubusercontent.com/projectcalico/calico";
@@ -401,33 +401,10 @@ fn set_version(etcd: &EtcdServer, version: &str) {
     );
 }
 
-/// Reports a finished rollout of `name` with `ready` of `total` containers ready in each pod.
+/// Reports a finished rollout of `name` with `ready` of `total` containers ready in each pod (the
+/// end-to-end tests' helper: pods with the template's images, as the controller makes them).
 fn roll_out(kube: &KubeApiServer, plural: &str, name: &str, ready: usize, total: usize) {
-    let object = kube
-        .get("apps/v1", plural, "kube-system", name)
-        .unwrap_or_else(|| panic!("no {plural} `{name}`"));
-    let generation = object["metadata"]["generation"].as_i64().unwrap_or(1);
-    let status = if plural == "daemonsets" {
-        json!({"observedGeneration": generation, "desiredNumberScheduled": 2,
-               "updatedNumberScheduled": 2, "numberAvailable": 2})
-    } else {
-        json!({"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
-               "availableReplicas": 1, "readyReplicas": 1})
-    };
-    kube.set_status("apps/v1", plural, "kube-system", name, status);
-    let pods = if plural == "daemonsets" { 2 } else { 1 };
-    for index in 0..pods {
-        let statuses: Vec<Value> = (0..total)
-            .map(|container| json!({"name": format!("c{container}"), "ready": container < ready}))
-            .collect();
-        kube.put(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("{name}-{index}"), "namespace": "kube-system",
-                         "labels": object["spec"]["selector"]["matchLabels"].clone()},
-            "spec": {"containers": (0..total).map(|c| json!({"name": format!("c{c}"), "image": "x"})).collect::<Vec<_>>()},
-            "status": {"phase": "Running", "containerStatuses": statuses}
-        }));
-    }
+    crate::upgrade_e2e::common::roll_out(kube, plural, name, ready, total)
 }
 
 fn secret_mode(kube: &KubeApiServer, plural: &str, name: &str) -> Value {

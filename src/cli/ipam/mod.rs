@@ -8,7 +8,6 @@
 
 mod check;
 mod configure;
-mod pools;
 mod release;
 mod show;
 mod split;

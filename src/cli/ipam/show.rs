@@ -13,10 +13,10 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::pools::read_pools;
 use super::{Context, ipam_of};
 use crate::datastore::Datastore;
 use crate::datastore::ipam::{IpamStore, for_each_block};
+use crate::datastore::ipam_check::read_pools;
 use crate::ipam::usage::{self, BorrowedAddress, Utilization, count, count_with_share};
 use crate::ipam::{AllocationBlock, Cidr, IpamConfig};
 use crate::output::write_boxed;

@@ -6,9 +6,9 @@
 use std::process::ExitCode;
 
 use super::Context;
-use super::pools::read_pools;
 use crate::cli::journaled::{JournalArgs, run_journaled};
 use crate::datastore::StoreError;
+use crate::datastore::ipam_check::read_pools;
 use crate::datastore::readiness::lock_state;
 use crate::ipam::Cidr;
 use crate::ipam::split::{child_name, split};

@@ -4,8 +4,8 @@
 //! of actions (`vocabulary::action_table`): every action's arguments implement [`Perform`], beside
 //! the other actions of their family — `resource/` (`resource.*`), `kube/` (`kube.*`), `fetch`,
 //! `process` (`helm`, `exec`), `check`, `pause`, `node` (`node.run`, `node.status`) and `ipam`
-//! (`ipam.*`, `datastore.lock|unlock`) — so an action without an
-//! implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
+//! (`ipam.*`, `datastore.lock|unlock`), `verify` (`upgrade.baseline`, `upgrade.verify`) — so an
+//! action without an implementation does not compile. Each takes the [`RunMode`]: in dry-run it does every read it
 //! needs (so the transcript shows the real document that would be written) and nothing else.
 //! [`holds`] evaluates an action as a postcondition (`verify`), and [`is_idempotent`] says whether
 //! an interrupted step may simply run again.
@@ -18,6 +18,7 @@ pub mod node;
 pub mod pause;
 pub mod process;
 pub mod resource;
+pub mod verify;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,6 +74,8 @@ pub enum StepError {
     NodeStatus(#[from] Box<node::status::NodeStatusActionError>),
     #[error(transparent)]
     Ipam(#[from] ipam::IpamActionError),
+    #[error(transparent)]
+    Verify(Box<verify::VerifyError>),
     #[error("`{action}` needs the Kubernetes API, and no cluster is configured")]
     KubernetesUnavailable { action: &'static str },
     #[error("`{action}` cannot be used as a postcondition (`verify`)")]
@@ -110,6 +113,7 @@ impl Hint for StepError {
             StepError::Node(error) => error.hint(),
             StepError::NodeStatus(error) => error.hint(),
             StepError::Ipam(error) => error.hint(),
+            StepError::Verify(error) => error.hint(),
             StepError::KubernetesUnavailable { .. } => Some(
                 "point KUBECONFIG (or `kubeconfig` in the config file) at the cluster; `--dry-run` shows the exact request".to_string(),
             ),

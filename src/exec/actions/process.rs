@@ -15,7 +15,7 @@ use tokio::process::Command;
 use super::{Context, Held, Outcome, Perform, Performed, RunMode};
 use crate::errors::Hint;
 use crate::plan::Action;
-use crate::plan::action::{Exec, Helm};
+use crate::plan::action::{Exec, Helm, HelmRelease};
 use crate::redaction::{REDACTED, command_line};
 
 /// At most this much of each output stream is kept.
@@ -25,7 +25,30 @@ impl Perform for Helm {
     async fn perform(&self, _: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let tracking = context.child_tracking.as_ref();
         let env = BTreeMap::new();
-        Ok(run(&self.argv(), &env, self.timeout.0, mode, tracking).await?)
+        let Some(release) = &self.record_revision else {
+            return Ok(run(&self.argv(), &env, self.timeout.0, mode, tracking).await?);
+        };
+        if mode == RunMode::DryRun {
+            let mut outcome = run(&self.argv(), &env, self.timeout.0, mode, tracking).await?;
+            outcome.transcript.insert(
+                0,
+                format!(
+                    "would first record the deployed revision: {}",
+                    command_line(&release.history_argv(), &env)
+                ),
+            );
+            return Ok(outcome);
+        }
+        let revision = deployed_revision(release, self.timeout.0).await?;
+        let mut outcome = run(&self.argv(), &env, self.timeout.0, mode, tracking).await?;
+        outcome.summary = format!(
+            "{} (release `{}` was at revision {revision})",
+            outcome.summary, release.release
+        );
+        if let Some(output) = outcome.output.as_mut() {
+            output["revision_before"] = serde_json::json!(revision);
+        }
+        Ok(outcome)
     }
 
     /// A program may do anything.
@@ -50,6 +73,26 @@ impl Perform for Exec {
     fn is_idempotent(&self, _: &Action) -> bool {
         false
     }
+}
+
+/// The revision of `release` Helm lists last (`helm history --max 1 -o json`: a JSON array of
+/// `{revision, updated, status, chart, app_version, description}`).
+async fn deployed_revision(release: &HelmRelease, timeout: Duration) -> Result<u64, ProcessError> {
+    let argv = release.history_argv();
+    let output = run_captured(&argv, &BTreeMap::new(), timeout, None).await?;
+    let stdout = output["stdout"].as_str().unwrap_or_default();
+    serde_json::from_str::<Vec<serde_json::Value>>(stdout)
+        .ok()
+        .and_then(|entries| entries.last()?.get("revision")?.as_u64())
+        .ok_or_else(|| ProcessError::Failed {
+            program: "helm".to_string(),
+            status: format!(
+                "`helm history {}` printed no revision (`{}`)",
+                release.release,
+                stdout.trim().chars().take(200).collect::<String>()
+            ),
+            stderr: String::new(),
+        })
 }
 
 /// Why a program step failed.

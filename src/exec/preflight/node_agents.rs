@@ -131,7 +131,7 @@ pub async fn check_version(
 }
 
 /// The tag of an image reference (`docker.io/calico/node:v3.29.2` → `v3.29.2`); empty without one.
-fn image_tag(image: &str) -> &str {
+pub fn image_tag(image: &str) -> &str {
     let without_digest = image.split('@').next().unwrap_or(image);
     let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
     last.split_once(':').map(|(_, tag)| tag).unwrap_or("")

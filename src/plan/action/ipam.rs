@@ -36,6 +36,10 @@ pub struct DatastoreRestore {
     /// Restore the IPAM objects too (`--include-ipam`).
     #[serde(default)]
     pub include_ipam: bool,
+    /// Only resources of these kinds (`upgrade rollback` putting back what the undone steps
+    /// wrote); empty: every kind, and ClusterInformation's identity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
 }
 
 /// `datastore.migrate-policy-names`: the default-tier policies stored as `default.<name>` moved to
@@ -217,6 +221,9 @@ impl Arguments for DatastoreRestore {
         write!(out, "{name} -f {} (sha256 {digest}…)", self.file)?;
         if self.include_ipam {
             out.write_str(" --include-ipam")?;
+        }
+        if !self.kinds.is_empty() {
+            write!(out, " (only {})", self.kinds.join(", "))?;
         }
         Ok(())
     }

@@ -11,7 +11,8 @@
 //! live beside this file with what they say of themselves ([`Arguments`]: the one line that
 //! describes the action, the rules serde cannot express): `resource.rs` (`resource.*`), `kube.rs`
 //! (`kube.*`), `fetch.rs`, `process.rs` (`helm`, `exec`), `gate.rs` (`check`, `pause`),
-//! `node.rs` (`node.run`, `node.status`) and `ipam.rs` (`ipam.*`, `datastore.lock|unlock|restore`).
+//! `node.rs` (`node.run`, `node.status`), `ipam.rs` (`ipam.*`, `datastore.lock|unlock|restore`) and
+//! `verify.rs` (`upgrade.baseline`, `upgrade.verify`).
 
 use std::fmt;
 
@@ -26,6 +27,7 @@ mod kube;
 mod node;
 mod process;
 mod resource;
+mod verify;
 
 pub use crate::vocabulary::HumanDuration;
 // Each family's argument types, as `plan::action::KubeApply`: a new one needs no line here.
@@ -36,6 +38,7 @@ pub use kube::*;
 pub use node::*;
 pub use process::*;
 pub use resource::*;
+pub use verify::*;
 
 /// What the arguments of every action say of themselves. The plan, the dry run and the journal
 /// show an action by [`Arguments::describe`] alone (through `Display` of [`Action`]); the planner

@@ -20,6 +20,42 @@ pub struct Helm {
     pub args: Vec<String>,
     #[serde(default = "default_command_timeout")]
     pub timeout: HumanDuration,
+    /// Before running, record the release's deployed revision (`helm history RELEASE --namespace
+    /// NS --max 1 -o json`) as `revision_before` in the step's output: what `helm rollback` goes back
+    /// to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_revision: Option<HelmRelease>,
+    /// In an `undo:`: append the `revision_before` of this registered output to `args` (the
+    /// rollback plan does, from the run it goes back from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_from: Option<String>,
+}
+
+/// A Helm release by name and namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelmRelease {
+    pub release: String,
+    pub namespace: String,
+}
+
+impl HelmRelease {
+    /// `helm history` of the release, newest revision only, as JSON.
+    pub fn history_argv(&self) -> Vec<String> {
+        [
+            "helm",
+            "history",
+            &self.release,
+            "--namespace",
+            &self.namespace,
+            "--max",
+            "1",
+            "-o",
+            "json",
+        ]
+        .map(str::to_string)
+        .to_vec()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,7 +85,18 @@ impl Helm {
 impl Arguments for Helm {
     fn describe(&self, _: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let line = command_line(&self.argv(), &BTreeMap::new());
-        write!(out, "{line} (timeout {})", self.timeout)
+        write!(out, "{line} (timeout {})", self.timeout)?;
+        if let Some(release) = &self.record_revision {
+            write!(
+                out,
+                ", recording the revision of release `{}` in `{}` first",
+                release.release, release.namespace
+            )?;
+        }
+        if let Some(output) = &self.revision_from {
+            write!(out, ", to the revision recorded as `{output}`")?;
+        }
+        Ok(())
     }
 
     fn check(&self) -> Result<(), String> {

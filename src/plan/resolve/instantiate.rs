@@ -1,8 +1,8 @@
 //! Stage 3 of planning: the steps of each chosen runbook, rendered. A step whose `when` holds is
 //! rendered once, or once per item of its `foreach` list (`item` laid over the step's context),
 //! into an [`Instance`]: the [`PlannedStep`] with its typed action (a resource write's `file:`
-//! loaded and rendered into documents), its `verify`, description, requirement and rollback
-//! advice, and what ordering needs to know (its key, `needs`, `foreach` and `serial`). The items of
+//! loaded and rendered into documents), its `verify`, description, requirement, rollback
+//! advice and `undo`, and what ordering needs to know (its key, `needs`, `foreach` and `serial`). The items of
 //! a `resource.label` step that differ only in the resource's name become one batched step
 //! ([`super::fold`]).
 //!
@@ -200,6 +200,17 @@ impl StepScope<'_> {
             }),
             None => None,
         };
+        let undo = match &step.undo {
+            Some(undo) => Some(crate::plan::PlannedUndo {
+                description: self.text(&undo.description, &context)?,
+                action: match &undo.action {
+                    Some(action) => Some(self.action(action, undo.with.as_ref(), &context)?),
+                    None => None,
+                },
+                from_backup: undo.from_backup,
+            }),
+            None => None,
+        };
         let runbook = self.loaded.runbook.metadata.name.clone();
         Ok(Instance {
             key,
@@ -220,6 +231,7 @@ impl StepScope<'_> {
                 irreversible: step.irreversible,
                 requires,
                 rollback,
+                undo,
                 retry: step.retry.clone(),
                 register: step.register.clone(),
                 reason,

@@ -186,7 +186,8 @@ fn plan_steps(
     for selected in select::select(set, &templates, &selection)? {
         instantiate::instantiate(set, &templates, &selected, &mut instances)?;
     }
-    let steps = order::order(set, instances)?;
+    let steps =
+        crate::plan::verification::around(order::order(set, instances)?, &to, &request.facts);
     Ok(Plan::new(
         request.procedure.clone(),
         from,

@@ -40,6 +40,8 @@ pub struct Behaviour {
     pub delay: Duration,
     /// The first report fails (BIRD did not answer); the next comes a period later.
     pub first_report_fails: bool,
+    /// Peers whose session is down (`Active`) instead of established: a node that lost them.
+    pub lost_peers: Vec<String>,
 }
 
 impl Behaviour {
@@ -48,6 +50,7 @@ impl Behaviour {
             nodes: nodes.iter().map(|node| node.to_string()).collect(),
             delay,
             first_report_fails: false,
+            lost_peers: Vec::new(),
         }
     }
 }
@@ -172,6 +175,26 @@ pub fn report(node: &str) -> Value {
     })
 }
 
+/// [`report`] with the sessions to `lost` peers down (`Active`), the counts following.
+pub fn report_losing(node: &str, lost: &[String]) -> Value {
+    let mut status = report(node);
+    let bgp = &mut status["bgp"];
+    for peer in bgp["peersV4"].as_array_mut().into_iter().flatten() {
+        if lost.iter().any(|lost| peer["peerIP"] == lost.as_str()) && peer["state"] == "Established"
+        {
+            peer["state"] = json!("Active");
+        }
+    }
+    let peers = bgp["peersV4"].as_array().cloned().unwrap_or_default();
+    let up = peers
+        .iter()
+        .filter(|peer| peer["state"] == "Established")
+        .count();
+    bgp["numberEstablishedV4"] = json!(up);
+    bgp["numberNotEstablishedV4"] = json!(peers.len() - up);
+    status
+}
+
 /// When to write an object's first status, from when it was seen.
 fn due(behaviour: &Behaviour, object: &Value, seen_at: Instant) -> Instant {
     let period = object["spec"]["updatePeriodSeconds"].as_u64().unwrap_or(0);
@@ -241,7 +264,10 @@ async fn watch_etcd(
             .collect();
         for key in ready {
             let (_, revision, mut object) = pending.remove(&key).unwrap();
-            object["status"] = report(object["spec"]["node"].as_str().unwrap_or(""));
+            object["status"] = report_losing(
+                object["spec"]["node"].as_str().unwrap_or(""),
+                &behaviour.lost_peers,
+            );
             let txn = Txn::new()
                 .when([Compare::mod_revision(
                     key.as_str(),
@@ -291,7 +317,10 @@ fn poll_kube(
                 continue;
             }
             let mut updated = object.clone();
-            updated["status"] = report(object["spec"]["node"].as_str().unwrap_or(""));
+            updated["status"] = report_losing(
+                object["spec"]["node"].as_str().unwrap_or(""),
+                &behaviour.lost_peers,
+            );
             let path = format!("{collection}/{name}");
             if let Ok((200, _)) = http(&address, "PUT", &path, Some(&updated.to_string())) {
                 reported.lock().unwrap().insert(name, Instant::now());

@@ -36,6 +36,7 @@ pub struct Findings {
 pub fn schema(api_version: &str, kind: &str) -> Option<Value> {
     match (api_version, kind) {
         ("crd.projectcalico.org/v1", "CalicoNodeStatus") => Some(calico_node_status()),
+        ("operator.tigera.io/v1", "TigeraStatus") => Some(tigera_status()),
         ("projectcalico.org/v3", "CalicoNodeStatus") => {
             let mut schema = calico_node_status();
             schema["required"] = json!(["metadata", "spec"]);
@@ -335,5 +336,26 @@ fn calico_node_status() -> Value {
             "lastUpdated": {"type": "string", "format": "date-time", "nullable": true},
             "routes": {"type": "object", "properties": {"routesV4": routes(), "routesV6": routes()}},
         }},
+    }})
+}
+
+/// `tigerastatuses.operator.tigera.io`, the operator's report per component (`manifests/
+/// operator-crds.yaml`): conditions `Available`, `Progressing`, `Degraded`.
+fn tigera_status() -> Value {
+    json!({"type": "object", "properties": {
+        "apiVersion": string(),
+        "kind": string(),
+        "metadata": {"type": "object"},
+        "spec": {"type": "object"},
+        "status": {"type": "object", "properties": {
+            "conditions": {"type": "array", "items": {"type": "object", "properties": {
+                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "message": string(),
+                "observedGeneration": {"type": "integer", "format": "int64"},
+                "reason": string(),
+                "status": string(),
+                "type": string(),
+            }, "required": ["lastTransitionTime", "status", "type"]}},
+        }, "required": ["conditions"]},
     }})
 }

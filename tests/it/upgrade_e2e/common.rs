@@ -29,11 +29,16 @@ impl Operator {
         self.netctl.home()
     }
 
-    /// `netctl <args>`, with the state directory added to `upgrade apply|status`.
+    /// `netctl <args>`, with the state directory added to `upgrade apply|status|verify|rollback|history`.
     pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
-        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
+        if args.first() == Some(&"upgrade")
+            && matches!(
+                args.get(1),
+                Some(&"apply" | &"status" | &"verify" | &"rollback" | &"history")
+            )
+        {
             command.arg("--state-dir").arg(self.home().join("state"));
         }
         for (key, value) in env {
@@ -299,16 +304,28 @@ pub(crate) fn roll_out_in(
     };
     kube.set_status("apps/v1", plural, namespace, name, status);
     let pods = if plural == "daemonsets" { 2 } else { 1 };
+    // The pod template's containers (name, image), as the controller creates them.
+    let template = &object["spec"]["template"]["spec"]["containers"];
+    let container = |index: usize| {
+        let name = template[index]["name"]
+            .as_str()
+            .map_or_else(|| format!("c{index}"), str::to_string);
+        let image = template[index]["image"].as_str().unwrap_or("x").to_string();
+        json!({"name": name, "image": image})
+    };
+    let all_ready = ready == total;
     for index in 0..pods {
         let statuses: Vec<Value> = (0..total)
-            .map(|container| json!({"name": format!("c{container}"), "ready": container < ready}))
+            .map(|c| json!({"name": container(c)["name"], "ready": c < ready}))
             .collect();
         kube.put(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("{name}-{index}"), "namespace": namespace,
                          "labels": object["spec"]["selector"]["matchLabels"].clone()},
-            "spec": {"containers": (0..total).map(|c| json!({"name": format!("c{c}"), "image": "x"})).collect::<Vec<_>>()},
-            "status": {"phase": "Running", "containerStatuses": statuses}
+            "spec": {"nodeName": format!("node-{index}"),
+                     "containers": (0..total).map(container).collect::<Vec<_>>()},
+            "status": {"phase": "Running", "containerStatuses": statuses,
+                       "conditions": [{"type": "Ready", "status": if all_ready { "True" } else { "False" }}]}
         }));
     }
 }
@@ -523,7 +540,62 @@ pub(crate) fn node_agent_pods(kube: &KubeApiServer, namespace: &str, agents: &[(
                          "labels": {"k8s-app": "calico-node"}},
             "spec": {"nodeName": node,
                      "containers": [{"name": "calico-node", "image": format!("docker.io/calico/node:{version}")}]},
-            "status": {"phase": "Running"}
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": "calico-node", "ready": true}]}
         }));
     }
+}
+
+/// Plays the operator's status reporting: TigeraStatus `calico` (and `apiserver`) Available, as
+/// the operator writes them once its components run (`operator.tigera.io/v1`).
+pub(crate) fn operator_reports_available(kube: &KubeApiServer) {
+    for component in ["calico", "apiserver"] {
+        kube.put(json!({
+            "apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+            "metadata": {"name": component},
+            "spec": {},
+            "status": {"conditions": [
+                {"type": "Available", "status": "True", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"},
+                {"type": "Progressing", "status": "False", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"},
+                {"type": "Degraded", "status": "False", "reason": "AllObjectsAvailable",
+                 "message": "All objects available", "lastTransitionTime": "2026-11-27T10:00:00Z"}
+            ]}
+        }));
+    }
+}
+
+/// Plays the operator rolling the node agents: DaemonSet `calico-node` in `namespace` gets the
+/// `calico/node` image of `version` (the operator's part, not netctl's), then rolls out.
+pub(crate) fn operator_rolls_node_agents(kube: &KubeApiServer, namespace: &str, version: &str) {
+    let mut node = kube
+        .get("apps/v1", "daemonsets", namespace, "calico-node")
+        .expect("DaemonSet calico-node");
+    node["spec"]["template"]["spec"]["containers"][0]["image"] =
+        json!(format!("docker.io/calico/node:{version}"));
+    kube.put(node);
+    roll_out_in(kube, namespace, "daemonsets", "calico-node", 2, 2);
+    operator_reports_available(kube);
+}
+
+/// The etcd manifest path to v3.27.0, planned: the operator, the mirror serving `calico-etcd.yaml`
+/// (and the plan's overlay review), and the saved plan.
+pub(crate) fn etcd_manifest_plan(
+    etcd: &EtcdServer,
+    kube: &KubeApiServer,
+) -> (Operator, PathBuf, PathBuf) {
+    let operator = operator_for(etcd, kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap()],
+    );
+    (operator, mirror, plan_file)
 }

@@ -11,7 +11,9 @@ use crate::support::KubeApiServer;
 use crate::support::snapshot::netctl_snapshot;
 
 /// Puts a `helm` stand-in first on `PATH` that appends its argv (one argument a line, then `--`) to
-/// `$HOME/helm-argv` and succeeds. For `install` it also does what Helm leaves behind: it creates
+/// `$HOME/helm-argv` and succeeds. `history` prints what `helm history -o json` prints (a JSON
+/// array of `{revision, updated, status, chart, app_version, description}`): revision 1, deployed.
+/// For `install` it also does what Helm leaves behind: it creates
 /// the release secret `sh.helm.release.v1.<release>.v1` (labels `owner=helm`, `name`,
 /// `status=deployed`) in the `--namespace` it was given, through the API server. There is no real
 /// Helm here: the test proves netctl runs exactly the command the plan shows, not what Helm does
@@ -24,6 +26,10 @@ pub(crate) fn install_helm_stand_in(operator: &Operator, kube: &KubeApiServer) -
         format!(
             r#"#!/bin/sh
 printf '%s\n' "$@" -- >> "$HOME/helm-argv"
+if [ "$1" = history ]; then
+  echo '[{{"revision":1,"updated":"2026-11-01T10:00:00.000000000Z","status":"deployed","chart":"tigera-operator-v3.24.5","app_version":"v3.24.5","description":"Install complete"}}]'
+  exit 0
+fi
 [ "$1" = install ] || exit 0
 release=$2
 while [ $# -gt 0 ]; do
@@ -254,6 +260,13 @@ fn helm_install_from_v3_20_to_v3_27_moves_the_release_into_the_operator_namespac
         1,
     );
     set_kube_version(&kube, "v3.27.0");
+    // The operator rolled the node agents and reports its components available.
+    node_agent_pods(
+        &kube,
+        "calico-system",
+        &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")],
+    );
+    operator_reports_available(&kube);
 
     // `helm install` was killed after it ran, and is not idempotent: the resume finds its
     // postcondition (the deployed release secret in the operator namespace) and does not run it
@@ -431,6 +444,13 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
         1,
     );
     set_kube_version(&kube, "v3.27.0");
+    // The operator rolled the node agents and reports its components available.
+    node_agent_pods(
+        &kube,
+        "calico-system",
+        &[("node-1", "v3.27.0"), ("node-2", "v3.27.0")],
+    );
+    operator_reports_available(&kube);
 
     resume_to_the_end(&operator, &mirror);
     let status = status_json(&operator);
@@ -441,6 +461,7 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
     assert_eq!(
         std::fs::read_to_string(&helm_argv).expect("helm ran"),
         "repo\nupdate\nprojectcalico\n--\n\
+         history\ncalico\n--namespace\ntigera-operator\n--max\n1\n-o\njson\n--\n\
          upgrade\ncalico\nprojectcalico/tigera-operator\n--version\nv3.27.0\n--namespace\ntigera-operator\n--\n"
     );
     assert_eq!(
@@ -448,4 +469,33 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
         ["tigera-operator/sh.helm.release.v1.calico.v1"],
         "no release secret is deleted on this path"
     );
+
+    // The verification on this path reads the operator's TigeraStatus (issue 30, item 1).
+    let verify = operator.run(&["upgrade", "verify"], &[]);
+    assert_success(&verify, "upgrade verify");
+    assert!(
+        text(&verify.stdout)
+            .contains("ok          tigera-status: all 2 TigeraStatus object(s) are Available"),
+        "{}",
+        text(&verify.stdout)
+    );
+
+    // The rollback: `helm rollback` to the revision recorded before the upgrade; the CRDs and
+    // the repository refresh have nothing to undo.
+    std::fs::remove_file(&helm_argv).unwrap();
+    let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    assert_success(&rolled, "upgrade rollback");
+    let shown = text(&rolled.stdout);
+    assert!(
+        shown.contains("undo/helm-upgrade/upgrade-release")
+            && shown.contains("helm rollback calico --namespace tigera-operator --wait 1"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helm_argv).expect("helm ran"),
+        "rollback\ncalico\n--namespace\ntigera-operator\n--wait\n1\n--\n"
+    );
+    let listed = operator.run(&["upgrade", "history", "-o", "json"], &[]);
+    let runs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(runs[0]["result"], "rolled-back", "{runs:#}");
 }

@@ -427,7 +427,7 @@ fn without_a_terminal_a_wait_prints_a_progress_line_at_least_every_interval() {
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert!(
         lines[0].starts_with(
-            "[4/8] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for hostendpoints `node-a-auto-hep` matching `projectcalico.org/created-by == 'calico-kube-controllers'`: 0/1 present; missing node-a-auto-hep ("
+            "[5/10] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for hostendpoints `node-a-auto-hep` matching `projectcalico.org/created-by == 'calico-kube-controllers'`: 0/1 present; missing node-a-auto-hep ("
         ),
         "{lines:#?}"
     );
@@ -436,7 +436,7 @@ fn without_a_terminal_a_wait_prints_a_progress_line_at_least_every_interval() {
     assert!(lines.len() >= 2, "{lines:#?}");
     assert!(
         lines.iter().all(|line| line
-            .starts_with("[4/8] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for")),
+            .starts_with("[5/10] auto-host-endpoints/wait-for-auto-host-endpoint[0]: waiting for")),
         "{lines:#?}"
     );
 }

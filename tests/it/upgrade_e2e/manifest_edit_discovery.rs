@@ -119,7 +119,7 @@ fn hand_edits_are_found_in_the_cluster_reviewed_and_carried_into_upgrade_yaml() 
     assert!(record.get("undecided").is_none(), "{record:#}");
     assert_eq!(record["live"].as_array().unwrap().len(), 4, "{record:#}");
     // The step carries them (under the digest) and the review gate stays.
-    assert_eq!(plan["steps"][0]["with"]["overlay"], the_two_edits());
+    assert_eq!(plan["steps"][1]["with"]["overlay"], the_two_edits());
     assert!(step_ids(&plan).contains(&GATE.to_string()), "{plan:#}");
     let diff = plan["manifest_previews"][0]["diff"].as_str().unwrap();
     assert!(diff.contains("+  veth_mtu: '1440'"), "{diff}");
@@ -232,7 +232,7 @@ fn an_explicit_overlay_combines_with_the_discovered_edits_and_wins() {
         ],
     );
     assert_eq!(discovered_overlay(&plan), the_two_edits());
-    let documents = plan["steps"][0]["with"]["overlay"].as_array().unwrap();
+    let documents = plan["steps"][1]["with"]["overlay"].as_array().unwrap();
     assert_eq!(documents.len(), 3, "discovered first, then the file's");
     assert_eq!(documents[2]["data"]["veth_mtu"], "1500");
     let diff = plan["manifest_previews"][0]["diff"].as_str().unwrap();

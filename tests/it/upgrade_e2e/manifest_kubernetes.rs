@@ -65,7 +65,7 @@ fn kubernetes_manifest_install_from_v3_25_to_v3_29() {
         })
         .collect();
     assert!(
-        steps.len() == 6 && steps.iter().all(|(_, state)| state == "succeeded"),
+        steps.len() == 8 && steps.iter().all(|(_, state)| state == "succeeded"),
         "{steps:?}"
     );
 }
@@ -97,7 +97,7 @@ data:
 "#;
 
 /// A Kubernetes-datastore manifest install at v3.25.2 with `calico.yaml` v3.29.0 in the mirror.
-fn kubernetes_manifest_cluster() -> (KubeApiServer, Operator, PathBuf) {
+pub(super) fn kubernetes_manifest_cluster() -> (KubeApiServer, Operator, PathBuf) {
     let kube = KubeApiServer::start();
     set_kube_version(&kube, "v3.25.2");
     install(&kube, &manifest_for("v3.25.2", "kubernetes"));
@@ -144,7 +144,7 @@ fn kubernetes_manifest_install_with_an_overlay_shows_the_diff_and_carries_the_ed
         "no edits gate once the edits are stated: {ids:?}"
     );
     assert_eq!(
-        saved["steps"][0]["with"]["overlay"]
+        saved["steps"][1]["with"]["overlay"]
             .as_array()
             .unwrap()
             .len(),
@@ -342,7 +342,7 @@ fn a_manifest_changed_since_the_reviewed_plan_is_refused_with_nothing_written() 
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(saved["steps"][0]["with"]["sha256"], reviewed.as_str());
+    assert_eq!(saved["steps"][1]["with"]["sha256"], reviewed.as_str());
     assert!(
         text(&planned.stdout).contains(&format!("(pinned to the reviewed {reviewed})")),
         "{}",
@@ -551,11 +551,12 @@ fn kubernetes_canal_manifest_install_waits_for_the_canal_daemon_set() {
     );
 }
 
-/// The manifest apply is a point of no return with a way back: the plan and its gate say how, the
-/// step saves the objects as they were live to `previous-manifest.yaml` in the state directory
-/// before the first write, and the exact command it names (real kubectl) brings calico-node back.
+/// The manifest apply is not a point of no return: its `undo` (what `upgrade rollback` runs,
+/// `rollback.rs`) re-applies the objects it saves as they were live to `previous-manifest.yaml` in
+/// the state directory before the first write, and the exact command its advice names (real
+/// kubectl) brings calico-node back by hand too.
 #[test]
-fn the_manifest_apply_is_gated_saves_the_previous_manifest_and_kubectl_can_go_back() {
+fn the_manifest_apply_saves_the_previous_manifest_and_kubectl_can_go_back() {
     let (kube, operator, mirror) = kubernetes_manifest_cluster();
     let step = "manifest-upgrade/apply-manifest";
     let (plan_file, plan) = plan(&operator, "v3.29.0", &["--no-manifest-edits"]);
@@ -566,10 +567,16 @@ fn the_manifest_apply_is_gated_saves_the_previous_manifest_and_kubectl_can_go_ba
         .find(|planned| planned["id"] == step)
         .unwrap()
         .clone();
-    assert_eq!(planned["irreversible"], true, "{planned}");
+    assert_eq!(planned["irreversible"], Value::Null, "{planned}");
+    assert_eq!(
+        planned["undo"]["action"],
+        json!({"action": "kube.apply", "with": {"source": {"file": "previous-manifest.yaml"},
+               "server_side": true, "force_conflicts": true, "field_manager": "netctl"}}),
+        "{planned}"
+    );
     let after = planned["rollback"]["after"].as_str().unwrap();
     assert!(
-        after.contains("re-apply the previous manifest from the state directory")
+        after.contains("run `netctl upgrade rollback`: it re-applies the previous manifest server-side")
             && after.contains("`kubectl apply --server-side --force-conflicts --field-manager=netctl -f previous-manifest.yaml`"),
         "{after}"
     );
@@ -584,19 +591,7 @@ fn the_manifest_apply_is_gated_saves_the_previous_manifest_and_kubectl_can_go_ba
         text(&shown.stdout)
     );
 
-    // Unattended without approval: the run stops at the apply, with the advice and the directory.
-    let stopped = operator.apply(&Apply::plan(&plan_file).mirror(&mirror));
-    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
-    let stderr = text(&stopped.stderr);
     let files = operator.home().join("state/files");
-    for expected in [
-        "`manifest-upgrade/apply-manifest` is irreversible",
-        "to go back now instead: Nothing of v3.29.0 is applied yet",
-        "once it has run: The node agents roll to v3.29.0. To go back, re-apply the previous manifest",
-        &format!("(downloaded files in `{}`)", files.display()),
-    ] {
-        assert!(stderr.contains(expected), "{expected:?} in:\n{stderr}");
-    }
     let image = |kube: &KubeApiServer| {
         kube.get("apps/v1", "daemonsets", "kube-system", "calico-node")
             .unwrap()["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -605,8 +600,9 @@ fn the_manifest_apply_is_gated_saves_the_previous_manifest_and_kubectl_can_go_ba
     assert_eq!(image(&kube), "docker.io/calico/node:v3.25.2");
     assert!(!files.join("previous-manifest.yaml").exists());
 
-    let resume = Apply::resume().mirror(&mirror).approve(step);
-    apply_killed_at(&operator, &resume, &format!("{step}:after"));
+    // Unattended and without approval: with the edits stated, nothing gates the apply.
+    let apply = Apply::plan(&plan_file).mirror(&mirror);
+    apply_killed_at(&operator, &apply, &format!("{step}:after"));
     assert_eq!(image(&kube), "docker.io/calico/node:v3.29.0");
     let saved_path = files.join("previous-manifest.yaml");
     let saved = std::fs::read_to_string(&saved_path).expect("the previous manifest is saved");

@@ -26,7 +26,7 @@
 
 mod application_layer_policy;
 mod auto_host_endpoints;
-mod common;
+pub(crate) mod common;
 mod helm;
 mod maintenance_window;
 mod manifest_edit_discovery;
@@ -35,3 +35,5 @@ mod manifest_kubernetes;
 mod operator;
 mod preflight;
 mod readme_walkthrough;
+mod rollback;
+mod verification;

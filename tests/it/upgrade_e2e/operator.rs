@@ -122,7 +122,7 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         1,
         1,
     );
-    roll_out_in(&kube, "calico-system", "daemonsets", "calico-node", 2, 2);
+    operator_rolls_node_agents(&kube, "calico-system", "v3.29.0");
     set_kube_version(&kube, "v3.29.0");
 
     // The owner is gone and not back yet: the restore fails, naming the owner, and nothing changes.
@@ -157,8 +157,9 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         text(&status_text.stdout)
     );
 
-    // The upgrade brings the Tier back with a new UID.
-    kube.put(tier("new"));
+    // The upgrade brings the Tier back with a new UID (and as it was otherwise: the verification
+    // compares its labels and spec with the baseline).
+    kube.put(tier("old"));
     // The UID of the v3 resource, as netctl (and the OwnerReference) names it.
     let new_uid = v3_tier_uid(&operator);
     assert_ne!(old_uid, new_uid);
@@ -234,6 +235,66 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "the resume sent nothing"
     );
     assert_eq!(settings["data"]["mode"], "strict", "the ConfigMap survived");
+
+    // The verification on this path reads the operator's TigeraStatus (issue 30, item 1).
+    let verify = operator.run(&["upgrade", "verify"], &[]);
+    assert_success(&verify, "upgrade verify");
+    let report = text(&verify.stdout);
+    assert!(
+        report.contains("ok          tigera-status: all 2 TigeraStatus object(s) are Available"),
+        "{report}"
+    );
+
+    // A rollback of the whole run would go past the OwnerReference's removal, a point of no
+    // return: refused before anything is written, naming it and what remains by hand.
+    let journal = std::fs::read_to_string(operator.home().join("state/journal.jsonl")).unwrap();
+    let refused = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "cannot roll back past step `ownerreferences-remove/remove-owner-reference[0]`: it is irreversible (a point of no return); the steps after it can be rolled back with `--to ownerreferences-remove/remove-owner-reference[0]`; what remains by hand: The reference is recorded in the plan"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(operator.home().join("state/journal.jsonl")).unwrap(),
+        journal,
+        "a refused rollback journals nothing"
+    );
+
+    // Back to just after it: the operator's objects as they were live before the upgrade.
+    let rolled = operator.run(
+        &[
+            "upgrade",
+            "rollback",
+            "--yes",
+            "--to",
+            "ownerreferences-remove/remove-owner-reference[0]",
+        ],
+        &[],
+    );
+    assert_success(&rolled, "upgrade rollback --to");
+    let shown = text(&rolled.stdout);
+    assert!(
+        shown.contains("undo/operator-upgrade/apply-operator-manifest"),
+        "{shown}"
+    );
+    let deployment = kube
+        .get(
+            "apps/v1",
+            "deployments",
+            "tigera-operator",
+            "tigera-operator",
+        )
+        .unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "quay.io/tigera/operator:v1.32.3"
+    );
+    let listed = operator.run(&["upgrade", "history", "-o", "json"], &[]);
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(runs[0]["result"], "rolled-back", "{runs:#}");
 }
 
 #[test]

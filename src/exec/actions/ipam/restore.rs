@@ -175,11 +175,20 @@ fn read(datastore: DatastoreType, request: &DatastoreRestore) -> Result<Contents
         skipped: Vec::new(),
     };
     let mut not_writable = std::collections::BTreeMap::<Kind, usize>::new();
+    // `upgrade rollback` puts back only the kinds the undone steps wrote.
+    let wanted = |kind: Kind| {
+        request.kinds.is_empty()
+            || request
+                .kinds
+                .iter()
+                .any(|wanted| *wanted == kind.to_string())
+    };
     while let Some(record) = reader
         .next_record()
         .map_err(|error| refused(error.to_string()))?
     {
         match record {
+            Record::Resource(resource) if !wanted(resource.kind) => {}
             Record::Resource(resource) if resource.kind == Kind::ClusterInformation => {
                 contents.cluster_information = Some(*resource);
             }
