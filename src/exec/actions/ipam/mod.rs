@@ -11,8 +11,8 @@
 //! transaction; on Kubernetes it is undone, newest write first, when a later write fails.
 
 pub mod configure;
-pub mod policy_names;
 pub mod import;
+pub mod policy_names;
 pub mod readiness;
 pub mod release;
 pub mod restore;
