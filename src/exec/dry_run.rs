@@ -185,7 +185,12 @@ impl Executor {
         let mut rehearsal = self.plan_rehearsal(plan, &outputs);
         let mut pending = Vec::new();
         for step in &plan.steps {
-            if matches!(step.action, Action::Pause(_)) {
+            // Gates and the verification around every plan change nothing: they are not work
+            // left to do.
+            if matches!(
+                step.action,
+                Action::Pause(_) | Action::UpgradeBaseline(_) | Action::UpgradeVerify(_)
+            ) {
                 continue;
             }
             if written_resources(&step.action).is_some() {
