@@ -65,6 +65,20 @@ fn rolls_workloads(step: &PlannedStep) -> bool {
     step.action.arguments().may_roll_workloads()
 }
 
+/// Every node agent pod in the cluster (label `NODE_AGENT_SELECTOR`); the error says what could
+/// not be listed. The verification and the pre-flight's version check both read them.
+pub async fn node_agent_pods(client: &kube::Client) -> Result<kube::core::ObjectList<Pod>, String> {
+    let pods: kube::Api<Pod> = kube::Api::all(client.clone());
+    pods.list(&kube::api::ListParams::default().labels(NODE_AGENT_SELECTOR))
+        .await
+        .map_err(|error| {
+            format!(
+                "cannot list the node agent pods (`{NODE_AGENT_SELECTOR}`): {}",
+                crate::errors::error_chain(&error)
+            )
+        })
+}
+
 /// Whether every node agent pod runs `version`: `Ok` with how many, or `Err` naming those that
 /// do not (pod, node, version; past twenty they are counted unless `limit` says all) or saying why
 /// that could not be read.
@@ -73,16 +87,7 @@ pub async fn check_version(
     version: &str,
     limit: &Limit,
 ) -> Result<String, String> {
-    let pods: kube::Api<Pod> = kube::Api::all(client.clone());
-    let list = pods
-        .list(&kube::api::ListParams::default().labels(NODE_AGENT_SELECTOR))
-        .await
-        .map_err(|error| {
-            format!(
-                "cannot list the node agent pods (`{NODE_AGENT_SELECTOR}`): {}",
-                crate::errors::error_chain(&error)
-            )
-        })?;
+    let list = node_agent_pods(client).await?;
     if list.items.is_empty() {
         return Err(format!(
             "no node agent pods found (label `{NODE_AGENT_SELECTOR}`), so their version is unknown"

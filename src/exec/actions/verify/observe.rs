@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use sha2::{Digest, Sha256};
 
@@ -15,7 +14,7 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::exec::actions::node::status::{NodeStatusActionError, NodeStatusOutput, ask};
 use crate::exec::actions::{Outcome, RunMode};
 use crate::exec::interrupt::Interrupt;
-use crate::exec::preflight::node_agents::image_tag;
+use crate::exec::preflight::node_agents::{image_tag, node_agent_pods};
 use crate::ipam::check::{Checker, Detail};
 use crate::node::status::remote;
 use crate::plan::action::{
@@ -255,16 +254,7 @@ pub async fn node_agents(
     client: &kube::Client,
     version: &str,
 ) -> Result<(usize, Vec<String>), String> {
-    let pods: kube::Api<Pod> = kube::Api::all(client.clone());
-    let list = pods
-        .list(&ListParams::default().labels(NODE_AGENT_SELECTOR))
-        .await
-        .map_err(|error| {
-            format!(
-                "cannot list the node agent pods (`{NODE_AGENT_SELECTOR}`): {}",
-                crate::errors::error_chain(&error)
-            )
-        })?;
+    let list = node_agent_pods(client).await?;
     if list.items.is_empty() {
         return Err(format!(
             "no node agent pods found (label `{NODE_AGENT_SELECTOR}`)"
