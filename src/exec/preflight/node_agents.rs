@@ -1,6 +1,6 @@
 //! The `node-agents` pre-flight check (issue 17, item 9): a step that `requires: {nodeAgents:
 //! VERSION}` runs only once every node agent runs that version, read from the calico-node pods'
-//! images (label `k8s-app=calico-node`, container `calico-node`), not assumed from the plan.
+//! images (label `k8s-app` one of `calico-node`, `canal`, `canal-node`; container `calico-node`), not assumed from the plan.
 //!
 //! Upstream added a caution after enabling automatic host endpoints while older node agents still
 //! ran cut nodes off: an older agent does not program the new host endpoint's default-allow
@@ -14,8 +14,10 @@ use super::Verdict;
 use crate::listing::{self, Limit};
 use crate::plan::PlannedStep;
 
-/// How the node agent pods are found.
-pub const NODE_AGENT_SELECTOR: &str = "k8s-app=calico-node";
+/// How the node agent pods are found: calico-node's, and canal's (`canal.yaml` labels its
+/// DaemonSet's pods `k8s-app=canal`, `canal-etcd.yaml` `k8s-app=canal-node`; the container is
+/// `calico-node` in all).
+pub const NODE_AGENT_SELECTOR: &str = "k8s-app in (calico-node,canal,canal-node)";
 
 /// The pre-flight's verdict on the steps' node agent requirements.
 pub(super) async fn verdict(

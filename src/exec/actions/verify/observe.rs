@@ -14,7 +14,7 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::exec::actions::node::status::{NodeStatusActionError, NodeStatusOutput, ask};
 use crate::exec::actions::{Outcome, RunMode};
 use crate::exec::interrupt::Interrupt;
-use crate::exec::preflight::node_agents::{image_tag, node_agent_pods};
+use crate::exec::preflight::node_agents::{NODE_AGENT_SELECTOR, image_tag, node_agent_pods};
 use crate::ipam::check::{Checker, Detail};
 use crate::node::status::remote;
 use crate::plan::action::{
@@ -46,10 +46,6 @@ impl crate::errors::Hint for ObserveError {
         }
     }
 }
-
-/// The node agent pods: calico-node's, and canal's (`canal.yaml` labels its DaemonSet's pods
-/// `k8s-app=canal`, `canal-etcd.yaml` `k8s-app=canal-node`; the container is `calico-node` in all).
-const NODE_AGENT_SELECTOR: &str = "k8s-app in (calico-node,canal,canal-node)";
 
 /// Kinds whose resources the node agents and controllers write themselves, so an upgrade changes
 /// them without any step doing so: not compared (ClusterInformation's `calicoVersion`, Nodes'
