@@ -21,6 +21,7 @@ use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
 use crate::datastore::{backup, migration, snapshot};
 use crate::exec::actions::ipam::restore::file_digest;
+use crate::output::PhaseClock;
 use crate::plan::action::{
     DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore,
 };
@@ -328,9 +329,11 @@ async fn restore(context: &Context, args: RestoreArgs) -> anyhow::Result<ExitCod
 }
 
 async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let mut clock = PhaseClock::new(&context.printer);
     let store = context.datastore().await?;
     // Refused here (not etcd, not locked, a node without a Kubernetes name) before a byte.
     let names = migration::export::prepare(store.as_ref()).await?;
+    clock.mark("connect, check the lock, read the node names");
     let exported = match &args.output {
         Some(path) => {
             let shown = path.display().to_string();
@@ -341,7 +344,14 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
             let partial = path.with_extension("partial");
             let file = backup::owner_only(&partial).map_err(failed)?;
             let mut out = std::io::BufWriter::new(file);
-            let result = migration::export::export(store.as_ref(), &names, &mut out, &shown).await;
+            let result = migration::export::export_timed(
+                store.as_ref(),
+                &names,
+                &mut out,
+                &shown,
+                &mut clock,
+            )
+            .await;
             let finished = result.and_then(|exported| {
                 let file = out
                     .into_inner()
@@ -357,8 +367,14 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
         }
         None => {
             let mut stdout = std::io::BufWriter::new(context.printer.stdout());
-            let exported =
-                migration::export::export(store.as_ref(), &names, &mut stdout, "-").await?;
+            let exported = migration::export::export_timed(
+                store.as_ref(),
+                &names,
+                &mut stdout,
+                "-",
+                &mut clock,
+            )
+            .await?;
             stdout.flush()?;
             exported
         }

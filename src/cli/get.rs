@@ -20,7 +20,7 @@ use crate::datastore::{Datastore, Detail, ListOptions, Pages, StoreError};
 use crate::listing::Limit;
 use crate::output::{
     CellContext, ColumnSet, DEFAULT_AS_NUMBER, GlobalAsNumber, NamespaceColumn, OutputFormat,
-    PrintOptions, Shape, TableColumns, sort_tiers_by_order,
+    PhaseClock, PrintOptions, Shape, TableColumns, sort_tiers_by_order,
 };
 use crate::plan::release::api_release;
 use crate::resource::selector::Selector;
@@ -166,7 +166,9 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     check_schema_modeline(&args, &format, &presentation, single)?;
 
+    let mut clock = PhaseClock::new(&context.printer);
     let store = context.datastore().await?;
+    clock.mark("connect");
     // A forgotten lock stops every new pod: `get nodes` is where operators look first.
     if kinds.contains(&Kind::Node) {
         crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;
@@ -261,6 +263,7 @@ pub async fn run(context: &Context, args: GetArgs) -> anyhow::Result<ExitCode> {
                 &options,
                 &presentation,
                 &keep,
+                &mut clock,
             )
             .await?;
             if printed == 0 && *kind == Kind::Node && args.selector.is_none() {
@@ -545,12 +548,14 @@ async fn list<W: Write>(
     options: &PrintOptions,
     presentation: &Presentation,
     keep: impl Fn(&Resource) -> bool,
+    clock: &mut PhaseClock,
 ) -> anyhow::Result<usize> {
     let kind = list_options.kind;
     let mut pages = Pages::new(store, list_options);
     let Some(first) = pages.next().await? else {
         anyhow::bail!("a list returned no first page");
     };
+    clock.mark("first page read and decoded");
     let shape = Shape::List {
         revision: first.revision.clone(),
     };
@@ -591,6 +596,7 @@ async fn list<W: Write>(
         .into_inner()
         .map_err(|error| error.into_error())?
         .flush()?;
+    clock.mark("the other pages read, decoded and printed");
     Ok(printed)
 }
 

@@ -21,6 +21,7 @@ use crate::datastore::Datastore;
 use crate::exec::actions::{ExistingPolicy, Outcome, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
+use crate::output::PhaseClock;
 use crate::plan::action::{
     DeletionTarget, PatchType, ResourceDeletion, ResourceDocuments, ResourceLabel, ResourcePatch,
 };
@@ -277,6 +278,7 @@ async fn write_documents(
     dry_run: DryRunArg,
     release: &ReleaseArg,
 ) -> anyhow::Result<ExitCode> {
+    let mut clock = PhaseClock::new(&context.printer);
     let chosen = chosen_release(release, dry_run)?;
     // With `--release`, bad documents are refused before connecting; otherwise the cluster's
     // release decides what is valid, so it is read first.
@@ -289,9 +291,11 @@ async fn write_documents(
         Some(loaded) => loaded,
         None => {
             let release = api_release(store.as_ref(), None).await;
+            clock.mark("connect and read the cluster's release");
             (files.load(&release)?, release.release)
         }
     };
+    clock.mark("read and validate the documents");
     let (verb, build): (&str, fn(ResourceDocuments) -> Action) = match command {
         DocumentCommand::Create(_) => ("create", Action::ResourceCreate),
         DocumentCommand::Apply => ("apply", Action::ResourceApply),
@@ -321,7 +325,9 @@ async fn write_documents(
         validated_for: Some(validated_for),
     });
     let plan = Plan::single(verb, description, action);
+    clock.mark("plan");
     run_step(context, store, &plan, dry_run, semantics, chosen).await?;
+    clock.mark("the step (its phases above)");
     Ok(ExitCode::SUCCESS)
 }
 

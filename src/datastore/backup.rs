@@ -259,10 +259,13 @@ async fn write_ipam(
 /// An IPAM object as upstream's export keys it (a block without a CIDR has no key: `None`).
 pub fn record(object: &IpamObject) -> Option<IpamRecord> {
     let (key, value) = match object {
-        IpamObject::Block(block) => (
-            encoding::block_key(block.cidr.as_ref()?),
-            encoding::encode_block(block, BlockEncoding::OmitEmpty),
-        ),
+        // A block's value is built as JSON already: no round trip through its bytes.
+        IpamObject::Block(block) => {
+            return Some(IpamRecord {
+                key: encoding::block_key(block.cidr.as_ref()?),
+                value: encoding::block_value(block, BlockEncoding::OmitEmpty),
+            });
+        }
         IpamObject::Affinity(affinity) => (
             encoding::affinity_key(affinity.affinity_type, &affinity.node, &affinity.cidr),
             encoding::encode_affinity(affinity),

@@ -19,6 +19,7 @@ mod boxed;
 mod columns;
 mod document;
 pub mod go_template;
+pub mod phases;
 mod printer;
 pub mod progress;
 mod stored;
@@ -39,6 +40,7 @@ pub use columns::{
     headings_for, sort_tiers_by_order,
 };
 pub use document::{DocumentFormat, ListDocumentWriter, NamedDocumentWriter, sort_keys};
+pub use phases::PhaseClock;
 pub use printer::{Capture, Interaction, LogLevel, Printer, Stdout, Verbosity};
 pub use stored::{StoredJson, Tape as StoredTape, decoded as decoded_stored};
 pub use table::{DEFAULT_CHUNK_ROWS, TableStyle, TableWriter};

@@ -168,6 +168,11 @@ pub fn decode_block(value: &[u8]) -> Result<AllocationBlock, String> {
 
 /// Encodes a block as a cluster of `encoding` writes it.
 pub fn encode_block(block: &AllocationBlock, encoding: BlockEncoding) -> Vec<u8> {
+    serde_json::to_vec(&block_value(block, encoding)).unwrap_or_default()
+}
+
+/// A block as the JSON value [`encode_block`] writes (for files that hold it as JSON).
+pub fn block_value(block: &AllocationBlock, encoding: BlockEncoding) -> Value {
     let mut object = serde_json::Map::new();
     object.insert(
         "cidr".into(),
@@ -196,7 +201,7 @@ pub fn encode_block(block: &AllocationBlock, encoding: BlockEncoding) -> Vec<u8>
     if let Some(host) = block.host_affinity.as_ref().filter(|host| !host.is_empty()) {
         object.insert("hostAffinity".into(), Value::String(host.clone()));
     }
-    serde_json::to_vec(&Value::Object(object)).unwrap_or_default()
+    Value::Object(object)
 }
 
 fn encode_attribute(attribute: &AllocationAttribute, encoding: BlockEncoding) -> Value {

@@ -11,13 +11,15 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::indented;
 use super::{KINDS, KUBERNETES_POLICY_PREFIX, MigrationError, NodeNames, SEPARATOR};
 use crate::datastore::backup::{IpamObject, IpamRecord, record};
 use crate::datastore::ipam::{self as ipam_store, Damaged, IpamStore};
 use crate::datastore::readiness::lock_state;
 use crate::datastore::{Datastore, DatastoreType, ListOptions, StoreError};
 use crate::ipam::Stored;
-use crate::resource::{Kind, Resource, ResourceKey};
+use crate::output::PhaseClock;
+use crate::resource::{Kind, ObjectMeta, Resource, ResourceKey};
 use crate::yaml::emit::{self, KeyOrder};
 
 /// What an export wrote and changed.
@@ -51,6 +53,18 @@ pub async fn export(
     out: &mut dyn Write,
     path: &str,
 ) -> Result<Exported, MigrationError> {
+    export_timed(store, names, out, path, &mut PhaseClock::off()).await
+}
+
+/// [`export`], marking its phases on `clock` (the resources, ClusterInformation, each IPAM
+/// section).
+pub async fn export_timed(
+    store: &dyn Datastore,
+    names: &NodeNames,
+    out: &mut dyn Write,
+    path: &str,
+    clock: &mut PhaseClock,
+) -> Result<Exported, MigrationError> {
     let failed = |source| MigrationError::Write {
         path: path.to_string(),
         source,
@@ -63,6 +77,7 @@ pub async fn export(
         write_kind(store, kind, names, out, &mut exported, path).await?;
         out.write_all(b"---\n").map_err(failed)?;
     }
+    clock.mark("export resources");
     out.write_all(SEPARATOR.as_bytes()).map_err(failed)?;
     let information = store
         .get(&ResourceKey::new(Kind::ClusterInformation, None, "default"))
@@ -74,12 +89,14 @@ pub async fn export(
     let text = serde_json::to_string_pretty(&go_order(&information)).unwrap_or_default();
     writeln!(out, "{text}").map_err(failed)?;
     out.write_all(SEPARATOR.as_bytes()).map_err(failed)?;
+    clock.mark("export ClusterInformation");
     if let Some(ipam) = store.ipam() {
-        exported.ipam = write_ipam(ipam, names, out, path).await?;
+        exported.ipam = write_ipam(ipam, names, out, path, clock).await?;
     } else {
         out.write_all(b"{}\n").map_err(failed)?;
     }
     out.flush().map_err(failed)?;
+    clock.mark("export IPAM configuration");
     Ok(exported)
 }
 
@@ -128,7 +145,7 @@ async fn write_kind(
                 text.push_str("items:\n");
             }
             items += 1;
-            list_item(&mut text, &cleaned(&resource));
+            list_item(&mut text, &resource);
         }
         out.write_all(text.as_bytes()).map_err(failed)?;
         match page.continue_token {
@@ -152,32 +169,69 @@ async fn write_kind(
     out.write_all(text.as_bytes()).map_err(failed)
 }
 
-/// The resource as upstream's export writes a list item: metadata without `uid`,
-/// `resourceVersion` and the deletion fields, `creationTimestamp: null`.
-fn cleaned(resource: &Resource) -> Value {
-    let mut value = serde_json::to_value(resource).unwrap_or(Value::Null);
-    if let Some(Value::Object(metadata)) = value.get_mut("metadata") {
-        for field in [
-            "uid",
-            "resourceVersion",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-        ] {
-            metadata.remove(field);
+/// The metadata fields upstream's export drops (`uid` and `resourceVersion` are typed fields,
+/// these are kept in `other`).
+const DROPPED_METADATA: [&str; 2] = ["deletionTimestamp", "deletionGracePeriodSeconds"];
+
+/// Appends `resource` as upstream's export writes a list item (`- ` then the mapping, keys
+/// sorted as go-yaml writes JSON input): metadata without `uid`, `resourceVersion` and the
+/// deletion fields, `creationTimestamp: null`. Written straight from the resource: the spec and
+/// status are walked once, no copy of the resource is made.
+fn list_item(out: &mut String, resource: &Resource) {
+    out.push_str("- ");
+    emit::write_string_entry(out, "apiVersion", &resource.api_version, 2);
+    emit::indent(out, 2);
+    emit::write_string_entry(out, "kind", resource.kind.as_str(), 2);
+    emit::indent(out, 2);
+    write_metadata(out, &resource.metadata);
+    for (key, value) in [("spec", &resource.spec), ("status", &resource.status)] {
+        if !value.is_null() {
+            emit::indent(out, 2);
+            emit::write_entry(out, key, value, 2, KeyOrder::Sorted);
         }
-        metadata.insert("creationTimestamp".into(), Value::Null);
     }
-    value
 }
 
-/// Appends `value` as an item of a block sequence at indentation 0 (`- ` then the mapping).
-fn list_item(out: &mut String, value: &Value) {
-    let mut document = String::new();
-    emit::write_document(&mut document, value, KeyOrder::Sorted);
-    for (index, line) in document.lines().enumerate() {
-        out.push_str(if index == 0 { "- " } else { "  " });
-        out.push_str(line);
-        out.push('\n');
+/// The cleaned `metadata:` entry of a list item. Its typed fields are written in sorted order
+/// (`annotations`, `creationTimestamp`, `labels`, `name`, `namespace`); metadata with other
+/// fields (owner references, finalizers, …) goes through a JSON value sorted as a whole.
+fn write_metadata(out: &mut String, metadata: &ObjectMeta) {
+    if metadata
+        .other
+        .keys()
+        .any(|key| !DROPPED_METADATA.contains(&key.as_str()))
+    {
+        let mut value = serde_json::to_value(metadata).unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut value {
+            for field in ["uid", "resourceVersion"]
+                .into_iter()
+                .chain(DROPPED_METADATA)
+            {
+                fields.remove(field);
+            }
+            fields.insert("creationTimestamp".into(), Value::Null);
+        }
+        emit::write_entry(out, "metadata", &value, 2, KeyOrder::Sorted);
+        return;
+    }
+    out.push_str("metadata:\n");
+    if !metadata.annotations.is_empty() {
+        emit::indent(out, 4);
+        emit::write_string_map_entry(out, "annotations", &metadata.annotations, 4);
+    }
+    emit::indent(out, 4);
+    out.push_str("creationTimestamp: null\n");
+    if !metadata.labels.is_empty() {
+        emit::indent(out, 4);
+        emit::write_string_map_entry(out, "labels", &metadata.labels, 4);
+    }
+    if !metadata.name.is_empty() {
+        emit::indent(out, 4);
+        emit::write_string_entry(out, "name", &metadata.name, 4);
+    }
+    if let Some(namespace) = &metadata.namespace {
+        emit::indent(out, 4);
+        emit::write_string_entry(out, "namespace", namespace, 4);
     }
 }
 
@@ -205,7 +259,8 @@ struct Entry<'a> {
     ttl: u64,
 }
 
-/// The IPAM part: one JSON object whose lists are written an entry at a time.
+/// The IPAM part: one JSON object whose lists are written an entry at a time, each entry
+/// straight into the layout Go's `MarshalIndent` gives it in the whole object (`indented.rs`).
 struct IpamWriter<'a> {
     out: &'a mut dyn Write,
     path: &'a str,
@@ -213,7 +268,12 @@ struct IpamWriter<'a> {
     open: Option<&'static str>,
     any: bool,
     count: u64,
+    /// Entries gathered before a write (one write a few dozen kilobytes).
+    buffer: Vec<u8>,
 }
+
+/// How much of the IPAM part is gathered before a write.
+const IPAM_WRITE_BYTES: usize = 64 << 10;
 
 impl IpamWriter<'_> {
     fn failed(&self, source: std::io::Error) -> MigrationError {
@@ -224,46 +284,56 @@ impl IpamWriter<'_> {
     }
 
     fn put(&mut self, section: &'static str, record: &IpamRecord) -> Result<(), MigrationError> {
-        let mut text = String::new();
         match self.open {
-            Some(open) if open == section => text.push_str(",\n"),
-            Some(_) => text.push_str(&format!("\n  ],\n  \"{section}\": [\n")),
-            None => text.push_str(&format!("{{\n  \"{section}\": [\n")),
+            Some(open) if open == section => self.buffer.extend_from_slice(b",\n"),
+            Some(_) => self
+                .buffer
+                .extend_from_slice(format!("\n  ],\n  \"{section}\": [\n").as_bytes()),
+            None => self
+                .buffer
+                .extend_from_slice(format!("{{\n  \"{section}\": [\n").as_bytes()),
         }
         self.open = Some(section);
         self.any = true;
-        let entry = Entry {
-            key: &record.key,
-            value: &record.value,
-            ttl: 0,
-        };
-        indented(&mut text, &entry, 4);
+        self.buffer.extend_from_slice(b"    ");
+        self.entry(record, 4);
         self.count += 1;
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|error| self.failed(error))
+        if self.buffer.len() >= IPAM_WRITE_BYTES {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     fn config(&mut self, record: &IpamRecord) -> Result<(), MigrationError> {
-        let mut text = String::from(match (self.any, self.open) {
-            (_, Some(_)) => "\n  ],\n  \"config\": ",
-            (false, None) => "{\n  \"config\": ",
-            (true, None) => ",\n  \"config\": ",
-        });
+        self.buffer.extend_from_slice(
+            match (self.any, self.open) {
+                (_, Some(_)) => "\n  ],\n  \"config\": ",
+                (false, None) => "{\n  \"config\": ",
+                (true, None) => ",\n  \"config\": ",
+            }
+            .as_bytes(),
+        );
         self.open = None;
         self.any = true;
+        self.entry(record, 2);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Appends `{"Key": …, "Value": …, "TTL": 0}` nested `width` spaces deep.
+    fn entry(&mut self, record: &IpamRecord, width: usize) {
         let entry = Entry {
             key: &record.key,
             value: &record.value,
             ttl: 0,
         };
-        let mut body = String::new();
-        indented(&mut body, &entry, 2);
-        text.push_str(body.trim_start());
-        self.count += 1;
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|error| self.failed(error))
+        indented::write(&mut self.buffer, &entry, width);
+    }
+
+    fn flush(&mut self) -> Result<(), MigrationError> {
+        let written = self.out.write_all(&self.buffer);
+        self.buffer.clear();
+        written.map_err(|error| self.failed(error))
     }
 
     fn finish(mut self) -> Result<u64, MigrationError> {
@@ -273,22 +343,9 @@ impl IpamWriter<'_> {
             (true, None) => "\n}\n",
         };
         self.open = None;
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|error| self.failed(error))?;
+        self.buffer.extend_from_slice(text.as_bytes());
+        self.flush()?;
         Ok(self.count)
-    }
-}
-
-/// `value` as indented JSON, every line `width` spaces in (as Go's `MarshalIndent` nests it).
-fn indented(out: &mut String, value: &impl Serialize, width: usize) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    for (index, line) in text.lines().enumerate() {
-        if index > 0 {
-            out.push('\n');
-        }
-        out.extend(std::iter::repeat_n(' ', width));
-        out.push_str(line);
     }
 }
 
@@ -301,6 +358,7 @@ async fn write_ipam(
     names: &NodeNames,
     out: &mut dyn Write,
     path: &str,
+    clock: &mut PhaseClock,
 ) -> Result<u64, MigrationError> {
     let mut writer = IpamWriter {
         out,
@@ -308,6 +366,7 @@ async fn write_ipam(
         open: None,
         any: false,
         count: 0,
+        buffer: Vec::with_capacity(IPAM_WRITE_BYTES + (4 << 10)),
     };
     ipam_store::for_each_affinity(ipam, |item| {
         let mut affinity = damaged(item)?.value;
@@ -319,18 +378,21 @@ async fn write_ipam(
         )
     })
     .await?;
+    clock.mark("export IPAM block affinities");
     ipam_store::for_each_block(ipam, |item| {
         let mut block = damaged(item)?.value;
         names.rename_block(&mut block);
         put(&mut writer, "blocks", &IpamObject::Block(block))
     })
     .await?;
+    clock.mark("export IPAM blocks");
     ipam_store::for_each_handle(ipam, |item| {
         let mut handle = damaged(item)?.value;
         names.rename_handle(&mut handle);
         put(&mut writer, "handles", &IpamObject::Handle(handle))
     })
     .await?;
+    clock.mark("export IPAM handles");
     if let Some(config) = ipam.get_config().await? {
         let object = IpamObject::Config(config.value);
         if let Some(record) = record(&object) {
@@ -352,4 +414,92 @@ fn put(
         })
     })?;
     writer.put(section, &record)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The list item as the export wrote it before it wrote items straight from the resource:
+    /// the cleaned resource as a JSON value, written as a sorted document, every line indented
+    /// under `- `.
+    fn through_a_value(resource: &Resource) -> String {
+        let mut value = serde_json::to_value(resource).unwrap();
+        let metadata = value["metadata"].as_object_mut().unwrap();
+        for field in [
+            "uid",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            metadata.remove(field);
+        }
+        metadata.insert("creationTimestamp".into(), Value::Null);
+        let mut document = String::new();
+        emit::write_document(&mut document, &value, KeyOrder::Sorted);
+        let mut out = String::new();
+        for (index, line) in document.lines().enumerate() {
+            out.push_str(if index == 0 { "- " } else { "  " });
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn resource(value: serde_json::Value) -> Resource {
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// Byte for byte what the value path wrote, for every shape of metadata and spec an export
+    /// meets (the literal block's lines hold no empty line: there the value path indented the
+    /// empty line, which go-yaml does not).
+    #[test]
+    fn a_list_item_is_the_sorted_document_of_the_cleaned_resource() {
+        let resources = [
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "HostEndpoint",
+                "metadata": {"name": "h1", "uid": "u", "resourceVersion": "7",
+                    "creationTimestamp": "2024-01-01T00:00:00Z",
+                    "labels": {"zone": "a", "app": "no", "b/c": "1e3"},
+                    "annotations": {"note": "two\nlines", "x": ""}},
+                "spec": {"node": "n1", "interfaceName": "*", "expectedIPs": ["10.0.0.1", "::1"],
+                    "profiles": [], "ports": [{"name": "p", "port": 80, "protocol": "TCP"}]}}),
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "NetworkPolicy",
+                "metadata": {"name": "p", "namespace": "default",
+                    "deletionTimestamp": "2024-01-01T00:00:00Z", "deletionGracePeriodSeconds": 0},
+                "spec": {"selector": "all()", "types": ["Ingress"], "order": 100.5,
+                    "ingress": [{"action": "Allow", "source": {"nets": []}}]}}),
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "Node",
+                "metadata": {"name": "node-a", "ownerReferences": [{"kind": "X", "name": "y"}],
+                    "finalizers": ["f"], "generation": 3, "labels": {"l": "v"}},
+                "spec": {"bgp": {"ipv4Address": "10.0.0.1/24"}},
+                "status": {"podCIDRs": ["10.0.0.0/24"]}}),
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "KubeControllersConfiguration",
+                "metadata": {"name": "default"}}),
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkSet",
+                "metadata": {"name": "yes", "labels": {}},
+                "spec": {"nets": ["0.0.0.0/0"], "extra": {"z": 1, "a": {"y": null, "b": true}}}}),
+            json!({"apiVersion": "projectcalico.org/v3", "kind": "FelixConfiguration",
+                "metadata": {"name": "default"},
+                "spec": {"logSeverityScreen": "Info", "text": "a\nb\n", "quoted": " lead",
+                    "emptyMap": {}, "emptyList": [], "nested": [[1, 2], []]}}),
+        ];
+        for value in resources {
+            let resource = resource(value);
+            let mut direct = String::new();
+            list_item(&mut direct, &resource);
+            assert_eq!(direct, through_a_value(&resource));
+        }
+    }
+
+    #[test]
+    fn empty_lines_of_a_literal_block_are_empty() {
+        let resource = resource(json!({"apiVersion": "projectcalico.org/v3",
+            "kind": "GlobalNetworkSet", "metadata": {"name": "s"},
+            "spec": {"text": "a\n\nb\n"}}));
+        let mut out = String::new();
+        list_item(&mut out, &resource);
+        assert!(out.contains("  text: |\n      a\n\n      b\n"), "{out}");
+    }
 }

@@ -25,6 +25,7 @@
 
 pub mod export;
 pub mod file;
+mod indented;
 
 use std::collections::BTreeMap;
 

@@ -17,6 +17,7 @@ use futures_util::StreamExt;
 
 use crate::datastore::{Datastore, StoreError, Write};
 use crate::exec::interrupt::Interrupt;
+use crate::output::PhaseClock;
 use crate::plan::action::ResourceDocuments;
 use crate::release::ApiRelease;
 use crate::resource::{Resource, ResourceKey};
@@ -75,9 +76,30 @@ pub async fn write_documents(
     interrupt: Option<&Interrupt>,
     release: &ApiRelease,
 ) -> Result<Outcome, ResourceActionError> {
+    let mut clock = PhaseClock::off();
+    write_documents_timed(
+        store, documents, command, mode, interrupt, release, &mut clock,
+    )
+    .await
+}
+
+/// [`write_documents`], marking its phases on `clock`: preparing the documents, the rules that
+/// read the datastore, reading what is stored and deciding, writing.
+async fn write_documents_timed(
+    store: &dyn Datastore,
+    documents: &ResourceDocuments,
+    command: DocumentWrite,
+    mode: RunMode,
+    interrupt: Option<&Interrupt>,
+    release: &ApiRelease,
+    clock: &mut PhaseClock,
+) -> Result<Outcome, ResourceActionError> {
     let prepared = prepare_all(documents, release)?;
+    clock.mark("prepare the documents for writing");
     store_rules::check_writes(store, &prepared).await?;
+    clock.mark("check the rules that read the datastore");
     let decided = decide_all(store, &prepared, command).await?;
+    clock.mark("read what is stored and compare");
     initialize(store, mode).await;
     if mode == RunMode::DryRun {
         return Ok(rehearse(command, &prepared, decided));
@@ -99,6 +121,7 @@ pub async fn write_documents(
             decide_again(command, planned, error, current)
         })
         .await;
+    clock.mark("write");
     match result {
         Ok(()) => Ok(Outcome {
             summary: summary(command, &writer.tally, RunMode::Execute),
@@ -318,7 +341,12 @@ impl Perform for ResourceDocuments {
         let store = context.store(action)?;
         let release = context.release(store).await;
         let interrupt = context.interrupt.as_ref();
-        Ok(write_documents(store, self, command, mode, interrupt, &release).await?)
+        let mut clock = PhaseClock::new(context.progress.printer());
+        clock.mark("read the release");
+        Ok(
+            write_documents_timed(store, self, command, mode, interrupt, &release, &mut clock)
+                .await?,
+        )
     }
 
     /// A second create fails (or, with skip, hides that the first one ran); apply and replace
