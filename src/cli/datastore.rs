@@ -13,6 +13,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Subcommand;
@@ -344,8 +345,8 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
             let partial = path.with_extension("partial");
             let file = backup::owner_only(&partial).map_err(failed)?;
             let mut out = std::io::BufWriter::new(file);
-            let result = migration::export::export_timed(
-                store.as_ref(),
+            let result = migration::export::export_pipelined(
+                Arc::clone(&store),
                 &names,
                 &mut out,
                 &shown,
@@ -367,8 +368,8 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
         }
         None => {
             let mut stdout = std::io::BufWriter::new(context.printer.stdout());
-            let exported = migration::export::export_timed(
-                store.as_ref(),
+            let exported = migration::export::export_pipelined(
+                Arc::clone(&store),
                 &names,
                 &mut stdout,
                 "-",

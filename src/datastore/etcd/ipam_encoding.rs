@@ -168,77 +168,95 @@ pub fn decode_block(value: &[u8]) -> Result<AllocationBlock, String> {
 
 /// Encodes a block as a cluster of `encoding` writes it.
 pub fn encode_block(block: &AllocationBlock, encoding: BlockEncoding) -> Vec<u8> {
-    serde_json::to_vec(&block_value(block, encoding)).unwrap_or_default()
+    serde_json::to_vec(&BlockJson { block, encoding }).unwrap_or_default()
 }
 
 /// A block as the JSON value [`encode_block`] writes (for files that hold it as JSON).
 pub fn block_value(block: &AllocationBlock, encoding: BlockEncoding) -> Value {
-    let mut object = serde_json::Map::new();
-    object.insert(
-        "cidr".into(),
-        block
-            .cidr
-            .map_or(Value::Null, |cidr| Value::String(cidr.to_string())),
-    );
-    object.insert("affinity".into(), optional(&block.affinity));
-    if let (BlockEncoding::OmitEmpty, Some(time)) = (encoding, &block.affinity_claim_time) {
-        object.insert("affinity_claim_time".into(), Value::String(time.clone()));
-    }
-    object.insert("allocations".into(), to_value(&block.allocations));
-    object.insert("unallocated".into(), to_value(&block.unallocated));
-    let attributes: Vec<Value> = block
-        .attributes
-        .iter()
-        .map(|attribute| encode_attribute(attribute, encoding))
-        .collect();
-    object.insert("attributes".into(), Value::Array(attributes));
-    object.insert("sequenceNumber".into(), Value::from(block.sequence_number));
-    object.insert(
-        "sequenceNumberForAllocation".into(),
-        to_value(&block.sequence_number_for_allocation),
-    );
-    object.insert("deleted".into(), Value::Bool(block.deleted));
-    if let Some(host) = block.host_affinity.as_ref().filter(|host| !host.is_empty()) {
-        object.insert("hostAffinity".into(), Value::String(host.clone()));
-    }
-    Value::Object(object)
+    serde_json::to_value(BlockJson { block, encoding }).unwrap_or(Value::Null)
 }
 
-fn encode_attribute(attribute: &AllocationAttribute, encoding: BlockEncoding) -> Value {
-    let mut object = serde_json::Map::new();
-    let non_empty = |map: &Option<BTreeMap<String, String>>| {
-        map.as_ref().filter(|map| !map.is_empty()).map(to_value)
-    };
-    match encoding {
-        BlockEncoding::NullAttributes => {
-            object.insert("handle_id".into(), optional(&attribute.handle_id));
-            object.insert("secondary".into(), to_value(&attribute.active_owner));
+/// A block serialized as a cluster of `encoding` writes it, in upstream's field order, without
+/// building a JSON value first (a block of 64 addresses has 64 attributes).
+pub struct BlockJson<'a> {
+    pub block: &'a AllocationBlock,
+    pub encoding: BlockEncoding,
+}
+
+impl Serialize for BlockJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let block = self.block;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("cidr", &block.cidr.map(|cidr| cidr.to_string()))?;
+        map.serialize_entry("affinity", &block.affinity)?;
+        if let (BlockEncoding::OmitEmpty, Some(time)) = (self.encoding, &block.affinity_claim_time)
+        {
+            map.serialize_entry("affinity_claim_time", time)?;
         }
-        BlockEncoding::OmitEmpty => {
-            if let Some(handle) = &attribute.handle_id {
-                object.insert("handle_id".into(), Value::String(handle.clone()));
+        map.serialize_entry("allocations", &block.allocations)?;
+        map.serialize_entry("unallocated", &block.unallocated)?;
+        map.serialize_entry("attributes", &AttributesJson(block, self.encoding))?;
+        map.serialize_entry("sequenceNumber", &block.sequence_number)?;
+        map.serialize_entry(
+            "sequenceNumberForAllocation",
+            &block.sequence_number_for_allocation,
+        )?;
+        map.serialize_entry("deleted", &block.deleted)?;
+        if let Some(host) = block.host_affinity.as_ref().filter(|host| !host.is_empty()) {
+            map.serialize_entry("hostAffinity", host)?;
+        }
+        map.end()
+    }
+}
+
+struct AttributesJson<'a>(&'a AllocationBlock, BlockEncoding);
+
+impl Serialize for AttributesJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            self.0
+                .attributes
+                .iter()
+                .map(|attribute| AttributeJson(attribute, self.1)),
+        )
+    }
+}
+
+struct AttributeJson<'a>(&'a AllocationAttribute, BlockEncoding);
+
+fn non_empty(map: &Option<BTreeMap<String, String>>) -> Option<&BTreeMap<String, String>> {
+    map.as_ref().filter(|map| !map.is_empty())
+}
+
+impl Serialize for AttributeJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let AttributeJson(attribute, encoding) = self;
+        let mut map = serializer.serialize_map(None)?;
+        match encoding {
+            BlockEncoding::NullAttributes => {
+                map.serialize_entry("handle_id", &attribute.handle_id)?;
+                map.serialize_entry("secondary", &attribute.active_owner)?;
             }
-            if let Some(owner) = non_empty(&attribute.active_owner) {
-                object.insert("secondary".into(), owner);
-            }
-            if let Some(owner) = non_empty(&attribute.alternate_owner) {
-                object.insert("alternateOwnerAttrs".into(), owner);
+            BlockEncoding::OmitEmpty => {
+                if let Some(handle) = &attribute.handle_id {
+                    map.serialize_entry("handle_id", handle)?;
+                }
+                if let Some(owner) = non_empty(&attribute.active_owner) {
+                    map.serialize_entry("secondary", owner)?;
+                }
+                if let Some(owner) = non_empty(&attribute.alternate_owner) {
+                    map.serialize_entry("alternateOwnerAttrs", owner)?;
+                }
             }
         }
+        // Kept as read: only upstream's unreleased v3.33 line writes it.
+        if let Some(time) = &attribute.released_at {
+            map.serialize_entry("releasedAt", time)?;
+        }
+        map.end()
     }
-    // Kept as read: only upstream's unreleased v3.33 line writes it.
-    if let Some(time) = &attribute.released_at {
-        object.insert("releasedAt".into(), Value::String(time.clone()));
-    }
-    Value::Object(object)
-}
-
-fn optional(value: &Option<String>) -> Value {
-    value.clone().map_or(Value::Null, Value::String)
-}
-
-fn to_value<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

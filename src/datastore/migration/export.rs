@@ -7,6 +7,7 @@
 //! the Nodes in upstream's order, are renamed too).
 
 use std::io::Write;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -14,9 +15,11 @@ use serde_json::{Map, Value};
 use super::indented;
 use super::{KINDS, KUBERNETES_POLICY_PREFIX, MigrationError, NodeNames, SEPARATOR};
 use crate::datastore::backup::{IpamObject, IpamRecord, record};
+use crate::datastore::etcd::ipam_encoding::{self as encoding, BlockJson};
 use crate::datastore::ipam::{self as ipam_store, Damaged, IpamStore};
 use crate::datastore::readiness::lock_state;
-use crate::datastore::{Datastore, DatastoreType, ListOptions, StoreError};
+use crate::datastore::{Datastore, DatastoreType, ListOptions, Page, Pages, StoreError};
+use crate::ipam::BlockEncoding;
 use crate::ipam::Stored;
 use crate::output::PhaseClock;
 use crate::resource::{Kind, ObjectMeta, Resource, ResourceKey};
@@ -46,25 +49,99 @@ pub async fn prepare(store: &dyn Datastore) -> Result<NodeNames, MigrationError>
     NodeNames::read(store).await
 }
 
-/// Writes the whole file to `out` (`path` names it in errors).
+/// Writes the whole file to `out` (`path` names it in errors), reading one page after the other.
 pub async fn export(
     store: &dyn Datastore,
     names: &NodeNames,
     out: &mut dyn Write,
     path: &str,
 ) -> Result<Exported, MigrationError> {
-    export_timed(store, names, out, path, &mut PhaseClock::off()).await
+    let lister = Lister::OneByOne(store);
+    write_file(&lister, names, out, path, &mut PhaseClock::off()).await
 }
 
-/// [`export`], marking its phases on `clock` (the resources, ClusterInformation, each IPAM
-/// section).
-pub async fn export_timed(
-    store: &dyn Datastore,
+/// [`export`] with the resources' pages read as a pipeline ([`Pages`]: etcd serves the next page
+/// while this one is decoded, the one before written), marking its phases on `clock` (the
+/// resources, ClusterInformation, each IPAM section).
+pub async fn export_pipelined(
+    store: Arc<dyn Datastore>,
     names: &NodeNames,
     out: &mut dyn Write,
     path: &str,
     clock: &mut PhaseClock,
 ) -> Result<Exported, MigrationError> {
+    write_file(&Lister::Pipelined(store), names, out, path, clock).await
+}
+
+/// How the pages of each kind are read.
+enum Lister<'a> {
+    OneByOne(&'a dyn Datastore),
+    Pipelined(Arc<dyn Datastore>),
+}
+
+impl Lister<'_> {
+    fn store(&self) -> &dyn Datastore {
+        match self {
+            Lister::OneByOne(store) => *store,
+            Lister::Pipelined(store) => store.as_ref(),
+        }
+    }
+
+    fn pages(&self, kind: Kind) -> KindPages<'_> {
+        let options = ListOptions::new(kind);
+        match self {
+            Lister::OneByOne(store) => KindPages::OneByOne {
+                store: *store,
+                options,
+                token: None,
+                done: false,
+            },
+            Lister::Pipelined(store) => {
+                KindPages::Pipelined(Pages::new(Arc::clone(store), options))
+            }
+        }
+    }
+}
+
+/// The pages of one kind.
+enum KindPages<'a> {
+    OneByOne {
+        store: &'a dyn Datastore,
+        options: ListOptions,
+        token: Option<String>,
+        done: bool,
+    },
+    Pipelined(Pages),
+}
+
+impl KindPages<'_> {
+    async fn next(&mut self) -> Result<Option<Page>, StoreError> {
+        match self {
+            KindPages::Pipelined(pages) => pages.next().await,
+            KindPages::OneByOne { done: true, .. } => Ok(None),
+            KindPages::OneByOne {
+                store,
+                options,
+                token,
+                done,
+            } => {
+                let page = store.list_page(options, token.as_deref()).await?;
+                *token = page.continue_token.clone();
+                *done = token.is_none();
+                Ok(Some(page))
+            }
+        }
+    }
+}
+
+async fn write_file(
+    lister: &Lister<'_>,
+    names: &NodeNames,
+    out: &mut dyn Write,
+    path: &str,
+    clock: &mut PhaseClock,
+) -> Result<Exported, MigrationError> {
+    let store = lister.store();
     let failed = |source| MigrationError::Write {
         path: path.to_string(),
         source,
@@ -74,7 +151,7 @@ pub async fn export_timed(
         ..Exported::default()
     };
     for kind in KINDS {
-        write_kind(store, kind, names, out, &mut exported, path).await?;
+        write_kind(lister.pages(kind), kind, names, out, &mut exported, path).await?;
         out.write_all(b"---\n").map_err(failed)?;
     }
     clock.mark("export resources");
@@ -102,7 +179,7 @@ pub async fn export_timed(
 
 /// One `<Kind>List` document, item by item as the pages arrive.
 async fn write_kind(
-    store: &dyn Datastore,
+    mut pages: KindPages<'_>,
     kind: Kind,
     names: &NodeNames,
     out: &mut dyn Write,
@@ -113,17 +190,18 @@ async fn write_kind(
         path: path.to_string(),
         source,
     };
-    let options = ListOptions::new(kind);
-    let mut token: Option<String> = None;
     let mut revision = None;
     let mut items = 0u64;
     out.write_all(b"apiVersion: projectcalico.org/v3\n")
         .map_err(failed)?;
     loop {
-        let page = match store.list_page(&options, token.as_deref()).await {
+        let page = match pages.next().await {
             // A kind this datastore's release does not serve holds nothing to export.
             Err(error) if error.is_not_served() => break,
-            other => other?,
+            other => match other? {
+                Some(page) => page,
+                None => break,
+            },
         };
         revision.get_or_insert(page.revision.clone());
         let mut text = String::new();
@@ -148,10 +226,6 @@ async fn write_kind(
             list_item(&mut text, &resource);
         }
         out.write_all(text.as_bytes()).map_err(failed)?;
-        match page.continue_token {
-            Some(next) => token = Some(next),
-            None => break,
-        }
     }
     exported.resources += items;
     let mut text = String::new();
@@ -250,11 +324,11 @@ fn go_order(resource: &Resource) -> Value {
 
 /// One IPAM entry as upstream's export writes it (`Key`, `Value`, `TTL`).
 #[derive(Serialize)]
-struct Entry<'a> {
+struct Entry<'a, V: Serialize> {
     #[serde(rename = "Key")]
     key: &'a str,
     #[serde(rename = "Value")]
-    value: &'a Value,
+    value: &'a V,
     #[serde(rename = "TTL")]
     ttl: u64,
 }
@@ -283,7 +357,12 @@ impl IpamWriter<'_> {
         }
     }
 
-    fn put(&mut self, section: &'static str, record: &IpamRecord) -> Result<(), MigrationError> {
+    fn put(
+        &mut self,
+        section: &'static str,
+        key: &str,
+        value: &impl Serialize,
+    ) -> Result<(), MigrationError> {
         match self.open {
             Some(open) if open == section => self.buffer.extend_from_slice(b",\n"),
             Some(_) => self
@@ -296,7 +375,7 @@ impl IpamWriter<'_> {
         self.open = Some(section);
         self.any = true;
         self.buffer.extend_from_slice(b"    ");
-        self.entry(record, 4);
+        self.entry(key, value, 4);
         self.count += 1;
         if self.buffer.len() >= IPAM_WRITE_BYTES {
             self.flush()?;
@@ -315,18 +394,14 @@ impl IpamWriter<'_> {
         );
         self.open = None;
         self.any = true;
-        self.entry(record, 2);
+        self.entry(&record.key, &record.value, 2);
         self.count += 1;
         Ok(())
     }
 
     /// Appends `{"Key": …, "Value": …, "TTL": 0}` nested `width` spaces deep.
-    fn entry(&mut self, record: &IpamRecord, width: usize) {
-        let entry = Entry {
-            key: &record.key,
-            value: &record.value,
-            ttl: 0,
-        };
+    fn entry(&mut self, key: &str, value: &impl Serialize, width: usize) {
+        let entry = Entry { key, value, ttl: 0 };
         indented::write(&mut self.buffer, &entry, width);
     }
 
@@ -382,7 +457,18 @@ async fn write_ipam(
     ipam_store::for_each_block(ipam, |item| {
         let mut block = damaged(item)?.value;
         names.rename_block(&mut block);
-        put(&mut writer, "blocks", &IpamObject::Block(block))
+        // Serialized straight from the block: it is the largest IPAM object.
+        let cidr = block.cidr.as_ref().ok_or_else(|| {
+            MigrationError::Damaged(Damaged {
+                key: "an IPAM block".into(),
+                reason: "it has no CIDR".into(),
+            })
+        })?;
+        let value = BlockJson {
+            block: &block,
+            encoding: BlockEncoding::OmitEmpty,
+        };
+        writer.put("blocks", &encoding::block_key(cidr), &value)
     })
     .await?;
     clock.mark("export IPAM blocks");
@@ -402,6 +488,7 @@ async fn write_ipam(
     writer.finish()
 }
 
+/// An affinity or a handle as its record.
 fn put(
     writer: &mut IpamWriter<'_>,
     section: &'static str,
@@ -409,11 +496,11 @@ fn put(
 ) -> Result<(), MigrationError> {
     let record = record(object).ok_or_else(|| {
         MigrationError::Damaged(Damaged {
-            key: "an IPAM block".into(),
-            reason: "it has no CIDR".into(),
+            key: format!("an IPAM {section} entry"),
+            reason: "it has no key".into(),
         })
     })?;
-    writer.put(section, &record)
+    writer.put(section, &record.key, &record.value)
 }
 
 #[cfg(test)]
