@@ -447,13 +447,23 @@ pub fn reads_as_other_type(text: &str) -> bool {
 }
 
 /// Text no reader types otherwise, known without the patterns: every non-string plain scalar
-/// (the words, numbers, timestamps, `~`, `<<`, `=`) is at most five letters when it starts with
-/// one, holds no `/`, and has at most one `.`. Most names, CIDRs and addresses are decided here.
+/// (the words, numbers, timestamps, `~`, `<<`, `=`) that starts with a letter is one of the
+/// boolean and null words, holds no `/`, and has at most one `.`. Most names, keys, CIDRs and
+/// addresses are decided here.
 fn surely_a_string(text: &str) -> bool {
     let starts_with_letter = text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic);
-    (starts_with_letter && text.len() > 5)
+    (starts_with_letter && !is_typed_word(text))
         || text.contains('/')
         || text.bytes().filter(|byte| *byte == b'.').count() > 1
+}
+
+/// The words some YAML reader takes for a boolean or null (go-yaml v2 and PyYAML: `y`, `n`,
+/// `yes`, `no`, `on`, `off`, `true`, `false`, `null`), in any case: which cases are typed is the
+/// rules' to say.
+fn is_typed_word(text: &str) -> bool {
+    ["y", "n", "yes", "no", "on", "off", "true", "false", "null"]
+        .iter()
+        .any(|word| text.eq_ignore_ascii_case(word))
 }
 
 fn reads_as_other_type_by_rules(text: &str) -> bool {
@@ -539,6 +549,27 @@ mod tests {
             "a/b",
             "Infinity",
             "nan",
+            "Inf",
+            "NaN",
+            "TRUE",
+            "tRUE",
+            "Off",
+            "OFF",
+            "Null",
+            "nULL",
+            "Yes",
+            "YES",
+            "Y",
+            "N",
+            "ssh",
+            "TCP",
+            "https",
+            "eth0",
+            "name",
+            "e1",
+            "E5",
+            "x1:20",
+            "a:1",
             "0.1.2",
             "12:30",
             "1:2:3.4.5",
@@ -548,7 +579,8 @@ mod tests {
         .collect();
         // Every short string over a small alphabet of the characters that matter.
         let alphabet = [
-            '0', '1', '9', '.', '-', '+', ':', 'e', 'x', 'o', 'n', 'y', '_', '/', ' ',
+            '0', '1', '9', '.', '-', '+', ':', 'e', 'x', 'o', 'n', 'y', '_', '/', ' ', 's', 'f',
+            'N',
         ];
         let mut frontier = vec![String::new()];
         for _ in 0..4 {
