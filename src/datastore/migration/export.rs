@@ -1,6 +1,7 @@
 //! Writes the migration file (see the module documentation of `migration`) from a locked etcd
-//! datastore, a page at a time: memory stays bounded by a page of resources and one IPAM object
-//! (plus the node names), however large the datastore.
+//! datastore, a page at a time: memory stays bounded by a few pages of resources (three when read
+//! as a pipeline, [`export_pipelined`]) and one IPAM object (plus the node names), however large
+//! the datastore. Items and IPAM entries are written straight from the models, each walked once.
 //!
 //! Before the first byte: the datastore must be etcd and locked, and every Node must have a
 //! Kubernetes name (read in a first pass, so that host endpoints and BGP peers, which come before
