@@ -210,7 +210,10 @@ pub async fn apply(
 ) -> Result<Outcome, KubeActionError> {
     let description = describe_apply(apply, files_dir);
     let (text, origin) = manifest_text(&apply.source, files_dir, mirror_dir).await?;
-    let documents = manifest_documents(&text, &origin)?;
+    let mut documents = manifest_documents(&text, &origin)?;
+    if let Some(held) = &apply.hold_daemon_set {
+        super::canary::hold(&mut documents, held)?;
+    }
     let dry_run = mode == RunMode::DryRun;
     let lines_before = match (&apply.save_previous, dry_run) {
         (Some(file), false) => {

@@ -244,13 +244,32 @@ pub async fn bgp_sessions(
     Ok(sessions)
 }
 
-/// The node agent pods: those whose calico-node container is not ready or not at `version`, each with its node and why; `Err`
-/// when they cannot be listed or there are none.
+/// The node agent pods (on the nodes of `only`, unless it is empty): those whose calico-node
+/// container is not ready or not at `version`, each with its node and why; `Err` when they cannot
+/// be listed or there are none (or a node of `only` has none).
 pub async fn node_agents(
     client: &kube::Client,
     version: &str,
+    only: &[String],
 ) -> Result<(usize, Vec<String>), String> {
-    let list = node_agent_pods(client).await?;
+    let mut list = node_agent_pods(client).await?;
+    let node_of = |pod: &k8s_openapi::api::core::v1::Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|spec| spec.node_name.clone())
+            .unwrap_or_default()
+    };
+    if !only.is_empty() {
+        list.items.retain(|pod| only.contains(&node_of(pod)));
+        if let Some(missing) = only
+            .iter()
+            .find(|node| !list.items.iter().any(|pod| &node_of(pod) == *node))
+        {
+            return Err(format!(
+                "no node agent pod found on node `{missing}` (label `{NODE_AGENT_SELECTOR}`)"
+            ));
+        }
+    }
     if list.items.is_empty() {
         return Err(format!(
             "no node agent pods found (label `{NODE_AGENT_SELECTOR}`)"
