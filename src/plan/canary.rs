@@ -266,7 +266,10 @@ pub fn insert(plan: &mut Plan, canary: Canary) -> Result<(), CanaryError> {
     let to = plan.to.to_string();
     let nodes = canary.nodes.clone();
     let rest = canary.of_nodes.saturating_sub(nodes.len());
-    let reason = format!("{} (docs/upgrade-procedures.md, \"Canary node rollout\")", canary.request());
+    let reason = format!(
+        "{} (docs/upgrade-procedures.md, \"Canary node rollout\")",
+        canary.request()
+    );
     let step = |id: &str, action: Action, description: String, needs: &str, undo: &str| {
         let mut step = PlannedStep::new(
             format!("{CANARY_RUNBOOK}/{id}"),
@@ -354,10 +357,15 @@ pub fn insert(plan: &mut Plan, canary: Canary) -> Result<(), CanaryError> {
             }),
             format!("Give DaemonSet {daemon_set} back its own update strategy"),
             "canary/roll-rest",
-            &format!("nothing of its own to undo: going back past `{apply_id}` re-applies the previous DaemonSet with its strategy"),
+            &format!(
+                "nothing of its own to undo: going back past `{apply_id}` re-applies the previous DaemonSet with its strategy"
+            ),
         ),
     ];
-    let last = canary_steps.last().map(|step| step.id.clone()).unwrap_or_default();
+    let last = canary_steps
+        .last()
+        .map(|step| step.id.clone())
+        .unwrap_or_default();
     plan.steps[wait_index].needs.push(last);
     let after_apply = apply_index + 1;
     plan.steps.splice(after_apply..after_apply, canary_steps);

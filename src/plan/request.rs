@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::InstallMethod;
-use super::catalog::{Catalog, CatalogError};
 use super::canary::{self, Canary, CanaryError, CanaryRequest};
+use super::catalog::{Catalog, CatalogError};
 use super::cluster_facts::read_live_objects;
 use super::edit_discovery;
 use super::facts::{DiscoveredFacts, FactError, FactOrigin, FactOverrides, Facts};

@@ -326,7 +326,9 @@ impl Arguments for KubeApply {
             )?;
         }
         match self.delete_not_live_before {
-            true => out.write_str(" (then deleting the objects its header lists as not live before)"),
+            true => {
+                out.write_str(" (then deleting the objects its header lists as not live before)")
+            }
             false => Ok(()),
         }
     }

@@ -175,9 +175,9 @@ impl Template {
             .unwrap_or_default();
         containers.len() == self.images.len()
             && self.images.iter().all(|(name, image)| {
-                containers
-                    .iter()
-                    .any(|container| &container.name == name && container.image.as_ref() == Some(image))
+                containers.iter().any(|container| {
+                    &container.name == name && container.image.as_ref() == Some(image)
+                })
             })
     }
 
@@ -274,7 +274,7 @@ async fn replace_pods(
             lines.push(match on_node.first() {
                 None => format!("  node `{node}`: no pod of DaemonSet {} now", replace.daemon_set),
                 Some(pod) if template.runs(pod) => format!(
-                    "  node `{node}`: pod `{}` already runs the template ({})",
+                    "  node `{node}`: pod `{}` runs the pod template as things stand ({}): nothing to replace now",
                     pod.metadata.name.as_deref().unwrap_or("?"),
                     template.image()
                 ),
@@ -287,7 +287,10 @@ async fn replace_pods(
             });
         }
         if nodes.is_empty() {
-            lines.push("  every pod already runs the template: nothing to replace".to_string());
+            lines.push(
+                "  every pod runs the pod template as things stand: nothing to replace now"
+                    .to_string(),
+            );
         }
         return Ok(with_lines(described(describe_replace(replace)), lines));
     }
@@ -315,9 +318,9 @@ async fn replace_pods(
                 }
                 break;
             }
-            let old = on_node.iter().find(|pod| {
-                !template.runs(pod) && pod.metadata.deletion_timestamp.is_none()
-            });
+            let old = on_node
+                .iter()
+                .find(|pod| !template.runs(pod) && pod.metadata.deletion_timestamp.is_none());
             if let (Some(pod), None) = (old, &deleted) {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 let params = DeleteParams {
@@ -401,16 +404,18 @@ async fn restore_strategy(
             "{what} has no {UPDATE_STRATEGY_ANNOTATION} annotation: its strategy was restored already"
         );
         return Ok(match mode {
-            RunMode::DryRun => with_lines(described(describe_restore(restore)), vec![format!("  {summary}")]),
+            RunMode::DryRun => with_lines(
+                described(describe_restore(restore)),
+                vec![format!("  {summary}")],
+            ),
             RunMode::Execute => done(summary, json!({})),
         });
     };
-    let strategy: Value = serde_json::from_str(recorded).map_err(|error| {
-        KubeActionError::DamagedStrategy {
+    let strategy: Value =
+        serde_json::from_str(recorded).map_err(|error| KubeActionError::DamagedStrategy {
             object: what.clone(),
             detail: error.to_string(),
-        }
-    })?;
+        })?;
     let strategy = match strategy.as_object().is_some_and(|object| object.is_empty()) {
         true => Value::Null,
         false => strategy,
@@ -426,7 +431,9 @@ async fn restore_strategy(
     daemon_sets
         .patch(&restore.daemon_set, &params, &Patch::Merge(&patch))
         .await
-        .map_err(|error| request_error(format!("restore of the update strategy of {what}"), error))?;
+        .map_err(|error| {
+            request_error(format!("restore of the update strategy of {what}"), error)
+        })?;
     let shown = match &strategy {
         Value::Null => "the API server's default (RollingUpdate)".to_string(),
         other => other.to_string(),
@@ -455,10 +462,16 @@ mod tests {
                    "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}}}),
         ];
         hold(&mut documents, "calico-node").unwrap();
-        assert_eq!(documents[1]["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
         assert_eq!(
-            documents[1]["metadata"]["annotations"][UPDATE_STRATEGY_ANNOTATION],
-            json!(r#"{"rollingUpdate":{"maxUnavailable":1},"type":"RollingUpdate"}"#)
+            documents[1]["spec"]["updateStrategy"],
+            json!({"type": "OnDelete"})
+        );
+        let recorded = documents[1]["metadata"]["annotations"][UPDATE_STRATEGY_ANNOTATION]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(recorded).unwrap(),
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}})
         );
         assert!(documents[0]["spec"].is_null());
         let error = hold(&mut documents, "canal").unwrap_err();

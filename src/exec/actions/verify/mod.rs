@@ -147,7 +147,9 @@ impl Perform for UpgradeVerify {
         let baseline = self.baseline(context)?;
         let nodes = observe::bgp_nodes(store).await?;
         if !self.nodes.is_empty() {
-            return self.verify_nodes(context, store, mode, baseline, nodes).await;
+            return self
+                .verify_nodes(context, store, mode, baseline, nodes)
+                .await;
         }
         if mode == RunMode::DryRun {
             return Ok(Outcome::line(format!(
@@ -280,7 +282,10 @@ impl UpgradeVerify {
             return Err(VerifyError::Failed(VerificationFailed { report }).into());
         }
         Ok(Outcome {
-            summary: format!("verified node(s) {listed}: node agents at {}, BGP sessions as before", self.version),
+            summary: format!(
+                "verified node(s) {listed}: node agents at {}, BGP sessions as before",
+                self.version
+            ),
             transcript: report.lines(),
             output: Some(serde_json::to_value(&report).unwrap_or_default()),
         })
