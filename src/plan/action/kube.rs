@@ -47,8 +47,9 @@ pub struct KubeApply {
     #[serde(default = "default_field_manager")]
     pub field_manager: String,
     /// Before the first write, save the manifest's objects as they are live (without what the API
-    /// server sets; never a Secret) to this file of the run's state directory, to go back with. A
-    /// file already there is kept: it was saved before an earlier attempt changed anything.
+    /// server sets; never a Secret) to this file of the run's state directory — under
+    /// [`previous_file_of_run`], so every run keeps its own —, to go back with. A file already there
+    /// is kept: it was saved before an earlier attempt of the run changed anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_previous: Option<String>,
     /// The canary rollout (`--canary`): this DaemonSet of the manifest is applied with
@@ -61,6 +62,13 @@ pub struct KubeApply {
     /// header lists as not live before (the ones the forward apply created).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub delete_not_live_before: bool,
+}
+
+/// Where a run keeps the `save_previous` file `file` among the downloaded files:
+/// `runs/<run id>/<file>`. A rollback of that run re-applies its own copy, however many runs the
+/// state directory saw since.
+pub fn previous_file_of_run(file: &str, run_id: &str) -> String {
+    format!("runs/{run_id}/{file}")
 }
 
 /// Where the canary apply keeps a held DaemonSet's own update strategy (JSON; `{}` when the
