@@ -350,3 +350,73 @@ fn a_canary_is_refused_on_operator_and_helm_installs_with_the_reason_and_the_alt
         assert!(stderr.contains("maxUnavailable"), "{method}: {stderr}");
     }
 }
+
+/// The etcd manifest path (v3.13 → v3.27) with BGP node `node-a`, whose calico-node reports its
+/// sessions: the canary's new agent lost a session, so the run stops at the canary's own
+/// verification, before any other node rolled, naming the session — `--yes` does not pass it.
+#[test]
+fn a_canary_that_loses_a_bgp_session_stops_at_its_verification_before_the_rest_rolls() {
+    use crate::support::calico_node::{Behaviour, CalicoNodeStandIn};
+    use std::time::Duration;
+
+    let (etcd, kube) = etcd_manifest_cluster();
+    three_nodes(&kube);
+    etcd.put(
+        &format!("{ROOT}/nodes/node-a"),
+        r#"{"apiVersion":"projectcalico.org/v3","kind":"Node","metadata":{"name":"node-a","uid":"n1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"bgp":{"ipv4Address":"10.0.0.1/24"}}}"#,
+    );
+    let before = CalicoNodeStandIn::on_etcd(
+        etcd.endpoints(),
+        Behaviour::for_nodes(&["node-a"], Duration::from_millis(100)),
+    );
+    let operator = operator_for(&etcd, &kube);
+    let mirror = mirror(
+        &operator,
+        "v3.27.0",
+        "calico-etcd.yaml",
+        &released_etcd_manifest("v3.27.0"),
+    );
+    let (plan_file, plan) = plan(
+        &operator,
+        "v3.27.0",
+        &["--mirror-dir", mirror.to_str().unwrap(), "--canary", "1"],
+    );
+    assert_eq!(plan["canary"]["nodes"], json!(["node-a"]));
+    assert!(step_ids(&plan).contains(&"canary/verify-canaries".to_string()));
+
+    let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
+    apply_killed_at(&operator, &apply, "canary/roll-canaries:after");
+    drop(before);
+    let _after = CalicoNodeStandIn::on_etcd(
+        etcd.endpoints(),
+        Behaviour {
+            lost_peers: vec!["10.0.0.4".to_string()],
+            ..Behaviour::for_nodes(&["node-a"], Duration::from_millis(100))
+        },
+    );
+    let stopped = operator.apply(&Apply::resume().mirror(&mirror).yes());
+    let stderr = text(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("verification failed at `canary/verify-canaries`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("node `node-a`: 1 session(s) established, 2 before; lost `10.0.0.4`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("ok          node-agents"), "{stderr}");
+    assert_eq!(
+        versions_by_node(&kube),
+        expect(&[
+            ("node-a", "v3.27.0"),
+            ("node-b", "v3.13.2"),
+            ("node-c", "v3.13.2")
+        ]),
+        "only the canary rolled"
+    );
+    assert_eq!(
+        status_json(&operator)["checkpoint"]["run"],
+        json!({"state": "waiting-at-gate", "step": "canary/verify-canaries"})
+    );
+}

@@ -51,7 +51,9 @@ fn pod_images(kube: &KubeApiServer, namespace: &str) -> Vec<String> {
                 format!(
                     "{} {}",
                     pod["spec"]["nodeName"].as_str().unwrap_or_default(),
-                    pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default()
+                    pod["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .unwrap_or_default()
                 )
             })
         })
@@ -232,7 +234,10 @@ fn a_rollback_deletes_what_the_upgrade_added_and_uses_its_own_runs_previous_mani
     set_kube_version(&kube, "v3.30.7");
     resume_to_the_end(&operator, &mirror);
     assert_eq!(node_image(&kube), "docker.io/calico/node:v3.30.7");
-    assert!(kube.get("v1", "configmaps", "kube-system", "calico-added").is_some());
+    assert!(
+        kube.get("v1", "configmaps", "kube-system", "calico-added")
+            .is_some()
+    );
 
     // Each run saved its own copy; the second run's header lists what it created.
     let history = operator.run(&["upgrade", "history", "-o", "json"], &[]);
@@ -249,7 +254,10 @@ fn a_rollback_deletes_what_the_upgrade_added_and_uses_its_own_runs_previous_mani
     };
     assert!(saved(first).contains("docker.io/calico/node:v3.25.2"));
     let second_copy = saved(second);
-    assert!(second_copy.contains("docker.io/calico/node:v3.29.0"), "{second_copy}");
+    assert!(
+        second_copy.contains("docker.io/calico/node:v3.29.0"),
+        "{second_copy}"
+    );
     assert!(
         second_copy.contains("#   v1 ConfigMap kube-system/calico-added\n")
             && second_copy.contains(
@@ -265,7 +273,11 @@ fn a_rollback_deletes_what_the_upgrade_added_and_uses_its_own_runs_previous_mani
         "{}",
         text(&rolled.stdout)
     );
-    assert_eq!(node_image(&kube), "docker.io/calico/node:v3.29.0", "back to what run 2 replaced");
+    assert_eq!(
+        node_image(&kube),
+        "docker.io/calico/node:v3.29.0",
+        "back to what run 2 replaced"
+    );
     assert_eq!(
         pod_images(&kube, "kube-system"),
         [
@@ -274,7 +286,8 @@ fn a_rollback_deletes_what_the_upgrade_added_and_uses_its_own_runs_previous_mani
         ]
     );
     assert!(
-        kube.get("v1", "configmaps", "kube-system", "calico-added").is_none(),
+        kube.get("v1", "configmaps", "kube-system", "calico-added")
+            .is_none(),
         "the object the upgrade created is deleted"
     );
     assert!(
