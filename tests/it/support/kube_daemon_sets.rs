@@ -110,14 +110,8 @@ impl State {
                        "conditions": [{"type": "Ready", "status": "True"}]},
         });
         let resource = pod_type();
-        let key = super::kube_api::object_key(
-            &resource,
-            namespace,
-            &pod["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        );
+        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        let key = super::kube_api::object_key(&resource, namespace, pod_name);
         self.store(key, pod, &resource);
     }
 
