@@ -39,29 +39,6 @@ fn upgrade_to_the_end(kube: &KubeApiServer, operator: &Operator, mirror: &std::p
     resume_to_the_end(operator, mirror);
 }
 
-/// The images the node agent pods run, by node.
-fn pod_images(kube: &KubeApiServer, namespace: &str) -> Vec<String> {
-    let mut images: Vec<String> = kube
-        .names("v1", "pods")
-        .iter()
-        .filter_map(|name| {
-            let (pod_namespace, name) = name.split_once('/')?;
-            let pod = kube.get("v1", "pods", pod_namespace, name)?;
-            (pod_namespace == namespace).then(|| {
-                format!(
-                    "{} {}",
-                    pod["spec"]["nodeName"].as_str().unwrap_or_default(),
-                    pod["spec"]["containers"][0]["image"]
-                        .as_str()
-                        .unwrap_or_default()
-                )
-            })
-        })
-        .collect();
-    images.sort();
-    images
-}
-
 #[test]
 fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
     let (kube, operator, mirror) = kubernetes_manifest_cluster();

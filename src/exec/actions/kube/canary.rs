@@ -20,6 +20,7 @@ use super::{
     without_cluster,
 };
 use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode};
+use crate::exec::preflight::node_agents::agent_image as pod_image;
 use crate::plan::Action;
 use crate::plan::action::{KubeReplacePods, KubeRestoreUpdateStrategy, UPDATE_STRATEGY_ANNOTATION};
 
@@ -189,19 +190,6 @@ impl Template {
             .or(self.images.first())
             .map_or("", |(_, image)| image.as_str())
     }
-}
-
-fn pod_image(pod: &Pod) -> String {
-    pod.spec
-        .as_ref()
-        .and_then(|spec| {
-            spec.containers
-                .iter()
-                .find(|container| container.name == "calico-node")
-                .or(spec.containers.first())
-        })
-        .and_then(|container| container.image.clone())
-        .unwrap_or_default()
 }
 
 fn pod_node(pod: &Pod) -> Option<&str> {

@@ -14,7 +14,9 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::exec::actions::node::status::{NodeStatusActionError, NodeStatusOutput, ask};
 use crate::exec::actions::{Outcome, RunMode};
 use crate::exec::interrupt::Interrupt;
-use crate::exec::preflight::node_agents::{NODE_AGENT_SELECTOR, image_tag, node_agent_pods};
+use crate::exec::preflight::node_agents::{
+    NODE_AGENT_SELECTOR, agent_image, image_tag, node_agent_pods,
+};
 use crate::ipam::check::{Checker, Detail};
 use crate::node::status::remote;
 use crate::plan::action::{
@@ -282,15 +284,7 @@ pub async fn node_agents(
         let node = spec
             .and_then(|spec| spec.node_name.as_deref())
             .unwrap_or("no node yet");
-        let image = spec
-            .and_then(|spec| {
-                spec.containers
-                    .iter()
-                    .find(|container| container.name == "calico-node")
-                    .or(spec.containers.first())
-            })
-            .and_then(|container| container.image.clone())
-            .unwrap_or_default();
+        let image = agent_image(pod);
         let tag = image_tag(&image);
         if tag != version && !tag.starts_with(&format!("{version}-")) {
             let running = if tag.is_empty() { image.as_str() } else { tag };
