@@ -8,10 +8,12 @@
 //!   replaces the canaries' pods node by node, `upgrade.verify` checks those nodes, a `pause` waits
 //!   for the operator, `kube.replace-pods` replaces the rest, `kube.restore-update-strategy` puts
 //!   the strategy back, and the runbook's wait for the rollout follows as before;
-//! - **operator installs**: the operator reconciles calico-node from `Installation.spec.
-//!   nodeUpdateStrategy` (operator API `api/v1/installation_types.go`: a DaemonSet update strategy,
-//!   with no way to name nodes) and undoes a hand edit of the DaemonSet within seconds, so a canary
-//!   is refused, naming the rolling update's `maxUnavailable: 1` as what the operator offers;
+//! - **operator installs**: the operator reconciles calico-node from
+//!   `Installation.spec.nodeUpdateStrategy` — a DaemonSet update strategy with no way to name
+//!   nodes (the Installation CRD upstream ships:
+//!   `charts/crd.projectcalico.org.v1/templates/operator.tigera.io_installations.yaml`) — and undoes
+//!   a hand edit of the DaemonSet within seconds, so a canary is refused, naming the rolling
+//!   update's `maxUnavailable: 1` as what the operator offers;
 //! - **Helm installs** are the operator too: the chart (`charts/tigera-operator`) copies its
 //!   `installation:` values into the Installation, so the same strategy is all its values reach.
 //!
