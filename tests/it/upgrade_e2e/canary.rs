@@ -412,3 +412,58 @@ fn a_canary_that_loses_a_bgp_session_stops_at_its_verification_before_the_rest_r
         json!({"state": "waiting-at-gate", "step": "canary/verify-canaries"})
     );
 }
+
+/// Going back from the canary gate: `upgrade rollback` re-applies the DaemonSet as it was (old
+/// template, `RollingUpdate`), its controller puts the canary back on the old version, and the
+/// rollback's verification finds every node agent at v3.25.2.
+#[test]
+fn a_rollback_from_the_canary_gate_puts_the_canary_back() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    three_nodes(&kube);
+    let (plan_file, _) = plan(
+        &operator,
+        "v3.29.0",
+        &[
+            "--no-manifest-edits",
+            "--canary",
+            "1",
+            "--mirror-dir",
+            mirror.to_str().unwrap(),
+        ],
+    );
+    let stopped = operator.apply(&Apply::plan(&plan_file).mirror(&mirror));
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
+    assert_eq!(
+        versions_by_node(&kube)[0],
+        ("node-a".to_string(), "v3.29.0".to_string())
+    );
+
+    let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    assert_success(&rolled, "upgrade rollback");
+    let shown = text(&rolled.stdout);
+    assert!(
+        shown.contains("undo/manifest-upgrade/apply-manifest") && shown.contains("undo/verify"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("undo/canary/"),
+        "the canary steps have nothing of their own to undo: {shown}"
+    );
+    assert_eq!(
+        versions_by_node(&kube),
+        expect(&[
+            ("node-a", "v3.25.2"),
+            ("node-b", "v3.25.2"),
+            ("node-c", "v3.25.2")
+        ])
+    );
+    assert_eq!(
+        daemon_set(&kube)["spec"]["updateStrategy"]["type"],
+        "RollingUpdate"
+    );
+    assert!(
+        text(&rolled.stderr).contains("undo/verify: succeeded"),
+        "{}",
+        text(&rolled.stderr)
+    );
+}
