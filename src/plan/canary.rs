@@ -417,6 +417,90 @@ mod tests {
         ));
     }
 
+    fn step(id: &str, action: &str, with: serde_json::Value, needs: &[&str]) -> PlannedStep {
+        let action = Action::from_parts(action, with).expect("action");
+        let mut step = PlannedStep::new(id, "m", Phase::Upgrade, action, id, "test");
+        step.needs = needs.iter().map(|need| need.to_string()).collect();
+        step
+    }
+
+    fn plan(steps: Vec<PlannedStep>) -> Plan {
+        let facts = crate::plan::resolve::test_support::facts(&crate::plan::Release::new(3, 25, 2));
+        let (from, to) = (
+            crate::plan::Release::new(3, 25, 2),
+            crate::plan::Release::new(3, 29, 0),
+        );
+        Plan::new("upgrade", from, to, facts, steps)
+    }
+
+    fn canary(nodes: &[&str]) -> Canary {
+        Canary {
+            count: Some(nodes.len() as u32),
+            selector: None,
+            nodes: names(nodes),
+            of_nodes: 3,
+            mechanism: MANIFEST_MECHANISM.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_canary_steps_go_between_the_manifest_apply_and_the_wait_for_the_daemon_set() {
+        let apply = serde_json::json!({"source": {"file": "upgrade.yaml"}, "server_side": true,
+                                       "save_previous": "previous-manifest.yaml"});
+        let wait = serde_json::json!({"namespace": "kube-system", "kind": "DaemonSet",
+                                      "name": "calico-node"});
+        let mut planned = plan(vec![
+            step("m/apply", "kube.apply", apply, &[]),
+            step("m/wait", "kube.wait-rollout", wait, &["m/apply"]),
+        ]);
+        let digest = planned.digest.clone();
+        insert(&mut planned, canary(&["node-a"])).unwrap();
+        let ids: Vec<&str> = planned.steps.iter().map(|step| step.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "m/apply",
+                "canary/roll-canaries",
+                "canary/verify-canaries",
+                "canary/approve",
+                "canary/roll-rest",
+                "canary/restore-update-strategy",
+                "m/wait"
+            ]
+        );
+        let Action::KubeApply(apply) = &planned.steps[0].action else {
+            panic!()
+        };
+        assert_eq!(apply.hold_daemon_set.as_deref(), Some("calico-node"));
+        assert_eq!(
+            planned.steps[6].needs,
+            ["m/apply", "canary/restore-update-strategy"]
+        );
+        assert!(planned.steps[1..6].iter().all(|step| step.undo.is_some()));
+        assert_ne!(planned.digest, digest, "the canary is under the digest");
+        assert!(planned.digest_is_valid());
+        assert_eq!(
+            planned.canary.as_ref().map(Canary::request),
+            Some(CanaryRequest::Count(1))
+        );
+    }
+
+    #[test]
+    fn a_plan_that_rolls_no_daemon_set_from_a_manifest_has_no_canary() {
+        let mut planned = plan(vec![step(
+            "m/gate",
+            "pause",
+            serde_json::json!({"message": "go?"}),
+            &[],
+        )]);
+        let error = insert(&mut planned, canary(&["node-a"])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the `upgrade` plan has no step that rolls the node agent's DaemonSet from a manifest: `--canary` applies to upgrades of manifest installs"
+        );
+        assert!(planned.canary.is_none());
+    }
+
     #[test]
     fn operator_and_helm_installs_refuse_with_the_alternative() {
         assert!(mechanism(InstallMethod::Manifest).is_ok());
