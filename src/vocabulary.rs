@@ -125,6 +125,14 @@ macro_rules! action_table {
                 /// baseline. The last step of every upgrade plan and the one step of `netctl
                 /// upgrade verify`; a failure stops the run as a gate does.
                 UpgradeVerify = "upgrade.verify" (UpgradeVerify),
+                /// Replace a DaemonSet's pods node by node (delete the pod, wait until the
+                /// controller's new one on that node is Ready at the pod template): the canary
+                /// rollout of the node agent (`--canary`), on the named nodes or on every node
+                /// still behind. Built by the planner for manifest installs only.
+                KubeReplacePods = "kube.replace-pods" (KubeReplacePods),
+                /// Give a DaemonSet back the update strategy the canary apply recorded on it
+                /// (annotation `netctl.projectcalico.org/update-strategy`) once every node rolled.
+                KubeRestoreUpdateStrategy = "kube.restore-update-strategy" (KubeRestoreUpdateStrategy),
             }
         }
     };

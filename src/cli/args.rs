@@ -51,6 +51,33 @@ impl WindowArgs {
     }
 }
 
+/// `--canary N` or `--canary-selector SELECTOR`: roll the node agent to a few nodes first, verify
+/// them, stop at a gate, then roll the rest (manifest installs; see `plan/canary.rs`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CanaryArgs {
+    /// Roll the node agent to the first N nodes (by name) first, verify them and stop at the gate
+    /// `canary/approve` before the rest (manifest installs: DaemonSet `OnDelete`, pods replaced node
+    /// by node; refused on operator and Helm installs, whose operator rolls calico-node itself)
+    #[arg(long, value_name = "N", conflicts_with = "canary_selector", value_parser = clap::value_parser!(u32).range(1..))]
+    pub canary: Option<u32>,
+    /// As `--canary`, with the nodes a Kubernetes node label selector matches (`kubectl get nodes
+    /// -l SELECTOR`), e.g. `topology.kubernetes.io/zone=zone-a`
+    #[arg(long, value_name = "SELECTOR")]
+    pub canary_selector: Option<String>,
+}
+
+impl CanaryArgs {
+    /// The canary the flags ask for.
+    pub fn request(&self) -> Option<crate::plan::canary::CanaryRequest> {
+        use crate::plan::canary::CanaryRequest;
+        match (&self.canary, &self.canary_selector) {
+            (Some(count), _) => Some(CanaryRequest::Count(*count)),
+            (None, Some(selector)) => Some(CanaryRequest::Selector(selector.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
 /// Parses an RFC 3339 time with `Z` or a UTC offset (`+01:00`), as `--deadline` takes it.
 pub fn parse_deadline(text: &str) -> Result<std::time::SystemTime, String> {
     let invalid = || {
@@ -338,6 +365,7 @@ impl FactArgs {
             } else {
                 ManifestReading::Anywhere
             },
+            canary: None,
         })
     }
 }

@@ -110,6 +110,18 @@ Examples:
   netctl upgrade plan --procedure auto-host-endpoints -o mermaid
   netctl upgrade plan --to v3.29.2 --detailed-exitcode >/dev/null; echo $?   # in CI: 0, 1 or 2
   netctl upgrade plan --to v3.29.2 --window 2h          # does each segment fit a 2-hour window?
+  netctl upgrade plan --to v3.29.2 --canary 1 --out plan.json   # one node first, a gate, the rest
+  netctl upgrade plan --to v3.29.2 --canary-selector 'topology.kubernetes.io/zone=zone-a'
+
+Canary node rollout (`--canary N`, `--canary-selector SELECTOR`), by install method:
+  manifest  the DaemonSet is applied with `updateStrategy: OnDelete`; the canaries' pods are
+            deleted and replaced node by node, verified (node agent Ready at the target, BGP
+            sessions as before), then the gate `canary/approve` (`upgrade apply --resume --approve
+            canary/approve`), then the rest node by node, then the DaemonSet's own strategy back
+  operator  refused: the operator rolls calico-node from `Installation.spec.nodeUpdateStrategy`,
+            which cannot name nodes; set its `rollingUpdate.maxUnavailable` to 1 instead
+  helm      refused: the chart's `installation` values reach the same strategy
+            (`--set installation.nodeUpdateStrategy.rollingUpdate.maxUnavailable=1`)
 
 Exit codes with `--detailed-exitcode` (Terraform's):
   0   nothing to do: the cluster runs the target already (without `--to`: no newer release;
@@ -144,6 +156,8 @@ pub struct PlanArgs {
     pub state_dir: Option<PathBuf>,
     #[command(flatten)]
     pub window: super::args::WindowArgs,
+    #[command(flatten)]
+    pub canary: super::args::CanaryArgs,
 }
 
 pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<ExitCode> {
@@ -160,11 +174,12 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
 
 /// `upgrade plan`: plans, saves to `--out`, prints to stdout.
 async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let request = args.target.request(
+    let mut request = args.target.request(
         &args.manifest,
         args.offline,
         context.configured_etcd_endpoints(),
     )?;
+    request.canary = args.canary.request();
     let store = context.datastore_for_facts(args.offline).await?;
     if let Some(store) = &store {
         crate::datastore::readiness::warn_if_locked(store.as_ref(), &context.printer).await;

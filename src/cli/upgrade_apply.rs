@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use clap_complete::engine::ArgValueCompleter;
 
 use super::Context;
-use super::args::{FactArgs, ManifestEditArgs, WindowArgs, parse_duration};
+use super::args::{CanaryArgs, FactArgs, ManifestEditArgs, WindowArgs, parse_duration};
 use crate::datastore::coordination::Coordination;
 use crate::errors::Hint;
 use crate::errors::error_chain;
@@ -42,6 +42,8 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
   netctl upgrade apply --procedure auto-host-endpoints --dry-run
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
+  netctl upgrade apply --to v3.29.2 --canary 1 --no-manifest-edits   # one node, its gate, the rest
+  netctl upgrade apply --resume --approve canary/approve   # the canaries look good: roll the rest
   netctl upgrade apply --resume --yes
   netctl upgrade apply --resume --repair   # a completed step's effect was undone by hand: redo it
   netctl upgrade apply --plan plan.json --window 2h   # start nothing that would not end within 2h
@@ -129,6 +131,8 @@ pub struct ApplyArgs {
     hooks: HookArgs,
     #[command(flatten)]
     window: WindowArgs,
+    #[command(flatten)]
+    canary: CanaryArgs,
 }
 
 /// `--on-gate`, `--on-failure`, `--on-finish`: notification hooks for runs nobody watches.
@@ -217,6 +221,10 @@ pub enum UpgradeApplyError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "the plan was made with {planned}, not `{asked}`: the canary is part of the plan (its nodes, gate and steps), so this is a stale plan for what is asked"
+    )]
+    OtherCanary { asked: String, planned: String },
     #[error("cannot use the plan file `{}`", path.display())]
     InvalidPlan {
         path: PathBuf,
@@ -229,6 +237,9 @@ impl Hint for UpgradeApplyError {
     fn hint(&self) -> Option<String> {
         match self {
             UpgradeApplyError::NoStateDirectory => Some("pass `--state-dir DIR`".to_string()),
+            UpgradeApplyError::OtherCanary { .. } => Some(
+                "resume without canary flags to go on with the plan's own canary, or finish the run (or roll it back) and plan again with the canary you want".to_string(),
+            ),
             _ => None,
         }
     }
@@ -298,13 +309,14 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
     let cluster = context.kubernetes_client().await?;
     let plan = match (args.to.is_some() || args.procedure.is_some(), saved_plan) {
         (true, _) => {
-            let request = args.facts.request(
+            let mut request = args.facts.request(
                 args.procedure.as_deref().unwrap_or(UPGRADE_PROCEDURE),
                 args.to.clone(),
                 &args.manifest,
                 false,
                 context.configured_etcd_endpoints(),
             )?;
+            request.canary = args.canary.request();
             let sources = FactSources {
                 datastore: Some(datastore.as_ref()),
                 cluster: cluster.as_ref(),
@@ -325,6 +337,34 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
         }
         (false, saved) => saved,
     };
+    // A saved plan, or the checkpoint's on `--resume`, keeps the canary it was made with: other
+    // canary flags ask for another plan.
+    if let Some(asked) = args.canary.request() {
+        let run_plan = match (&plan, args.resume) {
+            (Some(plan), _) => Some(plan.clone()),
+            (None, true) => checkpoint::CheckpointStore::new(
+                options.state_dir.clone(),
+                Some(coordination.clone()),
+            )
+            .load_latest()
+            .await?
+            .map(|saved| saved.plan),
+            (None, false) => None,
+        };
+        if let Some(run_plan) = run_plan
+            && run_plan.canary.as_ref().map(|canary| canary.request()) != Some(asked.clone())
+        {
+            return Err(UpgradeApplyError::OtherCanary {
+                asked: asked.to_string(),
+                planned: run_plan
+                    .canary
+                    .as_ref()
+                    .map(|canary| format!("`{}`", canary.request()))
+                    .unwrap_or_else(|| "no canary".to_string()),
+            }
+            .into());
+        }
+    }
     let executor = Executor::new(datastore, Some(coordination), Holder::current())
         .with_kubernetes(cluster)
         .with_printer(context.printer.clone());

@@ -117,6 +117,7 @@ pub async fn verify(context: &Context, args: VerifyArgs) -> anyhow::Result<ExitC
                 changed_by: Default::default(),
                 baseline_output: None,
                 baseline: None,
+                nodes: Vec::new(),
             }
         }
     };

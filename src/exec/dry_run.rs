@@ -447,6 +447,8 @@ mod tests {
             force_conflicts: true,
             field_manager: "netctl".into(),
             save_previous: None,
+            hold_daemon_set: None,
+            delete_not_live_before: false,
         });
         let files = tempfile::tempdir().unwrap();
         let url = "https://example.org/calico.yaml".to_string();

@@ -66,6 +66,12 @@ pub fn by_kind(action: &Action) -> Duration {
         | Action::KubeRestoreOwnerReference(_)
         | Action::KubeRestart(_) => seconds(3),
         Action::KubeWaitRollout(wait) => wait.timeout.0.min(seconds(600)),
+        // A node agent pod per node: deleted, pulled, started and Ready in about a minute.
+        Action::KubeReplacePods(replace) => match replace.nodes.len() {
+            0 => seconds(600),
+            nodes => seconds(60).saturating_mul(nodes as u32),
+        },
+        Action::KubeRestoreUpdateStrategy(_) => seconds(3),
         Action::Fetch(_) => seconds(30),
         Action::Helm(helm) => helm.timeout.0.min(seconds(180)),
         Action::Exec(exec) => exec.timeout.0.min(seconds(60)),

@@ -677,6 +677,7 @@ impl UpgradeStep<'_, '_> {
             step: step.id.clone(),
         });
         context.run_started_at = Some(run.checkpoint.started_at.clone());
+        context.run_id = Some(run.checkpoint.run_id.clone());
         context.progress = run.progress.clone();
         actions::perform(&context, &step.action, RunMode::Execute).await
     }

@@ -273,6 +273,7 @@ impl Executor {
             child_tracking: None,
             kubernetes: self.kubernetes.clone(),
             run_started_at: None,
+            run_id: None,
             release: self.release.as_ref(),
             interrupt: None,
             // A run gives its steps its own progress; everything else talks without one.

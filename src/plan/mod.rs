@@ -8,6 +8,7 @@
 //! [`facts::discover_facts`].
 
 pub mod action;
+pub mod canary;
 pub mod catalog;
 mod cluster_facts;
 pub mod edit_discovery;
@@ -168,6 +169,10 @@ pub struct Plan {
     /// The hand edits of the installed manifest found in the cluster (see [`ManifestDiscovery`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manifest_discovery: Vec<ManifestDiscovery>,
+    /// The canary node rollout (`--canary`, `--canary-selector`): the nodes chosen and how they
+    /// roll (see [`canary`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<canary::Canary>,
     /// `sha256:<hex>` over the canonical JSON of steps, facts and versions; see [`Plan::compute_digest`].
     pub digest: String,
 }
@@ -249,6 +254,8 @@ struct DigestedContent<'a> {
     manifest_previews: &'a [ManifestPreview],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     manifest_discovery: &'a [ManifestDiscovery],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    canary: Option<&'a canary::Canary>,
 }
 
 /// Feeds written bytes to a hash.
@@ -294,6 +301,7 @@ impl Plan {
             steps,
             manifest_previews: Vec::new(),
             manifest_discovery: Vec::new(),
+            canary: None,
             digest: String::new(),
         };
         plan.digest = plan.compute_digest();
@@ -316,6 +324,7 @@ impl Plan {
             steps: &self.steps,
             manifest_previews: &self.manifest_previews,
             manifest_discovery: &self.manifest_discovery,
+            canary: self.canary.as_ref(),
         };
         let mut hasher = HashWriter(Sha256::new());
         // Serializing plain data cannot fail; the hash of what was written stands either way.

@@ -120,6 +120,9 @@ pub fn text(plan: &Plan) -> String {
     for (name, value, origin) in rows {
         let _ = writeln!(out, "  {name:width$}  {value}  ({origin})");
     }
+    if let Some(canary) = &plan.canary {
+        let _ = writeln!(out, "{}", canary.line());
+    }
     let mut number = 0;
     for (phase, steps) in phases(plan) {
         let _ = writeln!(out, "\n{phase}");
@@ -311,6 +314,9 @@ pub fn markdown(plan: &Plan) -> String {
             "| `{name}` | `{}` | {origin} |",
             value.replace('|', "\\|")
         );
+    }
+    if let Some(canary) = &plan.canary {
+        let _ = writeln!(out, "\n**{}**", canary.line());
     }
     let mut number = 0;
     for (phase, steps) in phases(plan) {

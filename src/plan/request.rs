@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::InstallMethod;
+use super::canary::{self, Canary, CanaryError, CanaryRequest};
 use super::catalog::{Catalog, CatalogError};
 use super::cluster_facts::read_live_objects;
 use super::edit_discovery;
@@ -41,6 +42,8 @@ pub struct UpgradeRequest {
     pub manifest_edits: ManifestEditRequest,
     /// Whether overlays may read their manifest from the network for the plan-time review.
     pub manifest_reading: ManifestReading,
+    /// `--canary N` / `--canary-selector SELECTOR` (see `plan/canary.rs`).
+    pub canary: Option<CanaryRequest>,
 }
 
 /// What the user says about hand edits of an installed manifest.
@@ -102,6 +105,8 @@ pub enum RequestError {
         "`--from {given}` contradicts the installed version `{discovered}` that ClusterInformation `default` reports"
     )]
     FromContradictsDatastore { given: Release, discovered: Release },
+    #[error(transparent)]
+    Canary(#[from] CanaryError),
     #[error("step `{step}` cannot apply the manifest overlay")]
     Review {
         step: String,
@@ -117,6 +122,7 @@ impl Hint for RequestError {
             RequestError::Facts(error) => error.hint(),
             RequestError::Plan(error) => error.hint(),
             RequestError::Overlay(error) => error.hint(),
+            RequestError::Canary(error) => error.hint(),
             RequestError::FromContradictsDatastore { discovered, .. } => Some(format!(
                 "leave out `--from` (the datastore says `{discovered}`); a plan for another version would leave out the steps the installed one needs"
             )),
@@ -249,6 +255,24 @@ impl UpgradeRequest {
             }
         }
         review_overlays(&mut plan, manifests, self.manifest_reading).await?;
+        if let Some(requested) = &self.canary {
+            let mechanism = canary::mechanism(plan.facts.install_method.value)?;
+            let client = sources.cluster.ok_or(CanaryError::NoCluster)?;
+            let (all, selected) = canary::read_nodes(client, requested).await?;
+            let nodes = canary::choose(requested, &all, &selected)?;
+            let (count, selector) = match requested {
+                CanaryRequest::Count(count) => (Some(*count), None),
+                CanaryRequest::Selector(selector) => (None, Some(selector.clone())),
+            };
+            let chosen = Canary {
+                count,
+                selector,
+                nodes,
+                of_nodes: all.len(),
+                mechanism: mechanism.to_string(),
+            };
+            canary::insert(&mut plan, chosen)?;
+        }
         Ok(plan)
     }
 }

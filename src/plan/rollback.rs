@@ -15,7 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::action::{DatastoreRestore, Helm, Pause};
+use super::action::{
+    BASELINE_OUTPUT, Baseline, DatastoreRestore, Helm, ManifestSource, Pause, UpgradeVerify,
+    VerifyScope, previous_file_of_run,
+};
 use super::{Action, Phase, Plan, PlannedStep};
 
 /// The procedure name of a rollback plan.
@@ -195,13 +198,31 @@ pub fn plan_rollback(run: &RunToRollBack<'_>, to: Option<&str>) -> Result<Plan, 
         let Some(action) = undo.action else {
             continue;
         };
-        let action = with_recorded_revision(action, step, run.outputs)?;
+        let action = with_run_file(
+            with_recorded_revision(action, step, run.outputs)?,
+            step,
+            run.run_id,
+        );
         steps.push(PlannedStep::new(
             format!("{UNDO_RUNBOOK}/{}", step.id),
             UNDO_RUNBOOK,
             Phase::Upgrade,
             action,
             undo.description,
+            format!("completed step `{}` of run {}", step.id, run.run_id),
+        ));
+    }
+    // The rollouts the run waited for are waited for again, the way back rolled them too.
+    for step in undone
+        .iter()
+        .filter(|step| matches!(step.action, Action::KubeWaitRollout(_)))
+    {
+        steps.push(PlannedStep::new(
+            format!("{UNDO_RUNBOOK}/{}", step.id),
+            UNDO_RUNBOOK,
+            Phase::Upgrade,
+            step.action.clone(),
+            format!("Wait again, for the way back: {}", step.description),
             format!("completed step `{}` of run {}", step.id, run.run_id),
         ));
     }
@@ -239,6 +260,7 @@ pub fn plan_rollback(run: &RunToRollBack<'_>, to: Option<&str>) -> Result<Plan, 
     if undone.is_empty() {
         return Err(RollbackRefused::NothingToRollBack(run.run_id.to_string()));
     }
+    steps.push(verification(run, &undone));
     // The plan is shown, then a person says go (`--yes`, `--approve undo/confirm`, or the
     // terminal), as at any gate.
     let message = format!(
@@ -271,6 +293,80 @@ pub fn plan_rollback(run: &RunToRollBack<'_>, to: Option<&str>) -> Result<Plan, 
     rollback.rolls_back = Some(run.run_id.to_string());
     rollback.digest = rollback.compute_digest();
     Ok(rollback)
+}
+
+/// The step a rollback ends with (`undo/verify`): the cluster verified as every upgrade plan's
+/// last step verifies it, against the baseline the rolled-back run took before its first write —
+/// the cluster the rollback returns to —, with the node agents at the run's source release when a
+/// step that rolls them is undone (else at its target: `--to` kept that step). The kinds the run
+/// wrote are excused as in its own verification (a restore leaves resources created since alone).
+/// Without a recorded baseline the checks are absolute.
+fn verification(run: &RunToRollBack<'_>, undone: &[&PlannedStep]) -> PlannedStep {
+    let plan = run.plan;
+    let forward = plan.steps.iter().find_map(|step| match &step.action {
+        Action::UpgradeVerify(verify) if verify.nodes.is_empty() => Some(verify.clone()),
+        _ => None,
+    });
+    let rolled_back = undone
+        .iter()
+        .any(|step| step.action.arguments().may_roll_workloads());
+    let version = match rolled_back {
+        true => plan.from.to_string(),
+        false => plan.to.to_string(),
+    };
+    let baseline = run
+        .outputs
+        .get(BASELINE_OUTPUT)
+        .and_then(|value| serde_json::from_value::<Baseline>(value.clone()).ok());
+    let action = UpgradeVerify {
+        version: version.clone(),
+        scope: forward.as_ref().map_or(
+            VerifyScope {
+                operator: false,
+                bgp_timeout: super::HumanDuration(std::time::Duration::from_secs(30)),
+            },
+            |verify| verify.scope.clone(),
+        ),
+        changed_by: forward.map(|verify| verify.changed_by).unwrap_or_default(),
+        baseline_output: None,
+        baseline: baseline.map(Box::new),
+        nodes: Vec::new(),
+    };
+    PlannedStep::new(
+        VERIFY_STEP,
+        UNDO_RUNBOOK,
+        Phase::Finish,
+        Action::UpgradeVerify(action),
+        format!(
+            "Verify the cluster at {version} against the baseline run {} took before its first write",
+            run.run_id
+        ),
+        "a rollback ends with its verification, as every plan (docs/executor.md, \"Rollback\")",
+    )
+}
+
+/// The id of the rollback's verification.
+pub const VERIFY_STEP: &str = "undo/verify";
+
+/// An undo that re-applies a forward step's `save_previous` file reads the copy of the run it
+/// goes back from (`runs/<run id>/<file>`), not the file of a later run in the same state
+/// directory.
+fn with_run_file(action: Action, step: &PlannedStep, run_id: &str) -> Action {
+    let saved = match &step.action {
+        Action::KubeApply(forward) => forward.save_previous.clone(),
+        _ => None,
+    };
+    match (action, saved) {
+        (Action::KubeApply(mut undo), Some(saved)) => {
+            if let ManifestSource::File(file) = &undo.source
+                && *file == saved
+            {
+                undo.source = ManifestSource::File(previous_file_of_run(&saved, run_id));
+            }
+            Action::KubeApply(undo)
+        }
+        (action, _) => action,
+    }
 }
 
 /// A `helm` undo naming a registered output (`revision_from`) gets the revision recorded there

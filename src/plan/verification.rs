@@ -51,6 +51,7 @@ pub fn around(steps: Vec<PlannedStep>, to: &Release, facts: &Facts) -> Vec<Plann
             changed_by: changed_by(&steps),
             baseline_output: Some(BASELINE_OUTPUT.to_string()),
             baseline: None,
+            nodes: Vec::new(),
         }),
         format!("Verify the cluster at {to} against the baseline"),
         reason,

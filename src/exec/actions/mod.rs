@@ -151,6 +151,9 @@ pub struct Context<'a> {
     /// `kube.restart`, so a restart done before an interruption is not repeated. `None` outside an
     /// upgrade run (a dry-run), where the time now stands in.
     pub run_started_at: Option<String>,
+    /// The run's id (upgrade runs): where a `kube.apply` keeps its `save_previous` copy
+    /// (`files/runs/<run id>/`), so each run goes back with its own. `None` outside a run.
+    pub run_id: Option<String>,
     /// The release resource documents are validated for when the command chose one (`--release`);
     /// otherwise the cluster's (ClusterInformation), read by the action.
     pub release: Option<&'a ApiRelease>,

@@ -103,17 +103,7 @@ pub async fn check_version(
             .as_ref()
             .and_then(|spec| spec.node_name.as_deref())
             .unwrap_or("no node yet");
-        let image = pod
-            .spec
-            .as_ref()
-            .and_then(|spec| {
-                spec.containers
-                    .iter()
-                    .find(|container| container.name == "calico-node")
-                    .or(spec.containers.first())
-            })
-            .and_then(|container| container.image.clone())
-            .unwrap_or_default();
+        let image = agent_image(pod);
         let tag = image_tag(&image);
         let current = tag == version || tag.starts_with(&format!("{version}-"));
         if !current {
@@ -135,6 +125,20 @@ pub async fn check_version(
             listing::inline(&behind, limit)
         )),
     }
+}
+
+/// The image of a node agent pod's own container (`calico-node`, else its first container).
+pub fn agent_image(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| {
+            spec.containers
+                .iter()
+                .find(|container| container.name == "calico-node")
+                .or(spec.containers.first())
+        })
+        .and_then(|container| container.image.clone())
+        .unwrap_or_default()
 }
 
 /// The tag of an image reference (`docker.io/calico/node:v3.29.2` → `v3.29.2`); empty without one.

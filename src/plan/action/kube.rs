@@ -47,10 +47,57 @@ pub struct KubeApply {
     #[serde(default = "default_field_manager")]
     pub field_manager: String,
     /// Before the first write, save the manifest's objects as they are live (without what the API
-    /// server sets; never a Secret) to this file of the run's state directory, to go back with. A
-    /// file already there is kept: it was saved before an earlier attempt changed anything.
+    /// server sets; never a Secret) to this file of the run's state directory — under
+    /// [`previous_file_of_run`], so every run keeps its own —, to go back with. A file already there
+    /// is kept: it was saved before an earlier attempt of the run changed anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_previous: Option<String>,
+    /// The canary rollout (`--canary`): this DaemonSet of the manifest is applied with
+    /// `updateStrategy: OnDelete`, the manifest's own strategy kept on it as the annotation
+    /// [`UPDATE_STRATEGY_ANNOTATION`], so no pod is replaced until `kube.replace-pods` deletes it
+    /// and `kube.restore-update-strategy` puts the strategy back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_daemon_set: Option<String>,
+    /// Going back with a file `save_previous` wrote: after applying it, delete the objects its
+    /// header lists as not live before (the ones the forward apply created).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_not_live_before: bool,
+}
+
+/// Where a run keeps the `save_previous` file `file` among the downloaded files:
+/// `runs/<run id>/<file>`. A rollback of that run re-applies its own copy, however many runs the
+/// state directory saw since.
+pub fn previous_file_of_run(file: &str, run_id: &str) -> String {
+    format!("runs/{run_id}/{file}")
+}
+
+/// Where the canary apply keeps a held DaemonSet's own update strategy (JSON; `{}` when the
+/// manifest gave none): what `kube.restore-update-strategy` puts back.
+pub const UPDATE_STRATEGY_ANNOTATION: &str = "netctl.projectcalico.org/update-strategy";
+
+/// `kube.replace-pods`: a DaemonSet's pods replaced node by node — each deleted, then waited for
+/// until the controller's new pod on that node is Ready with the pod template's images.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeReplacePods {
+    pub namespace: String,
+    pub daemon_set: String,
+    /// The nodes, in this order; empty: every node whose pod is not at the template yet (the rest
+    /// after the canaries), by node name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// How long each node's new pod may take to be Ready.
+    #[serde(default = "default_rollout_timeout")]
+    pub timeout: HumanDuration,
+}
+
+/// `kube.restore-update-strategy`: the strategy recorded in [`UPDATE_STRATEGY_ANNOTATION`] back
+/// on the DaemonSet, the annotation removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeRestoreUpdateStrategy {
+    pub namespace: String,
+    pub daemon_set: String,
 }
 
 /// One Kubernetes object: `apiVersion`/`kind` as in its manifest, e.g. `apps/v1` `Deployment`.
@@ -277,9 +324,20 @@ impl Arguments for KubeApply {
                 write!(out, " (inline manifest, {} bytes)", inline.len())?
             }
         }
-        match &self.save_previous {
-            Some(previous) => write!(out, " (saving the live objects to {previous} first)"),
-            None => Ok(()),
+        if let Some(previous) = &self.save_previous {
+            write!(out, " (saving the live objects to {previous} first)")?;
+        }
+        if let Some(held) = &self.hold_daemon_set {
+            write!(
+                out,
+                " (DaemonSet {held} with updateStrategy OnDelete: its pods are replaced node by node by the canary steps)"
+            )?;
+        }
+        match self.delete_not_live_before {
+            true => {
+                out.write_str(" (then deleting the objects its header lists as not live before)")
+            }
+            false => Ok(()),
         }
     }
 
@@ -419,5 +477,39 @@ impl Arguments for KubeRestart {
             "`kind` must be `Deployment`, `DaemonSet` or `StatefulSet`, got `{}`",
             self.kind
         ))
+    }
+}
+
+impl Arguments for KubeReplacePods {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{name} DaemonSet -n {} {} nodes={} timeout={}",
+            self.namespace,
+            self.daemon_set,
+            match self.nodes.is_empty() {
+                true => "<every node not at the pod template yet>".to_string(),
+                false => self.nodes.join(","),
+            },
+            self.timeout
+        )
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
+    }
+}
+
+impl Arguments for KubeRestoreUpdateStrategy {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{name} DaemonSet -n {} {} (from annotation {UPDATE_STRATEGY_ANNOTATION})",
+            self.namespace, self.daemon_set
+        )
+    }
+
+    fn may_roll_workloads(&self) -> bool {
+        true
     }
 }

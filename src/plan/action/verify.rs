@@ -55,6 +55,10 @@ pub struct UpgradeVerify {
     /// either, the checks are absolute: every session established, no IPAM problem.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Box<Baseline>>,
+    /// Only these nodes (the canaries of `--canary`): their node agents and BGP sessions; IPAM,
+    /// resources and TigeraStatus are left to the verification at the end. Empty: the cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 impl Arguments for UpgradeBaseline {
@@ -65,6 +69,19 @@ impl Arguments for UpgradeBaseline {
 
 impl Arguments for UpgradeVerify {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.nodes.is_empty() {
+            return write!(
+                out,
+                "{name} nodes={} {}: node agents on them Ready at {}, their BGP sessions (timeout {})",
+                self.nodes.join(","),
+                match &self.baseline_output {
+                    Some(output) => format!("against `{output}`"),
+                    None => "without a baseline".to_string(),
+                },
+                self.version,
+                self.scope.bgp_timeout
+            );
+        }
         write!(
             out,
             "{name} {}: node agents Ready at {}, {}",

@@ -112,7 +112,12 @@ fn completed_steps_are_undone_newest_first_behind_one_confirmation() {
     .unwrap();
     assert_eq!(
         ids(&back),
-        ["undo/confirm", "undo/m/apply", "undo/datastore"]
+        [
+            "undo/confirm",
+            "undo/m/apply",
+            "undo/datastore",
+            "undo/verify"
+        ]
     );
     assert_eq!(back.procedure, ROLLBACK_PROCEDURE);
     assert_eq!(back.rolls_back.as_deref(), Some("run-1"));
@@ -133,7 +138,10 @@ fn completed_steps_are_undone_newest_first_behind_one_confirmation() {
 fn only_completed_steps_after_the_target_are_undone() {
     let forward = plan(vec![label(), apply_manifest()]);
     let back = rollback(&forward, &["h/label"], BTreeMap::new(), true, None).unwrap();
-    assert_eq!(ids(&back), ["undo/confirm", "undo/datastore"]);
+    assert_eq!(
+        ids(&back),
+        ["undo/confirm", "undo/datastore", "undo/verify"]
+    );
     let back = rollback(
         &forward,
         &["h/label", "m/apply"],
@@ -144,7 +152,7 @@ fn only_completed_steps_after_the_target_are_undone() {
     .unwrap();
     assert_eq!(
         ids(&back),
-        ["undo/confirm", "undo/m/apply"],
+        ["undo/confirm", "undo/m/apply", "undo/verify"],
         "no backup needed"
     );
     assert_eq!(
@@ -206,7 +214,10 @@ fn an_irreversible_step_is_a_point_of_no_return_with_what_remains_by_hand() {
         true,
         Some("h/delete"),
     );
-    assert_eq!(ids(&back.unwrap()), ["undo/confirm", "undo/m/apply"]);
+    assert_eq!(
+        ids(&back.unwrap()),
+        ["undo/confirm", "undo/m/apply", "undo/verify"]
+    );
 }
 
 #[test]
@@ -230,7 +241,7 @@ fn a_writing_step_without_undo_stops_the_rollback_and_a_stated_nothing_does_not(
         ..patch
     }]);
     let back = rollback(&forward, &["k/patch"], BTreeMap::new(), true, None).unwrap();
-    assert_eq!(ids(&back), ["undo/confirm"]);
+    assert_eq!(ids(&back), ["undo/confirm", "undo/verify"]);
 }
 
 #[test]
@@ -283,4 +294,70 @@ fn helm_rolls_back_to_the_revision_the_run_recorded() {
             output: "upgrade_release".into()
         })
     );
+}
+
+/// Issue 30, item 2's gaps: the undo reads the run's own `save_previous` copy, the rollouts the run
+/// waited for are waited for again, and the rollback ends with a verification against the run's
+/// pre-run baseline at the release it goes back to.
+#[test]
+fn a_rollback_reads_its_runs_own_copy_waits_again_and_ends_with_its_verification() {
+    let mut apply = apply_manifest();
+    if let Action::KubeApply(forward) = &mut apply.action {
+        forward.save_previous = Some("previous-manifest.yaml".into());
+    }
+    let wait = step(
+        "m/wait-rollout",
+        "kube.wait-rollout",
+        json!({"namespace": "kube-system", "kind": "DaemonSet", "name": "calico-node"}),
+    );
+    let mut steps = crate::plan::verification::around(
+        vec![label(), apply, wait],
+        &Release::new(3, 29, 2),
+        &facts(),
+    );
+    steps.iter_mut().for_each(|step| step.needs.clear());
+    let forward = plan(steps);
+    let baseline = json!({"taken_at": "2026-11-28T00:00:00Z", "bgp": {}, "resources": {}});
+    let outputs = BTreeMap::from([(BASELINE_OUTPUT.to_string(), baseline)]);
+    let done = ["verify/baseline", "h/label", "m/apply", "m/wait-rollout"];
+    let back = rollback(&forward, &done, outputs.clone(), true, None).unwrap();
+    assert_eq!(
+        ids(&back),
+        [
+            "undo/confirm",
+            "undo/m/apply",
+            "undo/m/wait-rollout",
+            "undo/datastore",
+            "undo/verify"
+        ]
+    );
+    let Action::KubeApply(undo) = &back.steps[1].action else {
+        panic!("{:?}", back.steps[1].action)
+    };
+    assert_eq!(
+        undo.source,
+        ManifestSource::File("runs/run-1/previous-manifest.yaml".into())
+    );
+    let Action::UpgradeVerify(verify) = &back.steps[4].action else {
+        panic!("{:?}", back.steps[4].action)
+    };
+    assert_eq!(verify.version, "v3.26.4", "the release rolled back to");
+    assert_eq!(
+        verify
+            .baseline
+            .as_ref()
+            .map(|baseline| baseline.taken_at.as_str()),
+        Some("2026-11-28T00:00:00Z"),
+        "the baseline the run took before its first write"
+    );
+    assert_eq!(
+        verify.changed_by.keys().collect::<Vec<_>>(),
+        ["HostEndpoint"]
+    );
+    // Going back only to after the manifest step leaves the node agents at the target.
+    let back = rollback(&forward, &done, outputs, true, Some("m/apply")).unwrap();
+    let Some(Action::UpgradeVerify(verify)) = back.steps.last().map(|step| &step.action) else {
+        panic!("{:?}", back.steps)
+    };
+    assert_eq!(verify.version, "v3.29.2");
 }

@@ -401,9 +401,17 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     ),
 ];
 
+/// The served type of `apiVersion` `kind` (tests name only types the server has).
+pub(super) fn resource_type(api_version: &str, kind: &str) -> ResourceType {
+    *RESOURCE_TYPES
+        .iter()
+        .find(|resource| resource.api_version() == api_version && resource.kind == kind)
+        .unwrap_or_else(|| panic!("unknown type {api_version} {kind}"))
+}
+
 /// Where an object lives: resource type (by group and plural), namespace (`""` for cluster-scoped)
 /// and name.
-type ObjectKey = (String, String, String, String);
+pub(super) type ObjectKey = (String, String, String, String);
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -426,6 +434,10 @@ pub(super) struct State {
     /// Whether the Calico API server presents `projectcalico.org/v3` (its discovery lists
     /// `profiles`, which native CRDs do not have): [`KubeApiServer::serve_calico_api_server`].
     calico_api_server: bool,
+    /// The DaemonSets whose controller the server stands in for ([`super::kube_daemon_sets`]).
+    pub(super) daemon_sets: super::kube_daemon_sets::StandIns,
+    /// Numbers the stand-in's pods.
+    pub(super) pod_serial: u64,
 }
 
 /// A running API server; stops when dropped.
@@ -722,6 +734,19 @@ impl KubeApiServer {
             .collect()
     }
 
+    /// Stands in for the DaemonSet controller of the stored DaemonSet `namespace`/`name` from now
+    /// on, with a pod on each of `nodes` ([`super::kube_daemon_sets`]): its pods are created from
+    /// the template now, a deleted one comes back on its node, a template change replaces them all
+    /// under `RollingUpdate` and none under `OnDelete`.
+    pub fn run_daemon_set(&self, namespace: &str, name: &str, nodes: &[&str]) {
+        let mut state = self.lock();
+        state.daemon_sets.insert(
+            (namespace.to_string(), name.to_string()),
+            nodes.iter().map(|node| node.to_string()).collect(),
+        );
+        state.reconcile_daemon_set(namespace, name);
+    }
+
     /// Replaces an object's `status` (as the kubelet or a controller would), bumping its
     /// resourceVersion.
     pub fn set_status(
@@ -817,7 +842,7 @@ impl Drop for KubeApiServer {
     }
 }
 
-fn object_key(resource: &ResourceType, namespace: &str, name: &str) -> ObjectKey {
+pub(super) fn object_key(resource: &ResourceType, namespace: &str, name: &str) -> ObjectKey {
     (
         resource.group.to_string(),
         resource.plural.to_string(),
@@ -834,7 +859,12 @@ impl State {
     /// Stores `object` at `key`: sets apiVersion, kind, uid and creationTimestamp (kept from the
     /// stored object when there is one), bumps generation when the spec changed, and sets a new
     /// resourceVersion. Returns what was stored.
-    fn store(&mut self, key: ObjectKey, mut object: Value, resource: &ResourceType) -> Value {
+    pub(super) fn store(
+        &mut self,
+        key: ObjectKey,
+        mut object: Value,
+        resource: &ResourceType,
+    ) -> Value {
         self.revision += 1;
         let previous = self.objects.get(&key).cloned();
         self.finish(&key, &mut object, previous.as_ref(), resource);
@@ -1726,6 +1756,9 @@ fn object_request(
                 state.objects.remove(&key);
                 state.owners.remove(&key);
                 state.revision += 1;
+                if resource.kind == "Pod" {
+                    state.pod_deleted(&previous);
+                }
             }
             json_response(StatusCode::OK, previous)
         }
@@ -1793,6 +1826,9 @@ fn write(
         .filter(|(path, value)| before.get(path) != Some(value))
         .map(|(path, _)| path)
         .collect();
+    if let Err(refused) = super::kube_daemon_sets::prepare(resource, &mut object) {
+        return refused;
+    }
     if dry_run {
         state.finish(&key, &mut object, previous.as_ref(), resource);
         return json_response(success, object);
@@ -1801,8 +1837,25 @@ fn write(
     for path in changed {
         owners.insert(path, manager.to_string());
     }
-    let stored = state.store(key, object, resource);
-    json_response(success, stored)
+    let stored = state.store(key.clone(), object, resource);
+    after_write(state, resource, &key, stored, success)
+}
+
+/// What a controller the server stands in for does once an object was stored: a DaemonSet's
+/// pods follow its spec. Answers with the object as stored then.
+fn after_write(
+    state: &mut State,
+    resource: &ResourceType,
+    key: &ObjectKey,
+    stored: Value,
+    success: StatusCode,
+) -> Response {
+    if resource.kind != "DaemonSet" {
+        return json_response(success, stored);
+    }
+    state.reconcile_daemon_set(&key.2, &key.3);
+    let now = state.objects.get(key).cloned().unwrap_or(stored);
+    json_response(success, now)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1869,6 +1922,11 @@ fn patch(
             );
         }
         json_patch::merge(&mut patched, &document);
+        // The patched object is decoded as its kind, as kube-apiserver decodes it.
+        patched = match decode_strictly(resource, query, patched) {
+            Ok((decoded, _)) => decoded,
+            Err(response) => return response,
+        };
     } else {
         return status_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -1950,6 +2008,9 @@ fn server_side_apply(
     }
     let mut merged = previous.clone().unwrap_or_else(|| json!({}));
     deep_merge(&mut merged, &applied);
+    if let Err(refused) = super::kube_daemon_sets::prepare(resource, &mut merged) {
+        return refused;
+    }
     if dry_run {
         state.finish(&key, &mut merged, previous.as_ref(), resource);
         return json_response(StatusCode::OK, merged);
@@ -1963,8 +2024,8 @@ fn server_side_apply(
     } else {
         StatusCode::CREATED
     };
-    let stored = state.store(key, merged, resource);
-    json_response(status, stored)
+    let stored = state.store(key.clone(), merged, resource);
+    after_write(state, resource, &key, stored, status)
 }
 
 /// Objects merge key by key; anything else (arrays included) replaces.

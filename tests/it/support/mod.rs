@@ -60,6 +60,7 @@ pub mod kube_api;
 pub mod kube_crd;
 pub mod kube_crd_fields;
 pub mod kube_crd_ipam;
+pub mod kube_daemon_sets;
 pub mod kube_streams;
 pub mod kube_strict;
 pub mod netctl;

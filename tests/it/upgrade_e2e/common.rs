@@ -599,3 +599,27 @@ pub(crate) fn etcd_manifest_plan(
     );
     (operator, mirror, plan_file)
 }
+
+/// `<node> <image>` of every pod in `namespace` (its first container's image), sorted: what a
+/// rollout left on each node.
+pub(crate) fn pod_images(kube: &KubeApiServer, namespace: &str) -> Vec<String> {
+    let mut images: Vec<String> = kube
+        .names("v1", "pods")
+        .iter()
+        .filter_map(|name| {
+            let (pod_namespace, name) = name.split_once('/')?;
+            let pod = kube.get("v1", "pods", pod_namespace, name)?;
+            (pod_namespace == namespace).then(|| {
+                format!(
+                    "{} {}",
+                    pod["spec"]["nodeName"].as_str().unwrap_or_default(),
+                    pod["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .unwrap_or_default()
+                )
+            })
+        })
+        .collect();
+    images.sort();
+    images
+}

@@ -483,8 +483,23 @@ fn helm_install_from_v3_24_to_v3_27_upgrades_the_release_in_place() {
     // The rollback: `helm rollback` to the revision recorded before the upgrade; the CRDs and
     // the repository refresh have nothing to undo.
     std::fs::remove_file(&helm_argv).unwrap();
+    // Its verification finds the node agents still at v3.27.0 (the operator has not rolled them
+    // back yet) and stops there; once the operator did, the resume verifies and completes.
     let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
-    assert_success(&rolled, "upgrade rollback");
+    let stderr = text(&rolled.stderr);
+    assert_eq!(rolled.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("verification failed at `undo/verify`")
+            && stderr.contains("runs `v3.27.0`"),
+        "{stderr}"
+    );
+    node_agent_pods(
+        &kube,
+        "calico-system",
+        &[("node-1", "v3.24.5"), ("node-2", "v3.24.5")],
+    );
+    let resumed = operator.apply(&Apply::resume().yes());
+    assert_success(&resumed, "rollback resumed");
     let shown = text(&rolled.stdout);
     assert!(
         shown.contains("undo/helm-upgrade/upgrade-release")

@@ -571,7 +571,8 @@ fn the_manifest_apply_saves_the_previous_manifest_and_kubectl_can_go_back() {
     assert_eq!(
         planned["undo"]["action"],
         json!({"action": "kube.apply", "with": {"source": {"file": "previous-manifest.yaml"},
-               "server_side": true, "force_conflicts": true, "field_manager": "netctl"}}),
+               "server_side": true, "force_conflicts": true, "field_manager": "netctl",
+               "delete_not_live_before": true}}),
         "{planned}"
     );
     let after = planned["rollback"]["after"].as_str().unwrap();
@@ -598,13 +599,18 @@ fn the_manifest_apply_saves_the_previous_manifest_and_kubectl_can_go_back() {
             .clone()
     };
     assert_eq!(image(&kube), "docker.io/calico/node:v3.25.2");
-    assert!(!files.join("previous-manifest.yaml").exists());
+    assert!(!files.join("runs").exists());
 
     // Unattended and without approval: with the edits stated, nothing gates the apply.
     let apply = Apply::plan(&plan_file).mirror(&mirror);
     apply_killed_at(&operator, &apply, &format!("{step}:after"));
     assert_eq!(image(&kube), "docker.io/calico/node:v3.29.0");
-    let saved_path = files.join("previous-manifest.yaml");
+    // Kept per run: `files/runs/<run id>/previous-manifest.yaml`.
+    let run_id = status_json(&operator)["checkpoint"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let saved_path = files.join(format!("runs/{run_id}/previous-manifest.yaml"));
     let saved = std::fs::read_to_string(&saved_path).expect("the previous manifest is saved");
     let command = format!(
         "kubectl apply --server-side --force-conflicts --field-manager=netctl -f {}",

@@ -26,6 +26,7 @@
 
 mod application_layer_policy;
 mod auto_host_endpoints;
+mod canary;
 pub(crate) mod common;
 mod helm;
 mod maintenance_window;

@@ -263,18 +263,45 @@ fn operator_install_from_v3_26_to_v3_29_detaches_and_reattaches_an_owner_referen
         "a refused rollback journals nothing"
     );
 
-    // Back to just after it: the operator's objects as they were live before the upgrade.
+    // Back to just after it: the operator's objects as they were live before the upgrade. The
+    // rollback is killed after its re-apply, the operator rolls itself and the node agents back,
+    // and the resume waits for both and verifies the cluster at v3.26.1 (issue 30, item 2).
+    let back_to = [
+        "upgrade",
+        "rollback",
+        "--yes",
+        "--to",
+        "ownerreferences-remove/remove-owner-reference[0]",
+    ];
     let rolled = operator.run(
-        &[
-            "upgrade",
-            "rollback",
-            "--yes",
-            "--to",
-            "ownerreferences-remove/remove-owner-reference[0]",
-        ],
-        &[],
+        &back_to,
+        &[(
+            "NETCTL_TEST_CRASH_AFTER",
+            "undo/operator-upgrade/apply-operator-manifest:after",
+        )],
     );
-    assert_success(&rolled, "upgrade rollback --to");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&rolled.status),
+        Some(9),
+        "{}",
+        text(&rolled.stderr)
+    );
+    roll_out_in(
+        &kube,
+        "tigera-operator",
+        "deployments",
+        "tigera-operator",
+        1,
+        1,
+    );
+    operator_rolls_node_agents(&kube, "calico-system", "v3.26.1");
+    let resumed = operator.apply(&Apply::resume().yes());
+    assert_success(&resumed, "rollback resumed");
+    assert!(
+        text(&resumed.stderr).contains("[5/5] undo/verify: succeeded"),
+        "{}",
+        text(&resumed.stderr)
+    );
     let shown = text(&rolled.stdout);
     assert!(
         shown.contains("undo/operator-upgrade/apply-operator-manifest"),

@@ -25,8 +25,8 @@ fn node_image(kube: &KubeApiServer) -> String {
         .to_string()
 }
 
-/// One upgrade v3.25.2 → v3.29.0 to its end: killed after the manifest step, the node agents
-/// rolled out as the DaemonSet controller would, then resumed.
+/// One upgrade v3.25.2 → v3.29.0 to its end: killed after the manifest step (the test server's
+/// DaemonSet controller rolls the node agents), then resumed.
 fn upgrade_to_the_end(kube: &KubeApiServer, operator: &Operator, mirror: &std::path::Path) {
     set_kube_version(kube, "v3.25.2");
     let (plan_file, _) = plan(operator, "v3.29.0", &["--no-manifest-edits"]);
@@ -35,7 +35,6 @@ fn upgrade_to_the_end(kube: &KubeApiServer, operator: &Operator, mirror: &std::p
         .yes()
         .discard_checkpoint();
     apply_killed_at(operator, &apply, "manifest-upgrade/apply-manifest:after");
-    roll_out(kube, "daemonsets", "calico-node", 2, 2);
     set_kube_version(kube, "v3.29.0");
     resume_to_the_end(operator, mirror);
 }
@@ -43,6 +42,7 @@ fn upgrade_to_the_end(kube: &KubeApiServer, operator: &Operator, mirror: &std::p
 #[test]
 fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
     let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    kube.run_daemon_set("kube-system", "calico-node", &["node-0", "node-1"]);
     let before = node_template(&kube);
     assert_eq!(node_image(&kube), "docker.io/calico/node:v3.25.2");
 
@@ -85,6 +85,20 @@ fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
         before,
         "the DaemonSet's pod template is as it was before the upgrade"
     );
+    // The rollback waited for the node agents to roll back and verified them at v3.25.2.
+    assert_eq!(
+        pod_images(&kube, "kube-system"),
+        [
+            "node-0 docker.io/calico/node:v3.25.2",
+            "node-1 docker.io/calico/node:v3.25.2"
+        ]
+    );
+    let resumed = text(&approved.stderr);
+    assert!(
+        resumed.contains("undo/manifest-upgrade/wait-node-agents: succeeded")
+            && resumed.contains("undo/verify: succeeded"),
+        "{resumed}"
+    );
     let status = status_json(&operator);
     assert_eq!(status["plan"]["procedure"], "rollback", "{status}");
     assert_eq!(
@@ -100,7 +114,6 @@ fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
         "{}",
         text(&again.stderr)
     );
-    roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     upgrade_to_the_end(&kube, &operator, &mirror);
 
     // History: newest first — succeeded, rolled back (with its rollback), failed.
@@ -132,6 +145,7 @@ fn a_rollback_after_the_manifest_step_puts_the_previous_daemonset_spec_back() {
 #[test]
 fn a_rollback_on_etcd_puts_datastore_writes_back_from_the_backup() {
     let (etcd, kube) = etcd_manifest_cluster();
+    kube.run_daemon_set("kube-system", "calico-node", &["node-0", "node-1"]);
     let before = node_template(&kube);
     let endpoint = format!("{ROOT}/hostendpoints/node-a-all");
     let endpoint_before: Value = serde_json::from_str(&etcd.get(&endpoint).unwrap()).unwrap();
@@ -174,4 +188,98 @@ fn a_rollback_on_etcd_puts_datastore_writes_back_from_the_backup() {
         "{endpoint_after}"
     );
     assert_eq!(endpoint_after["spec"], endpoint_before["spec"]);
+}
+
+/// Issue 30, item 2's gaps on the manifest path: the undo deletes what the new manifest added
+/// (its CRD stays), and each run keeps its own `previous-manifest.yaml` (`files/runs/<run id>/`),
+/// so the rollback of a second run in the same state directory goes back to what that run
+/// replaced — v3.29.0 —, not to the first run's v3.25.2.
+#[test]
+fn a_rollback_deletes_what_the_upgrade_added_and_uses_its_own_runs_previous_manifest() {
+    let (kube, operator, mirror) = kubernetes_manifest_cluster();
+    kube.run_daemon_set("kube-system", "calico-node", &["node-0", "node-1"]);
+    upgrade_to_the_end(&kube, &operator, &mirror);
+    assert_eq!(node_image(&kube), "docker.io/calico/node:v3.29.0");
+
+    // v3.30.7's manifest adds a ConfigMap and a CRD that were not live before.
+    let added = "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: calico-added\n  namespace: kube-system\ndata:\n  new: \"yes\"\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: stagedthings.crd.projectcalico.org\nspec:\n  group: crd.projectcalico.org\n  names: {kind: StagedThing, plural: stagedthings, singular: stagedthing, listKind: StagedThingList}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
+    let manifest = format!("{}{added}", manifest_for("v3.30.7", "kubernetes"));
+    let mirror = super::common::mirror(&operator, "v3.30.7", "calico.yaml", &manifest);
+    let (plan_file, _) = plan(&operator, "v3.30.7", &["--no-manifest-edits"]);
+    let apply = Apply::plan(&plan_file).mirror(&mirror).yes();
+    apply_killed_at(&operator, &apply, "manifest-upgrade/apply-manifest:after");
+    set_kube_version(&kube, "v3.30.7");
+    resume_to_the_end(&operator, &mirror);
+    assert_eq!(node_image(&kube), "docker.io/calico/node:v3.30.7");
+    assert!(
+        kube.get("v1", "configmaps", "kube-system", "calico-added")
+            .is_some()
+    );
+
+    // Each run saved its own copy; the second run's header lists what it created.
+    let history = operator.run(&["upgrade", "history", "-o", "json"], &[]);
+    let runs: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let (second, first) = (
+        runs[0]["run_id"].as_str().unwrap(),
+        runs[1]["run_id"].as_str().unwrap(),
+    );
+    let saved = |run: &str| {
+        let path = operator
+            .home()
+            .join(format!("state/files/runs/{run}/previous-manifest.yaml"));
+        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("no {}", path.display()))
+    };
+    assert!(saved(first).contains("docker.io/calico/node:v3.25.2"));
+    let second_copy = saved(second);
+    assert!(
+        second_copy.contains("docker.io/calico/node:v3.29.0"),
+        "{second_copy}"
+    );
+    assert!(
+        second_copy.contains("#   v1 ConfigMap kube-system/calico-added\n")
+            && second_copy.contains(
+                "#   apiextensions.k8s.io/v1 CustomResourceDefinition stagedthings.crd.projectcalico.org\n"
+            ),
+        "{second_copy}"
+    );
+
+    let rolled = operator.run(&["upgrade", "rollback", "--yes"], &[]);
+    assert_success(&rolled, "upgrade rollback");
+    assert!(
+        text(&rolled.stdout).contains(&format!("-f runs/{second}/previous-manifest.yaml")),
+        "{}",
+        text(&rolled.stdout)
+    );
+    assert_eq!(
+        node_image(&kube),
+        "docker.io/calico/node:v3.29.0",
+        "back to what run 2 replaced"
+    );
+    assert_eq!(
+        pod_images(&kube, "kube-system"),
+        [
+            "node-0 docker.io/calico/node:v3.29.0",
+            "node-1 docker.io/calico/node:v3.29.0"
+        ]
+    );
+    assert!(
+        kube.get("v1", "configmaps", "kube-system", "calico-added")
+            .is_none(),
+        "the object the upgrade created is deleted"
+    );
+    assert!(
+        kube.get(
+            "apiextensions.k8s.io/v1",
+            "customresourcedefinitions",
+            "",
+            "stagedthings.crd.projectcalico.org"
+        )
+        .is_some(),
+        "a CRD the upgrade created stays"
+    );
+    let journal = std::fs::read_to_string(operator.home().join("state/journal.jsonl")).unwrap();
+    assert!(
+        journal.contains("deleted 1 object(s) it lists as not live before"),
+        "{journal}"
+    );
 }

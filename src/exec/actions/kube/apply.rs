@@ -22,8 +22,12 @@ impl Perform for KubeApply {
         let files_dir = context.files_dir.as_path();
         match cluster(context, action) {
             Ok(client) => {
-                let mirror_dir = context.mirror_dir.as_deref();
-                Ok(apply(client, self, files_dir, mirror_dir, mode).await?)
+                let places = Places {
+                    files_dir,
+                    mirror_dir: context.mirror_dir.as_deref(),
+                    run_id: context.run_id.as_deref(),
+                };
+                Ok(apply(client, self, &places, mode).await?)
             }
             Err(_) => without_cluster(action, mode, describe_apply(self, files_dir)),
         }
@@ -93,16 +97,16 @@ async fn save_previous(
                 let live = serde_json::to_value(&live).unwrap_or(Value::Null);
                 saved.push(crate::plan::edit_discovery::without_server_fields(&live));
             }
-            None => not_live.push(object.to_string()),
+            None => not_live.push(object),
         }
     }
     let mut text = format!(
         "# The objects of the manifest as they were live before netctl applied it. To go back:\n#   {command}\n"
     );
     if !not_live.is_empty() {
-        text.push_str("# Not live before (created by the apply; delete them to go back):\n");
+        text.push_str(NOT_LIVE_HEADING);
         for object in &not_live {
-            text.push_str(&format!("#   {object}\n"));
+            text.push_str(&format!("#   {} {object}\n", object.api_version));
         }
     }
     if !secrets.is_empty() {
@@ -130,6 +134,80 @@ async fn save_previous(
         saved.len(),
         path.display()
     ))
+}
+
+/// The heading of the objects a `save_previous` file lists as not live before the apply; each
+/// follows as `#   <apiVersion> <Kind> [<namespace>/]<name>`.
+const NOT_LIVE_HEADING: &str =
+    "# Not live before (created by the apply; delete them to go back):\n";
+
+/// The objects a `save_previous` file's header lists as not live before the apply.
+pub fn not_live_before(text: &str) -> Vec<KubeObject> {
+    let mut lines = text
+        .lines()
+        .skip_while(|line| *line != NOT_LIVE_HEADING.trim_end());
+    lines.next();
+    lines
+        .map_while(|line| line.strip_prefix("#   "))
+        .filter_map(|entry| {
+            let mut words = entry.split_whitespace();
+            let (api_version, kind, place) = (words.next()?, words.next()?, words.next()?);
+            let (namespace, name) = match place.split_once('/') {
+                Some((namespace, name)) => (Some(namespace.to_string()), name),
+                None => (None, place),
+            };
+            Some(KubeObject {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                name: name.to_string(),
+                namespace,
+            })
+        })
+        .collect()
+}
+
+/// Going back with a `save_previous` file (`delete_not_live_before`): the objects its header lists
+/// as created by the forward apply are deleted — all but CustomResourceDefinitions, which stay
+/// (deleting one deletes every object of its kind; the older release does not read them), said
+/// so. Lines for the transcript.
+async fn delete_not_live_before(
+    client: &kube::Client,
+    text: &str,
+    dry_run: bool,
+) -> Result<Vec<String>, KubeActionError> {
+    let mut lines = Vec::new();
+    for object in not_live_before(text) {
+        if object.kind == "CustomResourceDefinition" {
+            lines.push(format!(
+                "  kept {object}: deleting a CRD deletes every object of its kind, and the older release does not read it"
+            ));
+            continue;
+        }
+        let api = object_api(client, &object).await?;
+        let params = kube::api::DeleteParams {
+            dry_run,
+            ..Default::default()
+        };
+        match api.delete(&object.name, &params).await {
+            Ok(_) if dry_run => lines.push(format!(
+                "  server dry-run accepted the delete of {object} (not live before)"
+            )),
+            Ok(_) => lines.push(format!("  deleted {object} (not live before)")),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                lines.push(format!("  {object} (not live before) is already gone"))
+            }
+            Err(error) => return Err(request_error(format!("delete of {object}"), error)),
+        }
+    }
+    Ok(lines)
+}
+
+/// Where an apply reads and writes its files: the downloaded files, the mirror, and the run.
+pub struct Places<'a> {
+    pub files_dir: &'a Path,
+    pub mirror_dir: Option<&'a Path>,
+    /// The run's id: its `save_previous` copy goes under `runs/<run id>/`.
+    pub run_id: Option<&'a str>,
 }
 
 /// The manifest text and where it came from.
@@ -204,16 +282,23 @@ pub fn manifest_documents(text: &str, origin: &str) -> Result<Vec<Value>, KubeAc
 pub async fn apply(
     client: &kube::Client,
     apply: &KubeApply,
-    files_dir: &Path,
-    mirror_dir: Option<&Path>,
+    places: &Places<'_>,
     mode: RunMode,
 ) -> Result<Outcome, KubeActionError> {
+    let (files_dir, mirror_dir) = (places.files_dir, places.mirror_dir);
     let description = describe_apply(apply, files_dir);
     let (text, origin) = manifest_text(&apply.source, files_dir, mirror_dir).await?;
-    let documents = manifest_documents(&text, &origin)?;
+    let mut documents = manifest_documents(&text, &origin)?;
+    if let Some(held) = &apply.hold_daemon_set {
+        super::canary::hold(&mut documents, held)?;
+    }
     let dry_run = mode == RunMode::DryRun;
     let lines_before = match (&apply.save_previous, dry_run) {
         (Some(file), false) => {
+            let file = match places.run_id {
+                Some(run) => crate::plan::action::previous_file_of_run(file, run),
+                None => file.clone(),
+            };
             Some(save_previous(client, &documents, &files_dir.join(file), apply).await?)
         }
         _ => None,
@@ -253,6 +338,11 @@ pub async fn apply(
         });
         applied.push(json!({ "object": object.to_string(), "resourceVersion": version }));
     }
+    let deleted = match apply.delete_not_live_before {
+        true => delete_not_live_before(client, &text, dry_run).await?,
+        false => Vec::new(),
+    };
+    lines.extend(deleted.iter().cloned());
     if dry_run {
         return Ok(with_lines(described(description), lines));
     }
@@ -263,6 +353,15 @@ pub async fn apply(
         output["source_sha256"] = json!(crate::exec::actions::fetch::sha256(text.as_bytes()));
     }
     let mut summary = format!("applied {} object(s) of {origin}", documents.len());
+    let removed = deleted
+        .iter()
+        .filter(|line| line.starts_with("  deleted "))
+        .count();
+    if apply.delete_not_live_before {
+        summary.push_str(&format!(
+            "; deleted {removed} object(s) it lists as not live before"
+        ));
+    }
     if let Some(saved) = lines_before {
         summary = format!("{summary}; {saved}");
     }
@@ -297,6 +396,25 @@ async fn create_or_replace(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_objects_not_live_before_are_read_back_from_the_header() {
+        let text = format!(
+            "# The objects ...\n#   kubectl apply ...\n{NOT_LIVE_HEADING}#   apps/v1 Deployment kube-system/new-thing\n#   apiextensions.k8s.io/v1 CustomResourceDefinition tiers.crd.projectcalico.org\n# Secrets are not saved here (their data stays out of the state directory):\n#   Secret kube-system/s\n---\nkind: X\n"
+        );
+        let objects: Vec<String> = not_live_before(&text)
+            .iter()
+            .map(|object| format!("{} {object}", object.api_version))
+            .collect();
+        assert_eq!(
+            objects,
+            [
+                "apps/v1 Deployment kube-system/new-thing",
+                "apiextensions.k8s.io/v1 CustomResourceDefinition tiers.crd.projectcalico.org"
+            ]
+        );
+        assert!(not_live_before("# nothing\n---\n").is_empty());
+    }
 
     #[test]
     fn crds_and_namespaces_are_applied_first() {

@@ -2,7 +2,8 @@
 //! `apply.rs`), merge and JSON patches, annotations and labels of one object (`object.rs`),
 //! listing and deleting by label selector (`selected.rs`; a list is a read, so also in a dry-run,
 //! and a postcondition), restarts and rollout waits (`rollout.rs`) and restoring owner references
-//! (`owner_reference.rs`). This file holds what they share: the errors, discovery of a type's
+//! (`owner_reference.rs`), the canary node rollout (`canary.rs`: a DaemonSet held at
+//! `OnDelete`, its pods replaced node by node, its strategy restored). This file holds what they share: the errors, discovery of a type's
 //! API, and how an action goes without a cluster.
 //!
 //! Every action first describes the exact requests (method, path, content type, body size:
@@ -18,6 +19,7 @@ use kube::discovery::Scope;
 use serde_json::Value;
 
 mod apply;
+mod canary;
 mod object;
 pub mod owner_reference;
 mod requests;
@@ -85,6 +87,10 @@ pub enum KubeActionError {
     },
     #[error("invalid ready count `{0}`: expected `N/M`, e.g. `2/2`")]
     InvalidReadyCount(String),
+    #[error("the manifest has no DaemonSet `{name}` to roll node by node (`--canary`)")]
+    HeldDaemonSetMissing { name: String },
+    #[error("the update strategy recorded on {object} cannot be read: {detail}")]
+    DamagedStrategy { object: String, detail: String },
     #[error("cannot save the live objects to `{}` before applying", path.display())]
     SavePrevious {
         path: std::path::PathBuf,
@@ -119,6 +125,12 @@ impl Hint for KubeActionError {
             }
             KubeActionError::RolloutTimeout { .. } => {
                 "look at the pods (`kubectl get pods`, `kubectl describe`), then resume the run or raise `timeout`".into()
+            }
+            KubeActionError::HeldDaemonSetMissing { .. } => {
+                "plan again without `--canary`, or check that `upgrade.yaml` still holds the node agent's DaemonSet".into()
+            }
+            KubeActionError::DamagedStrategy { .. } => {
+                "set `spec.updateStrategy` by hand (`kubectl edit daemonset`), remove the annotation, then resume".into()
             }
             KubeActionError::SavePrevious { .. } => {
                 "nothing was applied; check the state directory's permissions and free space, then resume the run".into()

@@ -81,7 +81,9 @@ pub fn describe_apply(apply: &KubeApply, files_dir: &std::path::Path) -> Vec<Str
             0,
             format!(
                 "would first save the objects as they are live to `{}` (kept if it exists), to go back with",
-                files_dir.join(file).display()
+                files_dir
+                    .join(crate::plan::action::previous_file_of_run(file, "<run id>"))
+                    .display()
             ),
         );
     }

@@ -146,6 +146,11 @@ impl Perform for UpgradeVerify {
         let store = context.store(action)?;
         let baseline = self.baseline(context)?;
         let nodes = observe::bgp_nodes(store).await?;
+        if !self.nodes.is_empty() {
+            return self
+                .verify_nodes(context, store, mode, baseline, nodes)
+                .await;
+        }
         if mode == RunMode::DryRun {
             return Ok(Outcome::line(format!(
                 "would verify: node agents Ready at {}, the sessions of {} BGP node(s), IPAM, resource counts and digests{}",
@@ -163,7 +168,7 @@ impl Perform for UpgradeVerify {
         report.push(match &context.kubernetes {
             Some(client) => compare::node_agents(
                 &self.version,
-                observe::node_agents(client, &self.version).await,
+                observe::node_agents(client, &self.version, &[]).await,
             ),
             None => compare::not_checked(
                 "node-agents",
@@ -224,6 +229,68 @@ impl Perform for UpgradeVerify {
 }
 
 impl UpgradeVerify {
+    /// The canaries' verification (`nodes`): their node agents at the version and Ready, their BGP
+    /// sessions as many as in the baseline; the rest waits for the verification at the end.
+    async fn verify_nodes(
+        &self,
+        context: &Context<'_>,
+        store: &dyn crate::datastore::Datastore,
+        mode: RunMode,
+        baseline: Option<Baseline>,
+        bgp_nodes: Vec<String>,
+    ) -> Performed {
+        let bgp_nodes: Vec<String> = bgp_nodes
+            .into_iter()
+            .filter(|node| self.nodes.contains(node))
+            .collect();
+        let listed = self.nodes.join(", ");
+        if mode == RunMode::DryRun {
+            return Ok(Outcome::line(format!(
+                "would verify node(s) {listed}: node agents Ready at {}, the sessions of {} BGP node(s) among them",
+                self.version,
+                bgp_nodes.len()
+            )));
+        }
+        let mut report = Report::default();
+        report.push(match &context.kubernetes {
+            Some(client) => compare::node_agents(
+                &self.version,
+                observe::node_agents(client, &self.version, &self.nodes).await,
+            ),
+            None => compare::not_checked(
+                "node-agents",
+                "no cluster is configured to read the calico-node pods from".to_string(),
+            ),
+        });
+        let now = observe::bgp_sessions(
+            store,
+            &bgp_nodes,
+            self.scope.bgp_timeout.0,
+            context.interrupt.as_ref(),
+            context.progress.printer(),
+        )
+        .await?;
+        let before = baseline.map(|baseline| {
+            baseline
+                .bgp
+                .into_iter()
+                .filter(|(node, _)| self.nodes.contains(node))
+                .collect()
+        });
+        report.push(compare::bgp(before.as_ref(), &now));
+        if report.failed().next().is_some() {
+            return Err(VerifyError::Failed(VerificationFailed { report }).into());
+        }
+        Ok(Outcome {
+            summary: format!(
+                "verified node(s) {listed}: node agents at {}, BGP sessions as before",
+                self.version
+            ),
+            transcript: report.lines(),
+            output: Some(serde_json::to_value(&report).unwrap_or_default()),
+        })
+    }
+
     /// The baseline the step names: a registered output of the run, or its own.
     fn baseline(&self, context: &Context<'_>) -> Result<Option<Baseline>, VerifyError> {
         if let Some(baseline) = &self.baseline {

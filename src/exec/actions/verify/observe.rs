@@ -14,7 +14,9 @@ use crate::datastore::{Datastore, ListOptions, StoreError, for_each};
 use crate::exec::actions::node::status::{NodeStatusActionError, NodeStatusOutput, ask};
 use crate::exec::actions::{Outcome, RunMode};
 use crate::exec::interrupt::Interrupt;
-use crate::exec::preflight::node_agents::{NODE_AGENT_SELECTOR, image_tag, node_agent_pods};
+use crate::exec::preflight::node_agents::{
+    NODE_AGENT_SELECTOR, agent_image, image_tag, node_agent_pods,
+};
 use crate::ipam::check::{Checker, Detail};
 use crate::node::status::remote;
 use crate::plan::action::{
@@ -244,13 +246,32 @@ pub async fn bgp_sessions(
     Ok(sessions)
 }
 
-/// The node agent pods: those whose calico-node container is not ready or not at `version`, each with its node and why; `Err`
-/// when they cannot be listed or there are none.
+/// The node agent pods (on the nodes of `only`, unless it is empty): those whose calico-node
+/// container is not ready or not at `version`, each with its node and why; `Err` when they cannot
+/// be listed or there are none (or a node of `only` has none).
 pub async fn node_agents(
     client: &kube::Client,
     version: &str,
+    only: &[String],
 ) -> Result<(usize, Vec<String>), String> {
-    let list = node_agent_pods(client).await?;
+    let mut list = node_agent_pods(client).await?;
+    let node_of = |pod: &k8s_openapi::api::core::v1::Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|spec| spec.node_name.clone())
+            .unwrap_or_default()
+    };
+    if !only.is_empty() {
+        list.items.retain(|pod| only.contains(&node_of(pod)));
+        if let Some(missing) = only
+            .iter()
+            .find(|node| !list.items.iter().any(|pod| &node_of(pod) == *node))
+        {
+            return Err(format!(
+                "no node agent pod found on node `{missing}` (label `{NODE_AGENT_SELECTOR}`)"
+            ));
+        }
+    }
     if list.items.is_empty() {
         return Err(format!(
             "no node agent pods found (label `{NODE_AGENT_SELECTOR}`)"
@@ -263,15 +284,7 @@ pub async fn node_agents(
         let node = spec
             .and_then(|spec| spec.node_name.as_deref())
             .unwrap_or("no node yet");
-        let image = spec
-            .and_then(|spec| {
-                spec.containers
-                    .iter()
-                    .find(|container| container.name == "calico-node")
-                    .or(spec.containers.first())
-            })
-            .and_then(|container| container.image.clone())
-            .unwrap_or_default();
+        let image = agent_image(pod);
         let tag = image_tag(&image);
         if tag != version && !tag.starts_with(&format!("{version}-")) {
             let running = if tag.is_empty() { image.as_str() } else { tag };
