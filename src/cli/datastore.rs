@@ -19,11 +19,10 @@ use clap::Subcommand;
 
 use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
+use super::migrate_import::{IMPORT_EXAMPLES, ImportArgs, import};
 use crate::datastore::{backup, migration, snapshot};
 use crate::exec::actions::ipam::restore::file_digest;
-use crate::plan::action::{
-    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore,
-};
+use crate::plan::action::{DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore};
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\
@@ -132,19 +131,6 @@ HostEndpoint.spec.node and BGPPeer.spec.node: upstream leaves them at the etcd n
 migration those host endpoints' policy no longer applies. A node without a Kubernetes name is
 refused by name. The export reads a page at a time: memory stays flat however large the datastore.";
 
-const IMPORT_EXAMPLES: &str = "\
-Examples:
-  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt --dry-run
-  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt
-Into the Kubernetes datastore, as one journaled step: refused before any write when the target
-holds Calico resources or IPAM data other than this file's (an import that was stopped half way is
-finished instead: run it again and every resource is there exactly once), or when the Calico CRDs
-are not installed. Then it locks the target, creates the resources (Nodes update the Kubernetes
-nodes of the same name; a node Kubernetes does not have is skipped and named), copies clusterGUID
-and calicoVersion into ClusterInformation and creates the IPAM objects. Reads files written by
-`netctl datastore migrate export` and by `calicoctl datastore migrate export`. The target stays
-locked: switch the components to the Kubernetes datastore, then `netctl datastore migrate unlock`.";
-
 #[derive(Debug, Subcommand)]
 pub enum MigrateCommand {
     /// Write the etcd datastore's contents in upstream's migration format
@@ -166,16 +152,6 @@ pub struct ExportArgs {
     /// Write the export to FILE (owner-only, complete or absent) instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ImportArgs {
-    /// The export, as `netctl datastore migrate export` or `calicoctl datastore migrate export`
-    /// wrote it
-    #[arg(short = 'f', long = "filename", value_name = "FILE")]
-    pub filename: PathBuf,
-    #[command(flatten)]
-    pub journal: JournalArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -383,25 +359,5 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
             count => format!(" ({count} `knp.default.*` NetworkPolicy(ies) here)"),
         }
     ));
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn import(context: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let file = args.filename.display().to_string();
-    let sha256 = file_digest(&args.filename)
-        .with_context(|| format!("cannot read the migration export `{file}`"))?;
-    // Refused here, before connecting, when the file is no whole export.
-    migration::file::read(&args.filename)?;
-    let store = context.datastore().await?;
-    let plan = Plan::single(
-        "datastore-import",
-        "import a migration export into the Kubernetes datastore",
-        Action::DatastoreImport(DatastoreImport {
-            file,
-            sha256,
-            by: operator(),
-        }),
-    );
-    run_journaled(context, store, &plan, &args.journal, None).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -59,6 +59,16 @@ impl KubeStore {
         settings: &KubernetesSettings,
         timeout: Duration,
     ) -> Result<KubeStore, StoreError> {
+        KubeStore::connect_with(settings, timeout, false).await
+    }
+
+    /// As [`KubeStore::connect`]; with `crds_optional` (a migration's target, whose import
+    /// installs them) the Calico CRDs need not be served yet: only that the API answers.
+    pub async fn connect_with(
+        settings: &KubernetesSettings,
+        timeout: Duration,
+        crds_optional: bool,
+    ) -> Result<KubeStore, StoreError> {
         let api = client::build(settings, timeout).await?;
         let request = errors::Request {
             server: &api.server,
@@ -84,8 +94,10 @@ impl KubeStore {
             timeout,
             group: chosen,
         };
-        store.check().await?;
-        Ok(store)
+        match store.check().await {
+            Err(error) if crds_optional && error.is_not_served() => Ok(store),
+            checked => checked.map(|()| store),
+        }
     }
 
     /// A store for a client and a group chosen elsewhere (an upgrade's `kube.*` steps, tests).

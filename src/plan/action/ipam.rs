@@ -65,6 +65,16 @@ pub struct DatastoreImport {
     pub sha256: String,
     /// Who imports (`user@host`), recorded on ClusterInformation with the lock.
     pub by: String,
+    /// The CRD manifest installed (server-side) before the first Calico write
+    /// (`datastore/migration/crds.rs`): a URL (`https://`, `http://`, `file://`; the mirror
+    /// directory applies) or a file of the run's state directory an earlier `fetch` wrote. `None`:
+    /// the CRDs must be installed already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crds: Option<String>,
+    /// The sha256 (`sha256:<hex>`) the CRD manifest had when the plan read it; other bytes are
+    /// refused. `None`: not pinned (a file a `fetch` of the same run wrote, which pins it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crds_sha256: Option<String>,
 }
 
 /// `ipam.release`: addresses and handles to free, each guarded.
@@ -237,7 +247,11 @@ impl Arguments for DatastoreRestore {
 impl Arguments for DatastoreImport {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let digest = self.sha256.get(..12).unwrap_or(&self.sha256);
-        write!(out, "{name} -f {} (sha256 {digest}…)", self.file)
+        write!(out, "{name} -f {} (sha256 {digest}…)", self.file)?;
+        match &self.crds {
+            Some(crds) => write!(out, ", installing the CRDs of `{crds}`"),
+            None => Ok(()),
+        }
     }
 
     /// It stops between two writes on Ctrl-C and SIGTERM; a second run finishes.

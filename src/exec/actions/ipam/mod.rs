@@ -12,6 +12,7 @@
 
 pub mod configure;
 pub mod import;
+mod import_crds;
 pub mod policy_names;
 pub mod readiness;
 pub mod release;
@@ -61,6 +62,14 @@ pub enum IpamActionError {
     #[error("{reason}")]
     Refused { reason: String },
     #[error(transparent)]
+    CrdManifest(Box<crate::datastore::migration::crds::CrdManifestError>),
+    #[error("cannot install CustomResourceDefinition `{name}`")]
+    InstallCrd {
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error(transparent)]
     PolicyNames(#[from] policy_names::PolicyNameError),
     #[error("{done}; it stopped on {signal}")]
     Interrupted { done: String, signal: &'static str },
@@ -78,6 +87,10 @@ impl Hint for IpamActionError {
             IpamActionError::Store(error) => return error.hint(),
             IpamActionError::Ipam(error) => return error.hint(),
             IpamActionError::PolicyNames(error) => return error.hint(),
+            IpamActionError::CrdManifest(error) => return error.hint(),
+            IpamActionError::InstallCrd { .. } => {
+                "installing CRDs needs `patch` on `customresourcedefinitions.apiextensions.k8s.io` (cluster-admin); nothing of the export was written yet, so run the import again once allowed".into()
+            }
             IpamActionError::NotLocked { .. } => {
                 "lock it first (`netctl datastore migrate lock`), or pass `--force`".into()
             }
@@ -192,7 +205,16 @@ impl Perform for DatastoreImport {
         let store = context.store(action)?;
         let release = context.release(store).await;
         let interrupt = context.interrupt.as_ref();
-        import::import(store, self, mode, interrupt, &release).await
+        let files = import_crds::Files {
+            files_dir: &context.files_dir,
+            mirror_dir: context.mirror_dir.as_deref(),
+        };
+        let target = import::Target {
+            store,
+            client: context.kubernetes.as_ref(),
+            files,
+        };
+        import::import(&target, self, mode, interrupt, &release).await
     }
 
     /// Run again, it finishes what a stopped run left (see `import.rs`).
