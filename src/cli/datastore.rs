@@ -196,7 +196,10 @@ pub async fn run(context: &Context, command: DatastoreCommand) -> anyhow::Result
         | DatastoreCommand::Unlock(args) => (false, args),
     };
     let store = context.datastore().await?;
-    let request = DatastoreLock { by: operator() };
+    let request = DatastoreLock {
+        by: operator(),
+        datastore: Default::default(),
+    };
     let (procedure, action, description) = match lock {
         true => (
             "datastore-lock",
@@ -308,29 +311,7 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
     // Refused here (not etcd, not locked, a node without a Kubernetes name) before a byte.
     let names = migration::export::prepare(store.as_ref()).await?;
     let exported = match &args.output {
-        Some(path) => {
-            let shown = path.display().to_string();
-            let failed = |source| migration::MigrationError::Write {
-                path: shown.clone(),
-                source,
-            };
-            let partial = path.with_extension("partial");
-            let file = backup::owner_only(&partial).map_err(failed)?;
-            let mut out = std::io::BufWriter::new(file);
-            let result = migration::export::export(store.as_ref(), &names, &mut out, &shown).await;
-            let finished = result.and_then(|exported| {
-                let file = out
-                    .into_inner()
-                    .map_err(|error| failed(error.into_error()))?;
-                file.sync_all().map_err(failed)?;
-                std::fs::rename(&partial, path).map_err(failed)?;
-                Ok(exported)
-            });
-            if finished.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            finished?
-        }
+        Some(path) => migration::export::export_to_file(store.as_ref(), &names, path).await?,
         None => {
             let mut stdout = std::io::BufWriter::new(context.printer.stdout());
             let exported =

@@ -92,6 +92,7 @@ pub async fn import(context: &Context, args: ImportArgs) -> anyhow::Result<ExitC
             file,
             sha256,
             by: operator(),
+            datastore: Default::default(),
             crds,
             crds_sha256,
         }),

@@ -125,7 +125,7 @@ const BLOCK_KEY: &str = "/calico/ipam/v2/assignment/ipv4/block/10.66.12.0-26";
 
 /// Stores the resources (through netctl), a `knp.default.` policy and a FelixConfiguration with
 /// v1-spelled iptables actions (as old clusters hold them), and the IPAM of one node.
-fn seed(etcd: &EtcdServer, handles: usize) {
+pub(crate) fn seed(etcd: &EtcdServer, handles: usize) {
     etcd.put(
         &format!("{RESOURCES}clusterinformations/default"),
         cluster_information("v3.32.1", true).to_string(),
@@ -190,7 +190,7 @@ fn etcd_netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
 }
 
 /// The test server with the Kubernetes node the etcd node is called there.
-fn kube_target(groups: CalicoGroups) -> KubeApiServer {
+pub(crate) fn kube_target(groups: CalicoGroups) -> KubeApiServer {
     let kube = KubeApiServer::start_serving(groups);
     kube.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}));
     kube
@@ -204,7 +204,7 @@ fn kube_target(groups: CalicoGroups) -> KubeApiServer {
 /// carry too) that the import leaves alone. The schemas are left open
 /// (`x-kubernetes-preserve-unknown-fields`): the test server checks objects against its own
 /// schemas (`support/kube_crd.rs`).
-fn crd_manifest_text(group: &str, leave_out: &[&str]) -> String {
+pub(crate) fn crd_manifest_text(group: &str, leave_out: &[&str]) -> String {
     let mut text = String::from(
         "---\n# Source: crds/policy.networking.k8s.io_clusternetworkpolicies.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: clusternetworkpolicies.policy.networking.k8s.io\nspec:\n  group: policy.networking.k8s.io\n  names: {kind: ClusterNetworkPolicy, listKind: ClusterNetworkPolicyList, plural: clusternetworkpolicies, singular: clusternetworkpolicy}\n  scope: Cluster\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
     );
@@ -312,8 +312,14 @@ fn ipam_by_key(ipam: &Value) -> BTreeMap<String, Value> {
 }
 
 /// Reads every imported resource and IPAM object back from the Kubernetes datastore (its backup
-/// keys IPAM objects as the export does) and compares them with the file.
-fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
+/// keys IPAM objects as the export does) and compares them with the file; the target is still
+/// locked, as the import leaves it.
+pub(crate) fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
+    assert_reads_back(kube, file, dir, false);
+}
+
+/// As [`assert_reads_back_equal`], with ClusterInformation's `datastoreReady` as `ready`.
+pub(crate) fn assert_reads_back(kube: &KubeApiServer, file: &str, dir: &Path, ready: bool) {
     let (lists, information, ipam) = parts(&std::fs::read_to_string(file).unwrap());
     for (key, item) in by_key(&lists) {
         let mut fields = key.split('/');
@@ -383,7 +389,7 @@ fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
         stored_information["spec"]["calicoVersion"],
         information["spec"]["calicoVersion"]
     );
-    assert_eq!(stored_information["spec"]["datastoreReady"], false);
+    assert_eq!(stored_information["spec"]["datastoreReady"], ready);
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// The two flavours of etcd manifest and the names each gives its objects.
 #[derive(Clone, Copy)]
-enum Flavour {
+pub(crate) enum Flavour {
     Calico,
     Canal,
 }
@@ -59,7 +59,7 @@ impl Flavour {
 }
 
 /// An etcd manifest of `flavour` at `version`, with upstream's placeholder for the endpoints.
-fn etcd_manifest(flavour: Flavour, version: &str) -> String {
+pub(crate) fn etcd_manifest(flavour: Flavour, version: &str) -> String {
     let config = flavour.config_map();
     let agent = flavour.node_agent();
     let flannel = match flavour {

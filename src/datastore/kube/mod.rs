@@ -100,6 +100,28 @@ impl KubeStore {
         }
     }
 
+    /// The Kubernetes datastore of the cluster `client` talks to, its API group chosen as
+    /// [`KubeStore::connect`] chooses it without a configured one, whether or not the Calico CRDs
+    /// are served yet: the target of an etcd → Kubernetes migration run from an etcd
+    /// configuration (`datastore.import`, `datastore.unlock` with `datastore: kubernetes`).
+    pub async fn for_cluster(
+        client: kube::Client,
+        server: String,
+        timeout: Duration,
+    ) -> Result<KubeStore, StoreError> {
+        let api = ApiClient { client, server };
+        let request = errors::Request {
+            server: &api.server,
+            verb: "list",
+            resource: "API groups",
+            key: None,
+            expected: None,
+            timeout,
+        };
+        let group = api_group::choose(&api, None, request).await?;
+        Ok(KubeStore::with_group(api, timeout, group))
+    }
+
     /// A store for a client and a group chosen elsewhere (an upgrade's `kube.*` steps, tests).
     pub fn with_group(api: ApiClient, timeout: Duration, group: GroupChoice) -> KubeStore {
         KubeStore {

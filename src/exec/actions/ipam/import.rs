@@ -26,7 +26,6 @@
 //! everything else, where netctl imports it and says so.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use super::IpamActionError;
 use super::import_crds::{self, Files};
@@ -74,7 +73,7 @@ pub(super) async fn import(
     release: &ApiRelease,
 ) -> Result<Outcome, StepError> {
     let store = target.store;
-    let file = read(request)?;
+    let file = read(request, &target.files)?;
     if store.kind() != DatastoreType::Kubernetes {
         return Err(refused(format!(
             "the datastore is `{}`: a migration export is imported into the Kubernetes datastore (point netctl at the cluster with `-c FILE` or NET_DATASTORE_TYPE=kubernetes)",
@@ -105,7 +104,7 @@ pub(super) async fn import(
             file.cluster_guid.as_deref().unwrap_or_default()
         ));
     }
-    let lock = readiness::set(store, true, &request.by, mode).await?;
+    let lock = readiness::set(store, true, &super::migration::by(&request.by), mode).await?;
     transcript.extend(lock.transcript);
     transcript.push(cluster_information(store, &file, mode).await?);
     let (documents, skipped) = documents(store, &file).await?;
@@ -149,22 +148,23 @@ fn refused(reason: String) -> IpamActionError {
     IpamActionError::Refused { reason }
 }
 
-/// Reads the export, refusing it when it is not the one planned or does not read.
-fn read(request: &DatastoreImport) -> Result<MigrationFile, IpamActionError> {
-    let path = Path::new(&request.file);
-    let digest = file_digest(path).map_err(|error| {
+/// Reads the export (a relative path: a file of the run's state directory), refusing it when it
+/// is not the one planned or does not read.
+fn read(request: &DatastoreImport, files: &Files<'_>) -> Result<MigrationFile, IpamActionError> {
+    let path = files.files_dir.join(&request.file);
+    let digest = file_digest(&path).map_err(|error| {
         refused(format!(
             "cannot read the migration export `{}`: {error}",
-            request.file
+            path.display()
         ))
     })?;
-    if digest != request.sha256 {
+    if !request.sha256.is_empty() && digest != request.sha256 {
         return Err(refused(format!(
             "the migration export `{}` changed since the plan was made (sha256 {digest}, planned {})",
             request.file, request.sha256
         )));
     }
-    migration_file::read(path).map_err(|error| refused(error.to_string()))
+    migration_file::read(&path).map_err(|error| refused(error.to_string()))
 }
 
 /// Without a CRD manifest to install, the Calico CRDs must be served (the plan names none when
@@ -186,7 +186,7 @@ async fn check_crds(store: &dyn Datastore, file: &MigrationFile) -> Result<(), I
 }
 
 /// Whether the Calico CRDs are served (none installed: the target is empty).
-async fn crds_served(store: &dyn Datastore) -> Result<bool, IpamActionError> {
+pub(super) async fn crds_served(store: &dyn Datastore) -> Result<bool, IpamActionError> {
     match store.list_page(&ListOptions::new(Kind::IpPool), None).await {
         Ok(_) => Ok(true),
         Err(error) if error.is_not_served() => Ok(false),
@@ -218,7 +218,10 @@ fn unserved_dry_run(file: &MigrationFile, mut transcript: Vec<String>) -> Outcom
 
 /// Whether the target holds this file's data from an import that stopped; refuses when it holds
 /// anything else.
-async fn survey(store: &dyn Datastore, file: &MigrationFile) -> Result<bool, IpamActionError> {
+pub(super) async fn survey(
+    store: &dyn Datastore,
+    file: &MigrationFile,
+) -> Result<bool, IpamActionError> {
     let information = ResourceKey::new(Kind::ClusterInformation, None, "default");
     let resuming = match store.get(&information).await {
         Ok(information) => {

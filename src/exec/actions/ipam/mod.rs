@@ -13,6 +13,7 @@
 pub mod configure;
 pub mod import;
 mod import_crds;
+mod migration;
 pub mod policy_names;
 pub mod readiness;
 pub mod release;
@@ -62,6 +63,8 @@ pub enum IpamActionError {
     #[error("{reason}")]
     Refused { reason: String },
     #[error(transparent)]
+    Migration(#[from] crate::datastore::migration::MigrationError),
+    #[error(transparent)]
     CrdManifest(Box<crate::datastore::migration::crds::CrdManifestError>),
     #[error("cannot install CustomResourceDefinition `{name}`")]
     InstallCrd {
@@ -88,6 +91,7 @@ impl Hint for IpamActionError {
             IpamActionError::Ipam(error) => return error.hint(),
             IpamActionError::PolicyNames(error) => return error.hint(),
             IpamActionError::CrdManifest(error) => return error.hint(),
+            IpamActionError::Migration(error) => return error.hint(),
             IpamActionError::InstallCrd { .. } => {
                 "installing CRDs needs `patch` on `customresourcedefinitions.apiextensions.k8s.io` (cluster-admin); nothing of the export was written yet, so run the import again once allowed".into()
             }
@@ -118,7 +122,9 @@ fn ipam_of(store: &dyn Datastore) -> Result<&dyn IpamStore, IpamActionError> {
 impl Perform for DatastoreLock {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let locked = matches!(action, Action::DatastoreLock(_));
-        Ok(readiness::set(context.store(action)?, locked, &self.by, mode).await?)
+        let target = migration::target(context, action, self.datastore).await?;
+        let by = migration::by(&self.by);
+        Ok(readiness::set(target.store(), locked, &by, mode).await?)
     }
 
     /// The flag is set (or cleared) whatever it was.
@@ -202,7 +208,8 @@ impl Perform for DatastoreMigratePolicyNames {
 
 impl Perform for DatastoreImport {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let store = context.store(action)?;
+        let target = migration::target(context, action, self.datastore).await?;
+        let store = target.store();
         let release = context.release(store).await;
         let interrupt = context.interrupt.as_ref();
         let files = import_crds::Files {
