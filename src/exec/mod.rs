@@ -544,8 +544,11 @@ impl Executor {
                     .iter()
                     .zip(&checkpoint.steps)
                     .any(|(step, record)| {
-                        record.state.is_done()
-                            && matches!(&step.action, crate::plan::Action::DatastoreLock(lock)
+                        // Running: killed after the lock was taken, before it was recorded.
+                        matches!(
+                            record.state,
+                            checkpoint::StepState::Running | checkpoint::StepState::Succeeded
+                        ) && matches!(&step.action, crate::plan::Action::DatastoreLock(lock)
                             if lock.datastore == crate::plan::action::DatastoreTarget::Configured)
                     });
             starting.skipped_steps = self.preflight(remaining, &preflight_options).await?;

@@ -33,6 +33,7 @@ fn kubernetes_manifest() -> String {
 /// release's files in `$HOME/mirror`.
 struct Operator {
     netctl: Netctl,
+    config: String,
 }
 
 impl Operator {
@@ -54,7 +55,7 @@ impl Operator {
                 text,
             );
         }
-        Operator { netctl }
+        Operator { netctl, config }
     }
 
     fn home(&self) -> PathBuf {
@@ -116,16 +117,21 @@ fn assert_success(output: &std::process::Output, what: &str) {
     );
 }
 
-/// etcd as a manifest install of the release left it, the cluster with its objects and the
-/// Kubernetes node the etcd node is called there, no Calico CRDs.
-fn installed() -> (EtcdServer, KubeApiServer) {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 3);
-    let kube = kube_target(CalicoGroups::None);
+/// The Kubernetes node the etcd node is called there, Ready.
+fn ready_node(kube: &KubeApiServer) {
     kube.put(
         serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
     );
+}
+
+/// etcd as a manifest install of the release left it (`handles` IPAM handles besides the
+/// node's), the cluster with its objects and the node, no Calico CRDs.
+fn installed(handles: usize) -> (EtcdServer, KubeApiServer) {
+    let etcd = EtcdServer::start();
+    seed(&etcd, handles);
+    let kube = kube_target(CalicoGroups::None);
+    ready_node(&kube);
     for object in netctl::yaml::read_values(&etcd_manifest(Flavour::Calico, VERSION)).unwrap() {
         kube.put(object);
     }
@@ -140,9 +146,40 @@ fn locked(etcd: &EtcdServer) -> bool {
     information["spec"]["datastoreReady"] == false
 }
 
+impl Operator {
+    /// Releases the run lock a killed run left (as an operator would, `upgrade unlock`).
+    fn release_run_lock(&self) {
+        let status = self.run(&["upgrade", "status", "-o", "json"], &[]);
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        if let Some(lock) = status["lock"]["id"].as_str() {
+            assert_success(&self.run(&["upgrade", "unlock", lock], &[]), "unlock");
+        }
+    }
+
+    /// Resumes the run, killed with SIGKILL at `crash` (`<step>:<before|after>`).
+    fn resume_until_killed(&self, crash: &str) {
+        let crashed = self.run(
+            &["upgrade", "apply", "--resume", "--yes"],
+            &[("NETCTL_TEST_CRASH_AFTER", crash)],
+        );
+        assert_eq!(
+            crashed.status.signal(),
+            Some(9),
+            "the run was not killed at {crash}: {}",
+            text(&crashed.stderr)
+        );
+        self.release_run_lock();
+    }
+}
+
+/// Plans the migration, shows the plan, and applies it killed with SIGKILL after the lock, after
+/// the export, in the middle of the import (its IPAM handles half written) and after the switch;
+/// each time `--resume` goes on, and the end state has every resource and IPAM object once, equal
+/// to the export, the host endpoint on its node's Kubernetes name, the target unlocked and etcd
+/// left locked.
 #[test]
-fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore() {
-    let (etcd, kube) = installed();
+fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills() {
+    let (etcd, kube) = installed(400);
     let operator = Operator::new(&etcd, &kube);
     let shown = operator.run(
         &[
@@ -159,19 +196,22 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore() {
     assert_success(&shown, "upgrade plan");
     let shown = text(&shown.stdout);
     for step in [
-        "download-crds",
-        "preflight",
-        "download-manifest",
-        "lock",
-        "export",
-        "import",
-        "switch-components",
-        "wait-node-agents",
-        "unlock",
+        "datastore-migration/download-crds",
+        "datastore-migration/preflight",
+        "datastore-migration/download-manifest",
+        "datastore-migration/lock",
+        "new pods get no network until the unlock",
+        "datastore-migration/export",
+        "datastore-migration/import",
+        "datastore-migration/switch-components",
+        "datastore-migration/wait-node-agents",
+        "datastore-migration/unlock",
     ] {
         assert!(shown.contains(step), "{step}: {shown}");
     }
     let plan = operator.plan();
+
+    // Killed after the lock: etcd is locked, nothing exported yet.
     let crashed = operator.run(
         &[
             "upgrade",
@@ -180,18 +220,56 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore() {
             plan.to_str().unwrap(),
             "--yes",
         ],
-        &[(
-            "NETCTL_TEST_CRASH_AFTER",
-            "datastore-migration/switch-components:after",
-        )],
+        &[("NETCTL_TEST_CRASH_AFTER", "datastore-migration/lock:after")],
     );
     assert_eq!(
         crashed.status.signal(),
         Some(9),
-        "the run was not killed after the switch: {}",
+        "{}",
         text(&crashed.stderr)
     );
     assert!(locked(&etcd));
+    assert!(find(&operator.home().join("state"), "migration.txt").is_none());
+    operator.release_run_lock();
+
+    // Killed after the export: the file is whole; nothing is in the target yet.
+    operator.resume_until_killed("datastore-migration/export:after");
+    let export = find(&operator.home().join("state"), "migration.txt").expect("the export");
+    assert!(kube.names("crd.projectcalico.org/v1", "ippools").is_empty());
+
+    // Killed in the middle of the import, its IPAM handles half written.
+    let mut command = Netctl::new();
+    command
+        .config_file(&operator.config)
+        .env("USER", "ops")
+        .args(["upgrade", "apply", "--resume", "--yes", "--state-dir"])
+        .arg(operator.home().join("state"))
+        .arg("--mirror-dir")
+        .arg(operator.home().join("mirror"));
+    let mut child = command.spawn();
+    let started = std::time::Instant::now();
+    while kube
+        .requests()
+        .iter()
+        .filter(|request| request.starts_with("POST /apis/crd.projectcalico.org/v1/ipamhandles"))
+        .count()
+        < 20
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the kill"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(120));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    let _ = crate::support::wait_for_exit(child, std::time::Duration::from_secs(10));
+    let stored = kube.names("crd.projectcalico.org/v1", "ipamhandles").len();
+    assert!(stored > 0 && stored < 402, "{stored}");
+    operator.release_run_lock();
+
+    // Killed after the switch: the node agent reads the Kubernetes datastore.
+    operator.resume_until_killed("datastore-migration/switch-components:after");
     let agent = kube
         .get("apps/v1", "daemonsets", "kube-system", "calico-node")
         .unwrap();
@@ -199,33 +277,98 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore() {
         agent["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"],
         "DATASTORE_TYPE"
     );
-    let lock = {
-        let status = operator.run(&["upgrade", "status", "-o", "json"], &[]);
-        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-        status["lock"]["id"].as_str().unwrap().to_string()
-    };
-    assert_success(&operator.run(&["upgrade", "unlock", &lock], &[]), "unlock");
+
+    // The cluster rolls the node agents; the run finishes.
     crate::upgrade_e2e::common::roll_out(&kube, "daemonsets", "calico-node", 2, 2);
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
     assert_success(&resumed, "resume");
-    let file = operator.home().join("state");
-    let export = find(&file, "migration.txt").expect("the export in the state directory");
     // Every resource and IPAM object once, equal to the export; the target unlocked.
     assert_reads_back(&kube, export.to_str().unwrap(), &operator.home(), true);
-    // The host endpoint is attached to its node's Kubernetes name; the target is unlocked.
+    assert_eq!(
+        kube.names("crd.projectcalico.org/v1", "ipamhandles").len(),
+        402
+    );
     let endpoint = kube
         .get("crd.projectcalico.org/v1", "hostendpoints", "", "endpoint1")
         .unwrap();
-    assert_eq!(endpoint["spec"]["node"], "node-a", "{endpoint}");
-    let information = kube
-        .get(
-            "crd.projectcalico.org/v1",
-            "clusterinformations",
-            "",
-            "default",
-        )
-        .unwrap();
-    assert_eq!(information["spec"]["datastoreReady"], true, "{information}");
+    assert!(endpoint.to_string().contains("node-a"), "{endpoint}");
+    // etcd stays locked: nothing may write to it any more.
+    assert!(locked(&etcd));
+}
+
+/// The dry run of the whole procedure writes nothing, to etcd or to the cluster.
+#[test]
+fn a_dry_run_of_the_migration_writes_nothing() {
+    let (etcd, kube) = installed(3);
+    let operator = Operator::new(&etcd, &kube);
+    let plan = operator.plan();
+    let before = etcd.dump_prefix_bytes("/calico/");
+    let dry = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &[],
+    );
+    // It says which steps would fail as things stand (the verification needs the baseline a
+    // real run records), and exits so; it is no crash.
+    assert!(dry.status.code().is_some(), "{dry:?}");
+    let shown = format!("{}{}", text(&dry.stdout), text(&dry.stderr));
+    assert!(
+        shown.contains("would export the etcd datastore, locked by then"),
+        "{shown}"
+    );
+    assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
+    let writes: Vec<String> = kube
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            !request.starts_with("GET")
+                && !request.contains("selfsubjectaccessreviews")
+                && !request.contains("dryRun=All")
+        })
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+}
+
+/// A target that already holds Calico data is refused by the pre-flight step, before the lock:
+/// etcd stays unlocked.
+#[test]
+fn a_target_holding_calico_data_is_refused_before_the_lock() {
+    let etcd = EtcdServer::start();
+    seed(&etcd, 3);
+    let kube = kube_target(CalicoGroups::V1);
+    ready_node(&kube);
+    for object in netctl::yaml::read_values(&etcd_manifest(Flavour::Calico, VERSION)).unwrap() {
+        kube.put(object);
+    }
+    kube.put(
+        serde_json::json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool",
+        "metadata": {"name": "existing-pool"},
+        "spec": {"cidr": "10.99.0.0/16", "blockSize": 26, "nodeSelector": "all()"}}),
+    );
+    let operator = Operator::new(&etcd, &kube);
+    let plan = operator.plan();
+    let refused = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--yes",
+        ],
+        &[],
+    );
+    assert!(!refused.status.success());
+    let said = text(&refused.stderr);
+    assert!(
+        said.contains("already holds Calico data that is not this export's: IPPool(existing-pool)"),
+        "{said}"
+    );
+    assert!(!locked(&etcd), "{said}");
 }
 
 /// The first file called `name` below `directory`.

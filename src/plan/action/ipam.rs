@@ -54,7 +54,8 @@ pub struct DatastoreLock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatastoreMigrationPreflight {
-    /// The CRD manifest the import will install: a file of the run's state directory.
+    /// The URL of the CRD manifest the import will install (`https://`, `file://`; the mirror
+    /// directory applies).
     pub crds: String,
 }
 

@@ -77,14 +77,20 @@ pub(super) fn by(given: &str) -> String {
 impl Perform for DatastoreExport {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let store = context.store(action)?;
-        let names = export::prepare(store)
-            .await
-            .map_err(IpamActionError::from)?;
+        // A dry run's lock step locks nothing: it checks all but the lock.
+        let names = match mode {
+            RunMode::Execute => export::prepare(store).await,
+            RunMode::DryRun => match store.kind() {
+                crate::datastore::DatastoreType::EtcdV3 => NodeNames::read(store).await,
+                other => Err(MigrationError::NotEtcd(other)),
+            },
+        }
+        .map_err(IpamActionError::from)?;
         let path = fetch::target_path(&context.files_dir, &self.file)?;
         let shown = path.display().to_string();
         if mode == RunMode::DryRun {
             return Ok(Outcome::line(format!(
-                "would export the locked etcd datastore to `{shown}` ({} node(s) renamed to their Kubernetes names)",
+                "would export the etcd datastore, locked by then, to `{shown}` ({} node(s) renamed to their Kubernetes names)",
                 names.renamed()
             )));
         }
@@ -132,10 +138,8 @@ impl Perform for DatastoreMigrationPreflight {
         let target = target(context, action, DatastoreTarget::Kubernetes).await?;
         let store = target.store();
         let group = store.calico_api_group().unwrap_or(CalicoApiGroup::CrdV1);
-        let path = fetch::target_path(&context.files_dir, &self.crds)?;
-        let text = std::fs::read_to_string(&path).map_err(|error| IpamActionError::Refused {
-            reason: format!("cannot read the CRD manifest `{}`: {error}", path.display()),
-        })?;
+        let (bytes, _) = fetch::read_bytes(&self.crds, context.mirror_dir.as_deref()).await?;
+        let text = String::from_utf8_lossy(&bytes);
         let needed = [
             "ClusterInformation",
             "IPPool",
@@ -146,7 +150,7 @@ impl Perform for DatastoreMigrationPreflight {
         .into_iter()
         .map(str::to_string)
         .collect();
-        let origin = format!("`{}`", path.display());
+        let origin = format!("`{}`", self.crds);
         let defined =
             crds::group_crds(&text, &origin, group, &needed).map_err(IpamActionError::from)?;
         lines.push(format!(

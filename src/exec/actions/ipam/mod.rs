@@ -20,15 +20,15 @@ pub mod release;
 pub mod restore;
 pub mod split;
 
-use super::{Context, Perform, Performed, RunMode};
+use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
 use crate::errors::Hint;
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{
-    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, IpamConfigure,
-    IpamRelease, IpamSplit,
+    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, DatastoreTarget,
+    IpamConfigure, IpamRelease, IpamSplit,
 };
 
 /// Why an IPAM or lock action failed.
@@ -124,6 +124,16 @@ impl Perform for DatastoreLock {
         let locked = matches!(action, Action::DatastoreLock(_));
         let target = migration::target(context, action, self.datastore).await?;
         let by = migration::by(&self.by);
+        if mode == RunMode::DryRun
+            && self.datastore == DatastoreTarget::Kubernetes
+            && !import::crds_served(target.store()).await?
+        {
+            // The migration's target before its import installed the CRDs.
+            return Ok(Outcome::line(format!(
+                "would set datastoreReady: {} on ClusterInformation `default` of the Kubernetes datastore, once the import installed its CRDs",
+                !locked
+            )));
+        }
         Ok(readiness::set(target.store(), locked, &by, mode).await?)
     }
 
