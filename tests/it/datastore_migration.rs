@@ -15,9 +15,9 @@ use serde_json::Value;
 use crate::migrate::{assert_reads_back, crd_manifest_text, kube_target, seed};
 use crate::support::kube_api::CALICO_GROUP;
 use crate::support::{CalicoGroups, EtcdServer, KubeApiServer, Netctl};
+use crate::upgrade_e2e::common::assert_success;
 use crate::upgrade_real_manifests::{Flavour, etcd_manifest};
 
-const MANIFEST_HOST: &str = "raw.githubusercontent.com/projectcalico/calico";
 const VERSION: &str = "v3.32.1";
 
 /// The Kubernetes-datastore manifest of the release (`calico.yaml`): the etcd manifest's
@@ -30,54 +30,38 @@ fn kubernetes_manifest() -> String {
 }
 
 /// netctl on etcd (datastore) and the test server (cluster), state in `$HOME/state`, the
-/// release's files in `$HOME/mirror`.
+/// release's files in `$HOME/mirror`, every `upgrade plan|apply` reading them there.
 struct Operator {
-    netctl: Netctl,
+    inner: crate::upgrade_real_manifests::Operator,
     config: String,
 }
 
 impl Operator {
     fn new(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
-        let mut netctl = Netctl::new();
-        let config = format!(
-            "{}  kubeconfig: {}\n",
-            etcd.netctl_config_yaml(),
-            serde_json::to_string(&kube.kubeconfig_path().display().to_string()).unwrap()
-        );
-        netctl.config_file(&config).env("USER", "ops");
+        let inner = crate::upgrade_real_manifests::Operator::new(etcd, kube);
         for (file, text) in [
             ("crds.yaml", crd_manifest_text(CALICO_GROUP, &[])),
             ("calico.yaml", kubernetes_manifest()),
             ("calico-etcd.yaml", etcd_manifest(Flavour::Calico, VERSION)),
         ] {
-            netctl.write_file(
-                &format!("mirror/{MANIFEST_HOST}/{VERSION}/manifests/{file}"),
-                text,
-            );
+            inner.mirror(VERSION, file, &text);
         }
-        Operator { netctl, config }
+        let config = std::fs::read_to_string(inner.netctl.home().join("netctl.cfg"))
+            .expect("the operator's configuration");
+        Operator { inner, config }
     }
 
     fn home(&self) -> PathBuf {
-        self.netctl.home().to_path_buf()
+        self.inner.home()
     }
 
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-        let mut command = self.netctl.command();
-        command.args(args);
         let mirror = self.home().join("mirror");
-        if args.first() == Some(&"upgrade") {
-            if matches!(args.get(1), Some(&"plan" | &"apply")) {
-                command.arg("--mirror-dir").arg(mirror);
-            }
-            if matches!(args.get(1), Some(&"apply" | &"status")) {
-                command.arg("--state-dir").arg(self.home().join("state"));
-            }
+        let mut args: Vec<&str> = args.to_vec();
+        if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"plan" | &"apply")) {
+            args.extend(["--mirror-dir", mirror.to_str().unwrap()]);
         }
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        command.output().expect("run netctl")
+        self.inner.run(&args, env)
     }
 
     fn plan(&self) -> PathBuf {
@@ -105,16 +89,6 @@ impl Operator {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_success(output: &std::process::Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 /// The Kubernetes node the etcd node is called there, Ready.

@@ -70,14 +70,7 @@ impl KubeStore {
         crds_optional: bool,
     ) -> Result<KubeStore, StoreError> {
         let api = client::build(settings, timeout).await?;
-        let request = errors::Request {
-            server: &api.server,
-            verb: "list",
-            resource: "API groups",
-            key: None,
-            expected: None,
-            timeout,
-        };
+        let request = errors::Request::api_groups(&api.server, timeout);
         let chosen = tokio::time::timeout(
             timeout,
             api_group::choose(&api, settings.api_group.as_ref(), request),
@@ -110,14 +103,7 @@ impl KubeStore {
         timeout: Duration,
     ) -> Result<KubeStore, StoreError> {
         let api = ApiClient { client, server };
-        let request = errors::Request {
-            server: &api.server,
-            verb: "list",
-            resource: "API groups",
-            key: None,
-            expected: None,
-            timeout,
-        };
+        let request = errors::Request::api_groups(&api.server, timeout);
         let group = api_group::choose(&api, None, request).await?;
         Ok(KubeStore::with_group(api, timeout, group))
     }
