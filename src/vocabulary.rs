@@ -79,6 +79,25 @@ macro_rules! action_table {
                 /// `default.<name>` (v3.29–v3.31) to their own names, as v3.32 stores them; each
                 /// move one guarded transaction. Also `netctl datastore migrate-policy-names`.
                 DatastoreMigratePolicyNames = "datastore.migrate-policy-names" (DatastoreMigratePolicyNames),
+                /// Lock the datastore (ClusterInformation `datastoreReady: false`), recording who
+                /// locked it and when: new pods get no network until it is unlocked. Also `netctl
+                /// datastore migrate lock`.
+                DatastoreLock = "datastore.lock" (DatastoreLock),
+                /// Unlock the datastore (`datastoreReady: true`). Also `netctl datastore migrate
+                /// unlock`.
+                DatastoreUnlock = "datastore.unlock" (DatastoreLock),
+                /// Check, reading only, what the etcd → Kubernetes migration needs before its lock:
+                /// every node has a Kubernetes name, the cluster answers, the CRD manifest fits the
+                /// target's API group, the target holds no Calico data.
+                DatastoreMigrationPreflight = "datastore.migration-preflight" (DatastoreMigrationPreflight),
+                /// Write the locked etcd datastore as a migration export (upstream's format, nodes
+                /// renamed to their Kubernetes names) into the run's state directory.
+                DatastoreExport = "datastore.export" (DatastoreExport),
+                /// Write a migration export (upstream's format) into the Kubernetes datastore,
+                /// installing the CRDs of its release first: refused when the target holds other
+                /// Calico data, finishes an import stopped half way. Also `netctl datastore
+                /// migrate import`.
+                DatastoreImport = "datastore.import" (DatastoreImport),
             }
             netctl {
                 /// One label set on (or removed from) many resources of a kind: what the planner
@@ -96,19 +115,9 @@ macro_rules! action_table {
                 /// after a timeout or a signal. Built by `netctl node status --node/--all` only: not
                 /// a runbook action.
                 NodeStatus = "node.status" (NodeStatusQuery),
-                /// Lock the datastore (ClusterInformation `datastoreReady: false`), recording who
-                /// locked it and when. Built by `netctl datastore migrate lock` only.
-                DatastoreLock = "datastore.lock" (DatastoreLock),
-                /// Unlock the datastore (`datastoreReady: true`). Built by `netctl datastore
-                /// migrate unlock` only.
-                DatastoreUnlock = "datastore.unlock" (DatastoreLock),
                 /// Put a backup back into the datastore it was taken of (resources; IPAM when
                 /// asked). Built by `netctl datastore restore`.
                 DatastoreRestore = "datastore.restore" (DatastoreRestore),
-                /// Write a migration export (upstream's format) into the Kubernetes datastore:
-                /// refused when the target holds other Calico data, finishes an import stopped
-                /// half way. Built by `netctl datastore migrate import`.
-                DatastoreImport = "datastore.import" (DatastoreImport),
                 /// Free addresses and delete leaked handles, each guarded by the allocation's
                 /// sequence number and the handle's revision. Built by `netctl ipam release` only.
                 IpamRelease = "ipam.release" (IpamRelease),

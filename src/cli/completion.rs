@@ -502,6 +502,7 @@ fn resource_names(kind: Kind, prefix: &str, line: Option<&LineSoFar>) -> Vec<Str
         in_cluster: environment.exact(IN_CLUSTER_VARIABLE).is_some(),
         // Completion answers silently: the shell's line must not be written over.
         printer: Printer::process(Verbosity::QUIET, true),
+        crds_optional: false,
     };
     let namespace = kind
         .is_namespaced()

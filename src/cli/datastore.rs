@@ -20,12 +20,11 @@ use clap::Subcommand;
 
 use super::Context;
 use super::journaled::{JournalArgs, operator, run_journaled};
+use super::migrate_import::{IMPORT_EXAMPLES, ImportArgs, import};
 use crate::datastore::{backup, migration, snapshot};
 use crate::exec::actions::ipam::restore::file_digest;
 use crate::output::PhaseClock;
-use crate::plan::action::{
-    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore,
-};
+use crate::plan::action::{DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore};
 use crate::plan::{Action, Plan};
 
 pub const EXAMPLES: &str = "\
@@ -134,19 +133,6 @@ HostEndpoint.spec.node and BGPPeer.spec.node: upstream leaves them at the etcd n
 migration those host endpoints' policy no longer applies. A node without a Kubernetes name is
 refused by name. The export reads a page at a time: memory stays flat however large the datastore.";
 
-const IMPORT_EXAMPLES: &str = "\
-Examples:
-  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt --dry-run
-  netctl -c kubernetes.yaml datastore migrate import -f calico-migration.txt
-Into the Kubernetes datastore, as one journaled step: refused before any write when the target
-holds Calico resources or IPAM data other than this file's (an import that was stopped half way is
-finished instead: run it again and every resource is there exactly once), or when the Calico CRDs
-are not installed. Then it locks the target, creates the resources (Nodes update the Kubernetes
-nodes of the same name; a node Kubernetes does not have is skipped and named), copies clusterGUID
-and calicoVersion into ClusterInformation and creates the IPAM objects. Reads files written by
-`netctl datastore migrate export` and by `calicoctl datastore migrate export`. The target stays
-locked: switch the components to the Kubernetes datastore, then `netctl datastore migrate unlock`.";
-
 #[derive(Debug, Subcommand)]
 pub enum MigrateCommand {
     /// Write the etcd datastore's contents in upstream's migration format
@@ -168,16 +154,6 @@ pub struct ExportArgs {
     /// Write the export to FILE (owner-only, complete or absent) instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ImportArgs {
-    /// The export, as `netctl datastore migrate export` or `calicoctl datastore migrate export`
-    /// wrote it
-    #[arg(short = 'f', long = "filename", value_name = "FILE")]
-    pub filename: PathBuf,
-    #[command(flatten)]
-    pub journal: JournalArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -222,7 +198,10 @@ pub async fn run(context: &Context, command: DatastoreCommand) -> anyhow::Result
         | DatastoreCommand::Unlock(args) => (false, args),
     };
     let store = context.datastore().await?;
-    let request = DatastoreLock { by: operator() };
+    let request = DatastoreLock {
+        by: operator(),
+        datastore: Default::default(),
+    };
     let (procedure, action, description) = match lock {
         true => (
             "datastore-lock",
@@ -337,34 +316,8 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
     clock.mark("connect, check the lock, read the node names");
     let exported = match &args.output {
         Some(path) => {
-            let shown = path.display().to_string();
-            let failed = |source| migration::MigrationError::Write {
-                path: shown.clone(),
-                source,
-            };
-            let partial = path.with_extension("partial");
-            let file = backup::owner_only(&partial).map_err(failed)?;
-            let mut out = std::io::BufWriter::new(file);
-            let result = migration::export::export_pipelined(
-                Arc::clone(&store),
-                &names,
-                &mut out,
-                &shown,
-                &mut clock,
-            )
-            .await;
-            let finished = result.and_then(|exported| {
-                let file = out
-                    .into_inner()
-                    .map_err(|error| failed(error.into_error()))?;
-                file.sync_all().map_err(failed)?;
-                std::fs::rename(&partial, path).map_err(failed)?;
-                Ok(exported)
-            });
-            if finished.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            finished?
+            let lister = migration::export::Lister::Pipelined(Arc::clone(&store));
+            migration::export::export_to_file(lister, &names, path, &mut clock).await?
         }
         None => {
             let mut stdout = std::io::BufWriter::new(context.printer.stdout());
@@ -400,25 +353,5 @@ async fn export(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode>
             count => format!(" ({count} `knp.default.*` NetworkPolicy(ies) here)"),
         }
     ));
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn import(context: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let file = args.filename.display().to_string();
-    let sha256 = file_digest(&args.filename)
-        .with_context(|| format!("cannot read the migration export `{file}`"))?;
-    // Refused here, before connecting, when the file is no whole export.
-    migration::file::read(&args.filename)?;
-    let store = context.datastore().await?;
-    let plan = Plan::single(
-        "datastore-import",
-        "import a migration export into the Kubernetes datastore",
-        Action::DatastoreImport(DatastoreImport {
-            file,
-            sha256,
-            by: operator(),
-        }),
-    );
-    run_journaled(context, store, &plan, &args.journal, None).await?;
     Ok(ExitCode::SUCCESS)
 }

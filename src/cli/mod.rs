@@ -14,6 +14,7 @@ mod get_forms;
 mod ipam;
 mod journaled;
 mod manual;
+mod migrate_import;
 mod modeline;
 mod node;
 mod node_checksystem;
@@ -253,6 +254,7 @@ impl Context {
             home: self.environment.exact("HOME").map(PathBuf::from),
             in_cluster: self.environment.exact(IN_CLUSTER_VARIABLE).is_some(),
             printer: self.printer.clone(),
+            crds_optional: false,
         }
     }
 
@@ -266,6 +268,16 @@ impl Context {
     /// Connects to the configured datastore and proves the connection works.
     pub async fn datastore(&self) -> anyhow::Result<Arc<dyn Datastore>> {
         Ok(connect::connect(self.client_config()?, &self.connect_options()).await?)
+    }
+
+    /// The datastore as the target of a migration: a Kubernetes datastore need not serve the
+    /// Calico CRDs yet (the import installs them).
+    pub async fn migration_target(&self) -> anyhow::Result<Arc<dyn Datastore>> {
+        let options = ConnectOptions {
+            crds_optional: true,
+            ..self.connect_options()
+        };
+        Ok(connect::connect(self.client_config()?, &options).await?)
     }
 
     /// The Kubernetes datastore itself (what `config check` reports on): connected, its API group

@@ -21,6 +21,7 @@ use crate::datastore::etcd::EtcdError;
 use crate::datastore::ipam::IpamError;
 use crate::datastore::kube::KubeError;
 use crate::datastore::migration::MigrationError;
+use crate::datastore::migration::crds::CrdManifestError;
 use crate::datastore::snapshot::SnapshotError;
 use crate::diagnose::DiagnoseError;
 use crate::errors::{Hint, error_chain, error_chain_with};
@@ -163,6 +164,7 @@ fn advising<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         BackupError,
         SnapshotError,
         MigrationError,
+        CrdManifestError,
         ReportError,
         SplitError,
         UpgradeVerifyError,

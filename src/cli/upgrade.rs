@@ -108,6 +108,7 @@ Examples:
   netctl upgrade plan --to v3.27.0 --from v3.20.1 --install-method helm --offline
   netctl upgrade plan --to v3.29.2 --out plan.json     # then: netctl upgrade apply --plan plan.json
   netctl upgrade plan --procedure auto-host-endpoints -o mermaid
+  netctl upgrade plan --procedure datastore-migration   # etcd -> Kubernetes datastore (manifest installs)
   netctl upgrade plan --to v3.29.2 --detailed-exitcode >/dev/null; echo $?   # in CI: 0, 1 or 2
   netctl upgrade plan --to v3.29.2 --window 2h          # does each segment fit a 2-hour window?
   netctl upgrade plan --to v3.29.2 --canary 1 --out plan.json   # one node first, a gate, the rest

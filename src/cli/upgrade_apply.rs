@@ -41,6 +41,7 @@ use crate::runbook::UPGRADE_PROCEDURE;
   netctl upgrade apply --plan plan.json
   netctl upgrade apply --to v3.29.2 --manifest-overlay my-edits.yaml --dry-run   # plans, then rehearses
   netctl upgrade apply --procedure auto-host-endpoints --dry-run
+  netctl upgrade apply --procedure datastore-migration --dry-run   # then without --dry-run; --resume after a crash
   netctl upgrade apply --resume --approve pre-upgrade/confirm-window
   netctl upgrade apply --to v3.29.2 --canary 1 --no-manifest-edits   # one node, its gate, the rest
   netctl upgrade apply --resume --approve canary/approve   # the canaries look good: roll the rest

@@ -17,7 +17,7 @@ use clap_complete::engine::ArgValueCompleter;
 
 use super::args::{DryRunArg, FileArgs, ReleaseArg, namespace_scope};
 use super::{Context, completion};
-use crate::datastore::Datastore;
+use crate::datastore::{Datastore, DatastoreType};
 use crate::exec::actions::{ExistingPolicy, Outcome, WriteSemantics};
 use crate::exec::lock::Holder;
 use crate::exec::{ExecError, Executor, RunMode, RunOneOptions};
@@ -194,7 +194,14 @@ pub(super) async fn run_one_step(
     release: Option<ApiRelease>,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Outcome> {
+    // The Kubernetes datastore's own cluster, for what a step writes beside the Calico resources
+    // (the CRDs `datastore.import` installs).
+    let kubernetes = match store.kind() {
+        DatastoreType::Kubernetes => context.kubernetes_client().await?,
+        DatastoreType::EtcdV3 => None,
+    };
     let executor = Executor::new(store, None, Holder::current())
+        .with_kubernetes(kubernetes)
         .with_release(release)
         .with_printer(context.printer.clone());
     match executor.run_one(plan, mode, options, out).await {

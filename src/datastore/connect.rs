@@ -35,6 +35,9 @@ pub struct ConnectOptions {
     pub in_cluster: bool,
     /// Where connecting says what it tried (debug detail).
     pub printer: Printer,
+    /// Connect to a Kubernetes datastore that does not serve the Calico CRDs yet (the target of a
+    /// migration, whose import installs them); otherwise that is refused at once.
+    pub crds_optional: bool,
 }
 
 /// Why no connection could be made.
@@ -154,7 +157,7 @@ pub async fn connect_kubernetes(
     options: &ConnectOptions,
 ) -> Result<KubeStore, ConnectError> {
     let settings = kubernetes_settings(config, options)?;
-    let store = KubeStore::connect(&settings, options.request_timeout)
+    let store = KubeStore::connect_with(&settings, options.request_timeout, options.crds_optional)
         .await
         .map_err(|source| ConnectError::Datastore {
             datastore: "kubernetes",

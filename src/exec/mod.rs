@@ -157,6 +157,7 @@ impl ApplyOptions {
             skip: self.skip_preflight.clone(),
             etcd_quota_bytes: self.etcd_quota_bytes,
             listing,
+            own_lock: false,
         }
     }
 }
@@ -538,12 +539,20 @@ impl Executor {
                 .filter(|(_, record)| !record.state.is_done())
                 .map(|(step, _)| step)
                 .collect();
-            starting.skipped_steps = self
-                .preflight(
-                    remaining,
-                    &options.preflight_options(self.printer.listing()),
-                )
-                .await?;
+            let mut preflight_options = options.preflight_options(self.printer.listing());
+            preflight_options.own_lock =
+                plan.steps
+                    .iter()
+                    .zip(&checkpoint.steps)
+                    .any(|(step, record)| {
+                        // Running: killed after the lock was taken, before it was recorded.
+                        matches!(
+                            record.state,
+                            checkpoint::StepState::Running | checkpoint::StepState::Succeeded
+                        ) && matches!(&step.action, crate::plan::Action::DatastoreLock(lock)
+                            if lock.datastore == crate::plan::action::DatastoreTarget::Configured)
+                    });
+            starting.skipped_steps = self.preflight(remaining, &preflight_options).await?;
         }
         match options.mode {
             RunMode::DryRun => {

@@ -173,10 +173,17 @@ fn runs_to(catalog: &Catalog, from: &Release, goal: &Target) -> Vec<String> {
 fn advice(installed: &Installed) -> Vec<String> {
     let mut advice = Vec::new();
     if installed.datastore_type == DatastoreType::EtcdV3 {
-        advice.push(
-            "the datastore is etcd: moving to the Kubernetes datastore is recommended (see `docs/upgrade-procedures.md`)"
-                .to_string(),
-        );
+        // The procedure that does it takes single-manifest installs (the operator installs only
+        // on the Kubernetes datastore).
+        let how = match installed.install_method {
+            Some(InstallMethod::Manifest) | None => {
+                ": `netctl upgrade plan --procedure datastore-migration` plans it"
+            }
+            Some(_) => "",
+        };
+        advice.push(format!(
+            "the datastore is etcd: moving to the Kubernetes datastore is recommended{how} (see `docs/upgrade-procedures.md`)"
+        ));
     }
     match installed.install_method {
         Some(InstallMethod::Manifest) => advice.push(

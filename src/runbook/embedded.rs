@@ -22,6 +22,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../runbooks/auto-host-endpoints.yaml"),
     ),
     (
+        "datastore-migration.yaml",
+        include_str!("../../runbooks/datastore-migration.yaml"),
+    ),
+    (
         "etcd-upgrade.yaml",
         include_str!("../../runbooks/etcd-upgrade.yaml"),
     ),

@@ -24,6 +24,7 @@ mod cli_runbook;
 mod completion;
 mod config_refusals;
 mod datastore_backup;
+mod datastore_migration;
 mod diagnostics_cluster;
 mod diagnostics_node;
 mod etcd_connect;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::ipam_common::{GUID, RESOURCES, cluster_information, kube_netctl};
+use crate::support::kube_api::{CALICO_GROUP, CALICO_V3_GROUP, RESOURCE_TYPES};
 use crate::support::{
     CalicoGroups, EtcdServer, KubeApiServer, Netctl, Run, failed, ok, wait_for_exit,
 };
@@ -124,7 +125,7 @@ const BLOCK_KEY: &str = "/calico/ipam/v2/assignment/ipv4/block/10.66.12.0-26";
 
 /// Stores the resources (through netctl), a `knp.default.` policy and a FelixConfiguration with
 /// v1-spelled iptables actions (as old clusters hold them), and the IPAM of one node.
-fn seed(etcd: &EtcdServer, handles: usize) {
+pub(crate) fn seed(etcd: &EtcdServer, handles: usize) {
     etcd.put(
         &format!("{RESOURCES}clusterinformations/default"),
         cluster_information("v3.32.1", true).to_string(),
@@ -189,10 +190,65 @@ fn etcd_netctl(etcd: &EtcdServer, args: &[&str]) -> Run {
 }
 
 /// The test server with the Kubernetes node the etcd node is called there.
-fn kube_target(groups: CalicoGroups) -> KubeApiServer {
+pub(crate) fn kube_target(groups: CalicoGroups) -> KubeApiServer {
     let kube = KubeApiServer::start_serving(groups);
     kube.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}));
     kube
+}
+
+/// A CRD manifest laid out as the release's `manifests/crds.yaml` (and v3.32's
+/// `manifests/v3_projectcalico_org.yaml`) are: one `apiextensions.k8s.io/v1`
+/// CustomResourceDefinition per kind, named `<plural>.<group>`, with `names`, `scope` and one served
+/// and stored version, for every Calico type of `group` the test server knows but those in
+/// `leave_out`, and one CRD of another group (`policy.networking.k8s.io`, which upstream's files
+/// carry too) that the import leaves alone. The schemas are left open
+/// (`x-kubernetes-preserve-unknown-fields`): the test server checks objects against its own
+/// schemas (`support/kube_crd.rs`).
+pub(crate) fn crd_manifest_text(group: &str, leave_out: &[&str]) -> String {
+    let mut text = String::from(
+        "---\n# Source: crds/policy.networking.k8s.io_clusternetworkpolicies.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: clusternetworkpolicies.policy.networking.k8s.io\nspec:\n  group: policy.networking.k8s.io\n  names: {kind: ClusterNetworkPolicy, listKind: ClusterNetworkPolicyList, plural: clusternetworkpolicies, singular: clusternetworkpolicy}\n  scope: Cluster\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+    );
+    let types = RESOURCE_TYPES
+        .iter()
+        .filter(|resource| resource.group == group && !leave_out.contains(&resource.kind));
+    for resource in types {
+        let (kind, plural, version) = (resource.kind, resource.plural, resource.version);
+        let scope = if resource.namespaced {
+            "Namespaced"
+        } else {
+            "Cluster"
+        };
+        text.push_str(&format!(
+            "---\n# Source: crds/{group}_{plural}.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\nspec:\n  group: {group}\n  names:\n    kind: {kind}\n    listKind: {kind}List\n    plural: {plural}\n    singular: {singular}\n  scope: {scope}\n  versions:\n  - name: {version}\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n    served: true\n    storage: true\n",
+            singular = kind.to_lowercase()
+        ));
+    }
+    text
+}
+
+/// Writes the CRD manifest of `group` into the server's scratch directory; returns its path.
+fn crds_manifest(kube: &KubeApiServer, group: &str) -> String {
+    let path = kube.directory().join(format!("{group}-crds.yaml"));
+    std::fs::write(&path, crd_manifest_text(group, &[])).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `datastore migrate import -f ARGS...` with the CRD manifest of the group the server serves
+/// (`crd.projectcalico.org` when it serves neither).
+fn import(kube: &KubeApiServer, args: &[&str]) -> Run {
+    let group = match kube.serves(CALICO_V3_GROUP) && !kube.serves(CALICO_GROUP) {
+        true => CALICO_V3_GROUP,
+        false => CALICO_GROUP,
+    };
+    let crds = crds_manifest(kube, group);
+    let mut command = Netctl::new();
+    command
+        .env("DATASTORE_TYPE", "kubernetes")
+        .env("KUBECONFIG", kube.kubeconfig_path())
+        .args(["datastore", "migrate", "import", "-f"])
+        .args(args)
+        .args(["--crds", &crds]);
+    command.run()
 }
 
 /// Locks etcd and exports into `dir`/migration.txt; returns the path and what stderr said.
@@ -256,8 +312,14 @@ fn ipam_by_key(ipam: &Value) -> BTreeMap<String, Value> {
 }
 
 /// Reads every imported resource and IPAM object back from the Kubernetes datastore (its backup
-/// keys IPAM objects as the export does) and compares them with the file.
-fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
+/// keys IPAM objects as the export does) and compares them with the file; the target is still
+/// locked, as the import leaves it.
+pub(crate) fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
+    assert_reads_back(kube, file, dir, false);
+}
+
+/// As [`assert_reads_back_equal`], with ClusterInformation's `datastoreReady` as `ready`.
+pub(crate) fn assert_reads_back(kube: &KubeApiServer, file: &str, dir: &Path, ready: bool) {
     let (lists, information, ipam) = parts(&std::fs::read_to_string(file).unwrap());
     for (key, item) in by_key(&lists) {
         let mut fields = key.split('/');
@@ -327,7 +389,7 @@ fn assert_reads_back_equal(kube: &KubeApiServer, file: &str, dir: &Path) {
         stored_information["spec"]["calicoVersion"],
         information["spec"]["calicoVersion"]
     );
-    assert_eq!(stored_information["spec"]["datastoreReady"], false);
+    assert_eq!(stored_information["spec"]["datastoreReady"], ready);
 }
 
 #[test]
@@ -510,10 +572,7 @@ fn round_trip(groups: CalicoGroups) {
     let kube = kube_target(groups);
 
     // The dry run writes nothing.
-    let out = ok(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &file, "--dry-run"],
-    ));
+    let out = ok(import(&kube, &[&file, "--dry-run"]));
     assert!(
         out.contains("would create HostEndpoint(endpoint1)"),
         "{out}"
@@ -521,10 +580,7 @@ fn round_trip(groups: CalicoGroups) {
     assert!(out.contains("would be created"), "{out}");
     assert!(writes(&kube).is_empty(), "{:?}", writes(&kube));
 
-    let out = ok(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &file],
-    ));
+    let out = ok(import(&kube, &[&file]));
     assert!(out.contains("copied clusterGUID"), "{out}");
     assert!(out.contains("netctl datastore migrate unlock"), "{out}");
     assert_reads_back_equal(&kube, &file, dir.path());
@@ -536,10 +592,7 @@ fn round_trip(groups: CalicoGroups) {
     assert!(endpoint.contains("\"node\": \"node-a\""), "{endpoint}");
 
     // Run again, it finds everything in place and writes nothing new.
-    let out = ok(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &file],
-    ));
+    let out = ok(import(&kube, &[&file]));
     assert!(out.contains("finishing an import of this file"), "{out}");
     assert!(out.contains("0 created, 0 updated"), "{out}");
 }
@@ -552,6 +605,171 @@ fn a_round_trip_into_the_v1_group_reads_back_equal() {
 #[test]
 fn a_round_trip_into_the_native_v3_group_reads_back_equal() {
     round_trip(CalicoGroups::V3);
+}
+
+/// Into a cluster Calico was never installed on, the import installs the CRDs of the export's
+/// release — the release's own file, read from its URL (here through `--mirror-dir`, as an
+/// air-gapped site serves it) — server-side, before any Calico write, in the group the target
+/// uses: `crd.projectcalico.org/v1`, or `projectcalico.org/v3` when CALICO_API_GROUP chooses it.
+/// The test server serves the kinds once their CRDs exist; everything reads back equal.
+#[test]
+fn the_import_installs_the_crds_of_the_exports_release_into_an_empty_cluster() {
+    let etcd = EtcdServer::start();
+    seed(&etcd, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = export(&etcd, dir.path());
+    for (group, api_group, manifest) in [
+        (CALICO_GROUP, "crd.projectcalico.org/v1", "crds.yaml"),
+        (
+            CALICO_V3_GROUP,
+            "projectcalico.org/v3",
+            "v3_projectcalico_org.yaml",
+        ),
+    ] {
+        let kube = kube_target(CalicoGroups::None);
+        let mirror = kube.directory().join("mirror");
+        let release =
+            mirror.join("raw.githubusercontent.com/projectcalico/calico/v3.32.1/manifests");
+        std::fs::create_dir_all(&release).unwrap();
+        std::fs::write(release.join(manifest), crd_manifest_text(group, &[])).unwrap();
+        let run = |extra: &[&str]| {
+            let mut command = Netctl::new();
+            command
+                .env("DATASTORE_TYPE", "kubernetes")
+                .env("KUBECONFIG", kube.kubeconfig_path())
+                .env("CALICO_API_GROUP", api_group)
+                .args([
+                    "datastore",
+                    "migrate",
+                    "import",
+                    "-f",
+                    &file,
+                    "--mirror-dir",
+                ])
+                .arg(&mirror)
+                .args(extra);
+            command.run()
+        };
+
+        // The dry run says what it would install and sends nothing.
+        let out = ok(run(&["--dry-run"]));
+        assert!(
+            out.contains(&format!(
+                "would install (server-side apply) 22 CRD(s) of `{api_group}`"
+            )),
+            "{out}"
+        );
+        assert!(out.contains(manifest), "{out}");
+        assert!(writes(&kube).is_empty(), "{:?}", writes(&kube));
+        assert!(!kube.serves(group));
+
+        let out = ok(run(&[]));
+        assert!(
+            out.contains(&format!("installed 22 CRD(s) of `{api_group}`")),
+            "{out}"
+        );
+        assert!(out.contains("the API server serves them"), "{out}");
+        let written = writes(&kube);
+        let first_calico = written
+            .iter()
+            .position(|request| request.contains(&format!("/apis/{group}/")))
+            .expect("Calico writes");
+        let crds: Vec<&String> = written
+            .iter()
+            .filter(|request| request.contains("/customresourcedefinitions/"))
+            .collect();
+        assert_eq!(crds.len(), 22, "{written:?}");
+        assert!(
+            written[..first_calico]
+                .iter()
+                .filter(|request| request.contains("/customresourcedefinitions/"))
+                .count()
+                == 22,
+            "{written:?}"
+        );
+        assert!(
+            crds.iter().all(|request| request.starts_with("PATCH ")
+                && request.contains("fieldManager=netctl")
+                && request.contains("force=true")),
+            "{crds:?}"
+        );
+        // Only the Calico group's CRDs: the other group's stays out.
+        assert!(
+            !written
+                .iter()
+                .any(|request| request.contains("clusternetworkpolicies"))
+        );
+        assert!(kube.serves(group));
+        assert_reads_back_equal(&kube, &file, dir.path());
+    }
+}
+
+/// A file that is no CRD manifest, or one that does not define a kind the export holds, is
+/// refused with the reason and the fix before anything is written; without CRDs to install
+/// (`--skip-crds`), a cluster that does not serve them is refused.
+#[test]
+fn a_crd_manifest_that_does_not_fit_the_export_is_refused_before_any_write() {
+    let etcd = EtcdServer::start();
+    seed(&etcd, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = export(&etcd, dir.path());
+    let kube = kube_target(CalicoGroups::None);
+    let not_crds = dir.path().join("calico.yaml");
+    std::fs::write(
+        &not_crds,
+        format!(
+            "{}---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: calico-node, namespace: kube-system}}\nspec: {{}}\n",
+            crd_manifest_text(CALICO_GROUP, &[])
+        ),
+    )
+    .unwrap();
+    let lacking = dir.path().join("old-crds.yaml");
+    std::fs::write(
+        &lacking,
+        crd_manifest_text(CALICO_GROUP, &["HostEndpoint", "BGPFilter"]),
+    )
+    .unwrap();
+    let cases = [
+        (
+            not_crds.to_str().unwrap(),
+            "is not a CRD manifest: document 24 is `apps/v1` `DaemonSet`".to_string(),
+        ),
+        (
+            lacking.to_str().unwrap(),
+            "does not define `BGPFilter`, `HostEndpoint` in `crd.projectcalico.org/v1`, which the export holds".to_string(),
+        ),
+    ];
+    for (crds, reason) in cases {
+        let mut command = Netctl::new();
+        command
+            .env("DATASTORE_TYPE", "kubernetes")
+            .env("KUBECONFIG", kube.kubeconfig_path())
+            .args([
+                "datastore",
+                "migrate",
+                "import",
+                "-f",
+                &file,
+                "--crds",
+                crds,
+            ]);
+        let refused = failed(command.run());
+        assert!(refused.contains(&reason), "{refused}");
+        assert!(
+            refused.contains("hint: pass the release's CRD manifest"),
+            "{refused}"
+        );
+        assert!(writes(&kube).is_empty(), "{:?}", writes(&kube));
+    }
+    let refused = failed(kube_netctl(
+        &kube,
+        &["datastore", "migrate", "import", "-f", &file, "--skip-crds"],
+    ));
+    assert!(
+        refused.contains("does not serve the Calico CRDs"),
+        "{refused}"
+    );
+    assert!(writes(&kube).is_empty(), "{:?}", writes(&kube));
 }
 
 /// A file as upstream's export prints it (`sigs.k8s.io/yaml` of each List, `json.MarshalIndent`
@@ -776,10 +994,7 @@ fn a_file_in_upstreams_format_imports_into_both_api_groups() {
         let file = dir.path().join("upstream-migration.txt");
         std::fs::write(&file, UPSTREAM_EXPORT).unwrap();
         let path = file.to_str().unwrap();
-        let out = ok(kube_netctl(
-            &kube,
-            &["datastore", "migrate", "import", "-f", path],
-        ));
+        let out = ok(import(&kube, &[path]));
         assert!(
             out.contains("IPAM: 4 object(s) in the export, 4 created"),
             "{out}"
@@ -837,10 +1052,7 @@ fn bad_files_and_a_target_with_calico_data_are_refused_before_any_write() {
         ),
     ];
     for (path, reason) in cases {
-        let refused = failed(kube_netctl(
-            &kube,
-            &["datastore", "migrate", "import", "-f", path],
-        ));
+        let refused = failed(import(&kube, &[path]));
         assert!(refused.contains(reason), "{path}: {refused}");
         assert!(refused.contains("hint:"), "{path}: {refused}");
     }
@@ -852,10 +1064,7 @@ fn bad_files_and_a_target_with_calico_data_are_refused_before_any_write() {
         "spec": {"cidr": "10.99.0.0/16", "blockSize": 26, "nodeSelector": "all()"}}),
     );
     let good = write("good.txt", UPSTREAM_EXPORT);
-    let refused = failed(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &good],
-    ));
+    let refused = failed(import(&kube, &[&good]));
     assert!(
         refused
             .contains("already holds Calico data that is not this export's: IPPool(existing-pool)"),
@@ -888,14 +1097,11 @@ fn a_stopped_or_killed_import_finishes_when_run_again() {
     // Handles cannot be written: the import fails after the resources, and says so.
     let kube = kube_target(CalicoGroups::V1);
     kube.forbid(Some("POST"), "/apis/crd.projectcalico.org/v1/ipamhandles");
-    let run = kube_netctl(&kube, &["datastore", "migrate", "import", "-f", &file]);
+    let run = import(&kube, &[&file]);
     let refused = failed(run);
     assert!(!refused.contains("Successfully"), "{refused}");
     kube.allow_all();
-    ok(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &file],
-    ));
+    ok(import(&kube, &[&file]));
     assert_reads_back_equal(&kube, &file, dir.path());
 
     // SIGKILL once the first IPAM handle is written, then again.
@@ -904,7 +1110,8 @@ fn a_stopped_or_killed_import_finishes_when_run_again() {
     command
         .env("DATASTORE_TYPE", "kubernetes")
         .env("KUBECONFIG", kube.kubeconfig_path())
-        .args(["datastore", "migrate", "import", "-f", &file]);
+        .args(["datastore", "migrate", "import", "-f", &file, "--crds"])
+        .arg(crds_manifest(&kube, CALICO_GROUP));
     let mut child = command.spawn();
     let started = std::time::Instant::now();
     loop {
@@ -930,10 +1137,7 @@ fn a_stopped_or_killed_import_finishes_when_run_again() {
     assert!(!killed.stdout.contains("IPAM: 402"), "{killed:?}");
     let stored = kube.names("crd.projectcalico.org/v1", "ipamhandles").len();
     assert!(stored > 0 && stored < 402, "{stored}");
-    let out = ok(kube_netctl(
-        &kube,
-        &["datastore", "migrate", "import", "-f", &file],
-    ));
+    let out = ok(import(&kube, &[&file]));
     assert!(out.contains("finishing an import of this file"), "{out}");
     assert_eq!(
         kube.names("crd.projectcalico.org/v1", "ipamhandles").len(),

@@ -30,7 +30,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// The two flavours of etcd manifest and the names each gives its objects.
 #[derive(Clone, Copy)]
-enum Flavour {
+pub(crate) enum Flavour {
     Calico,
     Canal,
 }
@@ -59,7 +59,7 @@ impl Flavour {
 }
 
 /// An etcd manifest of `flavour` at `version`, with upstream's placeholder for the endpoints.
-fn etcd_manifest(flavour: Flavour, version: &str) -> String {
+pub(crate) fn etcd_manifest(flavour: Flavour, version: &str) -> String {
     let config = flavour.config_map();
     let agent = flavour.node_agent();
     let flannel = match flavour {
@@ -333,12 +333,12 @@ spec:
 }
 
 /// A sandboxed netctl on `etcd` (datastore) and `kube` (cluster), `USER=ops`, state in `$HOME/state`.
-struct Operator {
-    netctl: Netctl,
+pub(crate) struct Operator {
+    pub(crate) netctl: Netctl,
 }
 
 impl Operator {
-    fn new(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
+    pub(crate) fn new(etcd: &EtcdServer, kube: &KubeApiServer) -> Operator {
         let mut netctl = Netctl::new();
         let config = format!(
             "{}  kubeconfig: {}\n",
@@ -349,11 +349,11 @@ impl Operator {
         Operator { netctl }
     }
 
-    fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.netctl.home().to_path_buf()
     }
 
-    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let mut command = self.netctl.command();
         command.args(args);
         if args.first() == Some(&"upgrade") && matches!(args.get(1), Some(&"apply" | &"status")) {
@@ -366,7 +366,7 @@ impl Operator {
     }
 
     /// Serves `text` as the released `manifests/<file>` of `tag`; returns the mirror directory.
-    fn mirror(&self, tag: &str, file: &str, text: &str) -> PathBuf {
+    pub(crate) fn mirror(&self, tag: &str, file: &str, text: &str) -> PathBuf {
         self.netctl.write_file(
             &format!("mirror/{MANIFEST_HOST}/{tag}/manifests/{file}"),
             text,

@@ -140,6 +140,18 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
+    /// The discovery request that lists the API groups (the API group choice).
+    pub fn api_groups(server: &str, timeout: Duration) -> Request<'_> {
+        Request {
+            server,
+            verb: "list",
+            resource: "API groups",
+            key: None,
+            expected: None,
+            timeout,
+        }
+    }
+
     /// `` `update` on `ippools.crd.projectcalico.org` ``, for messages.
     fn operation(&self) -> String {
         format!("`{}` on `{}`", self.verb, self.resource)

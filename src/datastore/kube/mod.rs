@@ -59,15 +59,18 @@ impl KubeStore {
         settings: &KubernetesSettings,
         timeout: Duration,
     ) -> Result<KubeStore, StoreError> {
+        KubeStore::connect_with(settings, timeout, false).await
+    }
+
+    /// As [`KubeStore::connect`]; with `crds_optional` (a migration's target, whose import
+    /// installs them) the Calico CRDs need not be served yet: only that the API answers.
+    pub async fn connect_with(
+        settings: &KubernetesSettings,
+        timeout: Duration,
+        crds_optional: bool,
+    ) -> Result<KubeStore, StoreError> {
         let api = client::build(settings, timeout).await?;
-        let request = errors::Request {
-            server: &api.server,
-            verb: "list",
-            resource: "API groups",
-            key: None,
-            expected: None,
-            timeout,
-        };
+        let request = errors::Request::api_groups(&api.server, timeout);
         let chosen = tokio::time::timeout(
             timeout,
             api_group::choose(&api, settings.api_group.as_ref(), request),
@@ -84,8 +87,25 @@ impl KubeStore {
             timeout,
             group: chosen,
         };
-        store.check().await?;
-        Ok(store)
+        match store.check().await {
+            Err(error) if crds_optional && error.is_not_served() => Ok(store),
+            checked => checked.map(|()| store),
+        }
+    }
+
+    /// The Kubernetes datastore of the cluster `client` talks to, its API group chosen as
+    /// [`KubeStore::connect`] chooses it without a configured one, whether or not the Calico CRDs
+    /// are served yet: the target of an etcd → Kubernetes migration run from an etcd
+    /// configuration (`datastore.import`, `datastore.unlock` with `datastore: kubernetes`).
+    pub async fn for_cluster(
+        client: kube::Client,
+        server: String,
+        timeout: Duration,
+    ) -> Result<KubeStore, StoreError> {
+        let api = ApiClient { client, server };
+        let request = errors::Request::api_groups(&api.server, timeout);
+        let group = api_group::choose(&api, None, request).await?;
+        Ok(KubeStore::with_group(api, timeout, group))
     }
 
     /// A store for a client and a group chosen elsewhere (an upgrade's `kube.*` steps, tests).

@@ -50,6 +50,37 @@ pub async fn prepare(store: &dyn Datastore) -> Result<NodeNames, MigrationError>
     NodeNames::read(store).await
 }
 
+/// Writes the whole file to `path`, owner-only: written beside it and renamed, so `path` is a
+/// whole export or absent.
+pub async fn export_to_file(
+    lister: Lister<'_>,
+    names: &NodeNames,
+    path: &std::path::Path,
+    clock: &mut PhaseClock,
+) -> Result<Exported, MigrationError> {
+    let shown = path.display().to_string();
+    let failed = |source| MigrationError::Write {
+        path: shown.clone(),
+        source,
+    };
+    let partial = path.with_extension("partial");
+    let file = crate::datastore::backup::owner_only(&partial).map_err(failed)?;
+    let mut out = std::io::BufWriter::new(file);
+    let result = write_file(&lister, names, &mut out, &shown, clock).await;
+    let finished = result.and_then(|exported| {
+        let file = out
+            .into_inner()
+            .map_err(|error| failed(error.into_error()))?;
+        file.sync_all().map_err(failed)?;
+        std::fs::rename(&partial, path).map_err(failed)?;
+        Ok(exported)
+    });
+    if finished.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    finished
+}
+
 /// Writes the whole file to `out` (`path` names it in errors), reading one page after the other.
 pub async fn export(
     store: &dyn Datastore,
@@ -75,7 +106,7 @@ pub async fn export_pipelined(
 }
 
 /// How the pages of each kind are read.
-enum Lister<'a> {
+pub enum Lister<'a> {
     OneByOne(&'a dyn Datastore),
     Pipelined(Arc<dyn Datastore>),
 }

@@ -23,6 +23,7 @@
 //! `export.rs` writes the file from an etcd datastore, streamed; `file.rs` reads one back (the
 //! import, `exec/actions/ipam/import.rs`, writes it).
 
+pub mod crds;
 pub mod export;
 pub mod file;
 mod indented;

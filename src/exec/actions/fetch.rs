@@ -154,7 +154,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 }
 
 /// Where a URL lives inside a mirror directory: `<mirror>/<host>/<path>`.
-fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
+pub fn mirror_path(mirror: &Path, url: &str) -> Option<PathBuf> {
     let rest = url.split_once("://")?.1;
     let relative: PathBuf = rest
         .split('/')

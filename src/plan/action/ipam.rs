@@ -17,12 +17,55 @@ use serde::{Deserialize, Serialize};
 use super::Arguments;
 use crate::ipam::config::ConfigChange;
 
+/// Which datastore a datastore action works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatastoreTarget {
+    /// The one the run is connected to (`netctl`'s configuration).
+    #[default]
+    Configured,
+    /// The Kubernetes datastore of the run's cluster (the kubeconfig), whatever the configured
+    /// one is: the target of the etcd → Kubernetes migration (`datastore-migration` runbook).
+    Kubernetes,
+}
+
+impl DatastoreTarget {
+    fn is_configured(&self) -> bool {
+        *self == DatastoreTarget::Configured
+    }
+}
+
 /// `datastore.lock` / `datastore.unlock`: ClusterInformation `datastoreReady` false / true.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatastoreLock {
-    /// Who asks (`user@host`), recorded on ClusterInformation while it is locked.
+    /// Who asks (`user@host`), recorded on ClusterInformation while it is locked; empty in a
+    /// runbook: the user and host running the step.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub by: String,
+    /// Which datastore (default: the configured one).
+    #[serde(default, skip_serializing_if = "DatastoreTarget::is_configured")]
+    pub datastore: DatastoreTarget,
+}
+
+/// `datastore.migration-preflight`: what the etcd → Kubernetes migration needs, checked before
+/// its lock (reads only): every etcd node has a Kubernetes name, the cluster answers, the CRD
+/// manifest is one of the target's API group, and the target holds no Calico data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatastoreMigrationPreflight {
+    /// The URL of the CRD manifest the import will install (`https://`, `file://`; the mirror
+    /// directory applies).
+    pub crds: String,
+}
+
+/// `datastore.export`: the configured etcd datastore (locked) written as a migration export into
+/// the run's state directory (the `datastore-migration` runbook).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatastoreExport {
+    /// The file, relative to the run's state directory.
+    pub file: String,
 }
 
 /// `datastore.restore`: a backup put back (`netctl datastore restore`).
@@ -59,12 +102,30 @@ pub struct DatastoreMigratePolicyNames {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DatastoreImport {
-    /// The export, as `datastore migrate export` (netctl's or calicoctl's) writes it.
+    /// The export, as `datastore migrate export` (netctl's or calicoctl's) writes it; a relative
+    /// path is a file of the run's state directory (a `datastore.export` of the same run).
     pub file: String,
-    /// Its sha256 when the plan was made: a changed file is refused.
+    /// Its sha256 when the plan was made: a changed file is refused. Empty: the file an earlier
+    /// step of the run writes (not known when the plan is made).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sha256: String,
-    /// Who imports (`user@host`), recorded on ClusterInformation with the lock.
+    /// Who imports (`user@host`), recorded on ClusterInformation with the lock; empty in a
+    /// runbook: the user and host running the step.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub by: String,
+    /// Which datastore receives it (default: the configured one, which must be Kubernetes).
+    #[serde(default, skip_serializing_if = "DatastoreTarget::is_configured")]
+    pub datastore: DatastoreTarget,
+    /// The CRD manifest installed (server-side) before the first Calico write
+    /// (`datastore/migration/crds.rs`): a URL (`https://`, `http://`, `file://`; the mirror
+    /// directory applies) or a file of the run's state directory an earlier `fetch` wrote. `None`:
+    /// the CRDs must be installed already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crds: Option<String>,
+    /// The sha256 (`sha256:<hex>`) the CRD manifest had when the plan read it; other bytes are
+    /// refused. `None`: not pinned (a file a `fetch` of the same run wrote, which pins it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crds_sha256: Option<String>,
 }
 
 /// `ipam.release`: addresses and handles to free, each guarded.
@@ -144,7 +205,26 @@ pub struct IpamConfigure {
 
 impl Arguments for DatastoreLock {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(out, "{name} (as {})", self.by)
+        out.write_str(name)?;
+        if self.datastore == DatastoreTarget::Kubernetes {
+            out.write_str(" of the cluster's Kubernetes datastore")?;
+        }
+        match self.by.as_str() {
+            "" => Ok(()),
+            by => write!(out, " (as {by})"),
+        }
+    }
+}
+
+impl Arguments for DatastoreMigrationPreflight {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(out, "{name} --crds {}", self.crds)
+    }
+}
+
+impl Arguments for DatastoreExport {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(out, "{name} -o {}", self.file)
     }
 }
 
@@ -237,7 +317,17 @@ impl Arguments for DatastoreRestore {
 impl Arguments for DatastoreImport {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let digest = self.sha256.get(..12).unwrap_or(&self.sha256);
-        write!(out, "{name} -f {} (sha256 {digest}…)", self.file)
+        write!(out, "{name} -f {}", self.file)?;
+        if !digest.is_empty() {
+            write!(out, " (sha256 {digest}…)")?;
+        }
+        if self.datastore == DatastoreTarget::Kubernetes {
+            out.write_str(" into the cluster's Kubernetes datastore")?;
+        }
+        match &self.crds {
+            Some(crds) => write!(out, ", installing the CRDs of `{crds}`"),
+            None => Ok(()),
+        }
     }
 
     /// It stops between two writes on Ctrl-C and SIGTERM; a second run finishes.

@@ -99,6 +99,9 @@ pub enum CalicoGroups {
     V3,
     /// Both, each by CRDs of its own: a switch half done (rancher/rke2-charts#1205).
     Both,
+    /// Neither: a cluster Calico was never installed on (the target of a migration). The types
+    /// are served once their CustomResourceDefinitions are created.
+    None,
 }
 
 /// Every resource type served.
@@ -466,6 +469,7 @@ impl KubeApiServer {
             CalicoGroups::V1 => &[CALICO_V3_GROUP],
             CalicoGroups::V3 => &[CALICO_GROUP],
             CalicoGroups::Both => &[],
+            CalicoGroups::None => &[CALICO_GROUP, CALICO_V3_GROUP],
         };
         let withdrawn = RESOURCE_TYPES
             .iter()
@@ -577,6 +581,12 @@ impl KubeApiServer {
             plural.to_string(),
             namespace.map(str::to_string),
         ));
+    }
+
+    /// Whether any type of `group` is served now.
+    pub fn serves(&self, group: &str) -> bool {
+        let state = self.lock();
+        served(&state.withdrawn).any(|resource| resource.group == group)
     }
 
     /// Presents `projectcalico.org/v3` as the Calico API server does: the group in discovery with
@@ -868,8 +878,33 @@ impl State {
         self.revision += 1;
         let previous = self.objects.get(&key).cloned();
         self.finish(&key, &mut object, previous.as_ref(), resource);
+        if resource.kind == "CustomResourceDefinition" {
+            self.serve_defined(&object);
+        }
         self.objects.insert(key, object.clone());
         object
+    }
+
+    /// A CustomResourceDefinition written: the types it serves are served from now on (as a real
+    /// API server establishes a new CRD), when they are types this server knows; a version it
+    /// no longer serves is withdrawn. CRDs of types this server does not know change nothing.
+    fn serve_defined(&mut self, crd: &Value) {
+        let group = crd["spec"]["group"].as_str().unwrap_or_default();
+        let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+            let name = version["name"].as_str().unwrap_or_default();
+            let known = RESOURCE_TYPES.iter().any(|resource| {
+                (resource.group, resource.version, resource.plural) == (group, name, plural)
+            });
+            if !known {
+                continue;
+            }
+            let key = (group.to_string(), name.to_string(), plural.to_string());
+            match version["served"].as_bool() == Some(true) {
+                true => self.withdrawn.remove(&key),
+                false => self.withdrawn.insert(key),
+            };
+        }
     }
 
     /// Fills server-set fields without storing (also for dry-run). Uses the next revision.

@@ -3,14 +3,17 @@
 //!
 //! Everything is checked before the first write: the file's digest is the planned one and it
 //! reads (three parts, known kinds, nodes with Kubernetes names), the datastore is Kubernetes, the
-//! Calico CRDs are served, and the target holds no Calico data but this file's. The target holds
+//! CRD manifest to install is the planned one and defines every kind the file holds (or, when the
+//! plan installs none, the Calico CRDs are served), and the target holds no Calico data but this
+//! file's. The target holds
 //! this file's data only after an import of it stopped half way, which is recognised by
 //! ClusterInformation already carrying the file's `clusterGUID` (written right after the lock,
 //! before any resource); such an import is finished, so killed and run again, every resource is
 //! there exactly once. Built-in tiers, Kubernetes nodes and a ClusterInformation alone do not
 //! count as Calico data.
 //!
-//! Then, in order: the lock (`datastoreReady: false`, who and when, as `datastore migrate lock`),
+//! Then, in order: the CRDs of the target's API group installed server-side and waited for
+//! (`import_crds.rs`), the lock (`datastoreReady: false`, who and when, as `datastore migrate lock`),
 //! `clusterGUID` and `calicoVersion` onto ClusterInformation, the resources as `apply` writes them
 //! (created when missing; undone on a failure or a signal within a request timeout — a run that
 //! stopped is finished by running again), Nodes onto the Kubernetes nodes of the same name (a node
@@ -23,9 +26,9 @@
 //! everything else, where netctl imports it and says so.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use super::IpamActionError;
+use super::import_crds::{self, Files};
 use super::readiness;
 use super::restore::{apply_documents, as_document, file_digest, restore_ipam};
 use crate::datastore::backup::{IpamObject, record};
@@ -53,15 +56,36 @@ const BUILT_IN_TIERS: [&str; 4] = [
 /// How many foreign objects a refusal names.
 const NAMED: usize = 5;
 
+/// What the import writes into: the Kubernetes datastore, the client its CRDs are installed with,
+/// and where a CRD manifest named by a path or a URL is read.
+pub(super) struct Target<'a> {
+    pub(super) store: &'a dyn Datastore,
+    pub client: Option<&'a kube::Client>,
+    pub files: Files<'a>,
+}
+
 /// Imports the export `request` names (see the module documentation).
-pub async fn import(
-    store: &dyn Datastore,
+pub(super) async fn import(
+    target: &Target<'_>,
     request: &DatastoreImport,
     mode: RunMode,
     interrupt: Option<&Interrupt>,
     release: &ApiRelease,
 ) -> Result<Outcome, StepError> {
-    let file = read(request)?;
+    let store = target.store;
+    let path = target.files.files_dir.join(&request.file);
+    if mode == RunMode::DryRun && request.sha256.is_empty() && !path.exists() {
+        // The export an earlier step of this run writes, which a dry run does not write.
+        return Ok(Outcome {
+            summary: format!(
+                "would install the CRDs and import `{}` once the export step wrote it",
+                path.display()
+            ),
+            transcript: Vec::new(),
+            output: None,
+        });
+    }
+    let file = read(request, &target.files)?;
     if store.kind() != DatastoreType::Kubernetes {
         return Err(refused(format!(
             "the datastore is `{}`: a migration export is imported into the Kubernetes datastore (point netctl at the cluster with `-c FILE` or NET_DATASTORE_TYPE=kubernetes)",
@@ -69,16 +93,30 @@ pub async fn import(
         ))
         .into());
     }
-    check_crds(store, &file).await?;
-    let resuming = survey(store, &file).await?;
+    let crds = import_crds::read(store, request, &file, &target.files).await?;
+    if crds.is_none() {
+        check_crds(store, &file).await?;
+    }
+    let served = crds_served(store).await?;
+    let resuming = match served {
+        true => survey(store, &file).await?,
+        false => false,
+    };
     let mut transcript = Vec::new();
+    if let Some(crds) = &crds {
+        transcript.extend(import_crds::install(target.client, store, crds, mode).await?);
+    }
+    if !served && mode == RunMode::DryRun {
+        // Nothing of Calico can be read before its CRDs exist: say what would follow them.
+        return Ok(unserved_dry_run(&file, transcript));
+    }
     if resuming {
         transcript.push(format!(
             "ClusterInformation already carries clusterGUID `{}`: finishing an import of this file that stopped half way",
             file.cluster_guid.as_deref().unwrap_or_default()
         ));
     }
-    let lock = readiness::set(store, true, &request.by, mode).await?;
+    let lock = readiness::set(store, true, &super::migration::by(&request.by), mode).await?;
     transcript.extend(lock.transcript);
     transcript.push(cluster_information(store, &file, mode).await?);
     let (documents, skipped) = documents(store, &file).await?;
@@ -122,26 +160,27 @@ fn refused(reason: String) -> IpamActionError {
     IpamActionError::Refused { reason }
 }
 
-/// Reads the export, refusing it when it is not the one planned or does not read.
-fn read(request: &DatastoreImport) -> Result<MigrationFile, IpamActionError> {
-    let path = Path::new(&request.file);
-    let digest = file_digest(path).map_err(|error| {
+/// Reads the export (a relative path: a file of the run's state directory), refusing it when it
+/// is not the one planned or does not read.
+fn read(request: &DatastoreImport, files: &Files<'_>) -> Result<MigrationFile, IpamActionError> {
+    let path = files.files_dir.join(&request.file);
+    let digest = file_digest(&path).map_err(|error| {
         refused(format!(
             "cannot read the migration export `{}`: {error}",
-            request.file
+            path.display()
         ))
     })?;
-    if digest != request.sha256 {
+    if !request.sha256.is_empty() && digest != request.sha256 {
         return Err(refused(format!(
             "the migration export `{}` changed since the plan was made (sha256 {digest}, planned {})",
             request.file, request.sha256
         )));
     }
-    migration_file::read(path).map_err(|error| refused(error.to_string()))
+    migration_file::read(&path).map_err(|error| refused(error.to_string()))
 }
 
-/// The Calico CRDs must be served (upstream installs them itself; netctl names the manifest of
-/// the release the export came from).
+/// Without a CRD manifest to install, the Calico CRDs must be served (the plan names none when
+/// they are installed otherwise, e.g. by the operator).
 async fn check_crds(store: &dyn Datastore, file: &MigrationFile) -> Result<(), IpamActionError> {
     match store.list_page(&ListOptions::new(Kind::IpPool), None).await {
         Err(error) if error.is_not_served() => {
@@ -151,16 +190,50 @@ async fn check_crds(store: &dyn Datastore, file: &MigrationFile) -> Result<(), I
             };
             let version = file.calico_version.as_deref().unwrap_or("vX.Y.Z");
             Err(refused(format!(
-                "the Kubernetes API at {server} does not serve the Calico CRDs: install those of the release the export came from first (`kubectl create -f https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/crds.yaml`), then import again"
+                "the Kubernetes API at {server} does not serve the Calico CRDs: import without `--skip-crds`: netctl installs the CRDs of the release the export came from ({version}), downloaded or from `--crds FILE`"
             )))
         }
         other => other.map(|_| ()).map_err(Into::into),
     }
 }
 
+/// Whether the Calico CRDs are served (none installed: the target is empty).
+pub(super) async fn crds_served(store: &dyn Datastore) -> Result<bool, IpamActionError> {
+    match store.list_page(&ListOptions::new(Kind::IpPool), None).await {
+        Ok(_) => Ok(true),
+        Err(error) if error.is_not_served() => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The dry run into a cluster without the Calico CRDs: what would be written once they exist.
+fn unserved_dry_run(file: &MigrationFile, mut transcript: Vec<String>) -> Outcome {
+    transcript.push(
+        "would lock the new datastore (ClusterInformation `default` with datastoreReady false)"
+            .to_string(),
+    );
+    for resource in &file.resources {
+        transcript.push(format!("would create {}", resource.key()));
+    }
+    let summary = format!(
+        "{} resource(s) would be created; IPAM: {} object(s) in the export would be created",
+        file.resources.len(),
+        file.ipam.len()
+    );
+    transcript.push(summary.clone());
+    Outcome {
+        summary,
+        transcript,
+        output: None,
+    }
+}
+
 /// Whether the target holds this file's data from an import that stopped; refuses when it holds
 /// anything else.
-async fn survey(store: &dyn Datastore, file: &MigrationFile) -> Result<bool, IpamActionError> {
+pub(super) async fn survey(
+    store: &dyn Datastore,
+    file: &MigrationFile,
+) -> Result<bool, IpamActionError> {
     let information = ResourceKey::new(Kind::ClusterInformation, None, "default");
     let resuming = match store.get(&information).await {
         Ok(information) => {

@@ -12,21 +12,23 @@
 
 pub mod configure;
 pub mod import;
+mod import_crds;
+mod migration;
 pub mod policy_names;
 pub mod readiness;
 pub mod release;
 pub mod restore;
 pub mod split;
 
-use super::{Context, Perform, Performed, RunMode};
+use super::{Context, Outcome, Perform, Performed, RunMode};
 use crate::datastore::ipam::{IpamError, IpamStore};
 use crate::datastore::{Datastore, StoreError};
 use crate::errors::Hint;
 use crate::ipam::BlockEncoding;
 use crate::plan::Action;
 use crate::plan::action::{
-    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, IpamConfigure,
-    IpamRelease, IpamSplit,
+    DatastoreImport, DatastoreLock, DatastoreMigratePolicyNames, DatastoreRestore, DatastoreTarget,
+    IpamConfigure, IpamRelease, IpamSplit,
 };
 
 /// Why an IPAM or lock action failed.
@@ -61,6 +63,16 @@ pub enum IpamActionError {
     #[error("{reason}")]
     Refused { reason: String },
     #[error(transparent)]
+    Migration(#[from] crate::datastore::migration::MigrationError),
+    #[error(transparent)]
+    CrdManifest(Box<crate::datastore::migration::crds::CrdManifestError>),
+    #[error("cannot install CustomResourceDefinition `{name}`")]
+    InstallCrd {
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error(transparent)]
     PolicyNames(#[from] policy_names::PolicyNameError),
     #[error("{done}; it stopped on {signal}")]
     Interrupted { done: String, signal: &'static str },
@@ -78,6 +90,11 @@ impl Hint for IpamActionError {
             IpamActionError::Store(error) => return error.hint(),
             IpamActionError::Ipam(error) => return error.hint(),
             IpamActionError::PolicyNames(error) => return error.hint(),
+            IpamActionError::CrdManifest(error) => return error.hint(),
+            IpamActionError::Migration(error) => return error.hint(),
+            IpamActionError::InstallCrd { .. } => {
+                "installing CRDs needs `patch` on `customresourcedefinitions.apiextensions.k8s.io` (cluster-admin); nothing of the export was written yet, so run the import again once allowed".into()
+            }
             IpamActionError::NotLocked { .. } => {
                 "lock it first (`netctl datastore migrate lock`), or pass `--force`".into()
             }
@@ -105,7 +122,19 @@ fn ipam_of(store: &dyn Datastore) -> Result<&dyn IpamStore, IpamActionError> {
 impl Perform for DatastoreLock {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
         let locked = matches!(action, Action::DatastoreLock(_));
-        Ok(readiness::set(context.store(action)?, locked, &self.by, mode).await?)
+        let target = migration::target(context, action, self.datastore).await?;
+        let by = migration::by(&self.by);
+        if mode == RunMode::DryRun
+            && self.datastore == DatastoreTarget::Kubernetes
+            && !import::crds_served(target.store()).await?
+        {
+            // The migration's target before its import installed the CRDs.
+            return Ok(Outcome::line(format!(
+                "would set datastoreReady: {} on ClusterInformation `default` of the Kubernetes datastore, once the import installed its CRDs",
+                !locked
+            )));
+        }
+        Ok(readiness::set(target.store(), locked, &by, mode).await?)
     }
 
     /// The flag is set (or cleared) whatever it was.
@@ -189,10 +218,20 @@ impl Perform for DatastoreMigratePolicyNames {
 
 impl Perform for DatastoreImport {
     async fn perform(&self, action: &Action, context: &Context<'_>, mode: RunMode) -> Performed {
-        let store = context.store(action)?;
+        let target = migration::target(context, action, self.datastore).await?;
+        let store = target.store();
         let release = context.release(store).await;
         let interrupt = context.interrupt.as_ref();
-        import::import(store, self, mode, interrupt, &release).await
+        let files = import_crds::Files {
+            files_dir: &context.files_dir,
+            mirror_dir: context.mirror_dir.as_deref(),
+        };
+        let target = import::Target {
+            store,
+            client: context.kubernetes.as_ref(),
+            files,
+        };
+        import::import(&target, self, mode, interrupt, &release).await
     }
 
     /// Run again, it finishes what a stopped run left (see `import.rs`).
