@@ -98,6 +98,11 @@ macro_rules! action_table {
                 /// Calico data, finishes an import stopped half way. Also `netctl datastore
                 /// migrate import`.
                 DatastoreImport = "datastore.import" (DatastoreImport),
+                /// Compare, reading only, a migration export with the Kubernetes datastore it was
+                /// imported into: each kind's resources by name, the IPAM blocks, affinities and
+                /// handles, each block's allocations. A difference fails the step as a
+                /// verification does.
+                DatastoreMigrationVerify = "datastore.migration-verify" (DatastoreMigrationVerify),
             }
             netctl {
                 /// One label set on (or removed from) many resources of a kind: what the planner

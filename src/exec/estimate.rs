@@ -87,9 +87,10 @@ pub fn by_kind(action: &Action) -> Duration {
         }
         Action::IpamSplit(split) => per_item(3, split.children.len()),
         // A whole datastore's worth of reads and writes; a restore is not an upgrade step.
-        Action::DatastoreRestore(_) | Action::DatastoreImport(_) | Action::DatastoreExport(_) => {
-            seconds(120)
-        }
+        Action::DatastoreRestore(_)
+        | Action::DatastoreImport(_)
+        | Action::DatastoreExport(_)
+        | Action::DatastoreMigrationVerify(_) => seconds(120),
         // Two reads of the policy keys and a transaction per misnamed policy (policies are few).
         Action::DatastoreMigratePolicyNames(_) | Action::DatastoreMigrationPreflight(_) => {
             seconds(10)

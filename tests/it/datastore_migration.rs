@@ -4,8 +4,9 @@
 //! etcd, export into the state directory, install the CRDs and import, switch the components to
 //! the Kubernetes-datastore manifest of the same release, wait for the rollout, unlock. The host
 //! endpoints are attached to their renamed nodes afterwards; a run killed with SIGKILL after a
-//! step resumes and finishes with every resource once; the dry run writes nothing; a target that
-//! holds Calico data is refused before the lock.
+//! step resumes and finishes with every resource once; the last step compares the export with
+//! the Kubernetes datastore and fails on a resource lost there; the dry run writes nothing; a
+//! target that holds Calico data is refused before the lock.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -254,10 +255,35 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         "DATASTORE_TYPE"
     );
 
-    // The cluster rolls the node agents; the run finishes.
+    // The cluster rolls the node agents. A resource lost on the Kubernetes side (deleted by
+    // hand here) fails the last step, which names it; put back, `--resume` verifies again and
+    // the run finishes.
     crate::upgrade_e2e::common::roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    let lost = kube
+        .get("crd.projectcalico.org/v1", "globalnetworksets", "", "gns-1")
+        .expect("the imported GlobalNetworkSet");
+    let deleted = kube.raw_request(
+        "DELETE",
+        "/apis/crd.projectcalico.org/v1/globalnetworksets/gns-1",
+        "",
+    );
+    assert!(deleted.starts_with("HTTP/1.1 200"), "{deleted}");
+    let failed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    let said = text(&failed.stderr);
+    assert!(!failed.status.success(), "{said}");
+    assert!(said.contains("datastore-migration/verify"), "{said}");
+    assert!(
+        said.contains("GlobalNetworkSet: 1 in the export, 0 in the Kubernetes datastore; missing `GlobalNetworkSet(gns-1)`"),
+        "{said}"
+    );
+    kube.put(lost);
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
     assert_success(&resumed, "resume");
+    assert!(
+        text(&resumed.stderr).contains("datastore-migration/verify: succeeded"),
+        "{}",
+        text(&resumed.stderr)
+    );
     // Every resource and IPAM object once, equal to the export; the target unlocked.
     assert_reads_back(&kube, export.to_str().unwrap(), &operator.home(), true);
     assert_eq!(

@@ -1,5 +1,6 @@
 //! The arguments of the IPAM and datastore actions: `datastore.lock`, `datastore.unlock`,
-//! `datastore.restore`, `datastore.migrate-policy-names`, `ipam.release`, `ipam.split`,
+//! `datastore.restore`, `datastore.migrate-policy-names`, `datastore.migration-preflight`,
+//! `datastore.export`, `datastore.import`, `datastore.migration-verify`, `ipam.release`, `ipam.split`,
 //! `ipam.configure` (one family; `exec/actions/ipam/` performs them), with their one-line
 //! descriptions.
 //!
@@ -65,6 +66,16 @@ pub struct DatastoreMigrationPreflight {
 #[serde(deny_unknown_fields)]
 pub struct DatastoreExport {
     /// The file, relative to the run's state directory.
+    pub file: String,
+}
+
+/// `datastore.migration-verify`: the export in the run's state directory compared with the
+/// Kubernetes datastore of the run's cluster after the import (reads only; the
+/// `datastore-migration` runbook's last step).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatastoreMigrationVerify {
+    /// The export, relative to the run's state directory (the `datastore.export` step's file).
     pub file: String,
 }
 
@@ -225,6 +236,16 @@ impl Arguments for DatastoreMigrationPreflight {
 impl Arguments for DatastoreExport {
     fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(out, "{name} -o {}", self.file)
+    }
+}
+
+impl Arguments for DatastoreMigrationVerify {
+    fn describe(&self, name: &str, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{name} -f {} against the cluster's Kubernetes datastore",
+            self.file
+        )
     }
 }
 

@@ -1,5 +1,6 @@
 //! The IPAM family of actions and the datastore's own: `datastore.lock`, `datastore.unlock`
-//! (`readiness.rs`), `datastore.restore` (`restore.rs`), `datastore.migrate-policy-names`
+//! (`readiness.rs`), `datastore.restore` (`restore.rs`), `datastore.migration-verify`
+//! (`migration_verify.rs`), `datastore.migrate-policy-names`
 //! (`policy_names.rs`), `ipam.release` (`release.rs`), `ipam.split` (`split.rs`), `ipam.configure`
 //! (`configure.rs`).
 //!
@@ -14,6 +15,7 @@ pub mod configure;
 pub mod import;
 mod import_crds;
 mod migration;
+mod migration_verify;
 pub mod policy_names;
 pub mod readiness;
 pub mod release;

@@ -36,7 +36,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(
+    pub fn new(
         check: &'static str,
         verdict: Verdict,
         summary: String,
