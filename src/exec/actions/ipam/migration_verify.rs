@@ -323,3 +323,79 @@ impl Perform for DatastoreMigrationVerify {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipam::AllocationAttribute;
+
+    fn block(allocated: &[(usize, &str)]) -> IpamObject {
+        let mut block = AllocationBlock {
+            cidr: Some("10.66.12.0/26".parse().unwrap()),
+            allocations: vec![None; 64],
+            ..AllocationBlock::default()
+        };
+        for (index, (ordinal, handle)) in allocated.iter().enumerate() {
+            block.allocations[*ordinal] = Some(index as i64);
+            block.attributes.push(AllocationAttribute {
+                handle_id: Some(handle.to_string()),
+                ..AllocationAttribute::default()
+            });
+        }
+        IpamObject::Block(block)
+    }
+
+    fn side(objects: &[IpamObject]) -> Ipam {
+        let mut side = Ipam::default();
+        for object in objects {
+            side.add(object);
+        }
+        side
+    }
+
+    #[test]
+    fn the_same_allocations_pass() {
+        let exported = side(&[block(&[
+            (0, "ipip-tunnel-addr-node-a"),
+            (1, "k8s-pod-network.1"),
+        ])]);
+        let stored = side(&[block(&[
+            (0, "ipip-tunnel-addr-node-a"),
+            (1, "k8s-pod-network.1"),
+        ])]);
+        let finding = ipam(&exported, &stored, Vec::new());
+        assert_eq!(finding.verdict, Verdict::Passed, "{finding:?}");
+    }
+
+    #[test]
+    fn a_block_whose_allocations_differ_fails_naming_them() {
+        let exported = side(&[block(&[
+            (0, "ipip-tunnel-addr-node-a"),
+            (1, "k8s-pod-network.1"),
+        ])]);
+        let stored = side(&[block(&[
+            (0, "ipip-tunnel-addr-node-a"),
+            (2, "k8s-pod-network.1"),
+        ])]);
+        let finding = ipam(&exported, &stored, Vec::new());
+        assert_eq!(finding.verdict, Verdict::Failed);
+        assert_eq!(
+            finding.evidence,
+            [
+                "block `/calico/ipam/v2/assignment/ipv4/block/10.66.12.0-26`: allocations in the export [0=ipip-tunnel-addr-node-a 1=k8s-pod-network.1], in the Kubernetes datastore [0=ipip-tunnel-addr-node-a 2=k8s-pod-network.1]"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_block_is_named_with_the_counts() {
+        let exported = side(&[block(&[(0, "h")])]);
+        let finding = ipam(&exported, &Ipam::default(), Vec::new());
+        assert_eq!(
+            finding.evidence,
+            [
+                "blocks: 1 in the export, 0 in the Kubernetes datastore; missing `/calico/ipam/v2/assignment/ipv4/block/10.66.12.0-26`"
+            ]
+        );
+    }
+}
