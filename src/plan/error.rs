@@ -36,6 +36,19 @@ pub enum PlanError {
     #[error("unknown procedure `{name}`")]
     UnknownProcedure { name: String, known: String },
     #[error(
+        "the procedure `{procedure}` does not apply to this install (install method `{install_method}`, datastore `{datastore_type}`): {reason}"
+    )]
+    ProcedureDoesNotApply {
+        procedure: String,
+        install_method: String,
+        datastore_type: String,
+        reason: &'static str,
+    },
+    #[error(
+        "netctl does not plan `{procedure}`, the move of the Kubernetes datastore from the `crd.projectcalico.org/v1` CRDs to the native `projectcalico.org/v3` CRDs: from v3.32 upstream's kube-controllers performs it (its migration controller, with the datastore locked while it copies), and a second writer would race it"
+    )]
+    CrdMigrationByKubeControllers { procedure: String },
+    #[error(
         "no runbook performs the upgrade of a `{install_method}` install on the `{datastore_type}` datastore"
     )]
     NoUpgradeRunbook {
@@ -121,6 +134,10 @@ impl Hint for PlanError {
                 "plan for `--to {latest}`, or use a netctl whose runbooks know the newer release"
             ),
             PlanError::UnknownProcedure { known, .. } => format!("known procedures are {known}"),
+            PlanError::ProcedureDoesNotApply { .. } => {
+                "check `--install-method` and `--datastore-type`; `netctl upgrade plan` without `--to` lists what applies to this cluster".to_string()
+            }
+            PlanError::CrdMigrationByKubeControllers { .. } => "upstream's way, at v3.32: (1) apply the release's `manifests/v3_projectcalico_org.yaml` (the v3 CRDs) and `manifests/migration.projectcalico.org_datastoremigrations.yaml`; (2) create the DatastoreMigration `v1-to-v3` (`apiVersion: migration.projectcalico.org/v1beta1`, `spec.type: APIServerToCRDs`): kube-controllers locks the datastore (new pods get no network), unregisters the `v3.projectcalico.org` APIService, copies every resource and unlocks at phase `Converged` (`kubectl get datastoremigrations`); (3) on a manifest install set `CALICO_API_GROUP=projectcalico.org/v3` on calico-node and calico-typha (the operator does it itself); the phase turns `Complete` after their rollout; (4) delete the DatastoreMigration: at `Complete` that removes the v1 CRDs, before it rolls the move back. Take a backup first: `netctl datastore backup`".to_string(),
             PlanError::NoUpgradeRunbook { .. } => {
                 "check `--install-method` and `--datastore-type`".to_string()
             }

@@ -387,3 +387,86 @@ fn find(directory: &std::path::Path, name: &str) -> Option<PathBuf> {
     }
     None
 }
+
+/// `upgrade plan --procedure …` offline with the install method and datastore given.
+fn plan_offline(
+    procedure: &str,
+    install_method: &str,
+    datastore_type: &str,
+) -> crate::support::Run {
+    let mut command = Netctl::new();
+    command.args([
+        "upgrade",
+        "plan",
+        "--procedure",
+        procedure,
+        "--from",
+        VERSION,
+        "--install-method",
+        install_method,
+        "--datastore-type",
+        datastore_type,
+        "--offline",
+    ]);
+    command.run()
+}
+
+/// The migration of an operator install, or of one already on the Kubernetes datastore, is
+/// refused with the reason (it used to plan only the verification steps, silently); the manifest
+/// install on etcd is planned.
+#[test]
+fn the_migration_is_refused_where_there_is_no_etcd_install_to_move() {
+    for (install_method, datastore_type, reason) in [
+        (
+            "operator",
+            "kubernetes",
+            "the operator runs Calico only on the Kubernetes datastore",
+        ),
+        (
+            "helm",
+            "etcdv3",
+            "the operator runs Calico only on the Kubernetes datastore",
+        ),
+        (
+            "manifest",
+            "kubernetes",
+            "the install already keeps its data in the Kubernetes datastore",
+        ),
+    ] {
+        let refused = plan_offline("datastore-migration", install_method, datastore_type);
+        assert_eq!(refused.code, Some(1), "{refused:?}");
+        assert!(
+            refused.stderr.contains(&format!(
+                "the procedure `datastore-migration` does not apply to this install (install method `{install_method}`, datastore `{datastore_type}`): {reason}"
+            )),
+            "{}",
+            refused.stderr
+        );
+        assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    }
+    let planned = plan_offline("datastore-migration", "manifest", "etcdv3");
+    assert!(planned.success(), "{}", planned.stderr);
+    assert!(planned.stdout.contains("datastore-migration/verify"));
+}
+
+/// The move from the `crd.projectcalico.org/v1` CRDs to the native `projectcalico.org/v3` ones
+/// is refused, naming upstream's way (kube-controllers' DatastoreMigration `v1-to-v3`).
+#[test]
+fn the_v1_to_v3_crd_migration_is_refused_with_upstreams_way() {
+    for procedure in ["crd-v3-migration", "v3-crd-migration", "crd-migration"] {
+        let refused = plan_offline(procedure, "manifest", "kubernetes");
+        assert_eq!(refused.code, Some(1), "{refused:?}");
+        for said in [
+            format!("netctl does not plan `{procedure}`"),
+            "upstream's kube-controllers performs it".to_string(),
+            "manifests/v3_projectcalico_org.yaml".to_string(),
+            "manifests/migration.projectcalico.org_datastoremigrations.yaml".to_string(),
+            "DatastoreMigration `v1-to-v3`".to_string(),
+            "`spec.type: APIServerToCRDs`".to_string(),
+            "`CALICO_API_GROUP=projectcalico.org/v3`".to_string(),
+            "at `Complete` that removes the v1 CRDs".to_string(),
+        ] {
+            assert!(refused.stderr.contains(&said), "{said}: {}", refused.stderr);
+        }
+    }
+}

@@ -17,6 +17,7 @@
 mod fold;
 mod instantiate;
 mod order;
+mod refused;
 mod select;
 mod target;
 
@@ -153,6 +154,7 @@ fn plan_steps(
 ) -> Result<Plan, PlanError> {
     let catalog = Catalog::parse(set.catalog_text().ok_or(CatalogError::Missing)?)?;
     let from = request.facts.installed_version.value.clone();
+    refused::check(&request.procedure, &request.facts)?;
     let procedures = set.procedures();
     if !procedures.contains(&request.procedure) {
         return Err(PlanError::UnknownProcedure {
