@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::migrate::{assert_reads_back, crd_manifest_text, kube_target, seed};
+use crate::support::calico_node::{Behaviour, CalicoNodeStandIn};
 use crate::support::kube_api::CALICO_GROUP;
 use crate::support::snapshot::netctl_snapshot;
 use crate::support::{CalicoGroups, EtcdServer, KubeApiServer, Netctl};
@@ -148,11 +149,14 @@ impl Operator {
     }
 }
 
-/// Plans the migration, shows the plan, and applies it killed with SIGKILL after the lock, after
-/// the export, in the middle of the import (its IPAM handles half written) and after the switch;
-/// each time `--resume` goes on, and the end state has every resource and IPAM object once, equal
-/// to the export, the host endpoint on its node's Kubernetes name, the target unlocked and etcd
-/// left locked.
+/// Plans the migration, shows the plan, and applies it killed with SIGKILL after every step
+/// (the baseline, the downloads, the pre-flight, the lock, the export, the switch, the wait, the
+/// unlock, the final comparison) and in the middle of the import (its IPAM handles half written);
+/// each time `--resume` goes on. A resource deleted on the Kubernetes side fails the comparison,
+/// which names it. The end state has every resource and IPAM object once, equal to the export, the
+/// host endpoint on its node's Kubernetes name, the target unlocked and etcd left locked. A
+/// calico-node status stand-in answers the BGP status requests of the baseline and the
+/// verification, so no resume waits out their timeout.
 #[test]
 fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills() {
     let (etcd, kube) = installed(400);
@@ -187,8 +191,14 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         assert!(shown.stdout.contains(step), "{step}: {}", shown.stdout);
     }
     let plan = operator.plan();
+    // calico-node's status reporter for the etcd node, so that the baseline and the final
+    // verification read its BGP sessions at once instead of waiting out their timeout.
+    let _reporter = CalicoNodeStandIn::on_etcd(
+        etcd.endpoints(),
+        Behaviour::for_nodes(&["etcd-node-1"], std::time::Duration::from_millis(50)),
+    );
 
-    // Killed after the lock: etcd is locked, nothing exported yet.
+    // Killed after the baseline, then after each step before the lock: nothing is written.
     let crashed = operator.run(
         &[
             "upgrade",
@@ -197,7 +207,7 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
             plan.to_str().unwrap(),
             "--yes",
         ],
-        &[("NETCTL_TEST_CRASH_AFTER", "datastore-migration/lock:after")],
+        &[("NETCTL_TEST_CRASH_AFTER", "verify/baseline:after")],
     );
     assert_eq!(
         crashed.status.signal(),
@@ -205,6 +215,14 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         "{}",
         text(&crashed.stderr)
     );
+    operator.release_run_lock();
+    for step in ["download-crds", "preflight", "download-manifest"] {
+        operator.resume_until_killed(&format!("datastore-migration/{step}:after"));
+        assert!(!locked(&etcd), "{step}");
+    }
+
+    // Killed after the lock: etcd is locked, nothing exported yet.
+    operator.resume_until_killed("datastore-migration/lock:after");
     assert!(locked(&etcd));
     assert!(find(&operator.home().join("state"), "migration.txt").is_none());
     operator.release_run_lock();
@@ -259,6 +277,8 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
     // hand here) fails the last step, which names it; put back, `--resume` verifies again and
     // the run finishes.
     crate::upgrade_e2e::common::roll_out(&kube, "daemonsets", "calico-node", 2, 2);
+    operator.resume_until_killed("datastore-migration/wait-node-agents:after");
+    operator.resume_until_killed("datastore-migration/unlock:after");
     let lost = kube
         .get("crd.projectcalico.org/v1", "globalnetworksets", "", "gns-1")
         .expect("the imported GlobalNetworkSet");
@@ -277,6 +297,7 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         "{said}"
     );
     kube.put(lost);
+    operator.resume_until_killed("datastore-migration/verify:after");
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
     assert_success(&resumed, "resume");
     assert!(
@@ -321,6 +342,10 @@ fn a_dry_run_of_the_migration_writes_nothing() {
     let shown = format!("{}{}", text(&dry.stdout), text(&dry.stderr));
     assert!(
         shown.contains("would export the etcd datastore, locked by then"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("would compare `") && shown.contains("each block's allocations"),
         "{shown}"
     );
     assert_eq!(etcd.dump_prefix_bytes("/calico/"), before);
