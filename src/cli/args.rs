@@ -377,7 +377,10 @@ pub struct TargetArgs {
     /// it, `upgrade plan` shows what the installed release can be upgraded to.
     #[arg(long, value_name = "VERSION")]
     pub to: Option<String>,
-    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`.
+    /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`, `datastore-migration`
+    /// (etcd -> Kubernetes datastore, manifest installs on etcd only). The move from the
+    /// `crd.projectcalico.org/v1` CRDs to the native `projectcalico.org/v3` ones
+    /// (`crd-v3-migration`) is refused: upstream's kube-controllers does it, and the error says how.
     #[arg(long, default_value = UPGRADE_PROCEDURE, add = ArgValueCompleter::new(super::completion::complete_procedure))]
     pub procedure: String,
     #[command(flatten)]
