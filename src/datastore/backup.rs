@@ -214,6 +214,26 @@ pub(crate) fn owner_only(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// Visits every block affinity, block and handle of `ipam`, in that order and page by page, each
+/// as an [`IpamObject`] or damaged; stops at the first error of `visit`.
+pub async fn for_each_ipam_object<E: From<StoreError>>(
+    ipam: &dyn IpamStore,
+    mut visit: impl FnMut(Result<IpamObject, Damaged>) -> Result<(), E>,
+) -> Result<(), E> {
+    ipam_store::for_each_affinity(ipam, |item| {
+        visit(item.map(|stored| IpamObject::Affinity(stored.value)))
+    })
+    .await?;
+    ipam_store::for_each_block(ipam, |item| {
+        visit(item.map(|stored| IpamObject::Block(stored.value)))
+    })
+    .await?;
+    ipam_store::for_each_handle(ipam, |item| {
+        visit(item.map(|stored| IpamObject::Handle(stored.value)))
+    })
+    .await
+}
+
 async fn write_ipam(
     ipam: &dyn IpamStore,
     out: &mut dyn Write,

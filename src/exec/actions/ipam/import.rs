@@ -31,7 +31,7 @@ use super::IpamActionError;
 use super::import_crds::{self, Files};
 use super::readiness;
 use super::restore::{apply_documents, as_document, file_digest, restore_ipam};
-use crate::datastore::backup::{IpamObject, record};
+use crate::datastore::backup::{IpamObject, for_each_ipam_object, record};
 use crate::datastore::ipam as ipam_store;
 use crate::datastore::kube::KubeError;
 use crate::datastore::migration::file::{self as migration_file, MigrationFile};
@@ -46,7 +46,7 @@ use crate::release::ApiRelease;
 use crate::resource::{Kind, Resource, ResourceKey};
 
 /// Tiers every datastore has from its initialisation (and v3.32's Kubernetes-managed ones).
-const BUILT_IN_TIERS: [&str; 4] = [
+pub(super) const BUILT_IN_TIERS: [&str; 4] = [
     "default",
     "adminnetworkpolicy",
     "kube-admin",
@@ -292,18 +292,7 @@ pub(super) async fn survey(
         }
         Ok::<(), IpamActionError>(())
     };
-    ipam_store::for_each_affinity(ipam, |item| {
-        visit(item.map(|stored| IpamObject::Affinity(stored.value)))
-    })
-    .await?;
-    ipam_store::for_each_block(ipam, |item| {
-        visit(item.map(|stored| IpamObject::Block(stored.value)))
-    })
-    .await?;
-    ipam_store::for_each_handle(ipam, |item| {
-        visit(item.map(|stored| IpamObject::Handle(stored.value)))
-    })
-    .await?;
+    for_each_ipam_object(ipam, &mut visit).await?;
     if let Some(config) = ipam.get_config().await? {
         visit(Ok(IpamObject::Config(config.value)))?;
     }

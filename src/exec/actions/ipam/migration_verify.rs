@@ -15,8 +15,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::IpamActionError;
+use super::import::BUILT_IN_TIERS;
 use super::migration::target;
-use crate::datastore::backup::{IpamObject, record};
+use crate::datastore::backup::{IpamObject, for_each_ipam_object, record};
 use crate::datastore::ipam as ipam_store;
 use crate::datastore::migration::file::{self as migration_file, MigrationFile};
 use crate::datastore::migration::{KINDS, KUBERNETES_POLICY_PREFIX};
@@ -31,15 +32,6 @@ use crate::resource::Kind;
 
 /// How many missing or extra names a finding shows.
 const NAMED: usize = 5;
-
-/// Tiers a Kubernetes datastore may have without the export holding them (v3.32's
-/// Kubernetes-managed ones and the default tier).
-const BUILT_IN_TIERS: [&str; 4] = [
-    "default",
-    "adminnetworkpolicy",
-    "kube-admin",
-    "kube-baseline",
-];
 
 /// One side of the IPAM comparison: the keys of the affinities and handles, each block's
 /// allocations by key.
@@ -99,18 +91,7 @@ impl Ipam {
             }
             Ok::<(), IpamActionError>(())
         };
-        ipam_store::for_each_affinity(ipam, |item| {
-            visit(item.map(|stored| IpamObject::Affinity(stored.value)))
-        })
-        .await?;
-        ipam_store::for_each_block(ipam, |item| {
-            visit(item.map(|stored| IpamObject::Block(stored.value)))
-        })
-        .await?;
-        ipam_store::for_each_handle(ipam, |item| {
-            visit(item.map(|stored| IpamObject::Handle(stored.value)))
-        })
-        .await?;
+        for_each_ipam_object(ipam, &mut visit).await?;
         Ok((read, damaged))
     }
 }
