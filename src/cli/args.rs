@@ -17,7 +17,7 @@ use crate::config::DatastoreType;
 use crate::exec::RunMode;
 use crate::plan::Release;
 use crate::plan::facts::{FactOverrides, InstallMethod, parse_set};
-use crate::plan::request::{ManifestEditRequest, ManifestReading, UpgradeRequest};
+use crate::plan::request::{Configured, ManifestEditRequest, ManifestReading, UpgradeRequest};
 use crate::release::{ApiRelease, ReleaseFlagError};
 use crate::resource::{Input, Kind, LoadError, Loader, Resource};
 use crate::runbook::UPGRADE_PROCEDURE;
@@ -343,21 +343,21 @@ impl FactArgs {
         })
     }
 
-    /// The request these flags (and `manifest`) make for `procedure`; `configured_etcd_endpoints`
-    /// are the configuration's own (fact `etcd_endpoints`).
+    /// The request these flags (and `manifest`) make for `procedure`; `configured` is what the
+    /// configuration says (facts `etcd_endpoints`, `calico_api_group`).
     pub fn request(
         &self,
         procedure: &str,
         to: Option<String>,
         manifest: &ManifestEditArgs,
         offline: bool,
-        configured_etcd_endpoints: Option<String>,
+        configured: Configured,
     ) -> anyhow::Result<UpgradeRequest> {
         Ok(UpgradeRequest {
             procedure: procedure.to_string(),
             to,
             overrides: self.overrides()?,
-            configured_etcd_endpoints,
+            configured,
             runbooks: self.runbooks.clone(),
             manifest_edits: manifest.request(),
             manifest_reading: if offline {
@@ -393,14 +393,14 @@ impl TargetArgs {
         &self,
         manifest: &ManifestEditArgs,
         offline: bool,
-        configured_etcd_endpoints: Option<String>,
+        configured: Configured,
     ) -> anyhow::Result<UpgradeRequest> {
         self.facts.request(
             &self.procedure,
             self.to.clone(),
             manifest,
             offline,
-            configured_etcd_endpoints,
+            configured,
         )
     }
 }

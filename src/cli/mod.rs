@@ -240,11 +240,18 @@ impl Context {
         Ok(self.client_config.get_or_init(|| config))
     }
 
-    /// The static etcd endpoints of the configuration (a plan's fact `etcd_endpoints`), if any.
-    pub fn configured_etcd_endpoints(&self) -> Option<String> {
-        self.client_config()
-            .ok()
-            .and_then(ClientConfig::static_etcd_endpoints)
+    /// What the configuration says that a plan's facts are made of: its static etcd endpoints
+    /// (`etcd_endpoints`) and its Calico API group (`calico_api_group`), where it has them.
+    pub fn configured_facts(&self) -> crate::plan::request::Configured {
+        let Ok(config) = self.client_config() else {
+            return crate::plan::request::Configured::default();
+        };
+        crate::plan::request::Configured {
+            etcd_endpoints: config.static_etcd_endpoints(),
+            api_group: connect::kubernetes_settings(config, &self.connect_options())
+                .ok()
+                .and_then(|settings| settings.api_group),
+        }
     }
 
     fn connect_options(&self) -> ConnectOptions {

@@ -106,9 +106,9 @@ pub struct RenderArgs {
 impl RenderArgs {
     /// Renders offline: every fact comes from flags or defaults.
     pub async fn run(&self, printer: &Printer) -> anyhow::Result<()> {
-        let request = self
-            .target
-            .request(&ManifestEditArgs::default(), true, None)?;
+        let request =
+            self.target
+                .request(&ManifestEditArgs::default(), true, Default::default())?;
         let plan = request
             .plan(FactSources::default(), &ManifestDownloads { mirror: None })
             .await?;

@@ -175,11 +175,9 @@ pub async fn run(context: &Context, command: UpgradeCommand) -> anyhow::Result<E
 
 /// `upgrade plan`: plans, saves to `--out`, prints to stdout.
 async fn plan(context: &Context, args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let mut request = args.target.request(
-        &args.manifest,
-        args.offline,
-        context.configured_etcd_endpoints(),
-    )?;
+    let mut request =
+        args.target
+            .request(&args.manifest, args.offline, context.configured_facts())?;
     request.canary = args.canary.request();
     let store = context.datastore_for_facts(args.offline).await?;
     if let Some(store) = &store {

@@ -315,7 +315,7 @@ pub async fn apply(context: &Context, args: ApplyArgs) -> anyhow::Result<ExitCod
                 args.to.clone(),
                 &args.manifest,
                 false,
-                context.configured_etcd_endpoints(),
+                context.configured_facts(),
             )?;
             request.canary = args.canary.request();
             let sources = FactSources {

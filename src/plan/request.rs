@@ -21,8 +21,9 @@ use super::overlay::{self, OverlayError};
 use super::resolve::{ManifestEdits, PlanError, PlanRequest, plan_upgrade_with};
 use super::targets::{Installed, UpgradeOptions};
 use super::{ManifestDiscovery, Plan, Release, discover_cluster_facts, discover_facts};
-use crate::config::DatastoreType;
+use crate::config::{CalicoApiGroup, DatastoreType, Sourced};
 use crate::datastore::Datastore;
+use crate::datastore::kube::{ClusterGroup, KubeStore};
 use crate::errors::Hint;
 use crate::runbook::{RunbookError, RunbookSet};
 
@@ -35,8 +36,8 @@ pub struct UpgradeRequest {
     pub to: Option<String>,
     /// Facts given on the command line; they win over discovered ones.
     pub overrides: FactOverrides,
-    /// The static etcd endpoints of netctl's own configuration (fact `etcd_endpoints`).
-    pub configured_etcd_endpoints: Option<String>,
+    /// What netctl's own configuration says that facts are made of.
+    pub configured: Configured,
     /// A runbook directory instead of the built-in runbooks.
     pub runbooks: Option<PathBuf>,
     pub manifest_edits: ManifestEditRequest,
@@ -44,6 +45,16 @@ pub struct UpgradeRequest {
     pub manifest_reading: ManifestReading,
     /// `--canary N` / `--canary-selector SELECTOR` (see `plan/canary.rs`).
     pub canary: Option<CanaryRequest>,
+}
+
+/// What netctl's configuration says that facts are made of (not read from the cluster).
+#[derive(Debug, Clone, Default)]
+pub struct Configured {
+    /// The static etcd endpoints (fact `etcd_endpoints`).
+    pub etcd_endpoints: Option<String>,
+    /// `calicoAPIGroup` / `CALICO_API_GROUP`: the group of the cluster's Kubernetes datastore
+    /// (fact `calico_api_group`), which otherwise discovery chooses.
+    pub api_group: Option<Sourced<CalicoApiGroup>>,
 }
 
 /// What the user says about hand edits of an installed manifest.
@@ -131,6 +142,9 @@ impl Hint for RequestError {
     }
 }
 
+/// How long discovery waits for the cluster's list of API groups.
+const CLUSTER_GROUP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long the plan-time review waits for a manifest.
 const REVIEW_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -156,11 +170,34 @@ impl UpgradeRequest {
                 discovered: found.clone(),
             });
         }
-        discovered.etcd_endpoints = self.configured_etcd_endpoints.clone();
+        discovered.etcd_endpoints = self.configured.etcd_endpoints.clone();
         if let Some(client) = sources.cluster {
             discovered.cluster = Some(discover_cluster_facts(client).await?);
+            // An etcd install's cluster: the group its Kubernetes datastore would use (where
+            // `datastore-migration` imports to). A Kubernetes datastore told its own above.
+            if discovered.calico_api_group.is_none() {
+                discovered.calico_api_group = Some(self.cluster_api_group(client).await?);
+            }
         }
         Ok(discovered)
+    }
+
+    /// The group a connection to `client`'s Kubernetes datastore would choose: the configured
+    /// one, else from the groups the API server serves (`datastore/kube/api_group.rs`).
+    async fn cluster_api_group(&self, client: &kube::Client) -> Result<CalicoApiGroup, FactError> {
+        let configured = ClusterGroup::Configured(self.configured.api_group.as_ref());
+        let store = KubeStore::for_cluster(
+            client.clone(),
+            "the cluster of the kubeconfig".to_string(),
+            CLUSTER_GROUP_TIMEOUT,
+            configured,
+        )
+        .await
+        .map_err(|source| FactError::Discovery {
+            what: "the API groups the cluster serves".to_string(),
+            source: Box::new(source),
+        })?;
+        Ok(store.api_group().group)
     }
 
     /// The facts: what the sources tell, with the request's overrides over it.

@@ -50,6 +50,7 @@ fn unknown_facts() -> Facts {
         alp_enabled: Fact::new(false, FactOrigin::Default),
         mesh_version: default(String::new()),
         etcd_endpoints: default(String::new()),
+        calico_api_group: default(String::new()),
         service_deployments: Fact::new(Vec::new(), FactOrigin::Default),
     }
 }

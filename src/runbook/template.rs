@@ -4,7 +4,9 @@
 //! structure. A string that is exactly one `{{ expression }}` evaluates to the expression's value
 //! (a list stays a list, `true` stays a boolean); any other string renders to a string. Undefined
 //! variables are errors (strict mode). `require(value, message)` fails the render when a value is
-//! empty, for facts a runbook cannot do without. This module knows nothing of actions or plans.
+//! empty, for facts a runbook cannot do without; `release_at_least(version, minimum)` compares two
+//! releases (`v3.32.1`, `v3.32`) as semver does, for what a release line first publishes. This
+//! module knows nothing of actions or plans.
 
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
@@ -28,6 +30,9 @@ fn template_error(template: &str, error: &minijinja::Error) -> TemplateError {
     }
 }
 
+/// The functions netctl adds to the templates (lint knows them as names that are not variables).
+pub const FUNCTIONS: &[&str] = &["require", "release_at_least"];
+
 /// The template engine with netctl's settings.
 pub struct Templates {
     environment: Environment<'static>,
@@ -44,6 +49,7 @@ impl Templates {
         let mut environment = Environment::new();
         environment.set_undefined_behavior(UndefinedBehavior::Strict);
         environment.add_function("require", require);
+        environment.add_function("release_at_least", release_at_least);
         Templates { environment }
     }
 
@@ -168,6 +174,20 @@ fn require(value: Value, message: String) -> Result<Value, minijinja::Error> {
     }
 }
 
+/// `release_at_least(version, minimum)`: whether release `version` is `minimum` or newer (`v3.32`
+/// stands for `v3.32.0`); a text that is not a release fails the render.
+fn release_at_least(version: String, minimum: String) -> Result<bool, minijinja::Error> {
+    let parse = |text: &str| {
+        text.parse::<crate::release::Release>().map_err(|error| {
+            minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!("release_at_least: `{text}` is not a release: {error}"),
+            )
+        })
+    };
+    Ok(parse(&version)? >= parse(&minimum)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +258,36 @@ mod tests {
             )
             .unwrap_err();
         assert!(error.to_string().contains("set mesh_version"), "{error}");
+    }
+
+    #[test]
+    fn releases_compare_as_semver_and_a_non_release_fails_the_render() {
+        let templates = Templates::new();
+        let at_least = |version: &str, minimum: &str| {
+            templates.render_string(
+                &format!("{{{{ release_at_least('{version}', '{minimum}') }}}}"),
+                &context(),
+            )
+        };
+        for (version, minimum, expected) in [
+            ("v3.32.1", "v3.32", true),
+            ("v3.32.0", "v3.32", true),
+            ("v3.31.4", "v3.32", false),
+            // Not as text: `v3.9` is older than `v3.32`.
+            ("v3.9.0", "v3.32", false),
+            ("v3.100.0", "v3.32", true),
+        ] {
+            assert_eq!(
+                at_least(version, minimum).unwrap(),
+                serde_json::json!(expected),
+                "{version} >= {minimum}"
+            );
+        }
+        let error = at_least("latest", "v3.32").unwrap_err();
+        assert!(
+            error.to_string().contains("`latest` is not a release"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn install_methods_procedures_and_facts_complete() {
         ["auto-host-endpoints"]
     );
     let facts = complete("netctl runbook render --set ");
-    assert_eq!(facts.len(), 15, "{facts:?}");
+    assert_eq!(facts.len(), 16, "{facts:?}");
     assert!(facts.iter().all(|fact| fact.ends_with('=')), "{facts:?}");
     assert!(facts.contains(&"all_interfaces_host_endpoints=".to_string()));
     assert_eq!(complete("netctl upgrade plan --set alp"), ["alp_enabled="]);
@@ -246,6 +246,10 @@ fn install_methods_procedures_and_facts_complete() {
     assert_eq!(
         complete("netctl upgrade plan --set alp_enabled=t"),
         ["true"]
+    );
+    assert_eq!(
+        complete("netctl upgrade plan --set calico_api_group="),
+        ["crd.projectcalico.org/v1", "projectcalico.org/v3"]
     );
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::migrate::{assert_reads_back, crd_manifest_text, kube_target, seed};
 use crate::support::calico_node::{Behaviour, CalicoNodeStandIn};
-use crate::support::kube_api::CALICO_GROUP;
+use crate::support::kube_api::{CALICO_GROUP, CALICO_V3_GROUP};
 use crate::support::snapshot::netctl_snapshot;
 use crate::support::{CalicoGroups, EtcdServer, KubeApiServer, Netctl};
 use crate::upgrade_e2e::common::assert_success;
@@ -45,6 +45,12 @@ impl Operator {
         for (file, text) in [
             ("crds.yaml", crd_manifest_text(CALICO_GROUP, &[])),
             ("calico.yaml", kubernetes_manifest()),
+            // v3.32's native `projectcalico.org/v3` CRDs and the calico manifest that uses them.
+            (
+                "v3_projectcalico_org.yaml",
+                crd_manifest_text(CALICO_V3_GROUP, &[]),
+            ),
+            ("calico-v3-crds.yaml", kubernetes_manifest()),
             ("calico-etcd.yaml", etcd_manifest(Flavour::Calico, VERSION)),
         ] {
             inner.mirror(VERSION, file, &text);
@@ -105,9 +111,14 @@ fn ready_node(kube: &KubeApiServer) {
 /// etcd as a manifest install of the release left it (`handles` IPAM handles besides the
 /// node's), the cluster with its objects and the node, no Calico CRDs.
 fn installed(handles: usize) -> (EtcdServer, KubeApiServer) {
+    installed_on(handles, CalicoGroups::None)
+}
+
+/// As [`installed`], the cluster serving the Calico `groups` (their CRDs, no objects).
+fn installed_on(handles: usize, groups: CalicoGroups) -> (EtcdServer, KubeApiServer) {
     let etcd = EtcdServer::start();
     seed(&etcd, handles);
-    let kube = kube_target(CalicoGroups::None);
+    let kube = kube_target(groups);
     ready_node(&kube);
     for object in netctl::yaml::read_values(&etcd_manifest(Flavour::Calico, VERSION)).unwrap() {
         kube.put(object);
@@ -124,6 +135,16 @@ fn locked(etcd: &EtcdServer) -> bool {
 }
 
 impl Operator {
+    /// Adds `calicoAPIGroup: GROUP` to the configuration file (with one, netctl reads no
+    /// environment, as calicoctl).
+    fn configure_api_group(&self, group: &str) {
+        std::fs::write(
+            self.home().join("netctl.cfg"),
+            format!("{}  calicoAPIGroup: {group}\n", self.config),
+        )
+        .unwrap();
+    }
+
     /// Releases the run lock a killed run left (as an operator would, `upgrade unlock`).
     fn release_run_lock(&self) {
         let status = self.run(&["upgrade", "status", "-o", "json"], &[]);
@@ -365,13 +386,7 @@ fn a_dry_run_of_the_migration_writes_nothing() {
 /// etcd stays unlocked.
 #[test]
 fn a_target_holding_calico_data_is_refused_before_the_lock() {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 3);
-    let kube = kube_target(CalicoGroups::V1);
-    ready_node(&kube);
-    for object in netctl::yaml::read_values(&etcd_manifest(Flavour::Calico, VERSION)).unwrap() {
-        kube.put(object);
-    }
+    let (etcd, kube) = installed_on(3, CalicoGroups::V1);
     kube.put(
         serde_json::json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool",
         "metadata": {"name": "existing-pool"},
@@ -396,6 +411,180 @@ fn a_target_holding_calico_data_is_refused_before_the_lock() {
         "{said}"
     );
     assert!(!locked(&etcd), "{said}");
+}
+
+/// A cluster that serves only v3.32's native `projectcalico.org/v3` CRDs (installed, holding
+/// nothing): the plan finds that group (fact `calico_api_group`, discovered) and downloads its
+/// CRDs (`v3_projectcalico_org.yaml`) and the manifest that uses them (`calico-v3-crds.yaml`);
+/// the run imports into `projectcalico.org/v3`, creates no `crd.projectcalico.org/v1` CRD, and
+/// its last step finds the Kubernetes datastore equal to the export.
+#[test]
+fn a_cluster_serving_the_native_v3_crds_is_migrated_into_them() {
+    let (etcd, kube) = installed_on(3, CalicoGroups::V3);
+    let operator = Operator::new(&etcd, &kube);
+    migrate_into_native_v3_crds(&etcd, &kube, &operator);
+}
+
+/// A cluster with no Calico CRDs, where the configuration says `calicoAPIGroup:
+/// projectcalico.org/v3`: the plan takes the configured group, and the run keeps it (the plan's
+/// fact, not what the empty cluster would let discovery choose) from the pre-flight to the
+/// comparison.
+#[test]
+fn the_configured_native_v3_group_is_migrated_into_on_a_cluster_without_calico_crds() {
+    let (etcd, kube) = installed(3);
+    let operator = Operator::new(&etcd, &kube);
+    operator.configure_api_group("projectcalico.org/v3");
+    migrate_into_native_v3_crds(&etcd, &kube, &operator);
+}
+
+/// Plans the migration (which must name the native CRDs and their manifest), runs it killed
+/// after the switch, rolls the node agents and resumes to the end; then checks where every
+/// object went.
+fn migrate_into_native_v3_crds(etcd: &EtcdServer, kube: &KubeApiServer, operator: &Operator) {
+    let shown = operator.run(
+        &[
+            "upgrade",
+            "plan",
+            "--procedure",
+            "datastore-migration",
+            "--no-manifest-edits",
+            "--to",
+            VERSION,
+        ],
+        &[],
+    );
+    assert_success(&shown, "upgrade plan");
+    let shown = text(&shown.stdout);
+    for said in [
+        "calico_api_group               projectcalico.org/v3  (discovered)",
+        "Download the `projectcalico.org/v3` CRDs of v3.32.1 (`v3_projectcalico_org.yaml`)",
+        "Download `calico-v3-crds.yaml` of v3.32.1",
+        "Install the `projectcalico.org/v3` CRDs and import `migration.txt`",
+    ] {
+        assert!(shown.contains(said), "{said}: {shown}");
+    }
+    let plan = operator.plan();
+    let _reporter = CalicoNodeStandIn::on_etcd(
+        etcd.endpoints(),
+        Behaviour::for_nodes(&["etcd-node-1"], std::time::Duration::from_millis(50)),
+    );
+    let crashed = operator.run(
+        &[
+            "upgrade",
+            "apply",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--yes",
+        ],
+        &[(
+            "NETCTL_TEST_CRASH_AFTER",
+            "datastore-migration/switch-components:after",
+        )],
+    );
+    assert_eq!(
+        crashed.status.signal(),
+        Some(9),
+        "{}",
+        text(&crashed.stderr)
+    );
+    operator.release_run_lock();
+    crate::upgrade_e2e::common::roll_out(kube, "daemonsets", "calico-node", 2, 2);
+    let finished = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
+    assert_success(&finished, "resume");
+    let said = text(&finished.stderr);
+    assert!(
+        said.contains("datastore-migration/verify: succeeded"),
+        "{said}"
+    );
+    let export = find(&operator.home().join("state"), "migration.txt").expect("the export");
+    assert_reads_back(kube, export.to_str().unwrap(), &operator.home(), true);
+    let endpoint = kube
+        .get("projectcalico.org/v3", "hostendpoints", "", "endpoint1")
+        .expect("the host endpoint in `projectcalico.org/v3`");
+    assert_eq!(endpoint["spec"]["node"], "node-a", "{endpoint}");
+    assert!(!kube.names("projectcalico.org/v3", "ipamhandles").is_empty());
+    let crds = kube.names("apiextensions.k8s.io/v1", "customresourcedefinitions");
+    assert!(
+        !crds
+            .iter()
+            .any(|name| name.ends_with(".crd.projectcalico.org")),
+        "{crds:?}"
+    );
+    assert!(kube.names("crd.projectcalico.org/v1", "ippools").is_empty());
+}
+
+/// The group comes from the configuration where it says one (`calicoAPIGroup`), on a cluster
+/// with no Calico CRDs yet; the native CRDs need v3.32, and
+/// canal has no manifest with them: both refused when planning, with the reason.
+#[test]
+fn the_configured_api_group_chooses_the_crds_and_what_cannot_be_is_refused() {
+    let (etcd, kube) = installed(3);
+    let operator = Operator::new(&etcd, &kube);
+    let plan = |env: &[(&str, &str)]| {
+        let planned = operator.run(
+            &[
+                "upgrade",
+                "plan",
+                "--procedure",
+                "datastore-migration",
+                "--no-manifest-edits",
+                "--to",
+                VERSION,
+            ],
+            env,
+        );
+        assert_success(&planned, "upgrade plan");
+        text(&planned.stdout)
+    };
+    let unset = plan(&[]);
+    assert!(
+        unset.contains("calico_api_group               crd.projectcalico.org/v1  (discovered)"),
+        "{unset}"
+    );
+    assert!(unset.contains("(`crds.yaml`)"), "{unset}");
+    operator.configure_api_group("projectcalico.org/v3");
+    let configured = plan(&[]);
+    assert!(
+        configured.contains("(`v3_projectcalico_org.yaml`)")
+            && configured.contains("`calico-v3-crds.yaml`"),
+        "{configured}"
+    );
+
+    for (from, flavour, reason) in [
+        (
+            "v3.31.2",
+            "calico",
+            "which upstream publishes from v3.32 on, and the install runs v3.31.2",
+        ),
+        (
+            VERSION,
+            "canal",
+            "upstream publishes no Kubernetes-datastore manifest with `projectcalico.org/v3` CRDs for the `canal` flavour",
+        ),
+    ] {
+        let mut command = Netctl::new();
+        command.args([
+            "upgrade",
+            "plan",
+            "--procedure",
+            "datastore-migration",
+            "--from",
+            from,
+            "--install-method",
+            "manifest",
+            "--datastore-type",
+            "etcdv3",
+            "--offline",
+            "--set",
+            "calico_api_group=projectcalico.org/v3",
+            "--set",
+            &format!("manifest_flavor={flavour}"),
+        ]);
+        let refused = command.run();
+        assert_eq!(refused.code, Some(1), "{refused:?}");
+        assert!(refused.stderr.contains(reason), "{}", refused.stderr);
+        assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    }
 }
 
 /// The first file called `name` below `directory`.

@@ -45,6 +45,9 @@ pub enum Reason {
     Discovered,
     /// The API server would not list its groups (403/404): upstream's default.
     Undiscoverable,
+    /// The plan that runs chose it (its fact `calico_api_group`, found when it was made): the
+    /// target of a migration keeps the group its plan was reviewed with.
+    Planned,
 }
 
 /// The group a connection uses, why, and what the server serves.
@@ -89,6 +92,9 @@ impl fmt::Display for GroupChoice {
         write!(f, "{} (", self.group)?;
         match (&self.reason, self.served.v1, self.served.v3) {
             (Reason::Configured(origin), _, _) => write!(f, "configured by {origin}")?,
+            (Reason::Planned, _, _) => {
+                write!(f, "chosen by the plan: its fact `calico_api_group`")?
+            }
             (Reason::Undiscoverable, _, _) => write!(
                 f,
                 "the API server would not list its groups, so {v1} as upstream"
@@ -111,6 +117,16 @@ impl fmt::Display for GroupChoice {
         }
         f.write_str(")")
     }
+}
+
+/// What decides the group of a cluster's Kubernetes datastore reached from another configuration
+/// ([`KubeStore::for_cluster`](super::KubeStore::for_cluster)).
+#[derive(Debug, Clone, Copy)]
+pub enum ClusterGroup<'a> {
+    /// The configured group (`calicoAPIGroup`, `CALICO_API_GROUP`), else discovery.
+    Configured(Option<&'a Sourced<CalicoApiGroup>>),
+    /// The group of the plan being run.
+    Planned(CalicoApiGroup),
 }
 
 /// Chooses the group: the configured one, else from the groups the server lists, as upstream.

@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::{ApiResource, DynamicObject};
 
-pub use api_group::{GroupChoice, OtherGroup, is_custom_resource};
+pub use api_group::{ClusterGroup, GroupChoice, OtherGroup, is_custom_resource};
 pub use client::ApiClient;
 pub use conversion::{CRD_GROUP, CRD_VERSION, METADATA_ANNOTATION, api_resource, convert_uid};
 
@@ -93,19 +93,29 @@ impl KubeStore {
         }
     }
 
-    /// The Kubernetes datastore of the cluster `client` talks to, its API group chosen as
-    /// [`KubeStore::connect`] chooses it without a configured one, whether or not the Calico CRDs
-    /// are served yet: the target of an etcd → Kubernetes migration run from an etcd
-    /// configuration (`datastore.import`, `datastore.unlock` with `datastore: kubernetes`).
+    /// The Kubernetes datastore of the cluster `client` talks to, whether or not the Calico CRDs
+    /// are served yet: the target of an etcd → Kubernetes migration from an etcd configuration
+    /// (`datastore.import`, `datastore.unlock` with `datastore: kubernetes`) and what a plan for
+    /// it finds. The API group is `group`'s: the running plan's, else chosen as
+    /// [`KubeStore::connect`] chooses it (the configured one, else discovered).
     pub async fn for_cluster(
         client: kube::Client,
         server: String,
         timeout: Duration,
+        group: ClusterGroup<'_>,
     ) -> Result<KubeStore, StoreError> {
         let api = ApiClient { client, server };
         let request = errors::Request::api_groups(&api.server, timeout);
-        let group = api_group::choose(&api, None, request).await?;
-        Ok(KubeStore::with_group(api, timeout, group))
+        let configured = match group {
+            ClusterGroup::Configured(configured) => configured,
+            ClusterGroup::Planned(_) => None,
+        };
+        let mut choice = api_group::choose(&api, configured, request).await?;
+        if let ClusterGroup::Planned(planned) = group {
+            choice.group = planned;
+            choice.reason = api_group::Reason::Planned;
+        }
+        Ok(KubeStore::with_group(api, timeout, choice))
     }
 
     /// A store for a client and a group chosen elsewhere (an upgrade's `kube.*` steps, tests).

@@ -8,7 +8,7 @@ use super::{
     AUTO_HOST_ENDPOINT_LABEL, DeploymentFact, FactError, HostEndpointFact, InstallMethod,
     ManifestFlavor, OwnerReferenceFact,
 };
-use crate::config::DatastoreType;
+use crate::config::{CalicoApiGroup, DatastoreType};
 use crate::datastore::{self, Datastore, Detail, ListOptions, StoreError};
 use crate::plan::Release;
 use crate::resource::{Kind, ResourceKey};
@@ -26,6 +26,9 @@ pub struct DiscoveredFacts {
     /// The etcd endpoints of netctl's own configuration (not read from the datastore: the caller
     /// that loaded the configuration sets them).
     pub etcd_endpoints: Option<String>,
+    /// The API group of the Kubernetes datastore's Calico resources: the datastore's own, or for
+    /// an etcd datastore its cluster's (the caller with a cluster sets it).
+    pub calico_api_group: Option<CalicoApiGroup>,
 }
 
 /// What the Kubernetes objects of the install tell; `None` where discovery found nothing.
@@ -132,5 +135,6 @@ pub async fn discover_facts(store: &dyn Datastore) -> Result<DiscoveredFacts, Fa
         alp_enabled: Some(alp_enabled),
         cluster: None,
         etcd_endpoints: None,
+        calico_api_group: store.calico_api_group(),
     })
 }

@@ -231,6 +231,22 @@ define_facts! {
         shown: Always,
         values: [],
     }
+    /// The API group of the Kubernetes datastore's Calico resources: of the datastore itself, or,
+    /// for an etcd install, of its cluster (where `datastore-migration` imports to). Chosen as a
+    /// connection chooses it (`datastore/kube/api_group.rs`): `calicoAPIGroup` / `CALICO_API_GROUP`,
+    /// else what the API server serves (`projectcalico.org/v3` when only v3.32's native CRDs are),
+    /// else `crd.projectcalico.org/v1`. Left out of plans while unknown (no cluster).
+    calico_api_group: String {
+        default: String::new(),
+        parse: rules::api_group,
+        check: rules::optional_api_group,
+        discovered: Datastore(|found: &DiscoveredFacts| {
+            found.calico_api_group.map(|group| group.api_version().to_string())
+        }),
+        stale: Never,
+        shown: WhenSet,
+        values: ["crd.projectcalico.org/v1", "projectcalico.org/v3"],
+    }
     /// The etcd endpoints netctl is configured with (`etcdEndpoints`), comma-separated: what an
     /// etcd manifest's `etcd_endpoints` must say. Left out of plans while unset, so plans for the
     /// Kubernetes datastore do not list it.

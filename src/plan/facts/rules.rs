@@ -44,6 +44,13 @@ pub(super) fn base_url(text: &str, _: &[&str]) -> Result<String, String> {
     Ok(text.trim_end_matches('/').to_string())
 }
 
+/// A Calico API group with its version (`projectcalico.org/v3`), written as upstream writes it.
+pub(super) fn api_group(text: &str, values: &[&str]) -> Result<String, String> {
+    text.parse::<crate::config::CalicoApiGroup>()
+        .map(|group| group.api_version().to_string())
+        .map_err(|_| format!("expected {}", crate::resource::validate::quote_list(values)))
+}
+
 /// URLs separated by commas (or a JSON list), kept as one comma-separated text.
 pub(super) fn url_list(text: &str, _: &[&str]) -> Result<String, String> {
     Ok(list(text)?.join(","))
@@ -143,6 +150,18 @@ pub(super) fn optional_namespace(name: &'static str, value: &str) -> Result<(), 
     match value.is_empty() {
         true => Ok(()),
         false => namespace(name, value),
+    }
+}
+
+/// Empty (unknown) or a Calico API group (a template chooses manifests by it).
+pub(super) fn optional_api_group(name: &'static str, value: &str) -> Result<(), FactError> {
+    match value.is_empty() || value.parse::<crate::config::CalicoApiGroup>().is_ok() {
+        true => Ok(()),
+        false => Err(invalid(
+            name,
+            value,
+            "expected `crd.projectcalico.org/v1` or `projectcalico.org/v3`".to_string(),
+        )),
     }
 }
 

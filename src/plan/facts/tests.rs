@@ -318,7 +318,14 @@ mod definitions {
         let shown: Vec<&str> = FACT_NAMES
             .iter()
             .copied()
-            .filter(|name| !["helm_release_namespace", "etcd_endpoints"].contains(name))
+            .filter(|name| {
+                ![
+                    "helm_release_namespace",
+                    "etcd_endpoints",
+                    "calico_api_group",
+                ]
+                .contains(name)
+            })
             .collect();
         assert_eq!(names, shown);
         let names: Vec<&str> = facts.shown().iter().map(|(name, ..)| *name).collect();
@@ -344,7 +351,7 @@ mod definitions {
             .iter()
             .filter(|fact| !fact.values.is_empty())
             .collect();
-        assert_eq!(with_values.len(), 4, "{with_values:?}");
+        assert_eq!(with_values.len(), 5, "{with_values:?}");
         for fact in with_values {
             for value in fact.values {
                 let mut facts = operator_facts();
@@ -380,7 +387,8 @@ mod definitions {
                 "installed_version",
                 "datastore_type",
                 "all_interfaces_host_endpoints",
-                "alp_enabled"
+                "alp_enabled",
+                "calico_api_group"
             ]
         );
         assert_eq!(from(Discovery::Configuration), ["etcd_endpoints"]);

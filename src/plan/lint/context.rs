@@ -34,8 +34,10 @@ pub(super) fn is_known_variable(variable: &str, params: &[String], has_item: boo
         return true;
     }
     // Functions and tests that minijinja reports as undeclared names.
+    if crate::runbook::template::FUNCTIONS.contains(&variable) {
+        return true;
+    }
     if [
-        "require",
         "range",
         "none",
         "true",

@@ -12,7 +12,7 @@
 use super::IpamActionError;
 use crate::config::CalicoApiGroup;
 use crate::datastore::Datastore;
-use crate::datastore::kube::KubeStore;
+use crate::datastore::kube::{ClusterGroup, KubeStore};
 use crate::datastore::migration::file::MigrationFile;
 use crate::datastore::migration::{MigrationError, NodeNames, crds, export};
 use crate::exec::actions::{Context, Outcome, Perform, Performed, RunMode, StepError, fetch};
@@ -51,10 +51,17 @@ pub(super) async fn target<'a>(
                 .ok_or(StepError::KubernetesUnavailable {
                     action: action.name(),
                 })?;
+            // The group the plan was made for (`calico_api_group`): the CRDs it downloaded are
+            // that group's. A plan made without a cluster leaves it to discovery.
+            let group = match context.facts.calico_api_group.value.parse() {
+                Ok(planned) => ClusterGroup::Planned(planned),
+                Err(_) => ClusterGroup::Configured(None),
+            };
             let store = KubeStore::for_cluster(
                 client,
                 "the cluster of the kubeconfig".to_string(),
                 configured.request_timeout(),
+                group,
             )
             .await
             .map_err(IpamActionError::from)?;
