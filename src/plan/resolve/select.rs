@@ -379,7 +379,13 @@ mod tests {
 
     #[test]
     fn a_procedure_with_a_runbook_for_this_install_is_planned_even_when_its_condition_is_false() {
-        let outside = procedure_runbook("move", "outside", "upgrade", "{datastoreTypes: [etcdv3]}", "");
+        let outside = procedure_runbook(
+            "move",
+            "outside",
+            "upgrade",
+            "{datastoreTypes: [etcdv3]}",
+            "",
+        );
         let conditioned = procedure_runbook(
             "move",
             "conditioned",
