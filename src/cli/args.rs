@@ -378,7 +378,9 @@ pub struct TargetArgs {
     #[arg(long, value_name = "VERSION")]
     pub to: Option<String>,
     /// Plan another procedure of the runbooks, e.g. `auto-host-endpoints`, `datastore-migration`
-    /// (etcd -> Kubernetes datastore, manifest installs on etcd only). The move from the
+    /// (etcd -> Kubernetes datastore, manifest installs on etcd only). A procedure none of whose
+    /// runbooks is for this install (their `appliesTo`) is refused with each runbook's reason. The
+    /// move from the
     /// `crd.projectcalico.org/v1` CRDs to the native `projectcalico.org/v3` ones
     /// (`crd-v3-migration`) is refused: upstream's kube-controllers does it, and the error says how.
     #[arg(long, default_value = UPGRADE_PROCEDURE, add = ArgValueCompleter::new(super::completion::complete_procedure))]

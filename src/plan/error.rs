@@ -36,13 +36,14 @@ pub enum PlanError {
     #[error("unknown procedure `{name}`")]
     UnknownProcedure { name: String, known: String },
     #[error(
-        "the procedure `{procedure}` does not apply to this install (install method `{install_method}`, datastore `{datastore_type}`): {reason}"
+        "the procedure `{procedure}` does not apply to this install: {}",
+        .runbooks.join("; ")
     )]
     ProcedureDoesNotApply {
         procedure: String,
-        install_method: String,
-        datastore_type: String,
-        reason: &'static str,
+        /// Per runbook of the procedure: the `appliesTo` requirements that fail, each with the
+        /// value found, and the runbook's `why`.
+        runbooks: Vec<String>,
     },
     #[error(
         "netctl does not plan `{procedure}`, the move of the Kubernetes datastore from the `crd.projectcalico.org/v1` CRDs to the native `projectcalico.org/v3` CRDs: from v3.32 upstream's kube-controllers performs it (its migration controller, with the datastore locked while it copies), and a second writer would race it"
@@ -135,7 +136,7 @@ impl Hint for PlanError {
             ),
             PlanError::UnknownProcedure { known, .. } => format!("known procedures are {known}"),
             PlanError::ProcedureDoesNotApply { .. } => {
-                "check `--install-method` and `--datastore-type`; `netctl upgrade plan` without `--to` lists what applies to this cluster".to_string()
+                "check the facts the requirements read (`--from`, `--install-method`, `--datastore-type`); `netctl upgrade plan` without `--to` lists what applies to this cluster".to_string()
             }
             PlanError::CrdMigrationByKubeControllers { .. } => "upstream's way, at v3.32: (1) apply the release's `manifests/v3_projectcalico_org.yaml` (the v3 CRDs) and `manifests/migration.projectcalico.org_datastoremigrations.yaml`; (2) create the DatastoreMigration `v1-to-v3` (`apiVersion: migration.projectcalico.org/v1beta1`, `spec.type: APIServerToCRDs`): kube-controllers locks the datastore (new pods get no network), unregisters the `v3.projectcalico.org` APIService, copies every resource and unlocks at phase `Converged` (`kubectl get datastoremigrations`); (3) on a manifest install set `CALICO_API_GROUP=projectcalico.org/v3` on calico-node and calico-typha (the operator does it itself); the phase turns `Complete` after their rollout; (4) delete the DatastoreMigration: at `Complete` that removes the v1 CRDs, before it rolls the move back. Take a backup first: `netctl datastore backup`".to_string(),
             PlanError::NoUpgradeRunbook { .. } => {

@@ -3,10 +3,11 @@
 //! Findings carry `file:line:col` and a code: schema errors, template syntax and undefined variables,
 //! unknown actions and bad arguments (each step is rendered against sample facts and converted into
 //! an action), duplicate ids, dangling `needs`, cycles, version requirements that can never match,
-//! irreversible steps without a preceding human gate, and command hygiene in `exec`/`helm` argv
-//! (bare `--dry-run`, `helm` without `--namespace`/`--version`, an object name written twice, shell
-//! syntax in an argv that runs no shell), and spans a run must not be cut inside that are left open
-//! or hold a gate (`lint/spans.rs`). Lint never contacts a cluster.
+//! an `appliesTo.why` with no requirement to explain, irreversible steps without a preceding human
+//! gate, and command hygiene in `exec`/`helm` argv (bare `--dry-run`, `helm` without
+//! `--namespace`/`--version`, an object name written twice, shell syntax in an argv that runs no
+//! shell), and spans a run must not be cut inside that are left open or hold a gate
+//! (`lint/spans.rs`). Lint never contacts a cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -204,6 +205,19 @@ impl RunbookLinter<'_> {
     /// satisfies, unknown edges and requirements no catalog target reaches.
     fn check_requirements(&mut self, catalog: Option<&Catalog>) {
         let applies = self.loaded.runbook.spec.applies_to.clone();
+        let requires_nothing = applies.edge.is_none()
+            && applies.from.is_none()
+            && applies.to.is_none()
+            && applies.install_methods.is_empty()
+            && applies.datastore_types.is_empty();
+        if applies.why.is_some() && requires_nothing {
+            self.report(
+                self.loaded.line_of_key("why"),
+                Severity::Warning,
+                "why-without-requirement",
+                "`appliesTo.why` explains a limit the runbook does not have: `appliesTo` names no edge, version, install method or datastore".to_string(),
+            );
+        }
         let mut parsed = Vec::new();
         for (key, text) in [("from", &applies.from), ("to", &applies.to)] {
             let Some(text) = text else { continue };

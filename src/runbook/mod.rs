@@ -107,6 +107,10 @@ pub struct AppliesTo {
     /// Datastore types this runbook is for; empty means all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub datastore_types: Vec<DatastoreType>,
+    /// Why the runbook is limited so, in one sentence: a procedure other than `upgrade` whose
+    /// runbooks all fall outside their requirements is refused, and the refusal quotes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

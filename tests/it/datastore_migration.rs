@@ -625,34 +625,43 @@ fn plan_offline(
     command.run()
 }
 
-/// The migration of an operator install, or of one already on the Kubernetes datastore, is
-/// refused with the reason (it used to plan only the verification steps, silently); the manifest
-/// install on etcd is planned.
+/// The migration of an operator or Helm install, or of one already on the Kubernetes datastore,
+/// is refused by the planner's generic rule — every runbook of the procedure fails its `appliesTo`
+/// — naming the requirement that fails with the value found and the runbook's `why` (it used to
+/// plan only the verification steps, silently); the manifest install on etcd is planned.
 #[test]
 fn the_migration_is_refused_where_there_is_no_etcd_install_to_move() {
-    for (install_method, datastore_type, reason) in [
+    let why = "the operator and its Helm chart run Calico only on the Kubernetes datastore, so they have no etcd datastore to move, and a manifest install on the Kubernetes datastore has nothing to move";
+    for (install_method, datastore_type, failed) in [
         (
             "operator",
             "kubernetes",
-            "the operator runs Calico only on the Kubernetes datastore",
+            "install methods `manifest` (this install: `operator`) and datastores `etcdv3` (this install: `kubernetes`)",
         ),
         (
             "helm",
             "etcdv3",
-            "the operator runs Calico only on the Kubernetes datastore",
+            "install methods `manifest` (this install: `helm`)",
         ),
         (
             "manifest",
             "kubernetes",
-            "the install already keeps its data in the Kubernetes datastore",
+            "datastores `etcdv3` (this install: `kubernetes`)",
         ),
     ] {
         let refused = plan_offline("datastore-migration", install_method, datastore_type);
         assert_eq!(refused.code, Some(1), "{refused:?}");
         assert!(
             refused.stderr.contains(&format!(
-                "the procedure `datastore-migration` does not apply to this install (install method `{install_method}`, datastore `{datastore_type}`): {reason}"
+                "the procedure `datastore-migration` does not apply to this install: runbook `datastore-migration` applies to {failed}: {why}\n"
             )),
+            "{}",
+            refused.stderr
+        );
+        assert!(
+            refused
+                .stderr
+                .contains("`netctl upgrade plan` without `--to` lists what applies"),
             "{}",
             refused.stderr
         );

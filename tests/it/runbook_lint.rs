@@ -86,6 +86,11 @@ fixture!(
     "unknown-edge"
 );
 fixture!(
+    a_why_explains_a_requirement,
+    "why-without-requirement",
+    "why-without-requirement"
+);
+fixture!(
     irreversible_steps_need_a_gate,
     "ungated-irreversible",
     "ungated-irreversible"

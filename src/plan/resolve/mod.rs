@@ -4,7 +4,8 @@
 //! 1. [`target`]: the release catalog turns `--to` into the full target release and decides whether
 //!    the path is supported (naming the route when not).
 //! 2. [`select`]: the runbooks of the procedure whose `appliesTo` requirements and `when` conditions
-//!    hold are chosen, each with its template context (`params`) and why it applies.
+//!    hold are chosen, each with its template context (`params`) and why it applies. A procedure
+//!    other than `upgrade` whose runbooks all fail their `appliesTo` is refused, naming what fails.
 //! 3. [`instantiate`]: each step is rendered per string value (`foreach` items expanded, or folded
 //!    into one batched label step by [`fold`]), its `file:` loaded and its `action`/`with` converted
 //!    into a typed [`Action`].
@@ -154,7 +155,7 @@ fn plan_steps(
 ) -> Result<Plan, PlanError> {
     let catalog = Catalog::parse(set.catalog_text().ok_or(CatalogError::Missing)?)?;
     let from = request.facts.installed_version.value.clone();
-    refused::check(&request.procedure, &request.facts)?;
+    refused::check(&request.procedure)?;
     let procedures = set.procedures();
     if !procedures.contains(&request.procedure) {
         return Err(PlanError::UnknownProcedure {

@@ -38,21 +38,31 @@ pub(super) struct Selection<'a> {
 }
 
 /// The runbooks of the procedure that apply, in the set's order. An upgrade without a runbook of
-/// the `upgrade` phase is refused: nothing would change the release.
+/// the `upgrade` phase is refused: nothing would change the release. Another procedure whose
+/// runbooks all fall outside their `appliesTo` is refused, naming for each what fails and its
+/// `why`.
 pub(super) fn select<'set>(
     set: &'set RunbookSet,
     templates: &Templates,
     selection: &Selection<'_>,
 ) -> Result<Vec<Selected<'set>>, PlanError> {
     let mut selected = Vec::new();
+    // The runbooks of the procedure that fall outside their `appliesTo`, each with what fails.
+    let mut refusals = Vec::new();
+    let mut any_applies = false;
     for (index, loaded) in set.runbooks.iter().enumerate() {
         let spec = &loaded.runbook.spec;
         if spec.procedure != selection.procedure {
             continue;
         }
-        let Some(reason) = runbook_reason(selection, loaded)? else {
-            continue;
+        let reason = match applies(selection, loaded)? {
+            Applies::Yes(reason) => reason,
+            Applies::No(refusal) => {
+                refusals.push(refusal);
+                continue;
+            }
         };
+        any_applies = true;
         let context = runbook_context(templates, loaded, selection.base)?;
         let reason = match &spec.when {
             Some(condition) => {
@@ -73,6 +83,14 @@ pub(super) fn select<'set>(
             reason,
         });
     }
+    // A false `when` means nothing to do, a plan still; a procedure none of whose runbooks is for
+    // this install would plan only the baseline and the verification, so it is refused.
+    if selection.procedure != UPGRADE_PROCEDURE && !any_applies && !refusals.is_empty() {
+        return Err(PlanError::ProcedureDoesNotApply {
+            procedure: selection.procedure.to_string(),
+            runbooks: refusals,
+        });
+    }
     let upgrades = selected
         .iter()
         .any(|chosen| chosen.loaded.runbook.spec.phase == Phase::Upgrade);
@@ -85,11 +103,18 @@ pub(super) fn select<'set>(
     Ok(selected)
 }
 
-/// Why a runbook applies (`Some(reason)`), or `None` when its requirements do not hold.
-fn runbook_reason(
-    selection: &Selection<'_>,
-    loaded: &LoadedRunbook,
-) -> Result<Option<String>, PlanError> {
+/// What a runbook's `appliesTo` requirements say of this plan.
+enum Applies {
+    /// Every requirement holds: why the runbook applies.
+    Yes(String),
+    /// What does not hold: `runbook `NAME` applies to …`, each requirement with the value found,
+    /// then the runbook's `why`.
+    No(String),
+}
+
+/// Whether a runbook's `appliesTo` requirements hold, each one checked so a refusal names every
+/// one that fails.
+fn applies(selection: &Selection<'_>, loaded: &LoadedRunbook) -> Result<Applies, PlanError> {
     let Selection {
         catalog,
         from,
@@ -100,6 +125,7 @@ fn runbook_reason(
     let applies = &loaded.runbook.spec.applies_to;
     let name = &loaded.runbook.metadata.name;
     let mut reasons = Vec::new();
+    let mut unmet = Vec::new();
     if let Some(edge_name) = &applies.edge {
         let edge = catalog
             .edge(edge_name)
@@ -107,49 +133,78 @@ fn runbook_reason(
                 runbook: name.clone(),
                 edge: edge_name.clone(),
             })?;
-        if !catalog.crosses(edge, from, to) {
-            return Ok(None);
+        if catalog.crosses(edge, from, to) {
+            reasons.push(format!(
+                "crosses `{}` ({} → {}): {}",
+                edge.name, edge.from, edge.to, edge.description
+            ));
+        } else {
+            unmet.push(format!(
+                "upgrades across `{}` (`{}` → `{}`) (this plan: `{from}` → `{to}`)",
+                edge.name, edge.from, edge.to
+            ));
         }
-        reasons.push(format!(
-            "crosses `{}` ({} → {}): {}",
-            edge.name, edge.from, edge.to, edge.description
-        ));
     }
     let place = format!("runbook `{name}`");
     if let Some(text) = &applies.from {
-        if !catalog::matches(&catalog::requirement(text, &place)?, from) {
-            return Ok(None);
+        if catalog::matches(&catalog::requirement(text, &place)?, from) {
+            reasons.push(format!("installed `{from}` matches `{text}`"));
+        } else {
+            unmet.push(format!(
+                "installed versions `{text}` (this install: `{from}`)"
+            ));
         }
-        reasons.push(format!("installed `{from}` matches `{text}`"));
     }
     if let Some(text) = &applies.to {
-        if !catalog::matches(&catalog::requirement(text, &place)?, to) {
-            return Ok(None);
+        if catalog::matches(&catalog::requirement(text, &place)?, to) {
+            reasons.push(format!("target `{to}` matches `{text}`"));
+        } else {
+            unmet.push(format!("target versions `{text}` (this plan: `{to}`)"));
         }
-        reasons.push(format!("target `{to}` matches `{text}`"));
     }
+    let install_method = facts.install_method.value;
     if !applies.install_methods.is_empty() {
-        if !applies
-            .install_methods
-            .contains(&facts.install_method.value)
-        {
-            return Ok(None);
+        if applies.install_methods.contains(&install_method) {
+            reasons.push(format!("install method `{install_method}`"));
+        } else {
+            unmet.push(format!(
+                "install methods {} (this install: `{install_method}`)",
+                listed(&applies.install_methods)
+            ));
         }
-        reasons.push(format!("install method `{}`", facts.install_method.value));
     }
+    let datastore_type = facts.datastore_type.value;
     if !applies.datastore_types.is_empty() {
-        if !applies
-            .datastore_types
-            .contains(&facts.datastore_type.value)
-        {
-            return Ok(None);
+        if applies.datastore_types.contains(&datastore_type) {
+            reasons.push(format!("datastore `{datastore_type}`"));
+        } else {
+            unmet.push(format!(
+                "datastores {} (this install: `{datastore_type}`)",
+                listed(&applies.datastore_types)
+            ));
         }
-        reasons.push(format!("datastore `{}`", facts.datastore_type.value));
+    }
+    if !unmet.is_empty() {
+        let mut refusal = format!("runbook `{name}` applies to {}", unmet.join(" and "));
+        if let Some(why) = &applies.why {
+            refusal.push_str(": ");
+            refusal.push_str(why.trim_end_matches('.'));
+        }
+        return Ok(Applies::No(refusal));
     }
     if reasons.is_empty() {
         reasons.push("every path".to_string());
     }
-    Ok(Some(reasons.join("; ")))
+    Ok(Applies::Yes(reasons.join("; ")))
+}
+
+/// `` `a`, `b` `` for a requirement's values.
+fn listed(values: &[impl std::fmt::Display]) -> String {
+    values
+        .iter()
+        .map(|value| format!("`{value}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The base context plus the runbook's `params` (their defaults rendered against the base).
@@ -177,23 +232,47 @@ mod tests {
     use crate::plan::resolve::test_support::{CATALOG, facts, runbook_set};
 
     fn runbook(name: &str, phase: &str, applies_to: &str, extra: &str) -> String {
+        procedure_runbook(UPGRADE_PROCEDURE, name, phase, applies_to, extra)
+    }
+
+    fn procedure_runbook(
+        procedure: &str,
+        name: &str,
+        phase: &str,
+        applies_to: &str,
+        extra: &str,
+    ) -> String {
         format!(
             "apiVersion: netctl.projectcalico.org/v1\nkind: Runbook\nmetadata:\n  name: {name}\n  description: test\n\
-             spec:\n  procedure: upgrade\n  phase: {phase}\n  appliesTo: {applies_to}\n{extra}  \
+             spec:\n  procedure: {procedure}\n  phase: {phase}\n  appliesTo: {applies_to}\n{extra}  \
              steps:\n    - id: pause\n      description: wait\n      action: pause\n"
         )
     }
 
     fn chosen(runbooks: &[String], from: &str) -> Result<Vec<(String, String)>, PlanError> {
+        chosen_for(UPGRADE_PROCEDURE, runbooks, from)
+    }
+
+    /// The runbooks of `procedure` chosen for an operator install of `from` on the Kubernetes
+    /// datastore (an upgrade to v3.29.7; another procedure runs against `from`, as planning does).
+    fn chosen_for(
+        procedure: &str,
+        runbooks: &[String],
+        from: &str,
+    ) -> Result<Vec<(String, String)>, PlanError> {
         let set = runbook_set(runbooks, CATALOG);
         let catalog = Catalog::parse(CATALOG).unwrap();
         let from: Release = from.parse().unwrap();
-        let to: Release = "v3.29.7".parse().unwrap();
+        let to: Release = if procedure == UPGRADE_PROCEDURE {
+            "v3.29.7".parse().unwrap()
+        } else {
+            from.clone()
+        };
         let facts = facts(&from);
         let base = super::super::base_context(&from, &to, &facts);
         let selection = Selection {
             catalog: &catalog,
-            procedure: UPGRADE_PROCEDURE,
+            procedure,
             from: &from,
             to: &to,
             facts: &facts,
@@ -257,5 +336,69 @@ mod tests {
             chosen(&unknown_edge, "v3.20.0"),
             Err(PlanError::UnknownEdge { .. })
         ));
+    }
+
+    #[test]
+    fn a_procedure_whose_runbooks_all_fall_outside_their_requirements_is_refused_naming_each() {
+        let runbooks = [
+            procedure_runbook(
+                "move",
+                "move-etcd",
+                "upgrade",
+                "{installMethods: [manifest, helm], datastoreTypes: [etcdv3], why: only an etcd install has data to move.}",
+                "",
+            ),
+            procedure_runbook(
+                "move",
+                "move-new",
+                "upgrade",
+                "{from: \">=3.30.0\", edge: helm-ownership}",
+                "",
+            ),
+            runbook("upgrade", "upgrade", "{installMethods: [manifest]}", ""),
+        ];
+        let refused = chosen_for("move", &runbooks, "v3.20.0").unwrap_err();
+        assert!(
+            matches!(&refused, PlanError::ProcedureDoesNotApply { runbooks, .. } if runbooks.len() == 2),
+            "{refused:?}"
+        );
+        assert_eq!(
+            refused.to_string(),
+            "the procedure `move` does not apply to this install: \
+             runbook `move-etcd` applies to install methods `manifest`, `helm` (this install: `operator`) \
+             and datastores `etcdv3` (this install: `kubernetes`): only an etcd install has data to move; \
+             runbook `move-new` applies to upgrades across `helm-ownership` (`<3.23.0` → `>=3.23.0`) \
+             (this plan: `v3.20.0` → `v3.20.0`) and installed versions `>=3.30.0` (this install: `v3.20.0`)"
+        );
+        // The `upgrade` procedure keeps its own refusal, which names no runbook.
+        assert!(matches!(
+            chosen(&runbooks, "v3.20.0"),
+            Err(PlanError::NoUpgradeRunbook { .. })
+        ));
+    }
+
+    #[test]
+    fn a_procedure_with_a_runbook_for_this_install_is_planned_even_when_its_condition_is_false() {
+        let outside = procedure_runbook(
+            "move",
+            "outside",
+            "upgrade",
+            "{datastoreTypes: [etcdv3]}",
+            "",
+        );
+        let conditioned = procedure_runbook(
+            "move",
+            "conditioned",
+            "upgrade",
+            "{installMethods: [operator]}",
+            "  when: \"params.go\"\n  params:\n    go:\n      default: false\n",
+        );
+        let nothing_to_do = chosen_for("move", &[outside.clone(), conditioned], "v3.20.0");
+        assert_eq!(nothing_to_do.unwrap(), []);
+        let applying = procedure_runbook("move", "applying", "upgrade", "{}", "");
+        assert_eq!(
+            chosen_for("move", &[outside, applying], "v3.20.0").unwrap(),
+            [("applying".to_string(), "every path".to_string())]
+        );
     }
 }
