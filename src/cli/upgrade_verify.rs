@@ -180,7 +180,7 @@ fn verification_report(
         return None;
     };
     match source.as_ref() {
-        StepError::Verify(verify) => VerifyError::report(verify),
+        StepError::Verify(verify) => VerifyError::failed(verify).map(|failed| &failed.report),
         _ => None,
     }
 }

@@ -386,14 +386,14 @@ impl Executor {
         step: &PlannedStep,
         error: ExecError,
     ) -> Result<(), ExecError> {
-        let report = match &error {
+        let failed = match &error {
             ExecError::StepFailed { source, .. } => match source.as_ref() {
-                StepError::Verify(verify) => verify.report().cloned(),
+                StepError::Verify(verify) => verify.failed().cloned(),
                 _ => None,
             },
             _ => None,
         };
-        let Some(report) = report else {
+        let Some(failed) = failed else {
             return Err(error);
         };
         if run.options.approved.contains(&step.id) {
@@ -410,8 +410,9 @@ impl Executor {
                 entry.summary = Some(summary);
             });
         }
-        let message = super::verification::gate_message(plan, &run.checkpoint, step, &report);
-        let what = report
+        let message = super::verification::gate_message(plan, &run.checkpoint, step, &failed);
+        let what = failed
+            .report
             .failed()
             .map(|finding| format!("{}: {}", finding.check, finding.summary))
             .collect::<Vec<_>>()

@@ -2,7 +2,7 @@
 //! check's verdict and evidence, and the way back — the rollback advice of the steps that ran,
 //! newest first — and how to go on. The checks themselves are `actions/verify/`'s.
 
-use super::actions::verify::compare::Report;
+use super::actions::verify::VerificationFailed;
 use super::checkpoint::Checkpoint;
 use crate::plan::{Plan, PlannedStep};
 
@@ -11,13 +11,19 @@ pub(super) fn gate_message(
     plan: &Plan,
     checkpoint: &Checkpoint,
     step: &PlannedStep,
-    report: &Report,
+    failed: &VerificationFailed,
 ) -> String {
     let mut lines = vec![format!(
-        "verification failed at `{}`: the cluster is not as it was before the run",
-        step.id
+        "verification failed at `{}`: {}",
+        step.id, failed.meaning
     )];
-    lines.extend(report.lines().into_iter().map(|line| format!("  {line}")));
+    lines.extend(
+        failed
+            .report
+            .lines()
+            .into_iter()
+            .map(|line| format!("  {line}")),
+    );
     let advice: Vec<String> = plan
         .steps
         .iter()

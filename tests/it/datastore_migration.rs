@@ -317,6 +317,11 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         said.contains("GlobalNetworkSet: 1 in the export, 0 in the Kubernetes datastore; missing `GlobalNetworkSet(gns-1)`"),
         "{said}"
     );
+    // Said as what it is: the export compared with the target, not a cluster with its baseline.
+    assert!(
+        said.contains("verification failed at `datastore-migration/verify`: the Kubernetes datastore does not hold what the export holds"),
+        "{said}"
+    );
     kube.put(lost);
     operator.resume_until_killed("datastore-migration/verify:after");
     let resumed = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);

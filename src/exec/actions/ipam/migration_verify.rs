@@ -280,7 +280,12 @@ impl Perform for DatastoreMigrationVerify {
         report.push(resources(store, &file).await?);
         report.push(ipam(&exported, &stored, damaged));
         if report.failed().next().is_some() {
-            return Err(VerifyError::Failed(VerificationFailed { report }).into());
+            return Err(VerifyError::Failed(VerificationFailed {
+                report,
+                // Not a comparison with the run's baseline, as `upgrade.verify`'s.
+                meaning: "the Kubernetes datastore does not hold what the export holds",
+            })
+            .into());
         }
         let transcript = report.lines();
         Ok(Outcome {

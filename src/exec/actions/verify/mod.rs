@@ -24,8 +24,21 @@ use observe::ObserveError;
 /// The verification found the cluster worse than before the run.
 #[derive(Debug, thiserror::Error)]
 #[error("verification failed: {}", summary(.report))]
+#[derive(Clone)]
 pub struct VerificationFailed {
     pub report: Report,
+    /// What the failure means, after "verification failed at `STEP`: " (the run's gate message).
+    pub meaning: &'static str,
+}
+
+impl VerificationFailed {
+    /// A failed `upgrade.verify`: the cluster compared with the run's baseline.
+    pub fn of_upgrade(report: Report) -> VerificationFailed {
+        VerificationFailed {
+            report,
+            meaning: "the cluster is not as it was before the run",
+        }
+    }
 }
 
 fn summary(report: &Report) -> String {
@@ -66,18 +79,18 @@ impl crate::errors::Hint for VerifyError {
                 "fix what failed, then verify again (`netctl upgrade verify`, or `netctl upgrade apply --resume` in a run); the steps' rollback advice says how to go back".to_string(),
             ),
             VerifyError::Observe(error) => error.hint(),
-            VerifyError::NoBaseline { .. } | VerifyError::DamagedBaseline { .. } => Some(
-                "`netctl upgrade verify` checks the cluster without a baseline".to_string(),
-            ),
+            VerifyError::NoBaseline { .. } | VerifyError::DamagedBaseline { .. } => {
+                Some("`netctl upgrade verify` checks the cluster without a baseline".to_string())
+            }
         }
     }
 }
 
 impl VerifyError {
-    /// The report of a failed verification.
-    pub fn report(&self) -> Option<&Report> {
+    /// The failed verification, with its report.
+    pub fn failed(&self) -> Option<&VerificationFailed> {
         match self {
-            VerifyError::Failed(failed) => Some(&failed.report),
+            VerifyError::Failed(failed) => Some(failed),
             _ => None,
         }
     }
@@ -205,7 +218,7 @@ impl Perform for UpgradeVerify {
             });
         }
         if report.failed().next().is_some() {
-            return Err(VerifyError::Failed(VerificationFailed { report }).into());
+            return Err(VerifyError::Failed(VerificationFailed::of_upgrade(report)).into());
         }
         let checked = report
             .findings
@@ -279,7 +292,7 @@ impl UpgradeVerify {
         });
         report.push(compare::bgp(before.as_ref(), &now));
         if report.failed().next().is_some() {
-            return Err(VerifyError::Failed(VerificationFailed { report }).into());
+            return Err(VerifyError::Failed(VerificationFailed::of_upgrade(report)).into());
         }
         Ok(Outcome {
             summary: format!(
