@@ -3,16 +3,17 @@
 //! Node with a Kubernetes name, ClusterInformation and IPAM parts that read.
 //!
 //! The file is read into memory: the import compares every resource with what the target
-//! holds before its first write, so it needs them all at hand.
+//! holds before its first write, so it needs them all at hand. Its resources are read one at a
+//! time (`items.rs`), never as one YAML tree per kind.
 
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{KINDS, MigrationError, SEPARATOR, kubernetes_name};
+use super::{KINDS, MigrationError, SEPARATOR, items, kubernetes_name};
 use crate::datastore::backup::{IpamObject, IpamRecord, object};
-use crate::resource::load::Loader;
+use crate::resource::load::{LoadError, Loaded, Loader, Location};
 use crate::resource::{Kind, Resource};
 
 /// What a migration file holds.
@@ -52,6 +53,50 @@ struct Entry {
     _ttl: Option<Value>,
 }
 
+/// The resources of the first part, one resource's text at a time (`items.rs`: never the whole
+/// part as one tree), each located in the file as if the part had been read whole.
+fn load_resources(part: &str, origin: &str) -> Result<Vec<Loaded>, LoadError> {
+    let loader = Loader::unvalidated();
+    let mut loaded = Vec::new();
+    for piece in items::pieces(part) {
+        let relocate = |location: &mut Location| {
+            location.origin = origin.to_string();
+            location.document = piece.document;
+            location.item = location.item.or(piece.item);
+            location.line = location.line.map(|line| line + piece.line - 1);
+            location.document_line = Some(
+                location
+                    .document_line
+                    .map_or(piece.line, |line| line + piece.line - 1),
+            );
+        };
+        match loader.load_text(&piece.text, origin) {
+            Ok(resources) => loaded.extend(resources.into_iter().map(|mut each| {
+                relocate(&mut each.location);
+                each
+            })),
+            Err(mut error) => {
+                each_location(&mut error, &mut |location| relocate(location));
+                return Err(error);
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// Calls `visit` on every location `error` names.
+fn each_location(error: &mut LoadError, visit: &mut dyn FnMut(&mut Location)) {
+    match error {
+        LoadError::Document { location, .. } | LoadError::Invalid { location, .. } => {
+            visit(location)
+        }
+        LoadError::Problems(problems) => problems
+            .iter_mut()
+            .for_each(|problem| each_location(problem, visit)),
+        LoadError::Read { .. } | LoadError::StandardInputAsPath | LoadError::Empty => {}
+    }
+}
+
 /// Reads and checks the file at `path`.
 pub fn read(path: &Path) -> Result<MigrationFile, MigrationError> {
     let origin = path.display().to_string();
@@ -75,8 +120,7 @@ pub fn parse(text: &str, origin: &str) -> Result<MigrationFile, MigrationError> 
             parts.len()
         )));
     };
-    let loaded = Loader::unvalidated()
-        .load_text(resources, origin)
+    let loaded = load_resources(resources, origin)
         .map_err(|error| refused(format!("its resources do not read: {error}")))?;
     let mut file = MigrationFile {
         resources: Vec::with_capacity(loaded.len()),

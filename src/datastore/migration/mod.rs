@@ -27,6 +27,7 @@ pub mod crds;
 pub mod export;
 pub mod file;
 mod indented;
+mod items;
 
 use std::collections::BTreeMap;
 

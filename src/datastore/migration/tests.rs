@@ -178,3 +178,35 @@ fn an_upstream_ipam_part_reads() {
     let unknown = text.replace("\"handles\"", "\"handels\"");
     assert!(refusal(&unknown).contains("third part is not upstream's IPAM JSON"));
 }
+
+/// Read one resource at a time (`items.rs`), a problem is still placed in the file as a whole
+/// read would place it: its document, its item and its line.
+#[test]
+fn a_problem_in_a_list_item_names_its_document_item_and_line() {
+    let text = format!(
+        "apiVersion: projectcalico.org/v3\nitems: []\nkind: IPPoolList\n---\napiVersion: v1\nitems:\n- apiVersion: projectcalico.org/v3\n  kind: GlobalNetworkSet\n  metadata: {{name: a}}\n- apiVersion: projectcalico.org/v3\n  kind: Profile\n  metadata: {{name: p}}\nkind: List\n{SEPARATOR}{INFORMATION}{SEPARATOR}{{}}\n"
+    );
+    let said = refusal(&text);
+    assert!(
+        said.contains("`m.txt` document 2 (from line 10), item 2: kind `Profile`"),
+        "{said}"
+    );
+    // An item of another kind than its typed List is refused as the List read whole says it.
+    let typed = text
+        .replace("apiVersion: v1\n", "apiVersion: projectcalico.org/v3\n")
+        .replace("kind: List\n", "kind: GlobalNetworkSetList\n");
+    let said = refusal(&typed);
+    assert!(
+        said.contains("document 2 (from line 5), item 2: a `GlobalNetworkSetList` may only hold `GlobalNetworkSet` items, found `Profile`"),
+        "{said}"
+    );
+    let broken = text.replace("metadata: {name: p}", "metadata: {name: p");
+    let said = refusal(&broken);
+    // The parser stops where the List goes on (line 13), as it would reading the List whole.
+    assert!(
+        said.contains("`m.txt` document 2, item 2, line 13: invalid YAML"),
+        "{said}"
+    );
+    let file = parse(&text.replace("Profile", "GlobalNetworkSet"), "m.txt").unwrap();
+    assert_eq!(file.resources.len(), 2);
+}

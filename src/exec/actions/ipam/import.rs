@@ -85,7 +85,7 @@ pub(super) async fn import(
             output: None,
         });
     }
-    let file = read(request, &target.files)?;
+    let mut file = read(request, &target.files)?;
     if store.kind() != DatastoreType::Kubernetes {
         return Err(refused(format!(
             "the datastore is `{}`: a migration export is imported into the Kubernetes datastore (point netctl at the cluster with `-c FILE` or NET_DATASTORE_TYPE=kubernetes)",
@@ -119,7 +119,8 @@ pub(super) async fn import(
     let lock = readiness::set(store, true, &super::migration::by(&request.by), mode).await?;
     transcript.extend(lock.transcript);
     transcript.push(cluster_information(store, &file, mode).await?);
-    let (documents, skipped) = documents(store, &file).await?;
+    // The resources move into the documents: the file's copy is not needed past this point.
+    let (documents, skipped) = documents(store, std::mem::take(&mut file.resources)).await?;
     for node in &skipped {
         transcript.push(format!(
             "Node `{node}` is not imported: Kubernetes has no node of that name (non-Kubernetes nodes do not exist in the Kubernetes datastore)"
@@ -362,11 +363,11 @@ async fn cluster_information(
 /// (named in the second list); metadata the datastore sets left out.
 async fn documents(
     store: &dyn Datastore,
-    file: &MigrationFile,
+    resources: Vec<Resource>,
 ) -> Result<(Vec<Resource>, Vec<String>), IpamActionError> {
-    let mut documents = Vec::with_capacity(file.resources.len());
+    let mut documents = Vec::with_capacity(resources.len());
     let mut skipped = Vec::new();
-    for resource in &file.resources {
+    for resource in resources {
         if resource.kind == Kind::Node {
             match store.get(&resource.key()).await {
                 Ok(_) => {}
@@ -377,7 +378,7 @@ async fn documents(
                 Err(error) => return Err(error.into()),
             }
         }
-        let mut resource = as_document(resource.clone());
+        let mut resource = as_document(resource);
         resource.status = serde_json::Value::Null;
         documents.push(resource);
     }
