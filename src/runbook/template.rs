@@ -11,22 +11,37 @@
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 
-/// Why a template failed; `template` is the string as written in the runbook.
+/// Why a template failed; `template` is the string as written in the runbook. A `require` that
+/// refuses is the runbook's own words to the operator: said as they are, without the template
+/// (which is for the runbook's author, and stays in the value).
 #[derive(Debug, thiserror::Error)]
-#[error("template `{template}` failed: {message}")]
+#[error("{}", match .required {
+    true => .message.clone(),
+    false => format!("template `{}` failed: {}", .template, .message),
+})]
 pub struct TemplateError {
     pub template: String,
     pub message: String,
+    /// The message is a `require`'s.
+    pub required: bool,
 }
 
+/// The source a `require` that refuses gives its error, so that its message is told apart.
+#[derive(Debug, thiserror::Error)]
+#[error("required")]
+struct Required;
+
 fn template_error(template: &str, error: &minijinja::Error) -> TemplateError {
-    let mut message = error.kind().to_string();
-    if let Some(detail) = error.detail() {
-        message = format!("{message}: {detail}");
-    }
+    let required = std::error::Error::source(error).is_some_and(|source| source.is::<Required>());
+    let message = match (required, error.detail()) {
+        (true, Some(detail)) => detail.to_string(),
+        (false, Some(detail)) => format!("{}: {detail}", error.kind()),
+        (_, None) => error.kind().to_string(),
+    };
     TemplateError {
         template: template.to_string(),
         message,
+        required,
     }
 }
 
@@ -91,11 +106,12 @@ impl Templates {
                 .evaluate(expression, context)
                 .map_err(|error| TemplateError {
                     template: text.to_string(),
-                    message: error.message,
+                    ..error
                 })?;
             return serde_json::to_value(&value).map_err(|error| TemplateError {
                 template: text.to_string(),
                 message: format!("value cannot be represented as data: {error}"),
+                required: false,
             });
         }
         self.environment
@@ -117,6 +133,7 @@ impl Templates {
             return Err(TemplateError {
                 template: expression.to_string(),
                 message: "undefined value".to_string(),
+                required: false,
             });
         }
         Ok(value)
@@ -168,7 +185,7 @@ fn require(value: Value, message: String) -> Result<Value, minijinja::Error> {
         || value.len() == Some(0)
         || value.as_str() == Some("");
     if empty {
-        Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        Err(minijinja::Error::new(ErrorKind::InvalidOperation, message).with_source(Required))
     } else {
         Ok(value)
     }
@@ -257,7 +274,17 @@ mod tests {
                 &context(),
             )
             .unwrap_err();
-        assert!(error.to_string().contains("set mesh_version"), "{error}");
+        // The runbook's words to the operator, without the template around them.
+        assert_eq!(error.to_string(), "set mesh_version");
+        assert!(error.required);
+        let error = templates
+            .render_string("{{ facts.nothing.deeper }}", &context())
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("template `{{ facts.nothing.deeper }}` failed: ")
+        );
     }
 
     #[test]
