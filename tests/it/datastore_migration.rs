@@ -73,27 +73,38 @@ impl Operator {
         self.inner.run(&args, env)
     }
 
+    /// `upgrade plan --procedure datastore-migration` as the operator reviews it, with `extra`
+    /// arguments.
+    fn show_plan(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "upgrade",
+            "plan",
+            "--procedure",
+            "datastore-migration",
+            "--no-manifest-edits",
+            "--to",
+            VERSION,
+        ];
+        args.extend(extra);
+        self.run(&args, &[])
+    }
+
+    /// The plan saved as JSON; its path.
     fn plan(&self) -> PathBuf {
         let plan = self.home().join("plan.json");
-        let planned = self.run(
-            &[
-                "upgrade",
-                "plan",
-                "--procedure",
-                "datastore-migration",
-                "--no-manifest-edits",
-                "--to",
-                VERSION,
-                "-o",
-                "json",
-                "--out",
-                plan.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let planned = self.show_plan(&["-o", "json", "--out", plan.to_str().unwrap()]);
         assert_success(&planned, "upgrade plan");
         plan
     }
+}
+
+/// calico-node's status reporter for the etcd node, so that the baseline and the final
+/// verification read its BGP sessions at once instead of waiting out their timeout.
+fn bgp_reporter(etcd: &EtcdServer) -> CalicoNodeStandIn {
+    CalicoNodeStandIn::on_etcd(
+        etcd.endpoints(),
+        Behaviour::for_nodes(&["etcd-node-1"], std::time::Duration::from_millis(50)),
+    )
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -156,10 +167,15 @@ impl Operator {
 
     /// Resumes the run, killed with SIGKILL at `crash` (`<step>:<before|after>`).
     fn resume_until_killed(&self, crash: &str) {
-        let crashed = self.run(
-            &["upgrade", "apply", "--resume", "--yes"],
-            &[("NETCTL_TEST_CRASH_AFTER", crash)],
-        );
+        self.apply_until_killed(&["--resume"], crash);
+    }
+
+    /// Applies `--plan PLAN` (or resumes), killed with SIGKILL at `crash`; releases the run lock.
+    fn apply_until_killed(&self, how: &[&str], crash: &str) {
+        let mut args = vec!["upgrade", "apply"];
+        args.extend(how);
+        args.push("--yes");
+        let crashed = self.run(&args, &[("NETCTL_TEST_CRASH_AFTER", crash)]);
         assert_eq!(
             crashed.status.signal(),
             Some(9),
@@ -182,18 +198,7 @@ impl Operator {
 fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills() {
     let (etcd, kube) = installed(400);
     let operator = Operator::new(&etcd, &kube);
-    let shown = operator.run(
-        &[
-            "upgrade",
-            "plan",
-            "--procedure",
-            "datastore-migration",
-            "--no-manifest-edits",
-            "--to",
-            VERSION,
-        ],
-        &[],
-    );
+    let shown = operator.show_plan(&[]);
     // The plan as the operator reviews it: every step, the lock marked, the rollback advice.
     // (The pre-flight's findings on stderr name the etcd database's size, which varies.)
     let mut shown = crate::support::Run::from(shown);
@@ -212,31 +217,10 @@ fn the_migration_takes_an_etcd_install_to_the_kubernetes_datastore_through_kills
         assert!(shown.stdout.contains(step), "{step}: {}", shown.stdout);
     }
     let plan = operator.plan();
-    // calico-node's status reporter for the etcd node, so that the baseline and the final
-    // verification read its BGP sessions at once instead of waiting out their timeout.
-    let _reporter = CalicoNodeStandIn::on_etcd(
-        etcd.endpoints(),
-        Behaviour::for_nodes(&["etcd-node-1"], std::time::Duration::from_millis(50)),
-    );
+    let _reporter = bgp_reporter(&etcd);
 
     // Killed after the baseline, then after each step before the lock: nothing is written.
-    let crashed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            plan.to_str().unwrap(),
-            "--yes",
-        ],
-        &[("NETCTL_TEST_CRASH_AFTER", "verify/baseline:after")],
-    );
-    assert_eq!(
-        crashed.status.signal(),
-        Some(9),
-        "{}",
-        text(&crashed.stderr)
-    );
-    operator.release_run_lock();
+    operator.apply_until_killed(&["--plan", plan.to_str().unwrap()], "verify/baseline:after");
     for step in ["download-crds", "preflight", "download-manifest"] {
         operator.resume_until_killed(&format!("datastore-migration/{step}:after"));
         assert!(!locked(&etcd), "{step}");
@@ -446,18 +430,7 @@ fn the_configured_native_v3_group_is_migrated_into_on_a_cluster_without_calico_c
 /// after the switch, rolls the node agents and resumes to the end; then checks where every
 /// object went.
 fn migrate_into_native_v3_crds(etcd: &EtcdServer, kube: &KubeApiServer, operator: &Operator) {
-    let shown = operator.run(
-        &[
-            "upgrade",
-            "plan",
-            "--procedure",
-            "datastore-migration",
-            "--no-manifest-edits",
-            "--to",
-            VERSION,
-        ],
-        &[],
-    );
+    let shown = operator.show_plan(&[]);
     assert_success(&shown, "upgrade plan");
     let shown = text(&shown.stdout);
     for said in [
@@ -469,30 +442,11 @@ fn migrate_into_native_v3_crds(etcd: &EtcdServer, kube: &KubeApiServer, operator
         assert!(shown.contains(said), "{said}: {shown}");
     }
     let plan = operator.plan();
-    let _reporter = CalicoNodeStandIn::on_etcd(
-        etcd.endpoints(),
-        Behaviour::for_nodes(&["etcd-node-1"], std::time::Duration::from_millis(50)),
+    let _reporter = bgp_reporter(etcd);
+    operator.apply_until_killed(
+        &["--plan", plan.to_str().unwrap()],
+        "datastore-migration/switch-components:after",
     );
-    let crashed = operator.run(
-        &[
-            "upgrade",
-            "apply",
-            "--plan",
-            plan.to_str().unwrap(),
-            "--yes",
-        ],
-        &[(
-            "NETCTL_TEST_CRASH_AFTER",
-            "datastore-migration/switch-components:after",
-        )],
-    );
-    assert_eq!(
-        crashed.status.signal(),
-        Some(9),
-        "{}",
-        text(&crashed.stderr)
-    );
-    operator.release_run_lock();
     crate::upgrade_e2e::common::roll_out(kube, "daemonsets", "calico-node", 2, 2);
     let finished = operator.run(&["upgrade", "apply", "--resume", "--yes"], &[]);
     assert_success(&finished, "resume");
@@ -525,30 +479,19 @@ fn migrate_into_native_v3_crds(etcd: &EtcdServer, kube: &KubeApiServer, operator
 fn the_configured_api_group_chooses_the_crds_and_what_cannot_be_is_refused() {
     let (etcd, kube) = installed(3);
     let operator = Operator::new(&etcd, &kube);
-    let plan = |env: &[(&str, &str)]| {
-        let planned = operator.run(
-            &[
-                "upgrade",
-                "plan",
-                "--procedure",
-                "datastore-migration",
-                "--no-manifest-edits",
-                "--to",
-                VERSION,
-            ],
-            env,
-        );
+    let plan = || {
+        let planned = operator.show_plan(&[]);
         assert_success(&planned, "upgrade plan");
         text(&planned.stdout)
     };
-    let unset = plan(&[]);
+    let unset = plan();
     assert!(
         unset.contains("calico_api_group               crd.projectcalico.org/v1  (discovered)"),
         "{unset}"
     );
     assert!(unset.contains("(`crds.yaml`)"), "{unset}");
     operator.configure_api_group("projectcalico.org/v3");
-    let configured = plan(&[]);
+    let configured = plan();
     assert!(
         configured.contains("(`v3_projectcalico_org.yaml`)")
             && configured.contains("`calico-v3-crds.yaml`"),
