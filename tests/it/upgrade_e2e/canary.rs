@@ -52,21 +52,23 @@ fn daemon_set(kube: &KubeApiServer) -> Value {
         .expect("DaemonSet calico-node")
 }
 
+/// What the tests plan with: a canary of one node, no manifest edits, the release's files from
+/// `mirror`.
+fn one_canary(mirror: &std::path::Path) -> [&str; 5] {
+    [
+        "--no-manifest-edits",
+        "--canary",
+        "1",
+        "--mirror-dir",
+        mirror.to_str().unwrap(),
+    ]
+}
+
 #[test]
 fn a_canary_of_one_of_three_nodes_rolls_exactly_one_node_before_its_gate_then_the_rest() {
     let (kube, operator, mirror) = kubernetes_manifest_cluster();
     three_nodes(&kube);
-    let (plan_file, plan) = plan(
-        &operator,
-        "v3.29.0",
-        &[
-            "--no-manifest-edits",
-            "--canary",
-            "1",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-        ],
-    );
+    let (plan_file, plan) = plan(&operator, "v3.29.0", &one_canary(&mirror));
     assert_eq!(
         plan["canary"],
         json!({"count": 1, "nodes": ["node-a"], "of_nodes": 3,
@@ -94,16 +96,10 @@ fn a_canary_of_one_of_three_nodes_rolls_exactly_one_node_before_its_gate_then_th
     // The text plan names the canary and its mechanism.
     let shown = operator.run(
         &[
-            "upgrade",
-            "plan",
-            "--to",
-            "v3.29.0",
-            "--no-manifest-edits",
-            "--canary",
-            "1",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-        ],
+            &["upgrade", "plan", "--to", "v3.29.0"][..],
+            &one_canary(&mirror),
+        ]
+        .concat(),
         &[],
     );
     assert_success(&shown, "upgrade plan");
@@ -420,17 +416,7 @@ fn a_canary_that_loses_a_bgp_session_stops_at_its_verification_before_the_rest_r
 fn a_rollback_from_the_canary_gate_puts_the_canary_back() {
     let (kube, operator, mirror) = kubernetes_manifest_cluster();
     three_nodes(&kube);
-    let (plan_file, _) = plan(
-        &operator,
-        "v3.29.0",
-        &[
-            "--no-manifest-edits",
-            "--canary",
-            "1",
-            "--mirror-dir",
-            mirror.to_str().unwrap(),
-        ],
-    );
+    let (plan_file, _) = plan(&operator, "v3.29.0", &one_canary(&mirror));
     let stopped = operator.apply(&Apply::plan(&plan_file).mirror(&mirror));
     assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped.stderr));
     assert_eq!(
