@@ -262,6 +262,16 @@ fn export(etcd: &EtcdServer, dir: &Path) -> (String, String) {
     (path, stderr)
 }
 
+/// etcd seeded with `handles` IPAM handles besides the node's, locked and exported into a new
+/// scratch directory: the datastore, the directory (kept while the test runs) and the file.
+fn seeded_export(handles: usize) -> (EtcdServer, tempfile::TempDir, String) {
+    let etcd = EtcdServer::start();
+    seed(&etcd, handles);
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = export(&etcd, dir.path());
+    (etcd, dir, file)
+}
+
 /// The three parts of a migration file.
 fn parts(text: &str) -> (Vec<Value>, Value, Value) {
     let parts: Vec<&str> = text.split("===\n").collect();
@@ -565,10 +575,7 @@ fn writes(kube: &KubeApiServer) -> Vec<String> {
 }
 
 fn round_trip(groups: CalicoGroups) {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 0);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, _) = export(&etcd, dir.path());
+    let (_etcd, dir, file) = seeded_export(0);
     let kube = kube_target(groups);
 
     // The dry run writes nothing.
@@ -614,10 +621,7 @@ fn a_round_trip_into_the_native_v3_group_reads_back_equal() {
 /// The test server serves the kinds once their CRDs exist; everything reads back equal.
 #[test]
 fn the_import_installs_the_crds_of_the_exports_release_into_an_empty_cluster() {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 0);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, _) = export(&etcd, dir.path());
+    let (_etcd, dir, file) = seeded_export(0);
     for (group, api_group, manifest) in [
         (CALICO_GROUP, "crd.projectcalico.org/v1", "crds.yaml"),
         (
@@ -709,10 +713,7 @@ fn the_import_installs_the_crds_of_the_exports_release_into_an_empty_cluster() {
 /// (`--skip-crds`), a cluster that does not serve them is refused.
 #[test]
 fn a_crd_manifest_that_does_not_fit_the_export_is_refused_before_any_write() {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 0);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, _) = export(&etcd, dir.path());
+    let (_etcd, dir, file) = seeded_export(0);
     let kube = kube_target(CalicoGroups::None);
     let not_crds = dir.path().join("calico.yaml");
     std::fs::write(
@@ -1089,10 +1090,7 @@ fn bad_files_and_a_target_with_calico_data_are_refused_before_any_write() {
 /// SIGKILL half way through its IPAM objects finishes when run again, every object once.
 #[test]
 fn a_stopped_or_killed_import_finishes_when_run_again() {
-    let etcd = EtcdServer::start();
-    seed(&etcd, 400);
-    let dir = tempfile::tempdir().unwrap();
-    let (file, _) = export(&etcd, dir.path());
+    let (_etcd, dir, file) = seeded_export(400);
 
     // Handles cannot be written: the import fails after the resources, and says so.
     let kube = kube_target(CalicoGroups::V1);
